@@ -1,0 +1,20 @@
+# The two commands of the README: `make demo` (set up + main job) and `make test` (set up + whole suite).
+.PHONY: setup setup-ref setup-browser demo test bench
+
+setup:
+	bash scripts/setup.sh
+
+setup-ref:
+	bash scripts/setup_ref.sh
+
+setup-browser:
+	bash scripts/setup_browser.sh
+
+demo: setup
+	bash scripts/demo.sh
+
+test: setup setup-ref setup-browser
+	HF_HUB_OFFLINE=1 HF_EVALUATE_OFFLINE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests
+
+bench: setup setup-ref
+	HF_HUB_OFFLINE=1 .venv/bin/python bench/run_all.py

@@ -1,0 +1,19 @@
+"""rexrank: the ReXrank benchmark for AI-written chest X-ray reports.
+
+Data flows one way: dataset -> generate -> predictions -> score -> aggregate -> store -> Space.
+Heavy modules are imported lazily so ``import rexrank`` stays cheap.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "score", "summarize"]
+
+
+def __getattr__(name: str):
+    if name in ("score", "summarize"):
+        from rexrank import scoring
+
+        return getattr(scoring, name)
+    raise AttributeError(f"module 'rexrank' has no attribute {name!r}")

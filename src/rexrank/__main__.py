@@ -1,0 +1,3 @@
+from rexrank.cli import run
+
+run()

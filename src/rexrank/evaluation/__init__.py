@@ -1,0 +1,1 @@
+"""rexrank.evaluation"""

@@ -1,0 +1,1 @@
+"""rexrank.generate"""

@@ -1,0 +1,137 @@
+"""``rexrank.score``: several metrics over the same pairs, each component computed once.
+
+Composite metrics (RadCliQ) declare their components in the registry; the components are scored once and
+shared, so asking for ``["radcliq_v1", "bertscore"]`` runs BERTScore a single time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rexrank.metrics import REGISTRY, get
+from rexrank.metrics.base import check_pairs
+
+# The classic CXR-Report-Metric set: what `rexrank.score` runs when no metric is named.
+DEFAULT_METRICS = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1")
+
+_SHARED_OPTIONS = ("device", "batch_size")
+
+
+def plan(metrics: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split requested names into (base metrics to compute, composites to combine), canonical and de-duplicated."""
+    requested = [REGISTRY.canonical(m) for m in metrics]
+    base: list[str] = []
+    composites: list[str] = []
+    for name in requested:
+        spec = REGISTRY.spec(name)
+        if spec.components:
+            composites.append(name) if name not in composites else None
+            for comp in spec.components:
+                if comp not in base:
+                    base.append(comp)
+        elif name not in base:
+            base.append(name)
+    return base, composites
+
+
+def metric_config(name: str, *, model_paths: Mapping[str, Any] | None, metric_configs: Mapping[str, Mapping] | None,
+                  shared: Mapping[str, Any]) -> dict[str, Any]:
+    spec = REGISTRY.spec(name)
+    config: dict[str, Any] = {}
+    if spec.needs_model:
+        config.update({k: v for k, v in shared.items() if v is not None})
+    if model_paths:
+        for key, value in model_paths.items():
+            if REGISTRY.canonical(key) == name:
+                config["model"] = value
+    if metric_configs:
+        for key, value in metric_configs.items():
+            if REGISTRY.canonical(key) == name:
+                config.update(value)
+    return config
+
+
+def score(
+    hyps: Sequence[str],
+    refs: Sequence[str],
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    model_paths: Mapping[str, Any] | None = None,
+    metric_configs: Mapping[str, Mapping[str, Any]] | None = None,
+    device: str | None = None,
+    batch_size: int | None = None,
+) -> pd.DataFrame:
+    """Score every (hypothesis, reference) pair with every metric.
+
+    Returns a DataFrame with one row per pair (same order) and one column per metric, named as the
+    CXR-Report-Metric output columns (``bleu_score``, ``bertscore``, ``semb_score``, ``radgraph_combined``,
+    ``radcliq_v1``...), plus any per-pair detail columns a metric provides (GREEN error counts...).
+    ``df.attrs["summary"]`` holds the leaderboard aggregation (see ``summarize``) and
+    ``df.attrs["metrics"]`` each metric's spec, config and fingerprint.
+    """
+    hyps, refs = check_pairs(hyps, refs)
+    base, composites = plan(metrics)
+    shared = {"device": device, "batch_size": batch_size}
+    columns: dict[str, np.ndarray] = {}
+    details: list[pd.DataFrame] = []
+    info: dict[str, dict[str, Any]] = {}
+    by_name: dict[str, np.ndarray] = {}
+    for name in base:
+        metric = get(name, **metric_config(name, model_paths=model_paths, metric_configs=metric_configs, shared=shared))
+        frame = metric.score_details(hyps, refs)
+        values = frame.iloc[:, 0].to_numpy(dtype=np.float64)
+        by_name[name] = values
+        columns[metric.spec.column] = values
+        if frame.shape[1] > 1:
+            details.append(frame.iloc[:, 1:].reset_index(drop=True))
+        info[name] = _describe(metric)
+    for name in composites:
+        cls = REGISTRY.cls(name)
+        spec = REGISTRY.spec(name)
+        columns[spec.column] = np.asarray(cls.combine({c: by_name[c] for c in spec.components}), dtype=np.float64)
+        info[name] = {"spec": _spec_dict(spec), "config": {"components": {c: info[c]["fingerprint"] for c in spec.components}},
+                      "fingerprint": "+".join(info[c]["fingerprint"] for c in spec.components)}
+    df = pd.concat([pd.DataFrame(columns)] + details, axis=1) if details else pd.DataFrame(columns)
+    requested = [REGISTRY.canonical(m) for m in metrics]
+    df.attrs["metrics"] = {name: info[name] for name in dict.fromkeys(requested)}
+    df.attrs["summary"] = summarize(df, requested)
+    return df
+
+
+def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Leaderboard aggregation per metric: the mean, and for RadCliQ-v1/FineRadScore the reciprocal of the mean.
+
+    1/RadCliQ-v1 is 1 / mean(per-report RadCliQ-v1) as the leaderboard computes it, never a mean of reciprocals
+    (per-report values can be negative).
+    """
+    names = [REGISTRY.canonical(m) for m in metrics] if metrics else [
+        n for n in REGISTRY.names() if REGISTRY.spec(n).column in df.columns]
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        spec = REGISTRY.spec(name)
+        if spec.column not in df.columns:
+            continue
+        values = df[spec.column].to_numpy(dtype=np.float64)
+        n_nan = int(np.isnan(values).sum())
+        mean = float(np.nanmean(values)) if n_nan < len(values) else float("nan")
+        entry = {"column": spec.column, "mean": mean, "n": int(len(values) - n_nan), "n_nan": n_nan,
+                 "higher_is_better": spec.higher_is_better, "leaderboard_column": spec.leaderboard_column}
+        if spec.leaderboard_aggregation == "reciprocal_of_mean":
+            entry["leaderboard_value"] = 1.0 / mean if mean else float("nan")
+        else:
+            entry["leaderboard_value"] = mean
+        out[name] = entry
+    return out
+
+
+def _spec_dict(spec) -> dict[str, Any]:
+    return {"name": spec.name, "column": spec.column, "higher_is_better": spec.higher_is_better,
+            "version": spec.version, "leaderboard_column": spec.leaderboard_column}
+
+
+def _describe(metric) -> dict[str, Any]:
+    return {"spec": _spec_dict(metric.spec), "config": metric.config(), "fingerprint": metric.fingerprint}

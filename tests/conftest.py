@@ -1,0 +1,109 @@
+"""Shared fixtures: offline mode, stand-in models, the reference virtualenv and the ../shared data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _shared_dir() -> Path | None:
+    for candidate in (os.environ.get("REXRANK_SHARED"), REPO.parent / "shared", REPO / "shared"):
+        if candidate and (Path(candidate) / "data").is_dir():
+            return Path(candidate)
+    return None
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared (real IU-Xray JSON, manifests, published tables). Tests using it skip where it is absent."""
+    found = _shared_dir()
+    if found is None:
+        pytest.skip("../shared is not present beside this checkout")
+    return found
+
+
+@pytest.fixture(scope="session")
+def iu_xray_test(shared_dir) -> dict:
+    return json.loads((shared_dir / "data" / "iu_xray" / "ReXRank_IUXray_test.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def standins(tmp_path_factory):
+    """standins(name) -> {key: path}: build one stand-in family once per test session (small size, seed 0)."""
+    from rexrank.testing import standins as builder
+
+    root = tmp_path_factory.mktemp("standins")
+    built: dict[str, dict[str, str]] = {}
+
+    def get(name: str) -> dict[str, str]:
+        if name not in built:
+            built[name] = builder.build(root / name, "small", [name], seed=0)
+        return built[name]
+
+    return get
+
+
+def _ref_python() -> Path | None:
+    explicit = os.environ.get("REXRANK_REF_PYTHON")
+    candidate = Path(explicit) if explicit else REPO / ".venv-ref" / "bin" / "python"
+    return candidate if candidate.exists() else None
+
+
+@pytest.fixture(scope="session")
+def ref_python() -> Path:
+    """The reference virtualenv's interpreter (scripts/setup_ref.sh). In CI its absence is a failure, not a skip."""
+    found = _ref_python()
+    if found is None:
+        if IN_CI:
+            pytest.fail("the reference virtualenv .venv-ref is missing: `make test` creates it (scripts/setup_ref.sh)")
+        pytest.skip("reference virtualenv .venv-ref not found (run scripts/setup_ref.sh)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def run_reference(ref_python):
+    """run_reference(script, payload) -> JSON result: runs tests/reference/<script> in .venv-ref.
+
+    The payload goes in as JSON on stdin and the script prints one JSON document on stdout.
+    """
+
+    def run(script: str, payload, timeout: float = 1200):
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "2"))
+        proc = subprocess.run([str(ref_python), str(REPO / "tests" / "reference" / script)],
+                              input=json.dumps(payload), capture_output=True, text=True, timeout=timeout, env=env)
+        if proc.returncode != 0:
+            raise AssertionError(f"reference script {script} failed:\n{proc.stderr[-4000:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    return run
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    """cli(*args) -> (exit_code, stdout+stderr) running `rexrank` in-process."""
+    import contextlib
+    import io
+
+    from rexrank.cli import main
+
+    def run(*args: str):
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+        return code, out.getvalue() + err.getvalue()
+
+    return run
