@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -52,6 +52,37 @@ def file_digest(path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def text_key(text: str) -> str:
+    """Cache key of one report text (sha256 of its UTF-8 bytes)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class TextCache(Protocol):
+    """Per-text artefacts (CheXbert embeddings and labels, RadGraph annotations, ...), keyed by text hash.
+
+    ``namespace`` always includes the metric fingerprint, so a change of weights or options never reuses stale
+    values. The harness supplies a persistent implementation (evaluation/cache); values must be picklable.
+    """
+
+    def get_many(self, namespace: str, keys: list[str]) -> dict[str, Any]: ...
+
+    def put_many(self, namespace: str, items: dict[str, Any]) -> None: ...
+
+
+class MemoryTextCache:
+    """In-process TextCache: what a metric uses when the harness gives it none."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, dict[str, Any]] = {}
+
+    def get_many(self, namespace: str, keys: list[str]) -> dict[str, Any]:
+        store = self._data.get(namespace, {})
+        return {k: store[k] for k in keys if k in store}
+
+    def put_many(self, namespace: str, items: dict[str, Any]) -> None:
+        self._data.setdefault(namespace, {}).update(items)
+
+
 class Metric:
     """Subclasses set ``spec`` and implement ``_score(hyps, refs) -> np.ndarray``.
 
@@ -60,9 +91,36 @@ class Metric:
     """
 
     spec: MetricSpec
+    text_cache: TextCache | None = None
 
     def config(self) -> dict[str, Any]:
         return {}
+
+    def use_text_cache(self, cache: TextCache | None) -> "Metric":
+        """Share per-text work across calls and runs (the harness passes its persistent cache)."""
+        self.text_cache = cache
+        return self
+
+    def per_text(self, artifact: str, texts: Sequence[str], compute: Callable[[list[str]], Sequence[Any]]) -> list[Any]:
+        """Compute ``artifact`` once per unique text: look up the cache, compute only what is missing, store it.
+
+        ``compute(unique_texts)`` returns one value per text, in order. Returns values aligned with ``texts``.
+        """
+        if self.text_cache is None:
+            self.text_cache = MemoryTextCache()
+        namespace = f"{self.spec.name}:{artifact}:{self.fingerprint}"
+        keys = [text_key(t) for t in texts]
+        unique = dict(zip(keys, texts))
+        found = self.text_cache.get_many(namespace, list(unique))
+        missing = [k for k in unique if k not in found]
+        if missing:
+            values = list(compute([unique[k] for k in missing]))
+            if len(values) != len(missing):
+                raise RuntimeError(f"{self.spec.name}: {artifact} computed {len(values)} values for {len(missing)} texts")
+            new = dict(zip(missing, values))
+            self.text_cache.put_many(namespace, new)
+            found.update(new)
+        return [found[k] for k in keys]
 
     @property
     def fingerprint(self) -> str:
