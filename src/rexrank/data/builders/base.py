@@ -1,0 +1,108 @@
+"""What every ReXrank builder shares: the Study features, split generators, and a source fingerprint.
+
+The fingerprint (builder version, shipped split/manifest files, size and mtime of the source's text files) is the
+builder's cache `hash`, so a second prepare of an unchanged copy reuses the Arrow cache and an edited copy
+is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import datasets
+
+from rexrank.data.catalog import DatasetSpec, get_dataset_spec, package_file
+from rexrank.data.study import STUDY_FEATURES
+
+log = logging.getLogger("rexrank.data")
+
+# Bump when a builder's output changes for the same input (section rules, columns): it invalidates caches.
+BUILDER_VERSION = "1.0.0"
+
+
+class RexrankConfig(datasets.BuilderConfig):
+    """`require_images`: a study whose images are missing makes the copy incomplete (an error) when True;
+    when False the record keeps the paths it would have (scoring needs only the text)."""
+
+    def __init__(self, *args, require_images: bool | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.require_images = require_images
+
+
+class RexrankBuilder(datasets.GeneratorBasedBuilder):
+    DATASET: str = ""
+    BUILDER_CONFIG_CLASS = RexrankConfig
+    BUILDER_CONFIGS = [RexrankConfig(name="default", version=datasets.Version(BUILDER_VERSION))]
+    DEFAULT_CONFIG_NAME = "default"
+    # Whether images must be present by default (IU-Xray: no, its text ships with rexrank).
+    REQUIRE_IMAGES_BY_DEFAULT = True
+
+    def __init__(self, *args, data_dir: str | os.PathLike | None = None, hash: str | None = None, **kwargs):
+        data_dir = None if data_dir is None else str(Path(data_dir).expanduser().absolute())
+        if hash is None:
+            hash = self.source_fingerprint(data_dir, kwargs.get("require_images"))
+        super().__init__(*args, data_dir=data_dir, hash=hash, **kwargs)
+
+    # ---- functional core, implemented per dataset -------------------------------------------------------------
+    @classmethod
+    def source_files(cls, data_dir: str | None) -> Iterable[Path]:
+        """The source files whose content the records are built from (for the cache fingerprint)."""
+        return ()
+
+    def studies(self, split: str) -> Iterator[dict]:
+        raise NotImplementedError
+
+    # ---- shared ----------------------------------------------------------------------------------------------
+    @classmethod
+    def spec(cls) -> DatasetSpec:
+        return get_dataset_spec(cls.DATASET)
+
+    @property
+    def require_images(self) -> bool:
+        value = getattr(self.config, "require_images", None)
+        return self.REQUIRE_IMAGES_BY_DEFAULT if value is None else bool(value)
+
+    @classmethod
+    def source_fingerprint(cls, data_dir: str | None, require_images: bool | None = None) -> str:
+        digest = hashlib.sha256(f"{cls.DATASET}|{BUILDER_VERSION}|{data_dir}|{require_images}".encode())
+        for split in cls.spec().splits.values():
+            if split.manifest:
+                _update_with_stat(digest, package_file(split.manifest))
+        try:
+            for path in cls.source_files(data_dir):
+                _update_with_stat(digest, Path(path))
+        except OSError:
+            digest.update(b"unreadable")
+        return digest.hexdigest()[:16]
+
+    def _info(self) -> datasets.DatasetInfo:
+        spec = self.spec()
+        return datasets.DatasetInfo(description=spec.title, features=STUDY_FEATURES, citation=spec.citation,
+                                    license=spec.licence, homepage=spec.access)
+
+    def _split_generators(self, dl_manager):
+        return [datasets.SplitGenerator(name=name, gen_kwargs={"split": name}) for name in self.spec().splits]
+
+    def _generate_examples(self, split: str):
+        expected = self.spec().splits[split].n_studies
+        count = 0
+        for record in self.studies(split):
+            count += 1
+            yield record["study_id"], record
+        if expected is not None and count != expected:
+            # Never a silently shorter dataset: the functional core raises for anything missing; this guards it.
+            raise datasets.exceptions.DatasetGenerationError(
+                f"{self.DATASET} {split}: built {count} studies, the ReXrank set has {expected}")
+        log.info("%s %s: %d studies", self.DATASET, split, count)
+
+
+def _update_with_stat(digest, path: Path) -> None:
+    try:
+        stat = path.stat()
+        digest.update(f"{path}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    except OSError:
+        digest.update(f"{path}|missing".encode())
