@@ -1,0 +1,44 @@
+"""Text of the Space's About tab: what each metric is, its direction, and how the numbers are computed."""
+
+from __future__ import annotations
+
+from rexrank.leaderboard.published import __doc__ as _published_doc
+from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+
+DEFINITIONS = {
+    "bleu2": "Sentence BLEU-2 per report (NLTK method1 smoothing, CXR-Report-Metric tokenisation), averaged.",
+    "bertscore": "BERTScore F1 with distilroberta-base layer 5, rescaled with its baseline, idf off.",
+    "semb": "SembScore: cosine similarity of CheXbert [CLS] embeddings of the reference and the generated report.",
+    "radgraph": "RadGraph-F1: mean of entity F1 and relation F1 between RadGraph annotations of both reports.",
+    "radcliq_v1": "RadCliQ-v1: a linear combination of the four metrics above, per report; lower is better, so the "
+                  "board shows 1 / mean(RadCliQ-v1) (a reciprocal of the mean, never a mean of reciprocals).",
+    "ratescore": "RaTEScore: entity-level similarity with radiology-specific affinity and negation weights "
+                 "(the 0.5.0 behaviour: LONG matrix, negation weight 0.3612).",
+    "green": "GREEN: the GREEN-RadLlama2-7b judge counts clinically significant errors and matched findings; "
+             "score = matched / (matched + significant errors).",
+    "fineradscore": "FineRadScore: an LLM judge rates each generated sentence's error severity. Upstream never "
+                    "published how severities become one number, so published 1/FineRadScore values cannot be "
+                    "reproduced; rexrank's own aggregation is documented in its metric card.",
+}
+
+
+def markdown() -> str:
+    lines = ["## Metrics", "", "| Column | Direction | Definition |", "|---|---|---|"]
+    for name in LEADERBOARD_METRICS:
+        spec = REGISTRY.spec(name)
+        reciprocal = spec.leaderboard_aggregation == "reciprocal_of_mean"
+        shown_higher = (not spec.higher_is_better) if reciprocal else spec.higher_is_better
+        lines.append(f"| {spec.leaderboard_column} | {'higher is better ↑' if shown_higher else 'lower is better ↓'} "
+                     f"| {DEFINITIONS[name]} |")
+    lines += [
+        "", "## How the numbers are computed", "",
+        "- Every metric is computed once per study; the board shows the mean over the test set.",
+        "- Results scored by rexrank carry 95% bootstrap confidence intervals (1,000 resamples of studies); "
+        "1/RadCliQ-v1's interval comes from the reciprocal of each resample's mean.",
+        "- The overview ranks models by 1/RadCliQ-v1 on the findings track of each dataset.",
+        "- Rows marked **published** come from the ReXrank site's tables: point estimates only, no CI.",
+        "- ReXGradient's references are private: only aggregates are ever shown or downloadable.",
+        "", "## Known quirks of the published tables", "", _published_doc.split("Known upstream quirks")[1].split(
+            "\n", 1)[1].strip(),
+    ]
+    return "\n".join(lines)

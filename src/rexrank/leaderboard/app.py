@@ -1,0 +1,226 @@
+"""The ReXrank leaderboard Space (Gradio 6, native components).
+
+``build_app(store)`` returns the Blocks; ``serve`` launches it. Every view reads the store through
+``rexrank.leaderboard.board``; submissions go through ``rexrank.leaderboard.submissions``. User-supplied
+text reaches the page only inside Dataframe cells and Markdown that we escape, never as raw HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import pandas as pd
+
+from rexrank.errors import RexrankError
+from rexrank.leaderboard import about, board, plots
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS
+from rexrank.leaderboard.store import Store
+from rexrank.metrics import LEADERBOARD_METRICS
+
+TITLE = "ReXrank leaderboard"
+METRIC_CHOICES = [(board.column_label(m), m) for m in LEADERBOARD_METRICS]
+
+
+def _check(dataset: str, track: str) -> None:
+    import gradio as gr
+
+    if dataset not in DATASETS:  # gr.Error reaches the client as a message, never a traceback
+        raise gr.Error(f"Unknown dataset {str(dataset)[:40]!r}. Available: {', '.join(DATASETS)}")
+    if track not in TRACKS:
+        raise gr.Error(f"Unknown track {str(track)[:40]!r}. Available: {', '.join(TRACKS)}")
+
+
+def _escape_md(text: str) -> str:
+    return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
+
+
+def build_app(store: Store, submissions=None):
+    """Build the Space. ``submissions``: a ``Submissions`` service (None hides the Submit tab)."""
+    import gradio as gr
+
+    def table_view(dataset: str, track: str, search: str = "", institutions=None, years=None, model_types=None,
+                   trained: str = "all", sources=None, columns=None, sort_by: str = "radcliq_v1"):
+        df = board.numeric_table(store, dataset, track)
+        df = board.filter_table(df, search=search or "", institutions=institutions or None, years=years or None,
+                                model_types=model_types or None, trained=trained or "all", sources=sources or None)
+        shown = [m for m in LEADERBOARD_METRICS if not columns or m in columns]
+        return board.display_table(df, shown, sort_by=sort_by or "radcliq_v1")
+
+    def results_json(dataset: str, track: str) -> str:
+        """Aggregates only (means and CIs), never per-study data: safe for private test sets too."""
+        df = board.numeric_table(store, dataset, track)
+        records = [] if df.empty else json.loads(df.drop(columns=["url", "note"]).to_json(orient="records"))
+        return json.dumps({"dataset": dataset, "track": track, "results": records})
+
+    def results_api(dataset: str, track: str) -> str:
+        """JSON aggregates (means, CIs) of every model on one dataset and track."""
+        _check(dataset, track)
+        return results_json(dataset, track)
+
+    def table_api(dataset: str, track: str, search: str = "", institutions: list[str] | None = None,
+                  years: list[int] | None = None, model_types: list[str] | None = None, trained: str = "all",
+                  sources: list[str] | None = None, columns: list[str] | None = None,
+                  sort_by: str = "radcliq_v1") -> dict:
+        """The dataset/track table as shown on the page, filtered and sorted: {headers, data}."""
+        _check(dataset, track)
+        df = table_view(dataset, track, search, institutions, years, model_types, trained, sources, columns, sort_by)
+        return {"headers": list(df.columns), "data": df.to_numpy().tolist()}
+
+    def overview_view(track: str = "findings"):
+        return board.overview(store, track)
+
+    def model_view(model: str):
+        if not model:
+            return pd.DataFrame(), ""
+        analyses = board.model_analyses(store, model)
+        text = "\n\n".join(f"**{DATASET_LABELS.get(a['dataset'], a['dataset'])} / {a['track']}**\n\n```json\n"
+                           f"{json.dumps({k: v for k, v in a.items() if k not in ('dataset', 'track')}, indent=1)}\n```"
+                           for a in analyses) or "No subgroup analyses stored for this model (published rows have none)."
+        return board.model_page(store, model), text
+
+    def bars_view(dataset: str, track: str, metric: str):
+        df = board.numeric_table(store, dataset, track)
+        return plots.metric_bars(df, metric, board.column_label(metric))
+
+    def agreement_view(dataset: str, track: str):
+        return plots.agreement_heatmap(board.metric_agreement(store, dataset, track),
+                                       f"Kendall tau between metric rankings, {DATASET_LABELS[dataset]}")
+
+    def ranks_view(track: str):
+        return plots.rank_lines(board.ranks_across_datasets(store, track), "Rank by 1/RadCliQ-v1 across datasets")
+
+    def models_list():
+        return [m["name"] for m in store.models()]
+
+    def queue_view():
+        rows = []
+        for job in (submissions.queue() if submissions else []):
+            rows.append({"#": job["id"], "Model": job["model"].get("name"), "Dataset": job["dataset"],
+                         "Track": job["track"], "Status": job["status"], "Error": job.get("error") or ""})
+        return pd.DataFrame(rows, columns=["#", "Model", "Dataset", "Track", "Status", "Error"])
+
+    def submit(file, name, institution, url, year, model_type, trained_on, dataset, track,
+               request: gr.Request = None):
+        if submissions is None:
+            return "Submissions are closed on this board.", queue_view()
+        user = getattr(request, "username", None) if request is not None else None
+        path = file if isinstance(file, str) or file is None else getattr(file, "name", None)
+        try:
+            job_id = submissions.submit(path, {"name": name, "institution": institution, "url": url,
+                                               "year": year or None, "model_type": model_type,
+                                               "trained_on": trained_on or []}, dataset, track, user=user)
+        except RexrankError as exc:
+            return f"**Submission rejected.**\n\n{_escape_md(exc)}", queue_view()
+        return f"Submission #{job_id} queued: it will appear on the board once scored.", queue_view()
+
+    with gr.Blocks(title=TITLE) as demo:
+        gr.Markdown(f"# {TITLE}\nAI-written chest X-ray reports ranked by the eight ReXrank metrics, with 95% "
+                    "confidence intervals for results scored by rexrank.")
+        with gr.Tab("Overview"):
+            ov_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
+            ov_table = gr.Dataframe(value=overview_view("findings"), interactive=False, elem_id="overview-table")
+            ov_plot = gr.Plot(value=ranks_view("findings"))
+            ov_track.change(overview_view, ov_track, ov_table, api_name="overview")
+            ov_track.change(ranks_view, ov_track, ov_plot, api_visibility="private")
+        for dataset in DATASETS:
+            with gr.Tab(DATASET_LABELS[dataset]):
+                for track in TRACKS:
+                    with gr.Tab(TRACK_LABELS[track]):
+                        _dataset_tab(gr, dataset, track, store, table_view, bars_view, agreement_view)
+        with gr.Tab("Models"):
+            model_pick = gr.Dropdown(models_list(), label="Model", elem_id="model-pick")
+            model_table = gr.Dataframe(interactive=False)
+            model_text = gr.Markdown()
+            model_pick.change(model_view, model_pick, [model_table, model_text], api_name="model")
+        if submissions is not None:
+            with gr.Tab("Submit"):
+                gr.Markdown(submissions.instructions())
+                with gr.Row():
+                    sub_file = gr.File(label="Predictions file (.json, .jsonl or .csv)", type="filepath",
+                                       elem_id="submit-file")
+                    with gr.Column():
+                        sub_name = gr.Textbox(label="Model name", elem_id="submit-name")
+                        sub_inst = gr.Textbox(label="Institution", elem_id="submit-institution")
+                        sub_url = gr.Textbox(label="Model URL")
+                        sub_year = gr.Number(label="Year", precision=0)
+                        sub_type = gr.Textbox(label="Model type (e.g. VLM, encoder-decoder)")
+                        sub_trained = gr.CheckboxGroup([(DATASET_LABELS[d], d) for d in DATASETS],
+                                                       label="Trained on")
+                    with gr.Column():
+                        sub_dataset = gr.Dropdown([(DATASET_LABELS[d], d) for d in submissions.public_datasets()],
+                                                  value=submissions.public_datasets()[0], label="Test set")
+                        sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
+                        sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
+                sub_status = gr.Markdown(elem_id="submit-status")
+                queue_table = gr.Dataframe(value=queue_view(), interactive=False, elem_id="queue-table")
+                refresh = gr.Button("Refresh queue")
+                sub_button.click(submit, [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained,
+                                          sub_dataset, sub_track], [sub_status, queue_table], api_name="submit")
+                refresh.click(queue_view, None, queue_table, api_name="queue")
+        with gr.Tab("About"):
+            gr.Markdown(about.markdown())
+        # API-only endpoints: aggregates as JSON, and the filtered table of any dataset/track.
+        gr.api(results_api, api_name="results")
+        gr.api(table_api, api_name="table")
+    return demo
+
+
+def _dataset_tab(gr, dataset: str, track: str, store: Store, table_view, bars_view, agreement_view) -> None:
+    df = board.numeric_table(store, dataset, track)
+    institutions = sorted(x for x in df.get("institution", pd.Series(dtype=str)).unique() if x)
+    years = sorted({int(y) for y in df.get("year", pd.Series(dtype=float)).dropna()})
+    types = sorted(x for x in df.get("model_type", pd.Series(dtype=str)).unique() if x)
+    key = f"{dataset}-{track}"
+    with gr.Row():
+        search = gr.Textbox(label="Search model or institution", elem_id=f"search-{key}")
+        inst = gr.Dropdown(institutions, multiselect=True, label="Institution", allow_custom_value=True)
+        year = gr.Dropdown(years, multiselect=True, label="Year", allow_custom_value=True)
+        mtype = gr.Dropdown(types, multiselect=True, label="Model type", allow_custom_value=True)
+    with gr.Row():
+        trained = gr.Radio([("All models", "all"), ("Exclude models trained on this set", "exclude"),
+                            ("Only models trained on this set", "only")], value="all", label="Trained on this dataset")
+        source = gr.Dropdown(["published", "rexrank", "submission"], multiselect=True, label="Source")
+        columns = gr.Dropdown(METRIC_CHOICES, value=list(LEADERBOARD_METRICS), multiselect=True, label="Columns")
+        sort = gr.Dropdown(METRIC_CHOICES, value="radcliq_v1", label="Sort by")
+    table = gr.Dataframe(value=table_view(dataset, track), interactive=False, elem_id=f"table-{key}")
+    ds, tr = gr.State(dataset), gr.State(track)
+    inputs = [ds, tr, search, inst, year, mtype, trained, source, columns, sort]
+    for control in (search, inst, year, mtype, trained, source, columns, sort):
+        control.change(table_view, inputs, table, api_visibility="private")
+    with gr.Accordion("Plots", open=False):
+        metric = gr.Dropdown(METRIC_CHOICES, value="radcliq_v1", label="Metric")
+        bars = gr.Plot()
+        heat = gr.Plot()
+        metric.change(bars_view, [ds, tr, metric], bars, api_visibility="private")
+        show = gr.Button("Show plots")
+        show.click(bars_view, [ds, tr, metric], bars, api_visibility="private")
+        show.click(agreement_view, [ds, tr], heat, api_visibility="private")
+
+
+def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: bool = True, worker: bool = True,
+          submissions_dir: str | None = None, prevent_thread_lock: bool = False, **submission_options: Any):
+    """Open (and seed) the store, start the scoring worker, launch the Space."""
+    from pathlib import Path
+
+    from rexrank.leaderboard.published import bundled_tables, import_published
+
+    store = Store(store_path)
+    if seed and store.counts()["results"] == 0:
+        import_published(store, bundled_tables())
+    service = None
+    try:
+        from rexrank.leaderboard.submissions import Submissions
+
+        service = Submissions(store, Path(submissions_dir or Path(store_path).with_suffix(".uploads")),
+                              **submission_options)
+        if worker:
+            service.start_worker()
+    except ImportError:  # the harness is optional for a read-only board
+        service = None
+    demo = build_app(store, service)
+    demo.queue(default_concurrency_limit=8)
+    demo.launch(server_name=host, server_port=port, prevent_thread_lock=prevent_thread_lock, show_error=False,
+                quiet=True)
+    return demo, store, service

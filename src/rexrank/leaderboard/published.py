@@ -1,0 +1,104 @@
+"""Seed the store with the published ReXrank tables (rajpurkarlab/ReXrank gh-pages results CSVs).
+
+Published rows are point estimates only: they are marked source "published" with no CI. 1/RadCliQ-v1 and
+1/FineRadScore are stored as the underlying means (the reciprocal of the published value) so every result in
+the store has the same meaning; the board recomputes the published numbers from them.
+
+Known upstream quirks, handled here and listed in the About tab:
+- the UniRG-CXR rows (added 2025) lack the 1/FineRadScore cell in most tables (a short row), and the CheXpert
+  Plus findings table has 0 there: both are stored as "not reported";
+- the files have no trailing newline; model names differ in punctuation across tables (CheXpertPlus_MIMIC vs
+  CheXpertPlus-MIMIC) and are normalised to the findings tables' spelling.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
+from rexrank.leaderboard.store import Store
+
+# Published table file stem -> rexrank dataset name and the split ReXrank evaluates.
+FILES = {
+    "gradienthealth": ("rexgradient", "test"),
+    "mimiccxr": ("mimic_cxr", "test"),
+    "iu_xray": ("iu_xray", "test"),
+    "chexpertplus": ("chexpert_plus", "valid"),
+}
+# Published column -> (registry metric, whether the column is the reciprocal of the metric's mean).
+COLUMNS = {
+    "BLEU": ("bleu2", False), "BertScore": ("bertscore", False), "SembScore": ("semb", False),
+    "RadGraph": ("radgraph", False), "1/RadCliQ-v1": ("radcliq_v1", True), "RaTEScore": ("ratescore", False),
+    "GREEN": ("green", False), "1/FineRadScore": ("fineradscore", True),
+}
+QUIRK_NOTES = {
+    "missing": "not reported in the published table",
+}
+
+
+def _canonical_name(name: str) -> str:
+    return re.sub(r"^CheXpertPlus_", "CheXpertPlus-", name.strip()).replace("CheX_MIMIC", "CheX-MIMIC")
+
+
+def parse_table(text: str, dataset: str, split: str, track: str) -> tuple[list[ResultRecord], list[str]]:
+    """Parse one published CSV. Returns records and human-readable notes about quirks met."""
+    records, notes = [], []
+    reader = csv.DictReader(io.StringIO(text))
+    for line_no, row in enumerate(reader, start=2):
+        name = _canonical_name(row.get("Model Name") or "")
+        if not name:
+            continue
+        metrics: dict[str, MetricValue] = {}
+        missing = []
+        for column, (metric, reciprocal) in COLUMNS.items():
+            raw = (row.get(column) or "").strip()
+            try:
+                value = float(raw)
+            except ValueError:
+                value = None
+            if value is None or (reciprocal and value == 0):
+                missing.append(column)
+                continue
+            metrics[metric] = MetricValue(1.0 / value if reciprocal else value)
+        if missing:
+            notes.append(f"{dataset}/{track}: {name} (line {line_no}) lacks {', '.join(missing)}")
+        model = ModelInfo(name=name, institution=(row.get("Institution") or "").strip() or None,
+                          url=(row.get("Model URL") or "").strip() or None,
+                          year=int(row["Date"]) if (row.get("Date") or "").strip().isdigit() else None)
+        note = "published, no CI" + (f"; {', '.join(missing)} {QUIRK_NOTES['missing']}" if missing else "")
+        records.append(ResultRecord(model=model, dataset=dataset, split=split, track=track, source="published",
+                                    metrics=metrics, note=note,
+                                    extra={"published_rank": row.get("Rank"), "published_columns": {
+                                        c: row.get(c) for c in COLUMNS}}))
+    return records, notes
+
+
+def import_published(store: Store, directory: str | Path) -> dict[str, object]:
+    """Import every gh-pages_{findings_,}result_*.csv of ``directory``. Idempotent (content-hashed rows)."""
+    directory = Path(directory)
+    added, seen, notes = 0, 0, []
+    files = sorted(directory.glob("gh-pages_*result_*.csv"))
+    if not files:
+        raise FileNotFoundError(f"no published ReXrank tables (gh-pages_*result_*.csv) in {directory}")
+    with store.transaction() as conn:
+        for path in files:
+            match = re.match(r"gh-pages_(findings_)?result_(\w+)\.csv$", path.name)
+            if not match or match.group(2) not in FILES:
+                notes.append(f"skipped unknown table {path.name}")
+                continue
+            dataset, split = FILES[match.group(2)]
+            track = "findings" if match.group(1) else "findings_impression"
+            records, table_notes = parse_table(path.read_text(encoding="utf-8"), dataset, split, track)
+            notes.extend(table_notes)
+            for record in records:
+                seen += 1
+                added += store.add_result(record, conn)[1]
+    return {"files": len(files), "rows": seen, "added": added, "notes": notes}
+
+
+def bundled_tables() -> Path:
+    """The copy of the published tables shipped with rexrank (so a fresh install can seed a board)."""
+    return Path(__file__).with_name("published_tables")

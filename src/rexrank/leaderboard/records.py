@@ -1,0 +1,155 @@
+"""The leaderboard's data: one model's aggregate result on one dataset/split/track, and what it came from.
+
+A ``ResultRecord`` is what the store keeps and the Space shows. It holds aggregates only (means and CIs),
+never report text, so a result on a private test set can be shown and downloaded safely.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rexrank.errors import InputError
+
+DATASETS = ("rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus")
+DATASET_LABELS = {"rexgradient": "ReXGradient", "mimic_cxr": "MIMIC-CXR", "iu_xray": "IU-Xray",
+                  "chexpert_plus": "CheXpert Plus"}
+TRACKS = ("findings", "findings_impression")
+TRACK_LABELS = {"findings": "Findings", "findings_impression": "Findings + Impression"}
+# Test sets whose references the host keeps private: only aggregates may ever leave the store.
+PRIVATE_DATASETS = frozenset({"rexgradient"})
+SOURCES = ("published", "rexrank", "submission")
+
+_MAX_TEXT = {"name": 120, "institution": 120, "url": 300, "model_type": 60, "note": 500}
+_TAG = re.compile(r"<[^>]*>")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def clean_text(value: Any, field_name: str, *, required: bool = False) -> str | None:
+    """Metadata sanitiser: strip tags and control characters, trim, cap the length.
+
+    The page also escapes on output; stripping here keeps stored data plain text whatever renders it later.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        text = ""
+    else:
+        text = str(value)
+    text = _CONTROL.sub("", _TAG.sub("", html.unescape(text))).strip()
+    text = re.sub(r"\s+", " ", text)
+    if len(text) > _MAX_TEXT.get(field_name, 200):
+        raise InputError(f"{field_name} is longer than {_MAX_TEXT.get(field_name, 200)} characters")
+    if required and not text:
+        raise InputError(f"{field_name} is required")
+    return text or None
+
+
+def clean_url(value: Any) -> str | None:
+    text = clean_text(value, "url")
+    if text and not re.match(r"^https?://[^\s\"'<>]+$", text):
+        raise InputError(f"url must start with http:// or https:// (got {text[:60]!r})")
+    return text
+
+
+@dataclass
+class ModelInfo:
+    name: str
+    institution: str | None = None
+    url: str | None = None
+    year: int | None = None
+    model_type: str | None = None
+    trained_on: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelInfo":
+        year = data.get("year")
+        if year not in (None, ""):
+            try:
+                year = int(year)
+            except (TypeError, ValueError):
+                raise InputError(f"year must be a number (got {year!r})") from None
+            if not 1990 <= year <= 2100:
+                raise InputError(f"year {year} is out of range")
+        else:
+            year = None
+        trained = data.get("trained_on") or []
+        if isinstance(trained, str):
+            trained = [t.strip() for t in trained.split(",") if t.strip()]
+        unknown = [t for t in trained if t not in DATASETS]
+        if unknown:
+            raise InputError(f"trained_on has unknown dataset(s) {unknown}. Available: {', '.join(DATASETS)}")
+        return cls(name=clean_text(data.get("name"), "name", required=True),
+                   institution=clean_text(data.get("institution"), "institution"), url=clean_url(data.get("url")),
+                   year=year, model_type=clean_text(data.get("model_type"), "model_type"), trained_on=list(trained))
+
+
+@dataclass
+class MetricValue:
+    mean: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+@dataclass
+class ResultRecord:
+    """Aggregates of one model on one dataset/split/track. ``metrics`` maps registry names to values."""
+
+    model: ModelInfo
+    dataset: str
+    split: str
+    track: str
+    source: str
+    metrics: dict[str, MetricValue]
+    n_studies: int | None = None
+    note: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # subgroups, per-site ranks, fingerprints, versions
+
+    def __post_init__(self):
+        if self.dataset not in DATASETS:
+            raise InputError(f"Unknown dataset {self.dataset!r}. Available: {', '.join(DATASETS)}")
+        if self.track not in TRACKS:
+            raise InputError(f"Unknown track {self.track!r}. Available: {', '.join(TRACKS)}")
+        if self.source not in SOURCES:
+            raise InputError(f"Unknown source {self.source!r}. Available: {', '.join(SOURCES)}")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ResultRecord":
+        metrics = {k: MetricValue(**v) for k, v in (data.get("metrics") or {}).items()}
+        return cls(model=ModelInfo(**data["model"]), dataset=data["dataset"], split=data["split"],
+                   track=data["track"], source=data["source"], metrics=metrics, n_studies=data.get("n_studies"),
+                   note=data.get("note"), extra=data.get("extra") or {})
+
+    def content_hash(self) -> str:
+        """Identity of a result: same model, set, track, source and numbers -> same hash (re-imports are no-ops)."""
+        payload = {k: v for k, v in self.to_json().items() if k != "note"}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def from_results_json(results: dict[str, Any], model: ModelInfo, source: str = "rexrank") -> ResultRecord:
+    """Turn a `rexrank score` results.json into a record (aggregates only; per-study data stays out)."""
+    try:
+        dataset, split, track = results["dataset"], results["split"], results["track"]
+        raw_metrics = results["metrics"]
+    except KeyError as exc:
+        raise InputError(f"results.json lacks the field {exc.args[0]!r}") from None
+    metrics: dict[str, MetricValue] = {}
+    for name, entry in raw_metrics.items():
+        metrics[name] = MetricValue(_num(entry.get("mean")), _num(entry.get("ci_low")), _num(entry.get("ci_high")))
+    extra = {k: results[k] for k in ("leaderboard", "fingerprints", "versions", "subgroups", "analyses",
+                                     "n_dropped", "created_at") if k in results}
+    return ResultRecord(model=model, dataset=dataset, split=split, track=track, source=source, metrics=metrics,
+                        n_studies=results.get("n_studies"), extra=extra)
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
