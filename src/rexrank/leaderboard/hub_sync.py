@@ -20,7 +20,9 @@ PREFIX = "results/"
 
 
 def record_from_row(row: dict[str, Any]) -> ResultRecord:
-    """Rebuild a ResultRecord from a store row (Store.results())."""
+    """The ResultRecord a store row was made from (exactly, so its content hash is unchanged)."""
+    if row.get("record"):
+        return ResultRecord.from_json(row["record"])
     model = ModelInfo(name=row["model_name"], institution=row["institution"], url=row["url"], year=row["year"],
                       model_type=row["model_type"], trained_on=row["trained_on"])
     return ResultRecord(model=model, dataset=row["dataset"], split=row["split"], track=row["track"],

@@ -30,7 +30,7 @@ MIGRATIONS: list[str] = [
         id INTEGER PRIMARY KEY, model_id INTEGER NOT NULL REFERENCES models(id), dataset TEXT NOT NULL,
         split TEXT NOT NULL, track TEXT NOT NULL, source TEXT NOT NULL, n_studies INTEGER,
         metrics TEXT NOT NULL, extra TEXT NOT NULL DEFAULT '{}', note TEXT,
-        content_hash TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
+        record TEXT NOT NULL DEFAULT '{}', content_hash TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
     CREATE INDEX results_board ON results(dataset, track, split);
     """,
     """
@@ -143,9 +143,10 @@ class Store:
         metrics = {k: vars(v) for k, v in record.metrics.items()}
         cur = conn.execute(
             "INSERT INTO results(model_id, dataset, split, track, source, n_studies, metrics, extra, note,"
-            " content_hash, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            " record, content_hash, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (model_id, record.dataset, record.split, record.track, record.source, record.n_studies,
-             json.dumps(metrics), json.dumps(record.extra, default=str), record.note, digest, time.time()))
+             json.dumps(metrics), json.dumps(record.extra, default=str), record.note,
+             json.dumps(record.to_json(), default=str), digest, time.time()))
         return cur.lastrowid, True
 
     def results(self, dataset: str | None = None, track: str | None = None, *, latest: bool = True,
@@ -172,6 +173,7 @@ class Store:
             item["metrics"] = json.loads(item["metrics"])
             item["extra"] = json.loads(item["extra"])
             item["trained_on"] = json.loads(item["trained_on"] or "[]")
+            item["record"] = json.loads(item["record"] or "{}")
             out.append(item)
         return out
 

@@ -1,0 +1,210 @@
+"""The leaderboard store, the published-table importer and the board views: what the Space shows comes from here."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+
+import pytest
+
+from rexrank.errors import InputError
+from rexrank.leaderboard import board
+from rexrank.leaderboard.published import bundled_tables, import_published, parse_table
+from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord, from_results_json
+from rexrank.leaderboard.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "board.sqlite")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def seeded(store):
+    import_published(store, bundled_tables())
+    return store
+
+
+def _record(name="M", mean=0.5, dataset="iu_xray", track="findings", **kw):
+    return ResultRecord(model=ModelInfo(name=name), dataset=dataset, split="test", track=track, source="rexrank",
+                        metrics={"bleu2": MetricValue(mean, mean - 0.1, mean + 0.1),
+                                 "radcliq_v1": MetricValue(2.0, 1.6, 2.5)}, n_studies=590, **kw)
+
+
+def test_new_store_is_wal_and_current_schema(store):
+    assert store.schema_version() == SCHEMA_VERSION
+    assert store._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.integrity_check() == "ok"
+
+
+def test_old_store_is_migrated_and_keeps_its_rows(tmp_path):
+    """A v1 store (before the submissions table) opens, gains the new table, and loses nothing."""
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(MIGRATIONS[0])
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO models(name, created_at) VALUES ('Old', 0)")
+    conn.execute("INSERT INTO results(model_id, dataset, split, track, source, metrics, content_hash, created_at)"
+                 " VALUES (1, 'iu_xray', 'test', 'findings', 'published', '{}', 'h', 0)")
+    conn.commit()
+    conn.close()
+    s = Store(path)
+    assert s.schema_version() == SCHEMA_VERSION
+    assert s.counts() == {"models": 1, "results": 1, "submissions": 0}
+
+
+def test_newer_store_is_refused(tmp_path):
+    path = tmp_path / "new.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StoreError, match="newer than this rexrank"):
+        Store(path)
+
+
+def test_same_result_stored_once_and_history_kept(store):
+    first, new = store.add_result(_record(mean=0.5))
+    again, new_again = store.add_result(_record(mean=0.5))
+    assert new and not new_again and first == again
+    store.add_result(_record(mean=0.6))
+    assert [r["metrics"]["bleu2"]["mean"] for r in store.results("iu_xray", "findings")] == [0.6]
+    assert len(store.results("iu_xray", "findings", latest=False)) == 2
+
+
+def test_failed_write_leaves_store_unchanged(store):
+    store.add_result(_record())
+    with pytest.raises(RuntimeError):
+        with store.transaction() as conn:
+            store.add_result(_record(mean=0.9), conn)
+            raise RuntimeError("crash mid-transaction")
+    assert store.counts()["results"] == 1 and store.integrity_check() == "ok"
+
+
+def test_published_import_counts_quirks_and_is_idempotent(store):
+    report = import_published(store, bundled_tables())
+    assert report["files"] == 8 and report["rows"] == report["added"] == 128
+    assert sum("UniRG-CXR" in n and "1/FineRadScore" in n for n in report["notes"]) == 8
+    assert import_published(store, bundled_tables())["added"] == 0
+    assert store.counts()["models"] == 25  # CheXpertPlus_MIMIC and CheXpertPlus-MIMIC are one model
+
+
+def test_board_shows_published_values_exactly(seeded, shared_dir):
+    """Stored means are reciprocals for 1/RadCliQ-v1 and 1/FineRadScore; the board must show the published cells."""
+    import csv
+
+    with open(shared_dir / "data/leaderboard_published/gh-pages_findings_result_iu_xray.csv") as fh:
+        published = {row["Model Name"]: row for row in csv.DictReader(fh)}
+    df = board.numeric_table(seeded, "iu_xray", "findings")
+    assert len(df) == 25
+    for _, row in df.iterrows():
+        cells = published[row["model"]]
+        assert row["radcliq_v1"] == pytest.approx(float(cells["1/RadCliQ-v1"]), abs=1e-12)
+        assert row["bleu2"] == pytest.approx(float(cells["BLEU"]), abs=1e-12)
+        if (cells.get("1/FineRadScore") or "").strip():
+            assert row["fineradscore"] == pytest.approx(float(cells["1/FineRadScore"]), abs=1e-12)
+        else:
+            assert math.isnan(row["fineradscore"])
+    assert list(df["rank"][:2]) == [1, 2] and df["radcliq_v1"].is_monotonic_decreasing
+
+
+def test_zero_fineradscore_cell_is_missing_not_infinite():
+    text = "Rank,Date,Model Name,Institution,Model URL,BLEU,BertScore,SembScore,RadGraph,1/RadCliQ-v1,RaTEScore,GREEN,1/FineRadScore\n1,2025,X,I,https://x,0.1,0.2,0.3,0.4,1.0,0.5,0.6,0"
+    records, notes = parse_table(text, "chexpert_plus", "valid", "findings")
+    assert "fineradscore" not in records[0].metrics and "lacks 1/FineRadScore" in notes[0]
+
+
+def test_reciprocal_ci_is_swapped(store):
+    store.add_result(_record())
+    row = board.numeric_table(store, "iu_xray", "findings").iloc[0]
+    assert (row["radcliq_v1"], row["radcliq_v1_low"], row["radcliq_v1_high"]) == pytest.approx((0.5, 0.4, 0.625))
+    shown = board.display_table(board.numeric_table(store, "iu_xray", "findings"))
+    assert shown.loc[0, "1/RadCliQ-v1 ↑"] == "0.500 [0.400, 0.625]"
+    assert shown.loc[0, "BLEU ↑"] == "0.500 [0.400, 0.600]"
+
+
+def test_filters_narrow_the_table(seeded):
+    df = board.numeric_table(seeded, "mimic_cxr", "findings")
+    assert set(board.filter_table(df, search="chexpert")["model"]) == {
+        "CheXpertPlus-MIMIC", "CheXpertPlus-CheX", "CheXpertPlus-CheX-MIMIC"}
+    assert set(board.filter_table(df, institutions=["CSIRO"])["institution"]) == {"CSIRO"}
+    assert set(board.filter_table(df, years=[2025])["year"]) == {2025}
+    assert board.filter_table(df, trained="only").empty
+
+
+def test_trained_on_filter_and_model_page(store):
+    store.add_result(ResultRecord(model=ModelInfo(name="T", trained_on=["iu_xray"]), dataset="iu_xray", split="test",
+                                  track="findings", source="rexrank", metrics={"radcliq_v1": MetricValue(1.0)}))
+    store.add_result(_record(name="U"))
+    df = board.numeric_table(store, "iu_xray", "findings")
+    assert list(board.filter_table(df, trained="exclude")["model"]) == ["U"]
+    assert list(board.filter_table(df, trained="only")["model"]) == ["T"]
+    page = board.model_page(store, "U")
+    assert page.loc[0, "Dataset"] == "IU-Xray" and page.loc[0, "Studies"] == "590"
+
+
+def test_metadata_is_sanitised():
+    info = ModelInfo.from_dict({"name": "<script>alert(1)</script>Evil <b>Model</b>", "institution": "A\x00B",
+                                "year": "2025", "trained_on": "iu_xray, mimic_cxr"})
+    assert info.name == "alert(1)Evil Model" and info.institution == "AB" and info.year == 2025
+    assert info.trained_on == ["iu_xray", "mimic_cxr"]
+    for bad, message in (({"name": ""}, "name is required"), ({"name": "x", "url": "javascript:alert(1)"}, "url must"),
+                         ({"name": "x", "year": 3000}, "out of range"), ({"name": "x", "trained_on": ["nope"]},
+                                                                         "unknown dataset")):
+        with pytest.raises(InputError, match=message):
+            ModelInfo.from_dict(bad)
+
+
+def test_results_json_to_record_keeps_aggregates_only(store):
+    results = {"dataset": "iu_xray", "split": "test", "track": "findings", "n_studies": 590,
+               "metrics": {"bleu2": {"mean": 0.2, "ci_low": 0.18, "ci_high": 0.22, "higher_is_better": True}},
+               "versions": {"rexrank": "0.1.0"}}
+    record = from_results_json(results, ModelInfo(name="Mine"))
+    assert record.metrics["bleu2"] == MetricValue(0.2, 0.18, 0.22) and record.extra["versions"]["rexrank"] == "0.1.0"
+    with pytest.raises(InputError, match="lacks the field 'metrics'"):
+        from_results_json({"dataset": "iu_xray", "split": "test", "track": "findings"}, ModelInfo(name="x"))
+
+
+def test_agreement_and_ranks(seeded):
+    matrix = board.metric_agreement(seeded, "iu_xray")
+    assert matrix.shape == (8, 8) and matrix.iloc[0, 0] == pytest.approx(1.0)
+    ranks = board.ranks_across_datasets(seeded)
+    assert set(ranks["dataset"]) == {"ReXGradient", "MIMIC-CXR", "IU-Xray", "CheXpert Plus"}
+    assert board.overview(seeded).loc[0, "Model"] == "UniRG-CXR"
+
+
+class FakeHub:
+    """A dataset repo in memory, speaking the HfApi calls HubSync uses."""
+
+    def __init__(self, tmp_path):
+        self.files: dict[str, bytes] = {}
+        self.tmp = tmp_path
+        self.commits = 0
+
+    def list_repo_files(self, repo_id, repo_type):
+        return list(self.files)
+
+    def create_commit(self, repo_id, operations, repo_type, commit_message):
+        self.commits += 1
+        for op in operations:
+            self.files[op.path_in_repo] = op.path_or_fileobj
+
+    def hf_hub_download(self, repo_id, filename, repo_type, local_dir):
+        target = self.tmp / filename.replace("/", "_")
+        target.write_bytes(self.files[filename])
+        return str(target)
+
+
+def test_hub_sync_both_ways(tmp_path, seeded):
+    from rexrank.leaderboard.hub_sync import HubSync
+
+    hub = FakeHub(tmp_path)
+    assert HubSync(seeded, "org/results", api=hub).push() == 128
+    assert HubSync(seeded, "org/results", api=hub).push() == 0 and hub.commits == 1
+    other = Store(tmp_path / "other.sqlite")
+    other.add_result(_record(name="Local"))
+    assert HubSync(other, "org/results", api=hub).sync() == {"pulled": 128, "pushed": 1}
+    assert other.counts()["results"] == 129
+    assert json.loads(hub.files[next(iter(hub.files))])["source"] == "published"
