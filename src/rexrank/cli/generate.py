@@ -1,9 +1,150 @@
-"""`rexrank generate` commands (filled in by the issue that owns this stage)."""
+"""`rexrank generate`: one report per study of a test set with any model, on one process or many.
+
+Run it with `accelerate launch [--num_processes N] -m rexrank generate ...` or `torchrun --nproc_per_node N -m rexrank
+generate ...` for data parallel; a plain `rexrank generate ...` uses one process.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+
+EXIT_STUDIES_FAILED = 3
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's top-level commands to the main app."""
+    app.command("generate", no_args_is_help=True)(generate_command)
+
+
+def generate_command(
+    model: str = typer.Option(..., "--model", "-m", help="Hugging Face model (local dir or Hub id), "
+                              "package.module:function / file.py:function, or an upstream inference.py."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (resumable: rerun the same command to continue)."),
+    dataset: str | None = typer.Option(None, help="A rexrank test set (see `rexrank data`), e.g. iu_xray."),
+    split: str | None = typer.Option(None, help="Split of --dataset (default: the one the leaderboard scores)."),
+    data_dir: Path | None = typer.Option(None, help="Local copy of --dataset (default $REXRANK_DATA_DIR/<name>)."),
+    input_json: Path | None = typer.Option(None, help="A ReXrank-style JSON of studies instead of --dataset."),
+    image_root: Path | None = typer.Option(None, help="Root of --input-json's relative image paths "
+                                           "(default: the JSON's folder)."),
+    track: str = typer.Option("findings", help="findings or findings_impression: what the report must contain, "
+                              "and which studies count."),
+    limit: int | None = typer.Option(None, min=1, help="Only the first N studies (a quick trial)."),
+    images: str = typer.Option("auto", help="all: every image of a study; key: the key image only; auto: all if the "
+                               "model takes several images, else key."),
+    context: bool = typer.Option(False, "--context/--no-context", help="Give the model the study's indication/"
+                                 "comparison text (for models that read text)."),
+    prompt: str | None = typer.Option(None, help="Prompt template, or @file. Placeholders: {context} {n_images} "
+                                      "{views}. Default: a findings (or findings+impression) instruction."),
+    model_type: str = typer.Option("auto", help="auto, vision-encoder-decoder, image-text-to-text, entrypoint, "
+                                   "script."),
+    batch_size: int | None = typer.Option(None, min=1, help="Studies per batch (default 8; 256 for inference.py)."),
+    max_new_tokens: int | None = typer.Option(None, help="Most tokens to generate per report (default 256)."),
+    num_beams: int | None = typer.Option(None, help="Beam search width (default 1: greedy)."),
+    do_sample: bool = typer.Option(False, "--do-sample", help="Sample instead of greedy decoding."),
+    temperature: float | None = typer.Option(None, help="Sampling temperature (with --do-sample)."),
+    top_p: float | None = typer.Option(None, help="Nucleus sampling (with --do-sample)."),
+    gen_arg: list[str] = typer.Option([], "--gen-arg", help="Extra generate() argument KEY=VALUE (JSON value), "
+                                      "repeatable, e.g. repetition_penalty=1.1."),
+    dtype: str = typer.Option("auto", help="auto (the checkpoint's), float32, bfloat16 or float16."),
+    device: str | None = typer.Option(None, help="cpu to force the CPU; default: this process's accelerator."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Run the model repo's own code "
+                                           "(only for models you trust)."),
+    chat_template: bool = typer.Option(True, "--chat-template/--no-chat-template", help="Wrap the prompt in the "
+                                       "processor's chat template (image-text-to-text models)."),
+    model_arg: list[str] = typer.Option([], "--model-arg", help="KEY=VALUE for an entry point (JSON value), "
+                                        "repeatable."),
+    script_python: str | None = typer.Option(None, help="Python interpreter for an inference.py model "
+                                             "(default: this one)."),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="On resume, try failed studies again."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Discard an earlier run in --out."),
+    allow_errors: bool = typer.Option(False, "--allow-errors", help="Exit 0 even if some studies failed."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+) -> None:
+    """Generate one report per study into OUT/predictions.json (ReXrank JSON) and OUT/reports.json."""
+    from rexrank.errors import ConfigError
+    from rexrank.generate import GenerateOptions, GenerationSettings, generate, load_adapter
+
+    records = _studies(dataset, split, data_dir, input_json, image_root, track, limit)
+    settings = None
+    if any(v is not None for v in (max_new_tokens, num_beams, temperature, top_p)) or do_sample or gen_arg:
+        defaults = GenerationSettings()
+        settings = GenerationSettings(
+            max_new_tokens=defaults.max_new_tokens if max_new_tokens is None else max_new_tokens,
+            num_beams=defaults.num_beams if num_beams is None else num_beams, do_sample=do_sample,
+            temperature=temperature, top_p=top_p, extra=_key_values(gen_arg, "--gen-arg"))
+    if prompt is not None and prompt.startswith("@"):
+        path = Path(prompt[1:]).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"--prompt file {path} does not exist")
+        prompt = path.read_text(encoding="utf-8").strip()
+    adapter = load_adapter(model, model_type, model_args=_key_values(model_arg, "--model-arg"), settings=settings,
+                           dtype=dtype, trust_remote_code=trust_remote_code, chat_template=chat_template,
+                           script_python=script_python)
+    options = GenerateOptions(track=track, images=images, context=context, prompt=prompt, batch_size=batch_size,
+                              retry_errors=retry_errors, overwrite=overwrite, progress=progress, device=device)
+    result = generate(records, adapter, out, options)
+    if not _is_main_process():
+        raise typer.Exit(EXIT_STUDIES_FAILED if result.errors and not allow_errors else 0)
+    typer.echo(f"{result.n_ok} of {result.n_studies} reports -> {result.predictions_path} (ReXrank JSON) and "
+               f"{result.reports_path} ({result.n_done_before} from an earlier run, {result.n_generated} generated "
+               f"now in {result.seconds:.1f}s)")
+    if result.n_empty:
+        typer.secho(f"warning: {result.n_empty} reports are empty", fg=typer.colors.YELLOW, err=True)
+    if result.errors:
+        shown = list(result.errors.items())[:5]
+        lines = "\n".join(f"  {study_id}: {error.splitlines()[0][:200]}" for study_id, error in shown)
+        more = f"\n  ... and {len(result.errors) - len(shown)} more" if len(result.errors) > len(shown) else ""
+        typer.secho(f"{len(result.errors)} studies failed (all in {out / 'errors.json'}):\n{lines}{more}\n"
+                    "They are left out of the predictions. Fix the cause and rerun with --retry-errors.",
+                    fg=typer.colors.RED, err=True)
+        if not allow_errors:
+            raise typer.Exit(EXIT_STUDIES_FAILED)
+
+
+def _studies(dataset, split, data_dir, input_json, image_root, track, limit) -> list[dict]:
+    from rexrank.errors import ConfigError
+
+    if (dataset is None) == (input_json is None):
+        raise ConfigError("pass exactly one of --dataset NAME or --input-json FILE")
+    if input_json is None and image_root is not None:
+        raise ConfigError("--image-root goes with --input-json")
+    if input_json is not None and (split is not None or data_dir is not None):
+        raise ConfigError("--split/--data-dir go with --dataset")
+    from rexrank import data
+
+    if dataset is not None:
+        rows = data.load(dataset, data_dir=data_dir, split=split, track=track)
+        if limit is not None:
+            rows = rows.select(range(min(limit, len(rows))))
+        return list(rows)
+    records = data.read_rexrank_json(input_json, image_root=image_root)
+    required = data.get_track(track).requires
+    kept = [r for r in records if all(r.get(column) is not None for column in required)]
+    if len(kept) < len(records):
+        typer.secho(f"{track} track: {len(records) - len(kept)} of {len(records)} studies excluded "
+                    f"(no {' or '.join(required)})", err=True)
+    return kept[:limit] if limit is not None else kept
+
+
+def _key_values(items: list[str], option: str) -> dict:
+    from rexrank.errors import ConfigError
+
+    values = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{option} expects KEY=VALUE, got {item!r}")
+        try:
+            values[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            values[key.strip()] = raw
+    return values
+
+
+def _is_main_process() -> bool:
+    from accelerate import PartialState  # the state generate() created (a singleton)
+
+    return PartialState().is_main_process

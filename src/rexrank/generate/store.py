@@ -1,0 +1,91 @@
+"""The resumable store: one append-only JSONL file per process, one line per finished study.
+
+A line is {"index", "study_id", "report", "raw", "error"} (error None on success). A batch's lines are written
+with one write + flush + fsync after the batch finishes, so a crash loses at most the batch in flight; a torn last
+line (the process died mid-write) is cut off when its owner reopens the file and ignored by readers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+log = logging.getLogger("rexrank.generate")
+
+PARTS_DIR = "parts"
+
+
+def part_path(out_dir: Path, rank: int) -> Path:
+    return Path(out_dir) / PARTS_DIR / f"process-{rank:05d}.jsonl"
+
+
+class PartWriter:
+    """Appends records to this process's part file."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _cut_torn_tail(self.path)
+        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def write(self, records: Iterable[dict]) -> None:
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        if text:
+            self._file.write(text)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> PartWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a last line without its newline: the previous owner died while writing it."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as handle:
+        data = handle.read()
+        if data.endswith(b"\n"):
+            return
+        keep = data.rfind(b"\n") + 1
+        handle.truncate(keep)
+        log.warning("%s: dropped an incomplete last record (%d bytes) left by an interrupted run",
+                    path, len(data) - keep)
+
+
+def read_parts(out_dir: Path) -> list[dict]:
+    """Every record of every part file under out_dir (any process count of any earlier run), file by file."""
+    records: list[dict] = []
+    folder = Path(out_dir) / PARTS_DIR
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        with open(path, encoding="utf-8") as handle:
+            for line_no, line in enumerate(handle, 1):
+                if not line.endswith("\n"):
+                    break  # torn tail: its owner cuts it off on restart
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    log.warning("%s:%d is not a valid record; ignored", path, line_no)
+                    continue
+                if isinstance(record, dict) and "study_id" in record:
+                    records.append(record)
+    return records
+
+
+def latest_by_id(records: Iterable[dict]) -> dict[str, dict]:
+    """One record per study: a success beats an error (a retried study), otherwise the later record wins."""
+    best: dict[str, dict] = {}
+    for record in records:
+        current = best.get(record["study_id"])
+        if current is None or record.get("error") is None or current.get("error") is not None:
+            best[record["study_id"]] = record
+    return best
