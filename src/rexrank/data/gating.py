@@ -40,15 +40,16 @@ def hub_access_error(repo_id: str, exc: BaseException | None = None, *, token: s
     has_token = bool(token) or bool(_configured_token())
     status = getattr(getattr(exc, "response", None), "status_code", None)
     url = f"https://huggingface.co/datasets/{repo_id}"
-    if not has_token:
-        reason = (f"{repo_id} is a gated dataset and no Hugging Face token is configured. "
-                  f"Log in with `hf auth login` (or set HF_TOKEN), then accept the terms at {url}.")
-    elif status in (401,):
-        reason = (f"{repo_id}: the Hugging Face token was rejected (401). Create a new read token at "
-                  "https://huggingface.co/settings/tokens and log in again.")
-    else:
+    if status == 403 or (status is None and has_token):
         reason = (f"{repo_id} is a gated dataset and this account has not been granted access: accept its terms "
                   f"at {url} (approval may take a while), then retry.")
+    elif not has_token:
+        reason = (f"{repo_id} is a gated dataset and no Hugging Face token is configured. "
+                  f"Log in with `hf auth login` (or set HF_TOKEN), then accept the terms at {url}.")
+    else:
+        reason = (f"{repo_id}: the Hugging Face token was rejected (401). Create a new read token at "
+                  "https://huggingface.co/settings/tokens, log in again, and make sure the terms at "
+                  f"{url} are accepted.")
     return DatasetNotAvailableError(reason)
 
 

@@ -72,3 +72,24 @@ def _absolute(root: Path, value: str) -> str:
     if candidate.is_absolute() and candidate.exists():
         return str(candidate)
     return str(root / value.lstrip("/"))
+
+
+def write_rexrank_json(records, path: str | os.PathLike) -> Path:
+    """Study records (a Dataset or list of dicts) as a ReXrank-style JSON, the shape upstream submissions read."""
+    path = Path(path)
+    out = {}
+    for record in records:
+        findings, impression = record.get("findings"), record.get("impression")
+        out[record["study_id"]] = {
+            "key_image_path": record.get("key_image"),
+            "image_path": list(record.get("image_paths") or []),
+            "report": record.get("gt_findings_impression"),
+            "section_findings": findings,
+            "section_impression": impression,
+            "split": record.get("split"),
+            "frontal_lateral": list(record.get("view_positions") or []),
+            "context": record.get("context"),
+        }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=4), encoding="utf-8")
+    return path

@@ -1,0 +1,18 @@
+"""Build the ReXrank mimic_cxr test set as Parquet and push it to a private, gated Hub repo of your organisation.
+
+    python dataset_scripts/mimic_cxr/build.py --data-dir DATA_DIR --dry-run --out ./mimic_cxr-hub
+    python dataset_scripts/mimic_cxr/build.py --data-dir DATA_DIR --repo MY_ORG/rexrank-mimic_cxr
+
+The card beside this script (README.md) is copied into the repo; the work is done by rexrank.data.publish.
+"""
+
+import sys
+from pathlib import Path
+
+from rexrank.data import publish
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    if "--card" not in argv:
+        argv += ["--card", str(Path(__file__).with_name("README.md"))]
+    sys.exit(publish.main("mimic_cxr", argv))
