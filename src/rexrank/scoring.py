@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rexrank.metrics import REGISTRY, get
+from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import check_pairs
 
 # The classic CXR-Report-Metric set: what `rexrank.score` runs when no metric is named.
@@ -73,29 +73,17 @@ def score(
     ``df.attrs["summary"]`` holds the leaderboard aggregation (see ``summarize``) and
     ``df.attrs["metrics"]`` each metric's spec, config and fingerprint.
     """
+    from rexrank.evaluation.runner import build_metrics, combine_composites, score_pairs, to_frame
+
     hyps, refs = check_pairs(hyps, refs)
     base, composites = plan(metrics)
-    shared = {"device": device, "batch_size": batch_size}
-    columns: dict[str, np.ndarray] = {}
-    details: list[pd.DataFrame] = []
-    info: dict[str, dict[str, Any]] = {}
-    by_name: dict[str, np.ndarray] = {}
-    for name in base:
-        metric = get(name, **metric_config(name, model_paths=model_paths, metric_configs=metric_configs, shared=shared))
-        frame = metric.score_details(hyps, refs)
-        values = frame.iloc[:, 0].to_numpy(dtype=np.float64)
-        by_name[name] = values
-        columns[metric.spec.column] = values
-        if frame.shape[1] > 1:
-            details.append(frame.iloc[:, 1:].reset_index(drop=True))
-        info[name] = _describe(metric)
-    for name in composites:
-        cls = REGISTRY.cls(name)
-        spec = REGISTRY.spec(name)
-        columns[spec.column] = np.asarray(cls.combine({c: by_name[c] for c in spec.components}), dtype=np.float64)
-        info[name] = {"spec": _spec_dict(spec), "config": {"components": {c: info[c]["fingerprint"] for c in spec.components}},
-                      "fingerprint": "+".join(info[c]["fingerprint"] for c in spec.components)}
-    df = pd.concat([pd.DataFrame(columns)] + details, axis=1) if details else pd.DataFrame(columns)
+    # The same core as the `rexrank score` harness, here with a throwaway in-memory cache and no chunking.
+    built = build_metrics(base, model_paths=model_paths, metric_configs=metric_configs, device=device,
+                          batch_size=batch_size)
+    scored = score_pairs(hyps, refs, built)
+    combine_composites(composites, scored)
+    df = to_frame(scored, base + composites)
+    info = scored.info
     requested = [REGISTRY.canonical(m) for m in metrics]
     df.attrs["metrics"] = {name: info[name] for name in dict.fromkeys(requested)}
     df.attrs["summary"] = summarize(df, requested)
@@ -127,11 +115,3 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> dict[st
         out[name] = entry
     return out
 
-
-def _spec_dict(spec) -> dict[str, Any]:
-    return {"name": spec.name, "column": spec.column, "higher_is_better": spec.higher_is_better,
-            "version": spec.version, "leaderboard_column": spec.leaderboard_column}
-
-
-def _describe(metric) -> dict[str, Any]:
-    return {"spec": _spec_dict(metric.spec), "config": metric.config(), "fingerprint": metric.fingerprint}

@@ -1,9 +1,154 @@
-"""`rexrank evaluation` commands (filled in by the issue that owns this stage)."""
+"""`rexrank score` and `rexrank compare`: the evaluation harness on the command line.
+
+Both run on one process or many: `torchrun --nproc_per_node N -m rexrank score ...` or
+`accelerate launch --num_processes N -m rexrank score ...` shard the studies; rank 0 writes the results.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+from rexrank.errors import ConfigError
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's top-level commands to the main app."""
+    app.command("score", no_args_is_help=True)(score_command)
+    app.command("compare", no_args_is_help=True)(compare_command)
+
+
+def _model_paths(values: list[str] | None) -> dict[str, str]:
+    from rexrank.metrics import REGISTRY
+
+    out: dict[str, str] = {}
+    for item in values or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ConfigError(f"--model-path takes METRIC=PATH (e.g. semb=/models/chexbert.pth), got {item!r}")
+        out[REGISTRY.canonical(name.strip())] = path.strip()
+    return out
+
+
+def _progress_default() -> bool:
+    flag = os.environ.get("REXRANK_PROGRESS")
+    if flag is not None:
+        return flag.lower() in ("1", "true", "yes")
+    return sys.stderr.isatty()
+
+
+def score_command(
+    predictions: Path = typer.Option(..., "--predictions", "-p", help="Predictions: ReXrank JSON "
+                                     "({id: {..., model_prediction}}), {id: report} JSON, JSONL or CSV (study_id, report)."),
+    references: Optional[Path] = typer.Option(None, "--references", "-r", help="Ground truth in the same shapes "
+                                              "(ReXrank JSON: the field is picked by --track)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="A rexrank test set (iu_xray, mimic_cxr, ...): "
+                                          "the references come from its builder unless --references is given."),
+    split: Optional[str] = typer.Option(None, "--split", help="Split of --dataset (e.g. test)."),
+    track: str = typer.Option("findings", "--track", help="findings or findings_impression."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local copy of --dataset."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help="Comma-separated metrics (default: the "
+                                          "eight leaderboard metrics; 'all' for every registered one)."),
+    model_path: Optional[list[str]] = typer.Option(None, "--model-path", help="METRIC=PATH: local weights or "
+                                                   "another Hub id for a metric (repeatable)."),
+    model_name: Optional[str] = typer.Option(None, "--model-name", help="Name of the evaluated model "
+                                             "(default: the predictions file name)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default: results/<model-name>)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the persistent scoring cache."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Scoring cache folder "
+                                             "(default: $REXRANK_CACHE/scores or ~/.cache/rexrank/scores)."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... for model-backed metrics."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Batch size of model-backed metrics."),
+    chunk_size: int = typer.Option(256, "--chunk-size", help="Pairs scored between cache commits."),
+    allow_missing: bool = typer.Option(False, "--allow-missing", help="Score the studies present on both sides "
+                                       "instead of failing on missing or extra ids."),
+    max_file_size_mb: float = typer.Option(200.0, "--max-file-size-mb", help="Refuse input files above this size."),
+    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples for the CIs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    confidence: float = typer.Option(0.95, "--confidence", help="CI level."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bars with ETA "
+                                            "(default: when stderr is a terminal)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the results folder."),
+) -> None:
+    """Score predictions against references: per_study.parquet, results.json, results.md, model_index.yaml."""
+    from rexrank.evaluation import distributed
+    from rexrank.evaluation.harness import ScoreOptions, evaluate, expand_metrics, write_outputs
+    from rexrank.evaluation.inputs import load_inputs
+
+    if references is None and (dataset is None or split is None):
+        raise ConfigError("give the ground truth: --references FILE, or --dataset NAME --split SPLIT")
+    names = expand_metrics(metrics)
+    options = ScoreOptions(metrics=names, model_paths=_model_paths(model_path), device=device, batch_size=batch_size,
+                           use_cache=not no_cache, cache_dir=cache_dir, chunk_size=chunk_size,
+                           progress=_progress_default() if progress is None else progress, resamples=resamples,
+                           seed=seed, confidence=confidence)
+    options.check()
+    inputs = load_inputs(predictions, track=track, references=references, dataset=dataset, split=split,
+                         data_dir=data_dir, allow_missing=allow_missing, max_file_size_mb=max_file_size_mb)
+    ctx = distributed.context()
+    note = inputs.drop_note()
+    if note and ctx.is_main:
+        typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
+    model = model_name or _default_model_name(predictions)
+    evaluation = evaluate(inputs, model=model, track=track, dataset=dataset, split=split, options=options)
+    if evaluation is None:  # not rank 0: rank 0 writes the results
+        return
+    out_dir = out or Path("results") / model
+    paths = write_outputs(evaluation, out_dir)
+    if quiet:
+        typer.echo(str(out_dir))
+        return
+    from rich.console import Console
+
+    from rexrank.evaluation.report import print_summary
+
+    console = Console(width=max(100, Console().width))
+    print_summary(evaluation.results, console)
+    computed = sum(s["computed"] for s in evaluation.stats.values())
+    cached = sum(s["cached"] for s in evaluation.stats.values())
+    console.print(f"pairs computed: {computed}, from cache: {cached}")
+    console.print("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+def _default_model_name(predictions: Path) -> str:
+    stem = predictions.name
+    for suffix in (".jsonl", ".json", ".csv", ".ndjson"):
+        if stem.lower().endswith(suffix):
+            return stem[: -len(suffix)]
+    return stem
+
+
+def compare_command(
+    runs: list[Path] = typer.Argument(..., help="Two or more `rexrank score` results folders or per_study.parquet files."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help="Comma-separated metrics (default: every "
+                                          "metric all runs share)."),
+    resamples: int = typer.Option(1000, "--resamples", help="Paired bootstrap resamples."),
+    permutations: int = typer.Option(10000, "--permutations", help="Approximate-randomization permutations."),
+    seed: int = typer.Option(0, "--seed", help="Seed of both tests."),
+    confidence: float = typer.Option(0.95, "--confidence", help="CI level."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write compare.json and compare.md here."),
+) -> None:
+    """Paired bootstrap and approximate-randomization tests, rankings with rank CIs, subgroups, metric agreement."""
+    import json
+
+    from rich.console import Console
+
+    from rexrank.evaluation.compare import compare_runs, load_run, markdown, print_report
+
+    if len(runs) < 2:
+        raise ConfigError("compare needs at least two runs")
+    if resamples < 1 or permutations < 1:
+        raise ConfigError("--resamples and --permutations must be at least 1")
+    names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+    report = compare_runs([load_run(p) for p in runs], names, resamples=resamples, permutations=permutations,
+                          seed=seed, confidence=confidence)
+    print_report(report, Console(width=max(120, Console().width)))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.json").write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+        (out / "compare.md").write_text(markdown(report))
+        typer.echo(f"wrote {out / 'compare.json'}, {out / 'compare.md'}")

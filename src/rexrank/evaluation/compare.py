@@ -1,0 +1,417 @@
+"""`rexrank compare`: paired significance tests and rankings with uncertainty, from per-study tables only.
+
+For two models on the studies both scored, for every metric:
+- paired bootstrap: resample studies (the same resample for both models), difference of the leaderboard values,
+  its percentile CI, and a two-sided p-value counting resamples whose difference moved from the observed one by at
+  least the observed size, |d* - d| >= |d| (the shift method of Berg-Kirkpatrick et al., 2012, both tails);
+- approximate randomization: swap the two models' values of each study with probability 1/2, count permuted
+  differences at least as large as the observed one, |d'| >= |d|.
+Both p-values are (k + 1) / (n + 1), never exactly 0. No metric is rescored: a permutation of per-study values
+moves each model's mean by a matrix product, so 10,000 permutations take well under a second.
+For many models: each model's rank per metric with a bootstrap CI of the rank, all pairwise tests, per-site ranks,
+normal/abnormal subgroups, GREEN error-free rates, and agreement between metrics (Kendall tau of model rankings).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rexrank.errors import InputError
+from rexrank.evaluation.aggregate import json_safe, leaderboard_higher_is_better, metric_columns
+from rexrank.evaluation.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    aggregate,
+    count_blocks,
+    percentile_interval,
+)
+from rexrank.evaluation.subgroups import ERROR_FREE_COLUMN, NORMAL_COLUMN, SITE_COLUMN
+from rexrank.metrics import REGISTRY
+
+DEFAULT_PERMUTATIONS = 10_000
+_BLOCK_CELLS = 4_000_000
+
+
+@dataclass
+class Run:
+    name: str
+    frame: pd.DataFrame
+    results: dict[str, Any] | None
+    source: str
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """A `rexrank score` results folder, or a per_study.parquet file (with its results.json beside it, if any)."""
+    from rexrank.evaluation.harness import PER_STUDY, RESULTS
+
+    path = Path(path)
+    parquet = path / PER_STUDY if path.is_dir() else path
+    if not parquet.is_file():
+        raise InputError(f"{path}: expected a `rexrank score` results folder (holding {PER_STUDY}) or a "
+                         f"{PER_STUDY} file")
+    try:
+        frame = pd.read_parquet(parquet)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is one user-facing error
+        raise InputError(f"{parquet} is not a readable parquet file: {exc}") from None
+    if "study_id" not in frame.columns:
+        raise InputError(f"{parquet} has no study_id column: not a rexrank per-study table")
+    results_path = parquet.parent / RESULTS
+    results = json.loads(results_path.read_text()) if results_path.is_file() else None
+    name = (results or {}).get("model") or (parquet.parent.name if parquet.name == PER_STUDY else parquet.stem)
+    return Run(str(name), frame, results, str(path))
+
+
+def _unique_names(runs: list[Run]) -> None:
+    seen: dict[str, int] = {}
+    for run in runs:
+        if run.name in seen:
+            seen[run.name] += 1
+            run.name = f"{run.name} ({seen[run.name]})"
+        else:
+            seen[run.name] = 1
+
+
+def _check_compatible(runs: list[Run]) -> list[str]:
+    """Same dataset/split/track where known; returns warnings for what cannot be checked."""
+    notes = []
+    for key in ("dataset", "split", "track"):
+        values = {r.results.get(key) for r in runs if r.results}
+        if len(values) > 1:
+            raise InputError(f"the runs differ in {key} ({', '.join(sorted(map(str, values)))}): compare runs "
+                             "scored on the same test set and track")
+    for metric in ("fingerprints",):
+        by_run = {r.name: (r.results or {}).get(metric, {}) for r in runs}
+        names = set().union(*[set(v) for v in by_run.values()])
+        for name in sorted(names):
+            prints = {v.get(name) for v in by_run.values() if v.get(name)}
+            if len(prints) > 1:
+                notes.append(f"{name} was computed with different configurations (fingerprints "
+                             f"{', '.join(sorted(prints))}): its differences include the configuration change")
+    return notes
+
+
+def align(runs: list[Run]) -> tuple[list[str], list[pd.DataFrame], list[str]]:
+    """Restrict every run to the studies all of them scored (in the first run's order); check references agree."""
+    if len(runs) < 2:
+        raise InputError("compare needs at least two runs")
+    shared = set(runs[0].frame["study_id"])
+    for run in runs[1:]:
+        shared &= set(run.frame["study_id"])
+    if not shared:
+        raise InputError("the runs share no study: nothing to compare")
+    ids = [i for i in runs[0].frame["study_id"] if i in shared]
+    frames = []
+    for run in runs:
+        if run.frame["study_id"].duplicated().any():
+            raise InputError(f"{run.source}: duplicate study ids in the per-study table")
+        frames.append(run.frame.set_index("study_id").loc[ids].reset_index())
+    notes = []
+    if all("ref_sha256" in f.columns for f in frames):
+        base = frames[0]["ref_sha256"].to_numpy()
+        for run, frame in zip(runs[1:], frames[1:]):
+            differ = int((frame["ref_sha256"].to_numpy() != base).sum())
+            if differ:
+                raise InputError(f"{run.name} and {runs[0].name} were scored against different references for "
+                                 f"{differ} shared studies: compare runs on the same ground truth")
+    sizes = [len(r.frame) for r in runs]
+    if any(s != len(ids) for s in sizes):
+        notes.append(f"compared on the {len(ids)} studies every run scored (runs had {', '.join(map(str, sizes))})")
+    return ids, frames, notes
+
+
+def _blocks_of(total: int, n: int):
+    rows = max(1, _BLOCK_CELLS // max(n, 1))
+    done = 0
+    while done < total:
+        size = min(rows, total - done)
+        yield size
+        done += size
+
+
+def paired_test(a: np.ndarray, b: np.ndarray, *, aggregation: str = "mean", resamples: int = DEFAULT_RESAMPLES,
+                permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED,
+                confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    """Difference of the leaderboard values of A and B on paired studies, its CI and two p-values.
+
+    Studies where either value is NaN are left out (and counted in ``n_excluded``).
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise InputError(f"paired values differ in length: {a.shape[0]} vs {b.shape[0]}")
+    keep = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[keep], b[keep]
+    n = a.shape[0]
+    out: dict[str, Any] = {"n": int(n), "n_excluded": int((~keep).sum())}
+    if n == 0:
+        return {**out, "value_a": None, "value_b": None, "difference": None, "ci_low": None, "ci_high": None,
+                "p_bootstrap": None, "p_randomization": None}
+    mean_a, mean_b = a.mean(), b.mean()
+    observed = float(aggregate(mean_a, aggregation) - aggregate(mean_b, aggregation))
+    both = np.column_stack([a, b])
+    diffs = []
+    for counts in count_blocks(n, resamples, seed):
+        means = counts @ both / n
+        diffs.append(aggregate(means[:, 0], aggregation) - aggregate(means[:, 1], aggregation))
+    boot = np.concatenate(diffs)
+    low, high = percentile_interval(boot, confidence)
+    # Ties with the observed value count as "at least as extreme": tolerate float rounding of the matrix products.
+    tol = 1e-12 * max(1.0, abs(observed))
+    k_boot = int(np.sum(np.abs(boot - observed) >= abs(observed) - tol))
+    rng = np.random.default_rng([seed, 1])  # its own stream, independent of the bootstrap's
+    delta = (b - a) / n
+    k_perm = 0
+    for rows in _blocks_of(permutations, n):
+        swaps = rng.integers(0, 2, size=(rows, n), dtype=np.int8).astype(np.float64)
+        shift = swaps @ delta
+        perm = aggregate(mean_a + shift, aggregation) - aggregate(mean_b - shift, aggregation)
+        k_perm += int(np.sum(np.abs(perm) >= abs(observed) - tol))
+    return {**out, "value_a": float(aggregate(mean_a, aggregation)), "value_b": float(aggregate(mean_b, aggregation)),
+            "difference": observed, "ci_low": float(low), "ci_high": float(high),
+            "p_bootstrap": (k_boot + 1) / (resamples + 1), "p_randomization": (k_perm + 1) / (permutations + 1),
+            "resamples": resamples, "permutations": permutations}
+
+
+def rank_intervals(values: np.ndarray, *, aggregation: str, higher_is_better: bool,
+                   resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                   confidence: float = DEFAULT_CONFIDENCE) -> dict[str, np.ndarray]:
+    """Rank (1 = best) of each of M models (columns of ``values``), with a bootstrap CI of the rank.
+
+    Studies with a NaN for any model are left out, so every resample ranks the models on the same studies.
+    """
+    from scipy.stats import rankdata
+
+    values = np.asarray(values, dtype=np.float64)
+    values = values[~np.isnan(values).any(axis=1)]
+    n, m = values.shape
+    if n == 0:
+        nan = np.full(m, np.nan)
+        return {"value": nan, "rank": nan, "rank_ci_low": nan, "rank_ci_high": nan, "n": 0}
+    sign = -1.0 if higher_is_better else 1.0
+    point = aggregate(values.mean(axis=0), aggregation)
+    ranks = rankdata(sign * point, method="min")
+    boot_ranks = []
+    for counts in count_blocks(n, resamples, seed):
+        lb = aggregate(counts @ values / n, aggregation)
+        boot_ranks.append(rankdata(sign * np.where(np.isnan(lb), np.inf * sign, lb), method="min", axis=1))
+    boot = np.concatenate(boot_ranks)
+    alpha = (1.0 - confidence) / 2.0
+    low = np.quantile(boot, alpha, axis=0, method="lower")
+    high = np.quantile(boot, 1.0 - alpha, axis=0, method="higher")
+    return {"value": point, "rank": ranks, "rank_ci_low": low, "rank_ci_high": high, "n": n}
+
+
+def _metric_names(frames: list[pd.DataFrame], requested: Sequence[str] | None) -> list[str]:
+    common = None
+    for frame in frames:
+        names = set(metric_columns(frame))
+        common = names if common is None else common & names
+    ordered = [n for n in REGISTRY.names() if n in (common or set())]
+    if requested:
+        wanted = [REGISTRY.canonical(m) for m in requested]
+        absent = [m for m in wanted if m not in ordered]
+        if absent:
+            raise InputError(f"not every run has the metric(s) {', '.join(absent)}; shared: {', '.join(ordered)}")
+        ordered = wanted
+    if not ordered:
+        raise InputError("the runs share no metric column")
+    return ordered
+
+
+def compare_runs(runs: list[Run], metrics: Sequence[str] | None = None, *, resamples: int = DEFAULT_RESAMPLES,
+                 permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED,
+                 confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    from scipy.stats import kendalltau
+
+    _unique_names(runs)
+    notes = _check_compatible(runs)
+    ids, frames, align_notes = align(runs)
+    notes += align_notes
+    names = _metric_names(frames, metrics)
+    models = [r.name for r in runs]
+    boot = {"resamples": resamples, "seed": seed, "confidence": confidence}
+    report: dict[str, Any] = {"models": models, "n_studies": len(ids), "metrics": names,
+                              "settings": {**boot, "permutations": permutations}, "notes": notes}
+    first = runs[0].results or {}
+    report.update({k: first.get(k) for k in ("dataset", "split", "track")})
+
+    def matrix(name: str, mask=None) -> np.ndarray:
+        column = REGISTRY.spec(name).column
+        stacked = np.column_stack([f[column].to_numpy(dtype=np.float64) for f in frames])
+        return stacked if mask is None else stacked[mask]
+
+    ranking: dict[str, Any] = {}
+    for name in names:
+        spec = REGISTRY.spec(name)
+        r = rank_intervals(matrix(name), aggregation=spec.leaderboard_aggregation,
+                           higher_is_better=leaderboard_higher_is_better(name), **boot)
+        ranking[name] = {"leaderboard_column": spec.leaderboard_column, "n": r["n"], "models": {
+            model: {"value": r["value"][j], "rank": r["rank"][j], "rank_ci_low": r["rank_ci_low"][j],
+                    "rank_ci_high": r["rank_ci_high"][j]} for j, model in enumerate(models)}}
+    report["ranking"] = ranking
+
+    pairs = []
+    for i, j in itertools.combinations(range(len(runs)), 2):
+        tests = {}
+        for name in names:
+            spec = REGISTRY.spec(name)
+            values = matrix(name)
+            tests[name] = paired_test(values[:, i], values[:, j], aggregation=spec.leaderboard_aggregation,
+                                      resamples=resamples, permutations=permutations, seed=seed,
+                                      confidence=confidence)
+            tests[name]["better"] = _better(tests[name], name, models[i], models[j])
+        pairs.append({"a": models[i], "b": models[j], "tests": tests})
+    report["pairwise"] = pairs
+
+    subgroups: dict[str, Any] = {}
+    normal = _shared_mask(frames, NORMAL_COLUMN)
+    if normal is not None:
+        subgroups["normal_vs_abnormal"] = {
+            group: {"n": int(mask.sum()), "metrics": _group_values(names, matrix, mask, models)}
+            for group, mask in (("normal", normal), ("abnormal", ~normal))}
+    if all(SITE_COLUMN in f.columns for f in frames):
+        sites = frames[0][SITE_COLUMN].astype("string").fillna("(unknown)").to_numpy()
+        per_site = {}
+        for site in sorted(set(sites)):
+            mask = sites == site
+            per_site[str(site)] = {"n": int(mask.sum()), "metrics": _group_values(names, matrix, mask, models,
+                                                                                    with_rank=True)}
+        subgroups["sites"] = per_site
+    if all(ERROR_FREE_COLUMN in f.columns for f in frames):
+        green = {}
+        for model, frame in zip(models, frames):
+            rate = frame[ERROR_FREE_COLUMN].to_numpy(dtype=np.float64)
+            entry = {"error_free_rate": float(np.nanmean(rate)) if np.isfinite(rate).any() else None}
+            if normal is not None and (~normal).any():
+                abnormal = rate[~normal]
+                entry["error_free_rate_abnormal"] = float(np.nanmean(abnormal)) if np.isfinite(abnormal).any() else None
+            green[model] = entry
+        subgroups["green"] = green
+    report["subgroups"] = subgroups
+
+    agreement: dict[str, Any] = {}
+    if len(models) >= 3 and len(names) >= 2:
+        taus = {}
+        for x, y in itertools.combinations(names, 2):
+            rx = np.asarray([ranking[x]["models"][m]["rank"] for m in models], dtype=float)
+            ry = np.asarray([ranking[y]["models"][m]["rank"] for m in models], dtype=float)
+            tau = kendalltau(rx, ry).statistic
+            taus.setdefault(x, {})[y] = float(tau)
+            taus.setdefault(y, {})[x] = float(tau)
+        agreement["kendall_tau_model_rankings"] = taus
+    if len(names) >= 2:
+        pooled = pd.DataFrame({n: matrix(n).reshape(-1, order="F") for n in names})
+        rho = pooled.corr(method="spearman")
+        agreement["spearman_per_study"] = {a: {b: float(rho.loc[a, b]) for b in names} for a in names}
+    report["agreement"] = agreement
+    return json_safe(report)
+
+
+def _better(test: dict[str, Any], name: str, a: str, b: str) -> str | None:
+    if test.get("difference") is None or test["difference"] == 0:
+        return None
+    higher = leaderboard_higher_is_better(name)
+    return a if (test["difference"] > 0) == higher else b
+
+
+def _shared_mask(frames: list[pd.DataFrame], column: str) -> np.ndarray | None:
+    present = [f[column].to_numpy(dtype=bool) for f in frames if column in f.columns]
+    if not present:
+        return None
+    # The reference labels are a property of the reference: take the first run's (all runs share the references).
+    return present[0]
+
+
+def _group_values(names, matrix, mask, models, with_rank: bool = False) -> dict[str, Any]:
+    from scipy.stats import rankdata
+
+    out = {}
+    for name in names:
+        spec = REGISTRY.spec(name)
+        values = matrix(name, mask)
+        with np.errstate(invalid="ignore"):
+            point = aggregate(np.nanmean(values, axis=0), spec.leaderboard_aggregation) if len(values) else \
+                np.full(len(models), np.nan)
+        entry = {model: {"value": float(point[j])} for j, model in enumerate(models)}
+        if with_rank and len(values):
+            sign = -1.0 if leaderboard_higher_is_better(name) else 1.0
+            ranks = rankdata(sign * np.where(np.isnan(point), np.inf * sign, point), method="min")
+            for j, model in enumerate(models):
+                entry[model]["rank"] = int(ranks[j])
+        out[name] = entry
+    return out
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _p(value: Any) -> str:
+    return "n/a" if value is None else (f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}")
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"**Comparison of {', '.join(report['models'])}** on {report['n_studies']} shared studies", ""]
+    lines += ["| Metric | " + " | ".join(f"{m} (rank, {report['settings']['confidence']:.0%} CI)"
+                                         for m in report["models"]) + " |",
+              "|---|" + "---:|" * len(report["models"])]
+    for name, entry in report["ranking"].items():
+        cells = []
+        for model in report["models"]:
+            r = entry["models"][model]
+            cells.append(f"{_fmt(r['value'])} (#{r['rank']:.0f}, {r['rank_ci_low']:.0f}-{r['rank_ci_high']:.0f})")
+        lines.append(f"| {entry['leaderboard_column'] or name} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines += ["| A | B | Metric | A - B | CI | p (bootstrap) | p (randomization) | Better |",
+              "|---|---|---|---:|---:|---:|---:|---|"]
+    for pair in report["pairwise"]:
+        for name, t in pair["tests"].items():
+            label = REGISTRY.spec(name).leaderboard_column or name
+            lines.append(f"| {pair['a']} | {pair['b']} | {label} | {_fmt(t['difference'])} | "
+                         f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}] | {_p(t['p_bootstrap'])} | "
+                         f"{_p(t['p_randomization'])} | {t['better'] or '-'} |")
+    lines.append("")
+    s = report["settings"]
+    lines.append(f"Paired bootstrap: {s['resamples']} resamples; approximate randomization: {s['permutations']} "
+                 f"permutations; seed {s['seed']}; p = (k+1)/(n+1). No correction for multiple comparisons.")
+    for note in report.get("notes", []):
+        lines.append(f"\nNote: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def print_report(report: dict[str, Any], console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title=f"Ranking on {report['n_studies']} shared studies (rank with {report['settings']['confidence']:.0%} CI)",
+                  title_justify="left")
+    table.add_column("Metric")
+    for model in report["models"]:
+        table.add_column(model, justify="right")
+    for name, entry in report["ranking"].items():
+        cells = [f"{_fmt(entry['models'][m]['value'])}  #{entry['models'][m]['rank']:.0f} "
+                 f"[{entry['models'][m]['rank_ci_low']:.0f}-{entry['models'][m]['rank_ci_high']:.0f}]"
+                 for m in report["models"]]
+        table.add_row(entry["leaderboard_column"] or name, *cells)
+    console.print(table)
+    tests = Table(title="Paired tests", title_justify="left")
+    for column in ("A", "B", "Metric", "A - B", "CI", "p boot", "p rand", "Better"):
+        tests.add_column(column, justify="right" if column in ("A - B", "CI", "p boot", "p rand") else "left")
+    for pair in report["pairwise"]:
+        for name, t in pair["tests"].items():
+            tests.add_row(pair["a"], pair["b"], REGISTRY.spec(name).leaderboard_column or name, _fmt(t["difference"]),
+                          f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}]", _p(t["p_bootstrap"]),
+                          _p(t["p_randomization"]), t["better"] or "-")
+    console.print(tests)
+    for note in report.get("notes", []):
+        console.print(f"note: {note}")

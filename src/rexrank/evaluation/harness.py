@@ -1,0 +1,269 @@
+"""`rexrank score` as a function: validated inputs -> cached, sharded scoring -> per_study.parquet + results.json.
+
+Writes nothing until every study is scored; the result files are written to temporary names and renamed, so a
+results folder never holds a half-written or mismatched pair of files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rexrank.errors import ConfigError, InputError
+from rexrank.evaluation import distributed
+from rexrank.evaluation.aggregate import build_results
+from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from rexrank.evaluation.inputs import Inputs
+from rexrank.evaluation.runner import DEFAULT_CHUNK_PAIRS, build_metrics, combine_composites, score_pairs, to_frame
+from rexrank.evaluation.subgroups import (
+    add_error_free_column,
+    add_normal_column,
+    metric_agreement,
+    subgroup_summary,
+)
+from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+from rexrank.metrics.base import text_key
+
+PER_STUDY = "per_study.parquet"
+RESULTS = "results.json"
+MARKDOWN = "results.md"
+MODEL_INDEX = "model_index.yaml"
+
+
+@dataclass
+class ScoreOptions:
+    metrics: Sequence[str] = LEADERBOARD_METRICS
+    model_paths: Mapping[str, Any] = field(default_factory=dict)
+    metric_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    device: str | None = None
+    batch_size: int | None = None
+    use_cache: bool = True
+    cache_dir: str | os.PathLike | None = None
+    chunk_size: int = DEFAULT_CHUNK_PAIRS
+    progress: bool = False
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    confidence: float = DEFAULT_CONFIDENCE
+
+    def check(self) -> None:
+        if self.resamples < 1:
+            raise ConfigError(f"--resamples must be at least 1 (got {self.resamples})")
+        if not 0 < self.confidence < 1:
+            raise ConfigError(f"--confidence must be between 0 and 1 (got {self.confidence})")
+        if self.chunk_size < 1:
+            raise ConfigError(f"--chunk-size must be at least 1 (got {self.chunk_size})")
+
+
+@dataclass
+class Evaluation:
+    per_study: pd.DataFrame
+    results: dict[str, Any]
+    stats: dict[str, dict[str, int]]  # per metric: pairs, cached, computed (summed over processes)
+
+
+def expand_metrics(names: Sequence[str] | str | None) -> list[str]:
+    """'all' -> every registered metric; None -> the eight leaderboard metrics; else canonical names."""
+    if names is None:
+        return list(LEADERBOARD_METRICS)
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if list(names) == ["all"]:
+        return REGISTRY.names()
+    if not names:
+        raise ConfigError("--metrics is empty; name at least one metric")
+    return list(dict.fromkeys(REGISTRY.canonical(n) for n in names))
+
+
+def open_cache(options: ScoreOptions):
+    from rexrank.evaluation.cache import MemoryPairCache, ScoreCache
+
+    return ScoreCache(options.cache_dir) if options.use_cache else MemoryPairCache()
+
+
+def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, base, composites, ctx):
+    built = build_metrics(base, model_paths=options.model_paths, metric_configs=options.metric_configs,
+                          device=distributed.device_for(options.device, ctx), batch_size=options.batch_size)
+    cache = open_cache(options)
+    try:
+        scored = score_pairs([inputs.hyps[i] for i in positions], [inputs.refs[i] for i in positions], built,
+                             cache=cache, chunk_size=options.chunk_size, progress=options.progress,
+                             reference_labels="semb" in built)
+    finally:
+        cache.close()
+    combine_composites(composites, scored)
+    frame = to_frame(scored, list(base) + list(composites))
+    if scored.labels is not None:
+        frame = pd.concat([frame, scored.labels], axis=1)
+    return frame, scored.info, scored.stats
+
+
+def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = None, split: str | None = None,
+             options: ScoreOptions | None = None) -> Evaluation | None:
+    """Score validated inputs. In a launched job every process scores a shard; rank 0 returns the Evaluation and
+    the other ranks return None."""
+    options = options or ScoreOptions()
+    options.check()
+    if len(inputs) == 0:
+        raise InputError("no study has both a prediction and a reference: nothing to score")
+    from rexrank.scoring import plan
+
+    names = expand_metrics(options.metrics)
+    base, composites = plan(names)
+    ctx = distributed.context()
+    created = distributed.setup(ctx)
+    try:
+        positions = distributed.shard(len(inputs), ctx)
+        try:
+            payload = ("ok", positions, *_shard_frame(inputs, positions, options, base, composites, ctx))
+        except Exception as exc:  # noqa: BLE001 - every rank must reach the gather, or rank 0 waits forever
+            if not ctx.distributed:
+                raise
+            payload = ("error", ctx.rank, _portable(exc, ctx.rank))
+        parts = distributed.gather(payload, ctx)
+        if not ctx.is_main:
+            if payload[0] == "error":
+                raise payload[2]
+            return None
+        failed = [p for p in parts if p[0] == "error"]
+        if failed:
+            raise failed[0][2]
+        frame, info, stats = _assemble(parts, len(inputs))
+    finally:
+        distributed.teardown(created)
+    per_study = per_study_table(inputs, frame)
+    order = names + [b for b in base if b not in names]
+    results = build_results(
+        per_study, info, model=model, dataset=dataset, split=split, track=track, order=order,
+        dropped=inputs.dropped,
+        subgroups=subgroup_summary(per_study, order, resamples=options.resamples, seed=options.seed,
+                                   confidence=options.confidence),
+        analyses={**metric_agreement(per_study, order), "processes": ctx.world_size,
+                  "cache": {n: s for n, s in stats.items()}},
+        inputs={"predictions": inputs.predictions_source, "references": inputs.references_source,
+                "predictions_sha256": _digest(inputs.hyps, inputs.study_ids),
+                "references_sha256": _digest(inputs.refs, inputs.study_ids)},
+        resamples=options.resamples, seed=options.seed, confidence=options.confidence)
+    return Evaluation(per_study, results, stats)
+
+
+def _portable(exc: Exception, rank: int) -> Exception:
+    """An exception that survives pickling to rank 0: user errors as they are, anything else as text."""
+    from rexrank.errors import RexrankError
+
+    if isinstance(exc, RexrankError):
+        return exc
+    return RuntimeError(f"process {rank} failed: {type(exc).__name__}: {exc}")
+
+
+def _assemble(parts, n: int):
+    frames, positions = [], []
+    info: dict[str, Any] = {}
+    stats: dict[str, dict[str, int]] = {}
+    for _, pos, frame, part_info, part_stats in parts:
+        frames.append(frame)
+        positions.extend(pos)
+        for name, entry in part_info.items():
+            info.setdefault(name, entry)
+        for name, counts in part_stats.items():
+            total = stats.setdefault(name, {"pairs": 0, "cached": 0, "computed": 0})
+            for key, value in counts.items():
+                total[key] += value
+    frame = pd.concat(frames, ignore_index=True)
+    if sorted(positions) != list(range(n)):
+        raise RuntimeError("shards do not cover every study exactly once")
+    frame.index = positions
+    return frame.sort_index().reset_index(drop=True), info, stats
+
+
+def _digest(texts: Sequence[str], ids: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for study_id, text in zip(ids, texts):
+        h.update(study_id.encode("utf-8", "surrogatepass") + b"\0" + text_key(text).encode() + b"\n")
+    return h.hexdigest()
+
+
+def per_study_table(inputs: Inputs, scores: pd.DataFrame) -> pd.DataFrame:
+    """ids, text hashes (never the texts: references may be private), site, every metric and detail column."""
+    head = {"study_id": inputs.study_ids, "hyp_sha256": [text_key(t) for t in inputs.hyps],
+            "ref_sha256": [text_key(t) for t in inputs.refs]}
+    sites = [inputs.attributes.get(i, {}).get("site") for i in inputs.study_ids]
+    if any(s not in (None, "") for s in sites):
+        head["site"] = [None if s in (None, "") else str(s) for s in sites]
+    frame = pd.concat([pd.DataFrame(head), scores.reset_index(drop=True)], axis=1)
+    add_normal_column(frame)
+    add_error_free_column(frame)
+    return frame
+
+
+def write_outputs(evaluation: Evaluation, out_dir: str | os.PathLike) -> dict[str, Path]:
+    """per_study.parquet, results.json, results.md, model_index.yaml — each written whole, then renamed."""
+    from rexrank.evaluation.report import markdown_table, model_index
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    targets = {"per_study": out / PER_STUDY, "results": out / RESULTS, "markdown": out / MARKDOWN,
+               "model_index": out / MODEL_INDEX}
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for key, target in targets.items():
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=out)
+            os.close(fd)
+            tmp_path = Path(tmp)
+            staged.append((tmp_path, target))
+            if key == "per_study":
+                _to_parquet(evaluation.per_study, tmp_path)
+            elif key == "results":
+                tmp_path.write_text(json.dumps(evaluation.results, indent=2, allow_nan=False) + "\n")
+            elif key == "markdown":
+                tmp_path.write_text(markdown_table(evaluation.results))
+            else:
+                tmp_path.write_text(model_index(evaluation.results))
+        for tmp_path, target in staged:
+            os.replace(tmp_path, target)
+    finally:
+        for tmp_path, _ in staged:
+            if tmp_path.exists():
+                tmp_path.unlink()
+    return targets
+
+
+def _to_parquet(frame: pd.DataFrame, path: Path) -> None:
+    frame = frame.copy()
+    for column in frame.columns:
+        if frame[column].dtype == object and frame[column].map(lambda v: isinstance(v, (list, tuple, dict))).any():
+            # Nested per-pair details (e.g. a list of error counts) are stored as JSON text: parquet needs one type.
+            frame[column] = frame[column].map(lambda v: None if v is None else json.dumps(v))
+    frame.attrs = {}
+    frame.to_parquet(path, index=False)
+
+
+def read_per_study(path: str | os.PathLike) -> pd.DataFrame:
+    path = Path(path)
+    if path.is_dir():
+        path = path / PER_STUDY
+    if not path.is_file():
+        raise InputError(f"no per-study table at {path} (expected a `rexrank score` results folder or {PER_STUDY})")
+    return pd.read_parquet(path)
+
+
+def check_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Same studies, same hashes and same metric values (NaN equal to NaN): two runs agree."""
+    if list(a.columns) != list(b.columns) or len(a) != len(b):
+        return False
+    for column in a.columns:
+        x, y = a[column], b[column]
+        if pd.api.types.is_float_dtype(x):
+            if not np.array_equal(x.to_numpy(), y.to_numpy(), equal_nan=True):
+                return False
+        elif not x.equals(y):
+            return False
+    return True

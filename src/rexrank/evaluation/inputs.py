@@ -1,0 +1,77 @@
+"""Predictions + references -> the aligned pairs to score, after validating both sides together."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from rexrank.evaluation import references as refs_mod
+from rexrank.evaluation.predictions import (
+    DEFAULT_MAX_FILE_SIZE_MB,
+    DEFAULT_MAX_LISTED,
+    Problems,
+    check_ids,
+    check_values,
+    read_report_file,
+)
+
+
+@dataclass
+class Inputs:
+    """Validated, aligned inputs: ``hyps[i]`` and ``refs[i]`` belong to ``study_ids[i]`` (reference order)."""
+
+    study_ids: list[str]
+    hyps: list[str]
+    refs: list[str]
+    attributes: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-study extras (site)
+    dropped: dict[str, int] = field(default_factory=dict)
+    predictions_source: str = ""
+    references_source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.study_ids)
+
+    def drop_note(self) -> str | None:
+        parts = []
+        if self.dropped.get("missing_prediction"):
+            parts.append(f"{self.dropped['missing_prediction']} reference studies without a prediction")
+        if self.dropped.get("extra_prediction"):
+            parts.append(f"{self.dropped['extra_prediction']} predictions without a reference study")
+        if self.dropped.get("excluded_by_track"):
+            parts.append(f"{self.dropped['excluded_by_track']} predictions for studies this track excludes")
+        if not parts:
+            return None
+        return f"scoring {len(self)} studies; dropped " + " and ".join(parts)
+
+
+def load_inputs(predictions: str | os.PathLike, *, track: str, references: str | os.PathLike | None = None,
+                dataset: str | None = None, split: str | None = None, data_dir: str | os.PathLike | None = None,
+                allow_missing: bool = False, max_file_size_mb: float = DEFAULT_MAX_FILE_SIZE_MB,
+                max_listed: int = DEFAULT_MAX_LISTED) -> Inputs:
+    """Read and validate both sides; raise one ``ValidationError`` listing every problem, or return the pairs."""
+    refs_mod.check_track(track)
+    problems = Problems(max_listed=max_listed)
+    pred_file = read_report_file(predictions, "predictions", problems, pick=refs_mod.prediction_picker(),
+                                 text_fields=("report", "model_prediction"), max_file_size_mb=max_file_size_mb)
+    hyps = check_values(pred_file, "predictions", problems)
+    if references is not None:
+        ref_set = refs_mod.from_file(references, track, problems, max_file_size_mb=max_file_size_mb)
+    else:
+        ref_set = refs_mod.from_dataset(dataset, split, track, data_dir, problems)
+    keep: list[str] = []
+    dropped: dict[str, int] = {}
+    if pred_file.ok and ref_set.ok:
+        predicted_ids = list(dict.fromkeys(r.study_id for r in pred_file.records))
+        keep, dropped = check_ids(predicted_ids, ref_set.ids, problems, allow_missing=allow_missing,
+                                  ignored=ref_set.excluded)
+    problems.raise_if_any()
+    attributes: dict[str, dict[str, Any]] = {}
+    for record in pred_file.records:
+        if record.extra:
+            attributes.setdefault(record.study_id, {}).update(record.extra)
+    for study_id, extra in ref_set.attributes.items():  # the reference's site wins over a prediction's
+        attributes.setdefault(study_id, {}).update(extra)
+    return Inputs(study_ids=keep, hyps=[hyps[i] for i in keep], refs=[ref_set.texts[i] for i in keep],
+                  attributes={i: attributes[i] for i in keep if i in attributes}, dropped=dropped,
+                  predictions_source=str(predictions), references_source=ref_set.source)

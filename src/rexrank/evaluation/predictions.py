@@ -1,0 +1,353 @@
+"""Reading predictions (and reference files) in every accepted shape, and validating them before any scoring.
+
+Accepted shapes (DESIGN.md): ReXrank JSON ``{study_id: {..., "model_prediction": str}}``, plain JSON
+``{study_id: str}``, JSONL and CSV with the columns ``study_id`` and ``report``. Reference files take the same
+shapes; in ReXrank JSON (or JSONL with section fields) the ground truth is picked by track (references.py).
+
+Validation collects every problem of both files into one report instead of stopping at the first, so a user fixes
+a file once. Nothing is scored and no result file is written while any problem remains.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rexrank.errors import InputError
+
+DEFAULT_MAX_FILE_SIZE_MB = 200.0
+DEFAULT_MAX_LISTED = 10
+# Fields holding a model's report: upstream submissions add "model_prediction" to the ReXrank JSON.
+PREDICTION_FIELDS = ("model_prediction", "report")
+ID_FIELD = "study_id"
+# Per-study attributes carried into the per-study table when a file provides them (per-site analyses).
+EXTRA_FIELDS = ("site",)
+
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+# -- the problem report -----------------------------------------------------------------------------------------
+# kind -> headline template ({n}: count, {role}: "predictions"/"references", {where}: the file). Order = report order.
+KINDS: dict[str, str] = {
+    "file": "{role} file {where} cannot be used",
+    "format": "{role} file {where} is not in an accepted format",
+    "columns": "{role} file {where} lacks required fields",
+    "undecodable": "{n} {role} contain bytes that are not UTF-8",
+    "duplicate": "{n} study ids appear more than once in {role}",
+    "null": "{n} {role} are null or NaN",
+    "not_string": "{n} {role} are not strings",
+    "empty": "{n} {role} are empty",
+    "missing_id": "{n} reference studies have no prediction (score the rest with --allow-missing)",
+    "extra_id": "{n} predictions have no reference study (check --dataset/--split/--track, or use --allow-missing)",
+}
+
+
+@dataclass
+class Problems:
+    """Every problem found, grouped by (kind, role); rendered as one message."""
+
+    max_listed: int = DEFAULT_MAX_LISTED
+    items: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)  # role -> file name shown in headlines
+
+    def add(self, kind: str, role: str, item: str) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown problem kind {kind!r}")
+        self.items.setdefault((kind, role), []).append(item)
+
+    def count(self) -> int:
+        return sum(len(v) for v in self.items.values())
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def kinds(self) -> set[str]:
+        return {kind for kind, _ in self.items}
+
+    def render(self) -> str:
+        order = list(KINDS)
+        lines = []
+        for (kind, role), entries in sorted(self.items.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1])):
+            where = self.where.get(role, role)
+            head = KINDS[kind].format(n=len(entries), role=role, where=where)
+            shown = entries[: self.max_listed]
+            more = f" ... and {len(entries) - len(shown)} more" if len(entries) > len(shown) else ""
+            lines.append(f"- {head}: {'; '.join(shown)}{more}")
+        total = self.count()
+        noun = "problem" if total == 1 else "problems"
+        return f"input validation failed ({total} {noun}); nothing was scored:\n" + "\n".join(lines)
+
+    def raise_if_any(self) -> None:
+        if self:
+            raise ValidationError(self.render(), self)
+
+
+class ValidationError(InputError):
+    """All problems of the inputs, in one message. ``.problems`` holds them as data."""
+
+    def __init__(self, message: str, problems: Problems):
+        super().__init__(message)
+        self.problems = problems
+
+
+# -- reading ----------------------------------------------------------------------------------------------------
+@dataclass
+class Record:
+    study_id: str
+    value: Any  # the raw report value: checked by check_values, so it may be anything here
+    where: str  # "line 4", "key 'x'" -- for messages
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReportFile:
+    """What one file held: records in file order (duplicates kept, so they can be reported)."""
+
+    path: Path
+    records: list[Record]
+    ok: bool  # False when the file could not be read at all (size, format, decoding of its structure)
+
+
+def format_of(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    for suffix in reversed(suffixes):
+        if suffix in (".json",):
+            return "json"
+        if suffix in (".jsonl", ".ndjson"):
+            return "jsonl"
+        if suffix in (".csv",):
+            return "csv"
+    return "unknown"
+
+
+def read_report_file(path: str | os.PathLike, role: str, problems: Problems, *,
+                     pick: Callable[[str, dict[str, Any], str], tuple[Any, str | None]],
+                     text_fields: tuple[str, ...],
+                     max_file_size_mb: float = DEFAULT_MAX_FILE_SIZE_MB) -> ReportFile:
+    """Read ``path`` into records, adding file-level problems to ``problems``.
+
+    ``pick(study_id, entry, where)`` chooses the report value of a JSON object entry and returns (value, missing
+    field name or None); ``text_fields`` are the CSV/JSONL columns that may hold the report, in preference order.
+    """
+    path = Path(path)
+    problems.where[role] = path.name
+    if not path.is_file():
+        problems.add("file", role, f"{path} does not exist" if not path.exists() else f"{path} is not a file")
+        return ReportFile(path, [], False)
+    size = path.stat().st_size
+    if size > max_file_size_mb * 1_000_000:
+        problems.add("file", role, f"it is {size / 1_000_000:.1f} MB, over the {max_file_size_mb:g} MB limit "
+                                   "(raise it with --max-file-size-mb)")
+        return ReportFile(path, [], False)
+    raw = path.read_bytes()
+    # surrogateescape keeps undecodable bytes as lone surrogates, so they can be traced to the study that holds them
+    # instead of failing the whole file at the first bad byte.
+    text = raw.decode("utf-8", errors="surrogateescape")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    kind = format_of(path)
+    if kind == "unknown":
+        kind = "json" if text.lstrip()[:1] == "{" and _is_json(text) else "jsonl" if text.lstrip()[:1] == "{" else ""
+        if not kind:
+            problems.add("format", role, "use .json ({study_id: report} or ReXrank JSON), .jsonl or .csv")
+            return ReportFile(path, [], False)
+    reader = {"json": _read_json, "jsonl": _read_jsonl, "csv": _read_csv}[kind]
+    records, ok = reader(text, role, problems, pick, text_fields)
+    return ReportFile(path, records, ok)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_json(text, role, problems, pick, text_fields):
+    try:
+        pairs = json.loads(text, object_pairs_hook=_Pairs)
+    except json.JSONDecodeError as exc:
+        problems.add("format", role, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+        return [], False
+    if not isinstance(pairs, _Pairs):
+        problems.add("format", role, f"expected a JSON object {{study_id: report}}, found a {_json_type(pairs)}")
+        return [], False
+    records, missing_fields = [], []
+    for study_id, entry in pairs:
+        where = f"key {study_id!r}"
+        if isinstance(entry, _Pairs):
+            entry_dict = dict(entry)
+            value, missing = pick(study_id, entry_dict, where)
+            if missing:
+                missing_fields.append((study_id, missing))
+                continue
+            extra = {k: entry_dict[k] for k in EXTRA_FIELDS if k in entry_dict}
+            records.append(Record(study_id, value, where, extra))
+        else:
+            records.append(Record(study_id, entry, where))
+    for study_id, missing in missing_fields:
+        problems.add("columns", role, f"study {_show(study_id)} has no {missing} field")
+    return records, not missing_fields
+
+
+class _Pairs(list):
+    """A JSON object as its (key, value) pairs, so duplicate keys are seen rather than silently merged."""
+
+    def __init__(self, pairs):
+        super().__init__(pairs)
+
+
+def _json_type(value) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value), "null")
+
+
+def _read_jsonl(text, role, problems, pick, text_fields):
+    records, ok = [], True
+    bad_lines, missing_field_lines = [], []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad_lines.append(f"line {lineno}: invalid JSON ({exc.msg})")
+            continue
+        if not isinstance(entry, dict):
+            bad_lines.append(f"line {lineno}: expected an object, found a {_json_type(entry)}")
+            continue
+        where = f"line {lineno}"
+        if ID_FIELD not in entry:
+            missing_field_lines.append(f"line {lineno} has no {ID_FIELD!r} field")
+            continue
+        value, missing = _pick_field(entry, text_fields, pick, str(entry[ID_FIELD]), where)
+        if missing:
+            missing_field_lines.append(f"line {lineno} has no {missing} field")
+            continue
+        records.append(Record(_id(entry[ID_FIELD]), value, where, {k: entry[k] for k in EXTRA_FIELDS if k in entry}))
+    for item in bad_lines:
+        problems.add("format", role, item)
+    for item in missing_field_lines:
+        problems.add("columns", role, item)
+    ok = not bad_lines and not missing_field_lines
+    return records, ok
+
+
+def _pick_field(entry: dict, text_fields, pick, study_id, where):
+    # Section-bearing records (ReXrank studies as JSONL) go through the same track-aware pick as ReXrank JSON.
+    if pick is not None and any(k.startswith("section_") or k == "model_prediction" for k in entry):
+        return pick(study_id, entry, where)
+    for name in text_fields:
+        if name in entry:
+            return entry[name], None
+    return None, " or ".join(repr(f) for f in text_fields)
+
+
+def _read_csv(text, role, problems, pick, text_fields):
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        problems.add("columns", role, f"the file is empty; expected a header with {ID_FIELD!r} and "
+                                      f"{' or '.join(repr(f) for f in text_fields)}")
+        return [], False
+    except csv.Error as exc:
+        problems.add("format", role, f"invalid CSV: {exc}")
+        return [], False
+    columns = [c.strip() for c in header]
+    text_column = next((f for f in text_fields if f in columns), None)
+    if ID_FIELD not in columns or text_column is None:
+        needed = f"{ID_FIELD!r} and {' or '.join(repr(f) for f in text_fields)}"
+        problems.add("columns", role, f"needs the columns {needed}; found: {', '.join(map(repr, columns)) or 'none'}")
+        return [], False
+    id_at, text_at = columns.index(ID_FIELD), columns.index(text_column)
+    extra_at = {name: columns.index(name) for name in EXTRA_FIELDS if name in columns}
+    records, bad = [], []
+    try:
+        for row in reader:
+            lineno = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(columns):
+                bad.append(f"line {lineno}: {len(row)} fields, the header has {len(columns)}")
+                continue
+            # A CSV cannot hold null: an empty cell is what pandas writes for NaN, and it is reported as empty.
+            records.append(Record(_id(row[id_at]), row[text_at], f"line {lineno}",
+                                  {name: row[i] for name, i in extra_at.items()}))
+    except csv.Error as exc:
+        bad.append(f"line {reader.line_num}: {exc}")
+    for item in bad:
+        problems.add("format", role, item)
+    return records, not bad
+
+
+def _id(value: Any) -> str:
+    # Integer ids in JSONL/CSV are common; every id is a string in the per-study table.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def _show(study_id: str) -> str:
+    return repr(_SURROGATE.sub("\ufffd", study_id))
+
+
+# -- validation -------------------------------------------------------------------------------------------------
+def check_values(file: ReportFile, role: str, problems: Problems) -> dict[str, str]:
+    """Per-record checks (duplicates, null/NaN, type, undecodable bytes, empty); returns the good {id: text}."""
+    seen: dict[str, list[str]] = {}
+    for record in file.records:
+        seen.setdefault(record.study_id, []).append(record.where)
+    for study_id, places in seen.items():
+        if len(places) > 1:
+            problems.add("duplicate", role, f"{_show(study_id)} ({', '.join(places)})")
+    good: dict[str, str] = {}
+    for record in file.records:
+        value = record.value
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            problems.add("null", role, _show(record.study_id))
+        elif not isinstance(value, str):
+            problems.add("not_string", role, f"{_show(record.study_id)} ({_json_type(value)} {_brief(value)})")
+        elif (bad := _SURROGATE.search(value)) is not None:
+            byte = ord(bad.group()) - 0xDC00
+            problems.add("undecodable", role, f"{_show(record.study_id)} (byte 0x{byte:02x} at character {bad.start()})")
+        elif not value.strip():
+            problems.add("empty", role, _show(record.study_id))
+        elif len(seen[record.study_id]) == 1:
+            good[record.study_id] = value
+    return good
+
+
+def _brief(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
+def check_ids(predicted: list[str], referenced: list[str], problems: Problems, *, allow_missing: bool,
+              ignored: set[str] | frozenset[str] = frozenset()) -> tuple[list[str], dict[str, int]]:
+    """Compare the id sets. Returns (ids to score in reference order, counts of what was dropped).
+
+    ``ignored``: ids the track excludes (e.g. studies without findings on the findings track); predictions for them
+    are dropped and counted rather than reported as extra.
+    """
+    pred_set, ref_set = set(predicted), set(referenced)
+    missing = [i for i in referenced if i not in pred_set]
+    extra = [i for i in predicted if i not in ref_set and i not in ignored]
+    excluded = [i for i in predicted if i not in ref_set and i in ignored]
+    if not allow_missing:
+        for study_id in missing:
+            problems.add("missing_id", "references", _show(study_id))
+        for study_id in dict.fromkeys(extra):
+            problems.add("extra_id", "predictions", _show(study_id))
+    keep = [i for i in referenced if i in pred_set]
+    return keep, {"missing_prediction": len(missing) if allow_missing else 0,
+                  "extra_prediction": len(set(extra)) if allow_missing else 0,
+                  "excluded_by_track": len(set(excluded))}

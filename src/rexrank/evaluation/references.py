@@ -1,0 +1,134 @@
+"""Ground truth for scoring: from a reference file (any predictions shape) or a dataset builder, by track.
+
+Tracks (reference/METRICS.md, "Tracks and ground truth"; declared in rexrank.data.tracks):
+- findings: the findings section; studies without one are not part of the track (excluded and counted).
+- findings_impression: ``f"Findings: {findings} Impression: {impression}"`` with the literal word None for a
+  missing section, every study counts. A plain ``report`` field is used as is.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rexrank.errors import UnknownNameError
+from rexrank.evaluation.predictions import (
+    DEFAULT_MAX_FILE_SIZE_MB,
+    Problems,
+    ReportFile,
+    check_values,
+    read_report_file,
+)
+
+TRACK_NAMES = ("findings", "findings_impression")
+
+
+class _Excluded:
+    """Marker: this study is not part of the track (no findings section on the findings track)."""
+
+    def __repr__(self) -> str:
+        return "EXCLUDED"
+
+
+EXCLUDED = _Excluded()
+
+
+@dataclass
+class ReferenceSet:
+    texts: dict[str, str]  # study_id -> ground truth, in source order
+    source: str  # file path or "dataset:split"
+    excluded: set[str] = field(default_factory=set)  # ids of the split that this track leaves out
+    attributes: dict[str, dict[str, Any]] = field(default_factory=dict)  # study_id -> {"site": ...}
+    ok: bool = True  # False when the file could not be read (then id checks are skipped)
+    ids: list[str] = field(default_factory=list)  # every id the file listed (also bad ones), for id checks
+
+
+def check_track(track: str) -> str:
+    if track not in TRACK_NAMES:
+        raise UnknownNameError(f"Unknown track {track!r}. Available: {', '.join(TRACK_NAMES)}")
+    return track
+
+
+def _section(value: Any) -> str | None:
+    # Same rule as the dataset builders (rexrank.data.study.section_or_none): blank, NaN or missing -> None.
+    if value is None or isinstance(value, float):
+        return None
+    value = str(value)
+    return value if value.strip() else None
+
+
+def reference_picker(track: str):
+    """How a ReXrank study object becomes this track's ground truth."""
+
+    def pick(study_id: str, entry: dict[str, Any], where: str):
+        has_sections = "section_findings" in entry or "section_impression" in entry
+        if track == "findings":
+            if "section_findings" in entry:
+                findings = _section(entry["section_findings"])
+                return (findings if findings is not None else EXCLUDED), None
+            if "report" in entry and not has_sections:
+                return entry["report"], None
+            return None, "'section_findings'"
+        if has_sections:
+            findings, impression = _section(entry.get("section_findings")), _section(entry.get("section_impression"))
+            # ReXrank's findings+impression ground truth, "None" printed for a missing section (METRICS.md).
+            return f"Findings: {findings} Impression: {impression}", None
+        if "report" in entry:
+            return entry["report"], None
+        return None, "'report' (or 'section_findings'/'section_impression')"
+
+    return pick
+
+
+def prediction_picker():
+    def pick(study_id: str, entry: dict[str, Any], where: str):
+        # A ReXrank study object also holds the ground truth in "report": only "model_prediction" is the model's.
+        if "model_prediction" in entry:
+            return entry["model_prediction"], None
+        return None, "'model_prediction'"
+
+    return pick
+
+
+def from_file(path: str | os.PathLike, track: str, problems: Problems, *,
+              max_file_size_mb: float = DEFAULT_MAX_FILE_SIZE_MB) -> ReferenceSet:
+    check_track(track)
+    file: ReportFile = read_report_file(path, "references", problems, pick=reference_picker(track),
+                                        text_fields=("report",), max_file_size_mb=max_file_size_mb)
+    excluded = {r.study_id for r in file.records if r.value is EXCLUDED}
+    kept = ReportFile(file.path, [r for r in file.records if r.value is not EXCLUDED], file.ok)
+    texts = check_values(kept, "references", problems)
+    attributes = {r.study_id: dict(r.extra) for r in kept.records if r.extra}
+    ids = list(dict.fromkeys(r.study_id for r in kept.records))
+    return ReferenceSet(texts, str(Path(path)), excluded, attributes, file.ok, ids)
+
+
+def from_dataset(name: str, split: str, track: str, data_dir: str | os.PathLike | None,
+                 problems: Problems) -> ReferenceSet:
+    """References through the dataset builders (``rexrank.data.references``), imported only when used."""
+    check_track(track)
+    try:
+        from rexrank import data as data_module
+    except ImportError as exc:  # pragma: no cover - the package always ships rexrank.data
+        raise UnknownNameError(f"rexrank.data is not importable ({exc}); pass --references FILE instead") from None
+    references = getattr(data_module, "references", None)
+    if references is None:
+        raise UnknownNameError("this rexrank build has no dataset builders (rexrank.data.references); "
+                               "pass the ground truth with --references FILE")
+    texts = dict(references(name, data_dir, split, track))
+    excluded: set[str] = set()
+    attributes: dict[str, dict[str, Any]] = {}
+    # Studies of the split that the track leaves out, and per-study sites, where the data package exposes them.
+    extras = getattr(data_module, "reference_attributes", None)
+    if extras is not None:
+        info = extras(name, data_dir, split, track)
+        excluded = set(info.get("excluded", ()))
+        attributes = {k: dict(v) for k, v in (info.get("attributes") or {}).items()}
+    from rexrank.evaluation.predictions import Record
+
+    file = ReportFile(Path(f"{name}:{split}"), [Record(str(k), v, f"study {k!r}") for k, v in texts.items()], True)
+    problems.where["references"] = f"{name} {split} ({track})"
+    good = check_values(file, "references", problems)
+    return ReferenceSet(good, f"{name}:{split}", excluded, attributes, True, [str(k) for k in texts])

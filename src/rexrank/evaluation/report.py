@@ -1,0 +1,117 @@
+"""Results for people: a terminal table, a Markdown table and a Hugging Face ``model-index`` block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rexrank.metrics import REGISTRY
+
+# model-index `type` per metric: Hub metric ids where one exists (evaluate's bleu, bertscore), else our own slug.
+_MODEL_INDEX_TYPE = {"bleu2": "bleu", "bertscore": "bertscore"}
+_DATASET_TITLES = {"iu_xray": "IU-Xray", "mimic_cxr": "MIMIC-CXR", "chexpert_plus": "CheXpert Plus",
+                   "gradienthealth": "GradientHealth"}
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def rows(results: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per metric: leaderboard column, value with its 95% CI, and the per-report mean."""
+    out = []
+    confidence = results.get("bootstrap", {}).get("confidence", 0.95)
+    for name, entry in results["metrics"].items():
+        label = entry.get("leaderboard_column") or name
+        value = entry.get("leaderboard_value")
+        low, high = entry.get("leaderboard_ci_low"), entry.get("leaderboard_ci_high")
+        out.append({
+            "metric": label,
+            "name": name,
+            "value": _fmt(value),
+            "ci": f"[{_fmt(low)}, {_fmt(high)}]",
+            "mean": _fmt(entry.get("mean")),
+            "direction": "higher" if _higher(name) else "lower",
+            "n": str(entry.get("n", "")),
+        })
+    for row in out:
+        row["ci_label"] = f"{confidence:.0%} CI"
+    return out
+
+
+def _higher(name: str) -> bool:
+    from rexrank.evaluation.aggregate import leaderboard_higher_is_better
+
+    try:
+        return leaderboard_higher_is_better(name)
+    except KeyError:
+        return True
+
+
+def title(results: dict[str, Any]) -> str:
+    parts = [results.get("model") or "model", "on", results.get("dataset") or "references"]
+    if results.get("split"):
+        parts.append(results["split"])
+    parts.append(f"({results.get('track')} track, {results.get('n_studies')} studies)")
+    return " ".join(str(p) for p in parts)
+
+
+def print_summary(results: dict[str, Any], console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title=title(results), title_justify="left")
+    table.add_column("Metric")
+    table.add_column("Value", justify="right")
+    table.add_column("95% CI", justify="right")
+    table.add_column("Per-report mean", justify="right")
+    table.add_column("Better")
+    for row in rows(results):
+        table.add_row(row["metric"], row["value"], row["ci"], row["mean"], row["direction"])
+    console.print(table)
+    dropped = {k: v for k, v in (results.get("n_dropped") or {}).items() if v}
+    if dropped:
+        console.print("dropped: " + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in dropped.items()))
+
+
+def markdown_table(results: dict[str, Any]) -> str:
+    confidence = results.get("bootstrap", {}).get("confidence", 0.95)
+    lines = [f"**{title(results)}**", "", f"| Metric | Value | {confidence:.0%} CI | Per-report mean | Better |",
+             "|---|---:|---:|---:|---|"]
+    for row in rows(results):
+        lines.append(f"| {row['metric']} | {row['value']} | {row['ci']} | {row['mean']} | {row['direction']} |")
+    lines.append("")
+    boot = results.get("bootstrap", {})
+    lines.append(f"CIs: percentile bootstrap over studies, {boot.get('resamples')} resamples, seed {boot.get('seed')}.")
+    return "\n".join(lines) + "\n"
+
+
+def model_index(results: dict[str, Any]) -> str:
+    """A ``model-index`` YAML block for a model card (the Hub's evaluation-results metadata)."""
+    import yaml
+
+    dataset = results.get("dataset") or "custom"
+    track = results.get("track")
+    metrics = []
+    for name, entry in results["metrics"].items():
+        value = entry.get("leaderboard_value")
+        if value is None:
+            continue
+        spec = REGISTRY.spec(name)
+        metrics.append({"type": _MODEL_INDEX_TYPE.get(name, f"rexrank/{name}"),
+                        "name": spec.leaderboard_column or name, "value": round(float(value), 6),
+                        "verified": False})
+    block = {"model-index": [{
+        "name": results.get("model") or "model",
+        "results": [{
+            "task": {"type": "image-to-text", "name": "Chest X-ray report generation"},
+            "dataset": {"name": f"ReXrank {_DATASET_TITLES.get(dataset, dataset)} ({track} track)",
+                        "type": f"rexrank/{dataset}", "split": results.get("split") or "test",
+                        "config": track},
+            "metrics": metrics,
+            "source": {"name": "rexrank", "url": "https://rexrank.ai"},
+        }],
+    }]}
+    return yaml.safe_dump(block, sort_keys=False, allow_unicode=True)

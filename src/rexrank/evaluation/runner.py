@@ -1,0 +1,206 @@
+"""The scoring core shared by ``rexrank.score`` (in memory) and ``rexrank score`` (cached, chunked, sharded).
+
+Planning (which base metrics to run, which composites to combine) is ``rexrank.scoring.plan``. Each base metric
+scores every distinct (hypothesis, reference) pair once; finished chunks go to the pair cache as they complete,
+so a killed run loses at most the chunk in flight. Metrics keep their per-text artefacts in the same cache
+(``Metric.use_text_cache``), which is how a second model reuses every reference-side result.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rexrank.metrics import REGISTRY, get
+from rexrank.metrics.base import Metric, text_key
+
+log = logging.getLogger("rexrank.evaluation")
+
+# Pairs per chunk when the caller does not say: big enough to keep model batches full, small enough that a
+# killed run loses little.
+DEFAULT_CHUNK_PAIRS = 256
+# Prefix of the reference-side CheXbert label columns in the per-study table.
+LABEL_PREFIX = "ref_chexbert_"
+
+
+@dataclass
+class ScoredPairs:
+    """Per-pair values of every base metric (and its detail columns), aligned with the input pairs."""
+
+    columns: dict[str, np.ndarray]  # spec.column -> values
+    details: dict[str, list[Any]]  # extra per-pair columns (GREEN error counts, ...)
+    info: dict[str, dict[str, Any]]  # registry name -> {spec, config, fingerprint}
+    values_by_name: dict[str, np.ndarray]  # registry name -> values
+    labels: pd.DataFrame | None = None  # reference CheXbert labels (when semb ran and exposes labels)
+    stats: dict[str, dict[str, int]] = field(default_factory=dict)  # name -> {pairs, cached, computed}
+
+
+def _spec_dict(spec) -> dict[str, Any]:
+    return {"name": spec.name, "column": spec.column, "higher_is_better": spec.higher_is_better,
+            "version": spec.version, "leaderboard_column": spec.leaderboard_column}
+
+
+def describe(metric: Metric) -> dict[str, Any]:
+    return {"spec": _spec_dict(metric.spec), "config": metric.config(), "fingerprint": metric.fingerprint}
+
+
+def build_metrics(base: Sequence[str], *, model_paths: Mapping[str, Any] | None = None,
+                  metric_configs: Mapping[str, Mapping[str, Any]] | None = None, device: str | None = None,
+                  batch_size: int | None = None) -> dict[str, Metric]:
+    from rexrank.scoring import metric_config
+
+    shared = {"device": device, "batch_size": batch_size}
+    return {name: get(name, **metric_config(name, model_paths=model_paths, metric_configs=metric_configs,
+                                            shared=shared)) for name in base}
+
+
+def _plain(value: Any) -> Any:
+    # numpy scalars -> Python scalars: smaller pickles, and identical values whether fresh or from the cache.
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _rows(metric: Metric, hyps: list[str], refs: list[str]) -> list[dict[str, Any]]:
+    """score_details as row dicts: the metric's value under its column name, then any detail columns."""
+    frame = metric.score_details(hyps, refs)
+    if len(frame) != len(hyps):
+        raise RuntimeError(f"{metric.spec.name}.score_details returned {len(frame)} rows for {len(hyps)} pairs")
+    values = frame.iloc[:, 0].to_numpy(dtype=np.float64)
+    extra = frame.iloc[:, 1:]
+    rows = [{metric.spec.column: float(v)} for v in values]
+    for name in extra.columns:
+        for row, value in zip(rows, extra[name].tolist()):
+            row[str(name)] = _plain(value)
+    return rows
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    if not enabled or total == 0:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="pair", file=sys.stderr, dynamic_ncols=True, leave=False)
+
+
+def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, Metric], *, cache=None,
+                chunk_size: int | None = None, progress: bool = False, reference_labels: bool = False) -> ScoredPairs:
+    """Score aligned pairs with already built base metrics.
+
+    ``cache``: a ScoreCache/MemoryPairCache (pair rows + per-text artefacts), or None for a throwaway in-memory one.
+    ``chunk_size``: pairs per call to a metric (None: all missing pairs in one call, as ``rexrank.score`` does).
+    """
+    from rexrank.evaluation.cache import MemoryPairCache
+
+    store = cache if cache is not None else MemoryPairCache()
+    hyps, refs = list(hyps), list(refs)
+    keys = [(text_key(h), text_key(r)) for h, r in zip(hyps, refs)]
+    unique: dict[tuple[str, str], tuple[str, str]] = {}
+    for key, hyp, ref in zip(keys, hyps, refs):
+        unique.setdefault(key, (hyp, ref))
+    columns: dict[str, np.ndarray] = {}
+    details: dict[str, list[Any]] = {}
+    info: dict[str, dict[str, Any]] = {}
+    by_name: dict[str, np.ndarray] = {}
+    stats: dict[str, dict[str, int]] = {}
+    labels = None
+    for name, metric in metrics.items():
+        metric.use_text_cache(store)
+        fingerprint = metric.fingerprint
+        found = store.get_pairs(fingerprint, list(unique)) if unique else {}
+        missing = [k for k in unique if k not in found]
+        stats[name] = {"pairs": len(unique), "cached": len(unique) - len(missing), "computed": len(missing)}
+        if missing:
+            log.info("%s: %d distinct pairs, %d from the cache, %d to compute", name, len(unique),
+                     len(unique) - len(missing), len(missing))
+        bar = _progress(len(missing), name, progress)
+        step = chunk_size or len(missing) or 1
+        try:
+            for start in range(0, len(missing), step):
+                chunk = missing[start : start + step]
+                rows = _rows(metric, [unique[k][0] for k in chunk], [unique[k][1] for k in chunk])
+                new = dict(zip(chunk, rows))
+                store.put_pairs(fingerprint, new)  # committed: a restart will not compute these again
+                found.update(new)
+                if bar is not None:
+                    bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+        column = metric.spec.column
+        values = np.array([found[k][column] for k in keys], dtype=np.float64)
+        columns[column] = values
+        by_name[name] = values
+        detail_names = list(dict.fromkeys(c for k in unique for c in found[k] if c != column))
+        for detail in detail_names:
+            details[detail] = [found[k].get(detail) for k in keys]
+        info[name] = describe(metric)
+        if reference_labels and labels is None:
+            labels = reference_label_frame(metric, refs)
+    return ScoredPairs(columns, details, info, by_name, labels, stats)
+
+
+def combine_composites(composites: Sequence[str], scored: ScoredPairs) -> None:
+    """Add composite metrics (RadCliQ) computed from their already scored components."""
+    for name in composites:
+        spec = REGISTRY.spec(name)
+        cls = REGISTRY.cls(name)
+        values = np.asarray(cls.combine({c: scored.values_by_name[c] for c in spec.components}), dtype=np.float64)
+        scored.columns[spec.column] = values
+        scored.values_by_name[name] = values
+        scored.info[name] = {
+            "spec": _spec_dict(spec),
+            "config": {"components": {c: scored.info[c]["fingerprint"] for c in spec.components}},
+            "fingerprint": "+".join(scored.info[c]["fingerprint"] for c in spec.components),
+        }
+
+
+def reference_label_frame(metric: Metric, refs: list[str]) -> pd.DataFrame | None:
+    """CheXbert labels of the references, when this metric offers them (SembScore's labels API).
+
+    Accepts what a labels method may return: a DataFrame, a list of {condition: value} dicts, or an (n, 14) array
+    with the condition names in ``metric.LABELS``/``metric.CONDITIONS``. Columns are prefixed ``ref_chexbert_``.
+    """
+    method = getattr(metric, "labels", None)
+    if not callable(method) or not refs:
+        return None
+    unique = list(dict.fromkeys(refs))
+    raw = method(unique)
+    if isinstance(raw, pd.DataFrame):
+        frame = raw.reset_index(drop=True)
+    elif isinstance(raw, (list, tuple)) and raw and isinstance(raw[0], Mapping):
+        frame = pd.DataFrame(list(raw))
+    else:
+        array = np.asarray(raw)
+        names = getattr(metric, "LABELS", None) or getattr(metric, "CONDITIONS", None)
+        if names is None or array.ndim != 2 or array.shape[1] != len(names):
+            return None
+        frame = pd.DataFrame(array, columns=list(names))
+    if len(frame) != len(unique):
+        raise RuntimeError(f"{metric.spec.name}.labels returned {len(frame)} rows for {len(unique)} reports")
+    position = {text: i for i, text in enumerate(unique)}
+    frame = frame.iloc[[position[t] for t in refs]].reset_index(drop=True)
+    frame.columns = [LABEL_PREFIX + _label_column(c) for c in frame.columns]
+    return frame
+
+
+def _label_column(name: Any) -> str:
+    return str(name).strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def to_frame(scored: ScoredPairs, order: Sequence[str]) -> pd.DataFrame:
+    """Metric columns in ``order`` (registry names), then detail columns."""
+    data: dict[str, Any] = {}
+    for name in order:
+        column = REGISTRY.spec(name).column
+        if column in scored.columns:
+            data[column] = scored.columns[column]
+    for column, values in scored.columns.items():
+        data.setdefault(column, values)
+    for column, values in scored.details.items():
+        data.setdefault(column, values)
+    return pd.DataFrame(data)
