@@ -1,0 +1,99 @@
+"""BERTScore (ReXrank) as a Hugging Face `evaluate` module.
+
+The computation lives in `rexrank.metrics` (this file only declares the module).
+"""
+
+import datasets
+import evaluate
+
+import rexrank.metric_modules as support
+import rexrank.metrics
+
+_CITATION = """\
+@inproceedings{zhang2020bertscore,
+  title = {BERTScore: Evaluating Text Generation with BERT},
+  author = {Zhang, Tianyi and Kishore, Varsha and Wu, Felix and Weinberger, Kilian Q. and Artzi, Yoav},
+  booktitle = {International Conference on Learning Representations},
+  year = {2020}
+}
+@article{yu2023evaluating,
+  title = {Evaluating progress in automatic chest X-ray radiology report generation},
+  author = {Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others},
+  journal = {Patterns},
+  volume = {4},
+  number = {9},
+  year = {2023}
+}
+@article{zhang2024rexrank,
+  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
+  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
+  journal = {arXiv preprint arXiv:2411.15122},
+  year = {2024}
+}
+"""
+
+_DESCRIPTION = """\
+BERTScore F1 with distilroberta-base (layer 5), rescaled with its baseline, exactly as the ReXrank leaderboard
+computes its BertScore column.
+"""
+
+_KWARGS_DESCRIPTION = """
+Options of `evaluate.load("rexrank/bertscore", ...)` (loaded once, kept for every compute call):
+    model (optional): local path or Hub id of the weights (default: the official ones, see the card).
+    device (optional): "cpu", "cuda", "cuda:1", ... (default: CUDA when available, else CPU).
+    batch_size (optional): texts per forward pass (default: the metric's own).
+    idf (optional): weight tokens by inverse document frequency (default False, as the leaderboard).
+    options (`dict`, optional): any other option of the rexrank metric
+        (`rexrank.metrics.get("bertscore", **options)`); see the card.
+Args:
+    predictions (`list` of `str`): generated reports, one per study.
+    references (`list` of `str`): reference reports, same length and order as `predictions`.
+Returns:
+    bertscore (`float`): mean over the pairs without NaN.
+    scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
+    n_nan (`int`): pairs without a score.
+    fingerprint (`str`): hash of everything that can change the numbers (model files, options).
+Examples:
+    >>> import evaluate
+    >>> bertscore = evaluate.load("rexrank/bertscore", device="cpu")
+    >>> results = bertscore.compute(
+    ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
+    ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
+    ... )
+    >>> sorted(results)
+    ['bertscore', 'fingerprint', 'n_nan', 'scores']
+    >>> len(results["scores"])
+    2
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class BertScore(evaluate.Metric):
+    """BERTScore (ReXrank)."""
+
+    def __init__(self, model=None, device=None, batch_size=None, idf=None, options=None, **evaluate_options):
+        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
+        # and anything else is refused rather than silently ignored.
+        super().__init__(**support.init_kwargs("rexrank/bertscore", evaluate_options))
+        self.metric_config = support.metric_config(
+            model=model, device=device, batch_size=batch_size, idf=idf, **(options or {}))
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"predictions": datasets.Value("string"),
+                                        "references": datasets.Value("string")}),
+            codebase_urls=['https://github.com/Tiiiger/bert_score',
+                           'https://github.com/rajpurkarlab/CXR-Report-Metric'],
+            reference_urls=["https://rexrank.ai"],
+        )
+
+    def _download_and_prepare(self, dl_manager):
+        # Weights load here, once; compute() reuses them.
+        self.metric = rexrank.metrics.get("bertscore", **self.metric_config)
+        self.fingerprint = self.metric.fingerprint
+
+    def _compute(self, predictions, references):
+        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint)

@@ -1,0 +1,92 @@
+"""BLEU-2 as the ReXrank leaderboard computes it, as a Hugging Face `evaluate` module.
+
+The computation lives in `rexrank.metrics.bleu` (this file only declares the module).
+"""
+
+import datasets
+import evaluate
+
+import rexrank.metric_modules as support
+import rexrank.metrics
+
+_CITATION = """\
+@inproceedings{papineni2002bleu,
+  title = {BLEU: a Method for Automatic Evaluation of Machine Translation},
+  author = {Papineni, Kishore and Roukos, Salim and Ward, Todd and Zhu, Wei-Jing},
+  booktitle = {Proceedings of the 40th Annual Meeting of the Association for Computational Linguistics},
+  pages = {311--318},
+  year = {2002}
+}
+@article{yu2023evaluating,
+  title = {Evaluating progress in automatic chest X-ray radiology report generation},
+  author = {Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others},
+  journal = {Patterns},
+  volume = {4},
+  number = {9},
+  year = {2023}
+}
+@article{zhang2024rexrank,
+  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
+  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
+  journal = {arXiv preprint arXiv:2411.15122},
+  year = {2024}
+}
+"""
+
+_DESCRIPTION = """\
+Sentence-level BLEU-2 of each generated report against its reference, exactly as CXR-Report-Metric and the ReXrank
+leaderboard compute the BLEU column: tokens are the lower-cased report with periods detached, split on the space
+character only; one reference; bigram BLEU with weights (1/2, 1/2) and NLTK smoothing method 1 (equal to fast_bleu).
+The leaderboard value is the mean over reports. Higher is better; range [0, 1].
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `str`): generated reports, one per study.
+    references (`list` of `str`): reference reports, same length and order as `predictions`.
+Returns:
+    bleu2 (`float`): mean BLEU-2 over the pairs (the leaderboard's BLEU column).
+    scores (`list` of `float`): BLEU-2 of each pair, in input order.
+    n_nan (`int`): number of pairs without a score (always 0 for BLEU-2).
+    fingerprint (`str`): hash of the tokenisation and smoothing settings.
+Empty reports score 0.0 (no unigram can match). A missing report (None) is an error naming its index.
+Examples:
+    >>> import evaluate
+    >>> bleu2 = evaluate.load("rexrank/bleu2")
+    >>> results = bleu2.compute(
+    ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
+    ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
+    ... )
+    >>> print(round(results["bleu2"], 4), [round(s, 4) for s in results["scores"]])
+    0.5901 [0.6325, 0.5477]
+    >>> print(bleu2.compute(predictions=["Heart size is normal."], references=["Heart size is normal."])["bleu2"])
+    1.0
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class Bleu2(evaluate.Metric):
+    """BLEU-2 (ReXrank / CXR-Report-Metric)."""
+
+    def __init__(self, **evaluate_options):
+        # BLEU-2 has no options; evaluate's own go to the base class, anything else is refused (evaluate would
+        # silently ignore it).
+        super().__init__(**support.init_kwargs("rexrank/bleu2", evaluate_options))
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"predictions": datasets.Value("string"),
+                                        "references": datasets.Value("string")}),
+            codebase_urls=["https://github.com/rajpurkarlab/CXR-Report-Metric"],
+            reference_urls=["https://rexrank.ai", "https://aclanthology.org/P02-1040/"],
+        )
+
+    def _download_and_prepare(self, dl_manager):
+        self.metric = rexrank.metrics.get("bleu2")
+        self.fingerprint = self.metric.fingerprint
+
+    def _compute(self, predictions, references):
+        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint)

@@ -1,0 +1,101 @@
+"""FineRadScore (rexrank) as a Hugging Face `evaluate` module.
+
+The computation lives in `rexrank.metrics` (this file only declares the module).
+"""
+
+import datasets
+import evaluate
+
+import rexrank.metric_modules as support
+import rexrank.metrics
+
+_CITATION = """\
+@article{huang2024fineradscore,
+  title = {FineRadScore: A Radiology Report Line-by-Line Evaluation Technique Generating Corrections with Severity Scores},
+  author = {Huang, Alyssa and Banerjee, Oishi and Wu, Kay and Pontes Reis, Eduardo and Rajpurkar, Pranav},
+  journal = {arXiv preprint arXiv:2405.20613},
+  year = {2024}
+}
+@article{zhang2024rexrank,
+  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
+  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
+  journal = {arXiv preprint arXiv:2411.15122},
+  year = {2024}
+}
+"""
+
+_DESCRIPTION = """\
+FineRadScore: an LLM judges each candidate sentence (correction, clinical severity, error category); rexrank's
+documented aggregation turns severities into one number per report. Lower is better.
+"""
+
+_KWARGS_DESCRIPTION = """
+Options of `evaluate.load("rexrank/fineradscore", ...)` (loaded once, kept for every compute call):
+    model (optional): local path or Hub id of the weights (default: the official ones, see the card).
+    device (optional): "cpu", "cuda", "cuda:1", ... (default: CUDA when available, else CPU).
+    batch_size (optional): texts per forward pass (default: the metric's own).
+    backend (optional): "openai" (default: any OpenAI-compatible chat endpoint) or "transformers" (a local chat
+        model).
+    base_url (optional): the endpoint's base URL (OpenAI, Azure, a local vLLM server).
+    api_key_env (optional): name of the environment variable holding the API key (default OPENAI_API_KEY).
+    aggregation (optional): "sum" (default) or "max" of the per-sentence severity weights.
+    severity_weights (optional): dict severity -> weight, overriding rexrank's defaults.
+    options (`dict`, optional): any other option of the rexrank metric
+        (`rexrank.metrics.get("fineradscore", **options)`); see the card.
+Args:
+    predictions (`list` of `str`): generated reports, one per study.
+    references (`list` of `str`): reference reports, same length and order as `predictions`.
+    return_details (`bool`, default False): add the per-pair extra columns under "details".
+Returns:
+    fineradscore (`float`): mean over the pairs without NaN.
+    inverse_fineradscore (`float`): 1 / mean, the leaderboard column.
+    scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
+    n_nan (`int`): pairs without a score.
+    fingerprint (`str`): hash of everything that can change the numbers (model files, options).
+    details (`dict` of `list`, with return_details=True): per-pair extra columns.
+Examples:
+    >>> import evaluate
+    >>> fineradscore = evaluate.load("rexrank/fineradscore", device="cpu")
+    >>> results = fineradscore.compute(
+    ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
+    ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
+    ... )
+    >>> sorted(results)
+    ['fineradscore', 'fingerprint', 'inverse_fineradscore', 'n_nan', 'scores']
+    >>> len(results["scores"])
+    2
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class FineRadScore(evaluate.Metric):
+    """FineRadScore (rexrank)."""
+
+    def __init__(self, model=None, device=None, batch_size=None, backend=None, base_url=None, api_key_env=None,
+                 aggregation=None, severity_weights=None, options=None, **evaluate_options):
+        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
+        # and anything else is refused rather than silently ignored.
+        super().__init__(**support.init_kwargs("rexrank/fineradscore", evaluate_options))
+        self.metric_config = support.metric_config(
+            model=model, device=device, batch_size=batch_size, backend=backend, base_url=base_url,
+            api_key_env=api_key_env, aggregation=aggregation, severity_weights=severity_weights,
+            **(options or {}))
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"predictions": datasets.Value("string"),
+                                        "references": datasets.Value("string")}),
+            codebase_urls=['https://github.com/rajpurkarlab/FineRadScore'],
+            reference_urls=["https://rexrank.ai"],
+        )
+
+    def _download_and_prepare(self, dl_manager):
+        # Weights load here, once; compute() reuses them.
+        self.metric = rexrank.metrics.get("fineradscore", **self.metric_config)
+        self.fingerprint = self.metric.fingerprint
+
+    def _compute(self, predictions, references, return_details=False):
+        return support.compute(self.metric, predictions, references, return_details=return_details, reciprocal=True, fingerprint=self.fingerprint)

@@ -1,0 +1,109 @@
+"""RadCliQ-v1 / RadCliQ-v0 as Hugging Face `evaluate` modules.
+
+The computation lives in `rexrank.metrics.radcliq` (this file only declares the module).
+"""
+
+import datasets
+import evaluate
+
+import rexrank.errors
+import rexrank.metric_modules as support
+import rexrank.metrics
+
+_CITATION = """\
+@article{yu2023evaluating,
+  title = {Evaluating progress in automatic chest X-ray radiology report generation},
+  author = {Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others},
+  journal = {Patterns},
+  volume = {4},
+  number = {9},
+  year = {2023}
+}
+@article{zhang2024rexrank,
+  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
+  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
+  journal = {arXiv preprint arXiv:2411.15122},
+  year = {2024}
+}
+"""
+
+_DESCRIPTION = """\
+RadCliQ: the radiologist-aligned composite of RadGraph F1, BERTScore, SembScore and BLEU-2 (Yu et al., 2023), with
+the exact constants of CXR-Report-Metric. RadCliQ-v1 (default) ranks the ReXrank leaderboard as 1/RadCliQ-v1 =
+1 / mean(per-report RadCliQ-v1); config_name "v0" gives the 2023 composite. Lower is better.
+"""
+
+_KWARGS_DESCRIPTION = """
+Options of `evaluate.load("rexrank/radcliq", ...)` (the three models load once, kept for every compute call):
+    radgraph (`dict`, optional): options of the RadGraph component, e.g. {"model": "/path/radgraph.tar.gz"}.
+    bertscore (`dict`, optional): options of the BERTScore component, e.g. {"model": "/path/distilroberta-base"}.
+    semb (`dict`, optional): options of the SembScore component, e.g. {"model": "/path/chexbert.pth"}.
+    device (optional): "cpu", "cuda", ... for every model-backed component (a component's own value wins).
+    batch_size (optional): texts per forward pass for every model-backed component.
+    config_name: "v1" (default) or "v0".
+Args:
+    predictions (`list` of `str`): generated reports, one per study.
+    references (`list` of `str`): reference reports, same length and order as `predictions`.
+    return_details (`bool`, default False): add the four per-pair component scores under "details".
+Returns:
+    radcliq_v1 (`float`): mean per-report RadCliQ-v1 (or radcliq_v0 with config_name "v0"); lower is better.
+    inverse_radcliq_v1 (`float`): 1 / mean, the leaderboard's 1/RadCliQ-v1 column (v1 only).
+    scores (`list` of `float`): per-report RadCliQ, in input order (NaN if a component is NaN).
+    n_nan (`int`): pairs without a score.
+    fingerprint (`str`): hash of the composite and every component's configuration.
+    details (`dict` of `list`, with return_details=True): radgraph_combined, bertscore, semb_score, bleu_score.
+Examples:
+    The composite itself, from component values (the published check of CXR-Report-Metric):
+    >>> from rexrank.metrics.radcliq import radcliq_v0, radcliq_v1
+    >>> print(round(radcliq_v1(0.273, 0.43, 0.315, 0.193), 4), round(radcliq_v0(0.273, 0.43, 0.315, 0.193), 4))
+    1.087 3.3358
+
+    The evaluate module scores reports (it loads RadGraph, BERTScore and CheXbert weights once):
+    >>> import evaluate
+    >>> radcliq = evaluate.load("rexrank/radcliq", device="cpu")
+    >>> report = "Small left pleural effusion. No pneumothorax."
+    >>> results = radcliq.compute(predictions=[report], references=[report], return_details=True)
+    >>> print(round(results["radcliq_v1"], 4))  # identical reports: the best possible RadCliQ-v1
+    -1.4407
+    >>> sorted(results["details"])
+    ['bertscore', 'bleu_score', 'radgraph_combined', 'semb_score']
+"""
+
+# config_name -> registry name.
+_CONFIGS = {"default": "radcliq_v1", "v1": "radcliq_v1", "v0": "radcliq_v0"}
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class RadCliQ(evaluate.Metric):
+    """RadCliQ-v1 (default) or RadCliQ-v0."""
+
+    def __init__(self, radgraph=None, bertscore=None, semb=None, device=None, batch_size=None, **evaluate_options):
+        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
+        # and anything else is refused rather than silently ignored.
+        super().__init__(**support.init_kwargs("rexrank/radcliq", evaluate_options))
+        if self.config_name not in _CONFIGS:
+            raise rexrank.errors.ConfigError(
+                f"rexrank/radcliq: unknown config_name {self.config_name!r}. Available: v1, v0")
+        self.metric_config = support.metric_config(
+            radgraph=radgraph, bertscore=bertscore, semb=semb, device=device, batch_size=batch_size)
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"predictions": datasets.Value("string"),
+                                        "references": datasets.Value("string")}),
+            codebase_urls=["https://github.com/rajpurkarlab/CXR-Report-Metric"],
+            reference_urls=["https://rexrank.ai", "https://doi.org/10.1016/j.patter.2023.100802"],
+        )
+
+    def _download_and_prepare(self, dl_manager):
+        # The component models (RadGraph, BERTScore, CheXbert) load here, once; compute() reuses them.
+        self.metric = rexrank.metrics.get(_CONFIGS[self.config_name], **self.metric_config)
+        self.fingerprint = self.metric.fingerprint
+
+    def _compute(self, predictions, references, return_details=False):
+        reciprocal = self.metric.spec.leaderboard_aggregation == "reciprocal_of_mean"
+        return support.compute(self.metric, predictions, references, return_details=return_details,
+                               reciprocal=reciprocal, fingerprint=self.fingerprint)

@@ -1,0 +1,112 @@
+"""RadGraph F1 (ReXrank) as a Hugging Face `evaluate` module.
+
+The computation lives in `rexrank.metrics` (this file only declares the module).
+"""
+
+import datasets
+import evaluate
+
+import rexrank.errors
+import rexrank.metric_modules as support
+import rexrank.metrics
+
+_CITATION = """\
+@inproceedings{jain2021radgraph,
+  title = {RadGraph: Extracting Clinical Entities and Relations from Radiology Reports},
+  author = {Jain, Saahil and Agrawal, Ashwin and Saporta, Adriel and others},
+  booktitle = {Thirty-fifth Conference on Neural Information Processing Systems Datasets and Benchmarks Track},
+  year = {2021}
+}
+@article{yu2023evaluating,
+  title = {Evaluating progress in automatic chest X-ray radiology report generation},
+  author = {Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others},
+  journal = {Patterns},
+  volume = {4},
+  number = {9},
+  year = {2023}
+}
+@article{zhang2024rexrank,
+  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
+  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
+  journal = {arXiv preprint arXiv:2411.15122},
+  year = {2024}
+}
+"""
+
+_DESCRIPTION = """\
+RadGraph F1 as the ReXrank leaderboard computes it: (entity F1 + relation F1) / 2 on RadGraph annotations of the
+generated and reference reports.
+"""
+
+_KWARGS_DESCRIPTION = """
+Options of `evaluate.load("rexrank/radgraph", ...)` (loaded once, kept for every compute call):
+    model (optional): local path or Hub id of the weights (default: the official ones, see the card).
+    device (optional): "cpu", "cuda", "cuda:1", ... (default: CUDA when available, else CPU).
+    batch_size (optional): texts per forward pass (default: the metric's own).
+    options (`dict`, optional): any other option of the rexrank metric
+        (`rexrank.metrics.get("radgraph", **options)`); see the card.
+    config_name: 'combined', 'simple', 'partial', 'complete' (the first is the default).
+Args:
+    predictions (`list` of `str`): generated reports, one per study.
+    references (`list` of `str`): reference reports, same length and order as `predictions`.
+Returns:
+    radgraph (`float`): mean over the pairs without NaN.
+    scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
+    n_nan (`int`): pairs without a score.
+    fingerprint (`str`): hash of everything that can change the numbers (model files, options).
+Examples:
+    >>> import evaluate
+    >>> radgraph = evaluate.load("rexrank/radgraph", device="cpu")
+    >>> results = radgraph.compute(
+    ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
+    ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
+    ... )
+    >>> sorted(results)
+    ['fingerprint', 'n_nan', 'radgraph', 'scores']
+    >>> len(results["scores"])
+    2
+"""
+
+# config_name -> registry name.
+_CONFIGS = {
+    'default': 'radgraph',
+    'combined': 'radgraph',
+    'simple': 'radgraph_simple',
+    'partial': 'radgraph_partial',
+    'complete': 'radgraph_complete',
+}
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class RadGraph(evaluate.Metric):
+    """RadGraph F1 (ReXrank)."""
+
+    def __init__(self, model=None, device=None, batch_size=None, options=None, **evaluate_options):
+        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
+        # and anything else is refused rather than silently ignored.
+        super().__init__(**support.init_kwargs("rexrank/radgraph", evaluate_options))
+        self.metric_config = support.metric_config(
+            model=model, device=device, batch_size=batch_size, **(options or {}))
+        if self.config_name not in _CONFIGS:
+            raise rexrank.errors.ConfigError(
+                f"rexrank/radgraph: unknown config_name {self.config_name!r}. Available: {', '.join(_CONFIGS)}")
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"predictions": datasets.Value("string"),
+                                        "references": datasets.Value("string")}),
+            codebase_urls=['https://github.com/Stanford-AIMI/radgraph',
+                           'https://github.com/rajpurkarlab/CXR-Report-Metric'],
+            reference_urls=["https://rexrank.ai"],
+        )
+
+    def _download_and_prepare(self, dl_manager):
+        # Weights load here, once; compute() reuses them.
+        self.metric = rexrank.metrics.get(_CONFIGS[self.config_name], **self.metric_config)
+        self.fingerprint = self.metric.fingerprint
+
+    def _compute(self, predictions, references):
+        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint)

@@ -1,0 +1,363 @@
+"""The evaluate modules in metrics/<slug>/: layout, cards, documented examples, Gradio apps, and Hub-style loading.
+
+Like huggingface/evaluate's own common test, the examples in each module's docstring (identical to its card's) run
+here, so a card cannot drift from the code. Model-backed modules run on random-weight stand-ins: that proves the
+plumbing, never the real models' numbers (the examples of those modules print shapes, not numbers).
+"""
+
+from __future__ import annotations
+
+import doctest
+import functools
+import http.server
+import importlib.util
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+METRICS_DIR = REPO / "metrics"
+SLUGS = ("bleu2", "bertscore", "semb", "radcliq", "radgraph", "ratescore", "green", "fineradscore")
+
+# slug -> (registry metrics the module needs, stand-in families it needs)
+NEEDS = {
+    "bleu2": (("bleu2",), ()),
+    "bertscore": (("bertscore",), ("bertscore",)),
+    "semb": (("semb",), ("semb",)),
+    "radgraph": (("radgraph",), ("radgraph",)),
+    "radcliq": (("radcliq_v1", "radgraph", "bertscore", "semb"), ("radgraph", "bertscore", "semb")),
+    "ratescore": (("ratescore",), ("ratescore",)),
+    "green": (("green",), ("green",)),
+    "fineradscore": (("fineradscore",), ("green",)),
+}
+CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
+                 "#### Values from Popular Papers", "### Examples", "## Limitations and Bias", "## Citation")
+
+
+def _import_file(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _module_file(slug):
+    return _import_file(METRICS_DIR / slug / f"{slug}.py", f"_rexrank_eval_module_{slug}")
+
+
+def _main_class(module):
+    import evaluate
+
+    classes = [obj for obj in vars(module).values()
+               if isinstance(obj, type) and issubclass(obj, evaluate.EvaluationModule)]
+    # evaluate.loading.import_main_class takes the first EvaluationModule subclass in the module's namespace: a
+    # module must hold exactly one, its own (importing a base class by name would make evaluate pick that one).
+    assert len(classes) == 1, [c.__name__ for c in classes]
+    return classes[0]
+
+
+def _front_matter(text: str) -> dict:
+    import yaml
+
+    match = re.match(r"^---\n(.*?)\n---\n", text, flags=re.S)
+    assert match, "README.md must start with a YAML front-matter block"
+    return yaml.safe_load(match.group(1))
+
+
+def _examples(text: str) -> list[tuple[str, str]]:
+    parser = doctest.DocTestParser()
+    return [(e.source, e.want) for e in parser.get_examples(text)]
+
+
+def _readme_examples(slug) -> str:
+    text = (METRICS_DIR / slug / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Examples", 1)[1].split("\n## ", 1)[0]
+    return "\n".join(re.findall(r"```python\n(.*?)```", section, flags=re.S))
+
+
+def _require(slug):
+    """Skip (with the reason) when a metric this module wraps, or its stand-in builder, is not written yet."""
+    from rexrank.metrics import REGISTRY
+    from rexrank.testing.standins import BUILDERS
+
+    metrics, families = NEEDS[slug]
+    for name in metrics:
+        try:
+            REGISTRY.cls(name)
+        except (ImportError, AttributeError) as exc:
+            pytest.skip(f"rexrank metric {name!r} is not implemented yet ({type(exc).__name__}: {exc})")
+    for family in families:
+        module_name = BUILDERS[family].partition(":")[0]
+        if importlib.util.find_spec(module_name) is None:
+            pytest.skip(f"stand-in builder {module_name} is not written yet")
+
+
+def _model_options(standins, family: str) -> dict:
+    """Module options pointing a model-backed metric at its stand-in (keys follow each builder's output)."""
+    paths = standins(family)
+    if family == "semb":
+        return {"model": paths["semb"], "backbone": paths["semb_backbone"]}
+    if family == "ratescore":  # one folder holding ner/ and embed/ (the builder's documented model= form)
+        return {"model": str(Path(paths["ratescore_ner"]).parent)}
+    return {"model": paths.get(family) or next(iter(paths.values()))}
+
+
+def standin_options(slug, standins) -> dict:
+    if slug == "bleu2":
+        return {}
+    if slug == "radcliq":
+        return {name: _model_options(standins, name) for name in ("radgraph", "bertscore", "semb")}
+    if slug == "fineradscore":  # local transformers judge on the tiny Llama stand-in
+        return {"model": standins("green")["green"], "backend": "transformers"}
+    return _model_options(standins, slug)
+
+
+@pytest.fixture(scope="module")
+def hub_shim(standins, tmp_path_factory):
+    """evaluate.load replacement: "rexrank/<slug>" or the folder -> the local folder with stand-in options.
+
+    Loaded modules are cached per (slug, options) so the examples and the app test share the model loading.
+    """
+    import evaluate
+
+    real_load = evaluate.load
+    cache_dir = tmp_path_factory.mktemp("evaluate_cache")
+    loaded = {}
+
+    def load(path, *args, **kwargs):
+        path = str(path)
+        slug = path.split("/", 1)[1] if path.startswith("rexrank/") else Path(path).name
+        if slug not in SLUGS:
+            return real_load(path, *args, **kwargs)
+        options = {**kwargs, **standin_options(slug, standins)}
+        key = (slug, args, json.dumps(options, sort_keys=True))
+        if key not in loaded:
+            loaded[key] = real_load(str(METRICS_DIR / slug), *args, cache_dir=str(cache_dir), **options)
+        return loaded[key]
+
+    return load
+
+
+def test_every_metric_has_a_folder():
+    """All eight ReXrank metrics ship an evaluate module; nothing else sits in metrics/."""
+    folders = sorted(p.name for p in METRICS_DIR.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    assert folders == sorted(SLUGS)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_folder_layout_and_card(slug):
+    """Each folder is a publishable Space: module, app, requirements, and a card with the Space YAML and sections."""
+    folder = METRICS_DIR / slug
+    for name in (f"{slug}.py", "README.md", "app.py", "requirements.txt"):
+        assert (folder / name).is_file(), f"{slug}/{name} missing"
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    fields = _front_matter(card)
+    assert fields["title"] and fields["emoji"] and fields["description"]
+    assert fields["sdk"] == "gradio" and fields["app_file"] == "app.py"
+    assert {"evaluate", "metric"} <= set(fields["tags"])
+    for section in CARD_SECTIONS:
+        assert section in card, f"{slug} card lacks {section!r}"
+    requirements = (folder / "requirements.txt").read_text().splitlines()
+    assert "rexrank" in [r.strip() for r in requirements], "requirements.txt must install rexrank"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_module_declares_itself(slug):
+    """One evaluate.Metric per file, string features, explicit _compute keywords (evaluate's common test rule)."""
+    import datasets
+
+    module = _module_file(slug)
+    cls = _main_class(module)
+    params = inspect.signature(cls._compute).parameters
+    assert not any(p.kind is p.VAR_KEYWORD for p in params.values()), f"{slug}._compute takes **kwargs"
+    assert list(params)[:3] == ["self", "predictions", "references"]
+    info = cls._info(cls.__new__(cls))
+    assert dict(info.features) == {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+    for constant in ("_CITATION", "_DESCRIPTION", "_KWARGS_DESCRIPTION"):
+        assert getattr(module, constant).strip(), f"{slug}: {constant} is empty"
+    assert "_download_and_prepare" in vars(cls), f"{slug} must load its resources in _download_and_prepare"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_card_examples_equal_module_examples(slug):
+    """The card's Examples section shows exactly the module docstring's runnable examples."""
+    module_examples = _examples(_module_file(slug)._KWARGS_DESCRIPTION)
+    assert module_examples, f"{slug} documents no runnable example"
+    assert _examples(_readme_examples(slug)) == module_examples
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_documented_examples_run(slug, hub_shim, monkeypatch):
+    """Run the module's examples as doctests. BLEU-2 and RadCliQ print numbers, which are checked exactly."""
+    import evaluate
+
+    _require(slug)
+    monkeypatch.setattr(evaluate, "load", hub_shim)
+    text = _module_file(slug)._KWARGS_DESCRIPTION
+    test = doctest.DocTestParser().get_doctest(text, {}, f"metrics/{slug}", str(METRICS_DIR / slug / f"{slug}.py"), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    out: list[str] = []
+    result = runner.run(test, out=out.append)
+    assert result.attempted > 0
+    assert result.failed == 0, "".join(out)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_app_builds_and_scores(slug, hub_shim, monkeypatch):
+    """app.py builds its Gradio 6 Blocks and its scoring function returns the module's result per pair."""
+    import evaluate
+    import gradio as gr
+    import pandas as pd
+
+    _require(slug)
+    monkeypatch.setattr(evaluate, "load", hub_shim)
+    app_module = _import_file(METRICS_DIR / slug / "app.py", f"_rexrank_app_{slug}")
+    app = app_module.build()
+    demo = app.blocks()
+    assert isinstance(demo, gr.Blocks)
+    table = pd.DataFrame({"predictions": ["No acute process.", "Small effusion.", ""],
+                          "references": ["No acute abnormality.", "Large effusion.", ""]})
+    summary, per_pair = app.score(table)
+    name = _main_metric_key(slug)
+    assert name in summary and "scores" not in summary
+    assert len(per_pair) == 2  # the blank trailing row of the editor is not a pair
+    assert list(per_pair.columns) == ["prediction", "reference", "score"]
+
+
+def _main_metric_key(slug):
+    return {"radcliq": "radcliq_v1", "radgraph": "radgraph"}.get(slug, slug)
+
+
+def test_unknown_module_option_is_refused():
+    """evaluate silently ignores unknown constructor keywords; our modules refuse them (a typo must not pass)."""
+    import evaluate
+
+    from rexrank.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown option"):
+        evaluate.load(str(METRICS_DIR / "bleu2"), modle="x")
+
+
+def test_radcliq_v0_config_and_bad_config(hub_shim, monkeypatch):
+    """config_name selects RadCliQ-v0 (no leaderboard reciprocal); an unknown config names the valid ones."""
+    import evaluate
+
+    from rexrank.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="Available: v1, v0"):
+        evaluate.load(str(METRICS_DIR / "radcliq"), "v2")
+    _require("radcliq")
+    monkeypatch.setattr(evaluate, "load", hub_shim)
+    module = evaluate.load("rexrank/radcliq", "v0")
+    result = module.compute(predictions=["Small effusion."], references=["Large effusion."])
+    assert "radcliq_v0" in result and "inverse_radcliq_v1" not in result
+
+
+class _FakeHub(http.server.BaseHTTPRequestHandler):
+    """Serves metrics/<slug>/ the way the Hub serves a Space repo to evaluate 0.4.6.
+
+    evaluate's HubEvaluationModuleFactory (evaluate/loading.py) asks for
+    ``{HF_ENDPOINT}/spaces/{org}/{slug}/resolve/{revision}/{slug}.py`` with revision "v<evaluate version>" first
+    and "main" after a 404 (cached_path: a HEAD for the ETag, then a GET). It makes no API call; the
+    ``/api/spaces/...`` route is here only to record it if a later version starts to.
+    """
+
+    org = "rexrank"
+    requests: list = []
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+    def _file(self):
+        match = re.fullmatch(r"/spaces/([^/]+)/([^/]+)/resolve/([^/]+)/([^/?]+)(\?.*)?", self.path)
+        if not match or match.group(1) != self.org or match.group(3) != "main" or match.group(2) not in SLUGS:
+            return None
+        path = METRICS_DIR / match.group(2) / match.group(4)
+        return path if path.is_file() else None
+
+    def _send(self, body: bytes | None, status=200, content_type="text/plain"):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body or b"")))
+        if status == 200:
+            self.send_header("ETag", f'"{abs(hash(body))}"')
+        self.end_headers()
+        if body and self.command == "GET":
+            self.wfile.write(body)
+
+    def do_HEAD(self):
+        self.do_GET()
+
+    def do_GET(self):
+        self.requests.append((self.command, self.path))
+        api = re.fullmatch(r"/api/spaces/([^/]+)/([^/]+)(/revision/main)?", self.path.split("?")[0])
+        if api and api.group(1) == self.org and api.group(2) in SLUGS:
+            files = sorted(p.name for p in (METRICS_DIR / api.group(2)).iterdir() if p.is_file())
+            body = json.dumps({"id": f"{self.org}/{api.group(2)}", "sha": "0" * 40,
+                               "siblings": [{"rfilename": f} for f in files]}).encode()
+            return self._send(body, content_type="application/json")
+        path = self._file()
+        if path is None:
+            return self._send(b"Entry not found", status=404)
+        return self._send(path.read_bytes())
+
+
+@pytest.fixture
+def fake_hub():
+    handler = type("Handler", (_FakeHub,), {"requests": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler.requests
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+_LOAD_FROM_HUB = """
+import json, sys
+import evaluate
+options = json.loads(sys.argv[1])
+radcliq = evaluate.load("rexrank/radcliq", **options)
+report = "Small left pleural effusion. No pneumothorax."
+result = radcliq.compute(predictions=[report, "Heart size is normal."], references=[report, "Mild cardiomegaly."])
+print(json.dumps({"class": type(radcliq).__name__, "result": result}))
+"""
+
+
+def test_evaluate_load_from_hub_namespace(fake_hub, standins, tmp_path):
+    """`evaluate.load("rexrank/radcliq")` end to end, with a loopback server posing as the Hub (HF_ENDPOINT).
+
+    Runs in a fresh interpreter because evaluate reads HF_ENDPOINT and its offline flag at import time; online for
+    this test only, with an empty HF cache. Download counting (a HEAD to an S3 bucket) is switched off: the
+    sandbox has no network, and the test must not reach anything but the loopback server.
+    """
+    _require("radcliq")
+    endpoint, seen = fake_hub
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_EVALUATE_OFFLINE", "HF_HUB_OFFLINE", "HF_HOME", "HF_MODULES_CACHE", "HF_METRICS_CACHE")}
+    env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp_path / "hf"), HF_UPDATE_DOWNLOAD_COUNTS="0",
+               HF_HUB_DISABLE_TELEMETRY="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    options = {**standin_options("radcliq", standins), "device": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", _LOAD_FROM_HUB, json.dumps(options)], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["class"] == "RadCliQ"
+    assert out["result"]["radcliq_v1"] == pytest.approx(sum(out["result"]["scores"]) / 2)
+    assert out["result"]["scores"][0] == pytest.approx(-1.4407, abs=1e-3)
+    gets = [path for method, path in seen if method == "GET"]
+    assert "/spaces/rexrank/radcliq/resolve/main/radcliq.py" in gets
+    # Only the Space's files were asked for: the module resolved through our server, not some cache or network.
+    assert all(path.startswith(("/spaces/rexrank/radcliq/", "/api/spaces/rexrank/radcliq")) for _, path in seen), seen
+    # The module was copied into the fresh cache, proving it did not come from a previous local load.
+    assert list((tmp_path / "hf").rglob("radcliq.py"))
