@@ -1,7 +1,38 @@
-"""`rexrank hub` commands (filled in by the issue that owns this stage)."""
+"""`rexrank hub`: publish rexrank artefacts to the Hugging Face Hub."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
 
 import typer
 
 app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("publish-metrics")
+def publish_metrics(
+    org: str = typer.Option(..., "--org", help="Hub user or organisation that will own the Spaces ORG/<slug>."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List the Spaces and files that would be uploaded; no network."),
+    only: Optional[list[str]] = typer.Option(None, "--only", help="Metric folders to publish (repeat or comma-separate; "
+                                             "default: all)."),
+    private: bool = typer.Option(False, "--private", help="Create the Spaces as private (existing Spaces keep theirs)."),
+    rexrank_requirement: Optional[str] = typer.Option(
+        None, "--rexrank-requirement",
+        help='Replace the bare `rexrank` line of each requirements.txt, e.g. "rexrank @ git+https://.../rexrank@v0.1.0" '
+             "(rexrank is not on PyPI yet)."),
+    metrics_dir: Optional[Path] = typer.Option(None, "--metrics-dir", help="Folder of evaluate modules (default: "
+                                               "./metrics of the checkout)."),
+) -> None:
+    """Upload each metrics/<slug>/ evaluate module as a Gradio Space ORG/<slug>, so evaluate.load("ORG/<slug>") works.
+
+    Needs a token with write access: HF_TOKEN or `hf auth login`. The token is never printed.
+    """
+    from rexrank import hub_publish
+
+    slugs = [s for item in (only or []) for s in item.split(",") if s.strip()] or None
+    plans = hub_publish.plan(org, only=slugs, private=private, metrics_dir=metrics_dir)
+    if dry_run:
+        typer.echo(hub_publish.describe(plans, rexrank_requirement))
+        return
+    hub_publish.publish(plans, rexrank_requirement=rexrank_requirement, log=typer.echo)

@@ -1,0 +1,147 @@
+"""`rexrank hub publish-metrics`: the dry-run listing, the Hub calls it makes, and its token handling."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rexrank import hub_publish
+
+REPO = Path(__file__).resolve().parents[1]
+METRICS_DIR = REPO / "metrics"
+TOKEN = "hf_TESTtokenNEVERprinted123"
+
+
+class FakeApi:
+    """Records what publish asks of huggingface_hub.HfApi; keeps a copy of each uploaded folder's files."""
+
+    def __init__(self, token, fail_with=None):
+        self.token = token
+        self.calls = []
+        self.uploaded = {}
+        self.fail_with = fail_with
+
+    def create_repo(self, repo_id, **kwargs):
+        self.calls.append(("create_repo", repo_id, kwargs))
+        if self.fail_with:
+            raise self.fail_with
+
+    def upload_folder(self, *, repo_id, folder_path, **kwargs):
+        self.calls.append(("upload_folder", repo_id, kwargs))
+        root = Path(folder_path)
+        self.uploaded[repo_id] = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def no_network_api(monkeypatch):
+    def refuse(token):
+        raise AssertionError("the dry run must not create a Hub client")
+
+    monkeypatch.setattr(hub_publish, "make_api", refuse)
+
+
+def test_dry_run_lists_every_space_and_file(cli, no_network_api, monkeypatch):
+    """--dry-run names each target Space and every file with its size, and touches no network."""
+    monkeypatch.delenv("HF_TOKEN", raising=False)  # a dry run needs no token either
+    code, out = cli("hub", "publish-metrics", "--org", "my-org", "--dry-run", "--metrics-dir", str(METRICS_DIR))
+    assert code == 0, out
+    folders = sorted(p.name for p in METRICS_DIR.iterdir() if (p / f"{p.name}.py").is_file())
+    assert len(folders) == 8
+    for slug in folders:
+        assert f"my-org/{slug} (space, sdk gradio) <- {METRICS_DIR / slug}" in out
+        for name in (f"{slug}.py", "README.md", "app.py", "requirements.txt"):
+            size = (METRICS_DIR / slug / name).stat().st_size
+            assert any(line.split() == [name, str(size), "B"] for line in out.splitlines()), (slug, name)
+    assert "public" in out and "__pycache__" not in out
+
+
+def test_dry_run_only_and_requirement_note(cli, no_network_api):
+    code, out = cli("hub", "publish-metrics", "--org", "o", "--dry-run", "--only", "radcliq,bleu2",
+                    "--only", "bleu2", "--private", "--rexrank-requirement", "rexrank @ git+https://x/rexrank@v1",
+                    "--metrics-dir", str(METRICS_DIR))
+    assert code == 0, out
+    assert out.count("(space, sdk gradio)") == 2 and "o/radcliq" in out and "o/bleu2" in out
+    assert "private" in out and "becomes 'rexrank @ git+https://x/rexrank@v1'" in out
+
+
+def test_publish_calls_the_hub_api(cli, monkeypatch):
+    """A real run: create_repo as a Gradio Space (exist_ok), then upload exactly the planned files."""
+    apis = []
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setattr(hub_publish, "make_api", lambda token: apis.append(FakeApi(token)) or apis[-1])
+    code, out = cli("hub", "publish-metrics", "--org", "my-org", "--only", "bleu2,radcliq", "--private",
+                    "--rexrank-requirement", "rexrank @ git+https://example.org/rexrank@v0.1.0",
+                    "--metrics-dir", str(METRICS_DIR))
+    assert code == 0, out
+    (api,) = apis
+    assert api.token == TOKEN
+    assert [(c[0], c[1]) for c in api.calls] == [("create_repo", "my-org/bleu2"), ("upload_folder", "my-org/bleu2"),
+                                                 ("create_repo", "my-org/radcliq"), ("upload_folder", "my-org/radcliq")]
+    create = api.calls[0][2]
+    assert create == {"repo_type": "space", "space_sdk": "gradio", "exist_ok": True, "private": True, "token": TOKEN}
+    assert api.calls[1][2]["repo_type"] == "space"
+    for slug in ("bleu2", "radcliq"):
+        files = api.uploaded[f"my-org/{slug}"]
+        assert sorted(files) == sorted(["README.md", "app.py", f"{slug}.py", "requirements.txt"])
+        assert files[f"{slug}.py"] == (METRICS_DIR / slug / f"{slug}.py").read_bytes()
+        requirements = files["requirements.txt"].decode().splitlines()
+        assert "rexrank @ git+https://example.org/rexrank@v0.1.0" in requirements and "rexrank" not in requirements
+    assert "https://huggingface.co/spaces/my-org/radcliq" in out
+    assert TOKEN not in out
+
+
+def test_missing_token_is_one_clear_error(cli, monkeypatch, tmp_path):
+    """No HF_TOKEN and no saved login: exit 2 with a message naming both fixes, before any Hub client exists."""
+    import huggingface_hub.constants
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    monkeypatch.setattr(hub_publish, "make_api", lambda token: pytest.fail("no client without a token"))
+    code, out = cli("hub", "publish-metrics", "--org", "my-org", "--only", "bleu2", "--metrics-dir", str(METRICS_DIR))
+    assert code == 2
+    assert out.startswith("error: no Hugging Face token found") and "HF_TOKEN" in out and "hf auth login" in out
+    assert "Traceback" not in out
+
+
+def test_hub_refusal_names_the_space_not_the_token(monkeypatch):
+    """A 403 from the Hub becomes one message naming the Space and the fix; the token never appears in it."""
+
+    class Response:
+        status_code = 403
+
+    class Forbidden(Exception):
+        response = Response()
+
+    plans = hub_publish.plan("their-org", only=["bleu2"], metrics_dir=METRICS_DIR)
+    with pytest.raises(hub_publish.HubAuthError) as err:
+        hub_publish.publish(plans, token=TOKEN, api_factory=lambda t: FakeApi(t, Forbidden("403 Forbidden")),
+                            log=lambda _: None)
+    message = str(err.value)
+    assert "their-org/bleu2" in message and "write access" in message and TOKEN not in message
+
+
+@pytest.mark.parametrize("org, only, fragment", [
+    ("bad org!", None, "not a valid Hub user or organisation name"),
+    ("", None, "not a valid Hub user"),
+    ("ok", ["bleu3"], "Unknown metric folder 'bleu3'. Available: bertscore, bleu2"),
+])
+def test_plan_rejects_bad_arguments(org, only, fragment):
+    from rexrank.errors import RexrankError
+
+    with pytest.raises(RexrankError, match=fragment.replace(".", r"\.").replace("'", ".")):
+        hub_publish.plan(org, only=only, metrics_dir=METRICS_DIR)
+
+
+def test_plan_skips_bytecode_and_hidden_files(tmp_path):
+    """Only the Space's own files are uploaded: no __pycache__, no dotfiles; an incomplete folder is refused."""
+    folder = tmp_path / "metrics" / "demo"
+    (folder / "__pycache__").mkdir(parents=True)
+    for name in ("demo.py", "README.md", "app.py", "requirements.txt", ".DS_Store", "__pycache__/demo.cpython-311.pyc"):
+        (folder / name).write_text("rexrank\n")
+    (plan,) = hub_publish.plan("o", metrics_dir=tmp_path / "metrics")
+    assert sorted(f.path_in_repo for f in plan.files) == ["README.md", "app.py", "demo.py", "requirements.txt"]
+    (folder / "app.py").unlink()
+    with pytest.raises(Exception, match="missing app.py"):
+        hub_publish.plan("o", metrics_dir=tmp_path / "metrics")
