@@ -48,7 +48,7 @@ def score_command(
                                               "(ReXrank JSON: the field is picked by --track)."),
     dataset: Optional[str] = typer.Option(None, "--dataset", help="A rexrank test set (iu_xray, mimic_cxr, ...): "
                                           "the references come from its builder unless --references is given."),
-    split: Optional[str] = typer.Option(None, "--split", help="Split of --dataset (e.g. test)."),
+    split: Optional[str] = typer.Option(None, "--split", help="Split of --dataset (default: the one the leaderboard scores)."),
     track: str = typer.Option("findings", "--track", help="findings or findings_impression."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local copy of --dataset."),
     metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help="Comma-separated metrics (default: the "
@@ -79,8 +79,12 @@ def score_command(
     from rexrank.evaluation.harness import ScoreOptions, evaluate, expand_metrics, write_outputs
     from rexrank.evaluation.inputs import load_inputs
 
-    if references is None and (dataset is None or split is None):
-        raise ConfigError("give the ground truth: --references FILE, or --dataset NAME --split SPLIT")
+    if references is None and dataset is None:
+        raise ConfigError("give the ground truth: --references FILE, or --dataset NAME [--split SPLIT]")
+    if references is None and split is None:
+        from rexrank.data import default_split
+
+        split = default_split(dataset)
     names = expand_metrics(metrics)
     options = ScoreOptions(metrics=names, model_paths=_model_paths(model_path), device=device, batch_size=batch_size,
                            use_cache=not no_cache, cache_dir=cache_dir, chunk_size=chunk_size,

@@ -96,7 +96,7 @@ def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, ba
     try:
         scored = score_pairs([inputs.hyps[i] for i in positions], [inputs.refs[i] for i in positions], built,
                              cache=cache, chunk_size=options.chunk_size, progress=options.progress,
-                             reference_labels="semb" in built)
+                             reference_labels=True)
     finally:
         cache.close()
     combine_composites(composites, scored)

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from rexrank.errors import InputError
 from rexrank.evaluation import references as refs_mod
 from rexrank.evaluation.predictions import (
     DEFAULT_MAX_FILE_SIZE_MB,
@@ -33,13 +34,13 @@ class Inputs:
         return len(self.study_ids)
 
     def drop_note(self) -> str | None:
-        parts = []
-        if self.dropped.get("missing_prediction"):
-            parts.append(f"{self.dropped['missing_prediction']} reference studies without a prediction")
-        if self.dropped.get("extra_prediction"):
-            parts.append(f"{self.dropped['extra_prediction']} predictions without a reference study")
-        if self.dropped.get("excluded_by_track"):
-            parts.append(f"{self.dropped['excluded_by_track']} predictions for studies this track excludes")
+        templates = (("missing_prediction", "reference study without a prediction",
+                      "reference studies without a prediction"),
+                     ("extra_prediction", "prediction without a reference study", "predictions without a reference study"),
+                     ("excluded_by_track", "prediction for a study this track excludes",
+                      "predictions for studies this track excludes"))
+        parts = [f"{self.dropped[key]} {one if self.dropped[key] == 1 else many}"
+                 for key, one, many in templates if self.dropped.get(key)]
         if not parts:
             return None
         return f"scoring {len(self)} studies; dropped " + " and ".join(parts)
@@ -66,6 +67,8 @@ def load_inputs(predictions: str | os.PathLike, *, track: str, references: str |
         keep, dropped = check_ids(predicted_ids, ref_set.ids, problems, allow_missing=allow_missing,
                                   ignored=ref_set.excluded)
     problems.raise_if_any()
+    if not keep:
+        raise InputError("no study has both a prediction and a reference: nothing to score")
     attributes: dict[str, dict[str, Any]] = {}
     for record in pred_file.records:
         if record.extra:

@@ -35,19 +35,24 @@ _SURROGATE = re.compile("[\udc80-\udcff]")
 
 
 # -- the problem report -----------------------------------------------------------------------------------------
-# kind -> headline template ({n}: count, {role}: "predictions"/"references", {where}: the file). Order = report order.
-KINDS: dict[str, str] = {
-    "file": "{role} file {where} cannot be used",
-    "format": "{role} file {where} is not in an accepted format",
-    "columns": "{role} file {where} lacks required fields",
-    "undecodable": "{n} {role} contain bytes that are not UTF-8",
-    "duplicate": "{n} study ids appear more than once in {role}",
-    "null": "{n} {role} are null or NaN",
-    "not_string": "{n} {role} are not strings",
-    "empty": "{n} {role} are empty",
-    "missing_id": "{n} reference studies have no prediction (score the rest with --allow-missing)",
-    "extra_id": "{n} predictions have no reference study (check --dataset/--split/--track, or use --allow-missing)",
+# kind -> headline templates (one, many). {n}: count, {role}/{one}: "predictions"/"prediction" or
+# "references"/"reference", {where}: the file. Dict order = report order.
+KINDS: dict[str, tuple[str, str]] = {
+    "file": ("{role} file {where} cannot be used",) * 2,
+    "format": ("{role} file {where} is not in an accepted format",) * 2,
+    "columns": ("{role} file {where} lacks required fields",) * 2,
+    "undecodable": ("1 {one} contains bytes that are not UTF-8 (save the file as UTF-8)",
+                    "{n} {role} contain bytes that are not UTF-8 (save the file as UTF-8)"),
+    "duplicate": ("1 study id appears more than once in {role}", "{n} study ids appear more than once in {role}"),
+    "null": ("1 {one} is null or NaN", "{n} {role} are null or NaN"),
+    "not_string": ("1 {one} is not a string", "{n} {role} are not strings"),
+    "empty": ("1 {one} is empty", "{n} {role} are empty"),
+    "missing_id": ("1 reference study has no prediction (score the rest with --allow-missing)",
+                   "{n} reference studies have no prediction (score the rest with --allow-missing)"),
+    "extra_id": ("1 prediction has no reference study (check --dataset/--split/--track, or use --allow-missing)",
+                 "{n} predictions have no reference study (check --dataset/--split/--track, or use --allow-missing)"),
 }
+_ONE = {"predictions": "prediction", "references": "reference"}
 
 
 @dataclass
@@ -77,7 +82,8 @@ class Problems:
         lines = []
         for (kind, role), entries in sorted(self.items.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1])):
             where = self.where.get(role, role)
-            head = KINDS[kind].format(n=len(entries), role=role, where=where)
+            template = KINDS[kind][0 if len(entries) == 1 else 1]
+            head = template.format(n=len(entries), role=role, one=_ONE.get(role, role), where=where)
             shown = entries[: self.max_listed]
             more = f" ... and {len(entries) - len(shown)} more" if len(entries) > len(shown) else ""
             lines.append(f"- {head}: {'; '.join(shown)}{more}")
@@ -144,7 +150,7 @@ def read_report_file(path: str | os.PathLike, role: str, problems: Problems, *,
         return ReportFile(path, [], False)
     size = path.stat().st_size
     if size > max_file_size_mb * 1_000_000:
-        problems.add("file", role, f"it is {size / 1_000_000:.1f} MB, over the {max_file_size_mb:g} MB limit "
+        problems.add("file", role, f"it is {size / 1_000_000:.3g} MB, over the {max_file_size_mb:g} MB limit "
                                    "(raise it with --max-file-size-mb)")
         return ReportFile(path, [], False)
     raw = path.read_bytes()

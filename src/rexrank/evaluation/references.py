@@ -105,30 +105,26 @@ def from_file(path: str | os.PathLike, track: str, problems: Problems, *,
     return ReferenceSet(texts, str(Path(path)), excluded, attributes, file.ok, ids)
 
 
-def from_dataset(name: str, split: str, track: str, data_dir: str | os.PathLike | None,
+def from_dataset(name: str, split: str | None, track: str, data_dir: str | os.PathLike | None,
                  problems: Problems) -> ReferenceSet:
-    """References through the dataset builders (``rexrank.data.references``), imported only when used."""
+    """References through the dataset builders (``rexrank.data.load``), imported only when used.
+
+    Besides the ground truth this keeps each study's site (per-site analyses) and the ids the track excludes
+    (``rexrank.data.track_info``), so predictions for those studies are dropped and counted, not reported as extra.
+    """
     check_track(track)
-    try:
-        from rexrank import data as data_module
-    except ImportError as exc:  # pragma: no cover - the package always ships rexrank.data
-        raise UnknownNameError(f"rexrank.data is not importable ({exc}); pass --references FILE instead") from None
-    references = getattr(data_module, "references", None)
-    if references is None:
-        raise UnknownNameError("this rexrank build has no dataset builders (rexrank.data.references); "
-                               "pass the ground truth with --references FILE")
-    texts = dict(references(name, data_dir, split, track))
-    excluded: set[str] = set()
-    attributes: dict[str, dict[str, Any]] = {}
-    # Studies of the split that the track leaves out, and per-study sites, where the data package exposes them.
-    extras = getattr(data_module, "reference_attributes", None)
-    if extras is not None:
-        info = extras(name, data_dir, split, track)
-        excluded = set(info.get("excluded", ()))
-        attributes = {k: dict(v) for k, v in (info.get("attributes") or {}).items()}
+    from rexrank import data as data_module
     from rexrank.evaluation.predictions import Record
 
-    file = ReportFile(Path(f"{name}:{split}"), [Record(str(k), v, f"study {k!r}") for k, v in texts.items()], True)
-    problems.where["references"] = f"{name} {split} ({track})"
+    dataset = data_module.load(name, data_dir, split=split, track=track, require_images=False)
+    ids = [str(i) for i in dataset["study_id"]]
+    texts = list(dataset["reference"])
+    sites = dataset["site"] if "site" in dataset.column_names else [None] * len(ids)
+    info = data_module.track_info(dataset) or {}
+    excluded = {str(i) for i in info.get("excluded_study_ids", ())}
+    attributes = {i: {"site": s} for i, s in zip(ids, sites) if s not in (None, "")}
+    label = f"{name} {info.get('split') or split or ''} ({track} track)".replace("  ", " ")
+    problems.where["references"] = label
+    file = ReportFile(Path(label), [Record(i, t, f"study {i!r}") for i, t in zip(ids, texts)], True)
     good = check_values(file, "references", problems)
-    return ReferenceSet(good, f"{name}:{split}", excluded, attributes, True, [str(k) for k in texts])
+    return ReferenceSet(good, f"{name}:{info.get('split') or split}", excluded, attributes, True, ids)

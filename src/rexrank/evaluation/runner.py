@@ -140,6 +140,7 @@ def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, 
             details[detail] = [found[k].get(detail) for k in keys]
         info[name] = describe(metric)
         if reference_labels and labels is None:
+            # The first metric with a labels API labels the references (SembScore: CheXbert's 14 conditions).
             labels = reference_label_frame(metric, refs)
     return ScoredPairs(columns, details, info, by_name, labels, stats)
 

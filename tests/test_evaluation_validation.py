@@ -1,0 +1,220 @@
+"""Input validation of `rexrank score`: every bad-input case has its exact message, and nothing is written.
+
+Each test pins the full message a user sees, because the message is the interface for fixing a file: it must
+name the file, the kind of problem, the study ids, and the option that helps.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+HEAD = "error: input validation failed ({n} {noun}); nothing was scored:\n"
+
+REFS = {"s1": "Lungs are clear.", "s2": "Small left effusion.", "s3": "No pneumothorax."}
+
+
+def head(n: int) -> str:
+    return HEAD.format(n=n, noun="problem" if n == 1 else "problems")
+
+
+@pytest.fixture
+def refs(tmp_path):
+    path = tmp_path / "refs.json"
+    path.write_text(json.dumps(REFS))
+    return path
+
+
+def score(cli, tmp_path, predictions, refs, *extra):
+    out = tmp_path / "out"
+    code, text = cli("score", "-p", str(predictions), "-r", str(refs), "-m", "bleu2", "-o", str(out),
+                     "--no-cache", *extra)
+    return code, text, out
+
+
+def write(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
+
+
+def assert_failed(code, text, out, expected):
+    assert code == 2
+    assert text == expected
+    assert not out.exists(), "a failed validation must not leave any result file"
+
+
+def test_missing_ids(cli, tmp_path, refs):
+    """A prediction file that skips studies would silently inflate the score if the rest were averaged."""
+    preds = write(tmp_path, "p.json", json.dumps({"s1": "Clear lungs."}))
+    assert_failed(*score(cli, tmp_path, preds, refs), head(2) +
+                  "- 2 reference studies have no prediction (score the rest with --allow-missing): 's2'; 's3'\n")
+
+
+def test_extra_ids(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.json", json.dumps({**{k: "x" for k in REFS}, "zz": "extra"}))
+    assert_failed(*score(cli, tmp_path, preds, refs), head(1) +
+                  "- 1 prediction has no reference study (check --dataset/--split/--track, or use --allow-missing): "
+                  "'zz'\n")
+
+
+def test_duplicate_ids_in_json_keys(cli, tmp_path, refs):
+    """json.loads keeps the last duplicate key silently; we read the pairs so the user learns about it."""
+    preds = write(tmp_path, "p.json", '{"s1": "a", "s2": "b", "s3": "c", "s1": "d"}')
+    assert_failed(*score(cli, tmp_path, preds, refs), head(1) +
+                  "- 1 study id appears more than once in predictions: 's1' (key 's1', key 's1')\n")
+
+
+def test_duplicate_ids_in_csv_name_lines(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.csv", "study_id,report\ns1,a\ns2,b\ns3,c\ns2,d\n")
+    assert_failed(*score(cli, tmp_path, preds, refs), head(1) +
+                  "- 1 study id appears more than once in predictions: 's2' (line 3, line 5)\n")
+
+
+def test_empty_null_nan_and_non_string_reports(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.json", '{"s1": "  ", "s2": null, "s3": NaN, "s4": ["x"]}')
+    refs.write_text(json.dumps({**REFS, "s4": "Normal."}))
+    assert_failed(*score(cli, tmp_path, preds, refs), head(4) +
+                  "- 2 predictions are null or NaN: 's2'; 's3'\n"
+                  "- 1 prediction is not a string: 's4' (list [\"x\"])\n"
+                  "- 1 prediction is empty: 's1'\n")
+
+
+def test_empty_csv_cell_is_empty(cli, tmp_path, refs):
+    """pandas writes NaN as an empty CSV cell: it must not become the report "" silently."""
+    preds = write(tmp_path, "p.csv", "study_id,report\ns1,a\ns2,\ns3,c\n")
+    assert_failed(*score(cli, tmp_path, preds, refs), head(1) + "- 1 prediction is empty: 's2'\n")
+
+
+def test_undecodable_bytes_are_traced_to_the_study(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.jsonl", b'{"study_id": "s1", "report": "a"}\n'
+                                       b'{"study_id": "s2", "report": "caf\xe9 bad"}\n'
+                                       b'{"study_id": "s3", "report": "c"}\n')
+    assert_failed(*score(cli, tmp_path, preds, refs), head(1) +
+                  "- 1 prediction contains bytes that are not UTF-8 (save the file as UTF-8): "
+                  "'s2' (byte 0xe9 at character 3)\n")
+
+
+def test_file_over_the_size_limit_is_not_read(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.json", json.dumps({k: "x" * 400 for k in REFS}))
+    code, text, out = score(cli, tmp_path, preds, refs, "--max-file-size-mb", "0.001")
+    assert_failed(code, text, out, head(1) +
+                  "- predictions file p.json cannot be used: it is 0.00123 MB, over the 0.001 MB limit "
+                  "(raise it with --max-file-size-mb)\n")
+
+
+def test_default_size_limit_is_200_mb():
+    from rexrank.evaluation.predictions import DEFAULT_MAX_FILE_SIZE_MB
+
+    assert DEFAULT_MAX_FILE_SIZE_MB == 200
+
+
+def test_wrong_csv_columns(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.csv", "id,text\ns1,a\n")
+    assert_failed(*score(cli, tmp_path, preds, refs), head(1) +
+                  "- predictions file p.csv lacks required fields: needs the columns 'study_id' and 'report' or "
+                  "'model_prediction'; found: 'id', 'text'\n")
+
+
+def test_rexrank_json_without_model_prediction_is_refused(cli, tmp_path, refs):
+    """A ReXrank study object carries the ground truth in "report": scoring it as the prediction would be 1.0."""
+    preds = write(tmp_path, "p.json", json.dumps({k: {"report": v} for k, v in REFS.items()}))
+    code, text, out = score(cli, tmp_path, preds, refs)
+    assert_failed(code, text, out, head(3) +
+                  "- predictions file p.json lacks required fields: study 's1' has no 'model_prediction' field; "
+                  "study 's2' has no 'model_prediction' field; study 's3' has no 'model_prediction' field\n")
+
+
+def test_jsonl_bad_line_and_missing_field(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.jsonl", '{"study_id": "s1", "report": "a"}\n{"study_id": "s2"}\nnot json\n')
+    assert_failed(*score(cli, tmp_path, preds, refs), head(2) +
+                  "- predictions file p.jsonl is not in an accepted format: line 3: invalid JSON (Expecting value)\n"
+                  "- predictions file p.jsonl lacks required fields: line 2 has no 'report' or 'model_prediction' "
+                  "field\n")
+
+
+def test_invalid_json_and_missing_reference_file_reported_together(cli, tmp_path):
+    preds = write(tmp_path, "p.json", '{"s1": "a",}')
+    missing = tmp_path / "nope.json"
+    code, text, out = score(cli, tmp_path, preds, missing)
+    assert_failed(code, text, out, head(2) +
+                  f"- references file nope.json cannot be used: {missing} does not exist\n"
+                  "- predictions file p.json is not in an accepted format: invalid JSON at line 1, column 12: "
+                  "Expecting property name enclosed in double quotes\n")
+
+
+def test_problems_of_both_files_in_one_report_first_n_per_kind(cli, tmp_path):
+    """One report for everything, so a user fixes the files once; long lists are cut at the first 10."""
+    refs = write(tmp_path, "r.json", json.dumps({f"s{i:02d}": "ref" for i in range(15)} | {"e": ""}))
+    preds = write(tmp_path, "p.json", json.dumps({"s00": "x"}))
+    code, text, out = score(cli, tmp_path, preds, refs)
+    listed = "; ".join(f"'s{i:02d}'" for i in range(1, 11))
+    assert_failed(code, text, out, head(16) +
+                  "- 1 reference is empty: 'e'\n"
+                  f"- 15 reference studies have no prediction (score the rest with --allow-missing): {listed}"
+                  " ... and 5 more\n")
+
+
+def test_allow_missing_scores_the_intersection_and_says_so(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.json", json.dumps({"s1": "Lungs are clear.", "s2": "Effusion.", "zz": "x"}))
+    code, text, out = score(cli, tmp_path, preds, refs, "--allow-missing", "-q")
+    assert code == 0, text
+    assert "note: scoring 2 studies; dropped 1 reference study without a prediction and " \
+           "1 prediction without a reference study\n" in text
+    results = json.loads((out / "results.json").read_text())
+    assert results["n_studies"] == 2
+    assert results["n_dropped"] == {"missing_prediction": 1, "extra_prediction": 1, "excluded_by_track": 0}
+
+
+def test_allow_missing_does_not_excuse_bad_reports(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.json", json.dumps({"s1": "", "s2": "b"}))
+    code, text, out = score(cli, tmp_path, preds, refs, "--allow-missing")
+    assert_failed(code, text, out, head(1) + "- 1 prediction is empty: 's1'\n")
+
+
+def test_findings_track_excludes_studies_without_findings(cli, tmp_path):
+    """On the findings track a study without a findings section is not part of the set: its prediction is
+    dropped and counted, never reported as an extra id nor scored against an empty reference."""
+    refs = write(tmp_path, "r.json", json.dumps({
+        "a": {"section_findings": "Heart normal.", "section_impression": "Normal."},
+        "b": {"section_findings": None, "section_impression": "No acute disease."}}))
+    preds = write(tmp_path, "p.json", json.dumps({"a": {"model_prediction": "Heart normal."},
+                                                  "b": {"model_prediction": "x"}}))
+    code, text, out = score(cli, tmp_path, preds, refs, "-q")
+    assert code == 0, text
+    assert "dropped 1 prediction for a study this track excludes" in text
+    assert json.loads((out / "results.json").read_text())["n_studies"] == 1
+    code, text, out2 = score(cli, tmp_path / "fi", preds, refs, "--track", "findings_impression", "-q")
+    assert code == 0, text
+    assert json.loads((out2 / "results.json").read_text())["n_studies"] == 2
+
+
+def test_reference_text_by_track(tmp_path):
+    """ReXrank JSON references: section_findings for findings, the official "Findings: .. Impression: .." text
+    (None for a missing section) for findings_impression."""
+    from rexrank.evaluation.predictions import Problems
+    from rexrank.evaluation.references import from_file
+
+    path = write(tmp_path, "r.json", json.dumps({
+        "a": {"report": "ignored", "section_findings": "F.", "section_impression": "I."},
+        "b": {"section_findings": "G.", "section_impression": None}}))
+    problems = Problems()
+    assert from_file(path, "findings", problems).texts == {"a": "F.", "b": "G."}
+    assert from_file(path, "findings_impression", problems).texts == {
+        "a": "Findings: F. Impression: I.", "b": "Findings: G. Impression: None"}
+    assert not problems
+
+
+def test_unknown_track_and_missing_ground_truth(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.json", json.dumps({k: "x" for k in REFS}))
+    code, text, _ = score(cli, tmp_path, preds, refs, "--track", "impression")
+    assert (code, text) == (2, "error: Unknown track 'impression'. Available: findings, findings_impression\n")
+    code, text = cli("score", "-p", str(preds), "-m", "bleu2")
+    assert (code, text) == (2, "error: give the ground truth: --references FILE, or --dataset NAME [--split SPLIT]\n")
+
+
+def test_bad_model_path_option(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.json", json.dumps({k: "x" for k in REFS}))
+    code, text, _ = score(cli, tmp_path, preds, refs, "--model-path", "semb")
+    assert (code, text) == (2, "error: --model-path takes METRIC=PATH (e.g. semb=/models/chexbert.pth), got 'semb'\n")
