@@ -326,38 +326,60 @@ def fake_hub():
 _LOAD_FROM_HUB = """
 import json, sys
 import evaluate
-options = json.loads(sys.argv[1])
-radcliq = evaluate.load("rexrank/radcliq", **options)
-report = "Small left pleural effusion. No pneumothorax."
-result = radcliq.compute(predictions=[report, "Heart size is normal."], references=[report, "Mild cardiomegaly."])
-print(json.dumps({"class": type(radcliq).__name__, "result": result}))
+slug, options, predictions, references = json.loads(sys.argv[1])
+module = evaluate.load("rexrank/" + slug, **options)
+result = module.compute(predictions=predictions, references=references)
+print(json.dumps({"class": type(module).__name__, "result": result}))
 """
 
 
-def test_evaluate_load_from_hub_namespace(fake_hub, standins, tmp_path):
-    """`evaluate.load("rexrank/radcliq")` end to end, with a loopback server posing as the Hub (HF_ENDPOINT).
+def _load_from_fake_hub(endpoint, tmp_path, slug, options, predictions, references):
+    """Run `evaluate.load("rexrank/<slug>", **options).compute(...)` in a fresh interpreter against ``endpoint``.
 
-    Runs in a fresh interpreter because evaluate reads HF_ENDPOINT and its offline flag at import time; online for
-    this test only, with an empty HF cache. Download counting (a HEAD to an S3 bucket) is switched off: the
-    sandbox has no network, and the test must not reach anything but the loopback server.
+    A fresh interpreter because evaluate reads HF_ENDPOINT and its offline flag at import time. Online for this
+    call only, with an empty HF cache. Download counting (a HEAD to an S3 bucket) is switched off: the sandbox has
+    no network, and nothing but the loopback server may be reached.
     """
-    _require("radcliq")
-    endpoint, seen = fake_hub
     env = {k: v for k, v in os.environ.items()
            if k not in ("HF_EVALUATE_OFFLINE", "HF_HUB_OFFLINE", "HF_HOME", "HF_MODULES_CACHE", "HF_METRICS_CACHE")}
     env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp_path / "hf"), HF_UPDATE_DOWNLOAD_COUNTS="0",
                HF_HUB_DISABLE_TELEMETRY="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
-    options = {**standin_options("radcliq", standins), "device": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", _LOAD_FROM_HUB, json.dumps(options)], capture_output=True,
-                          text=True, env=env, timeout=300, cwd=tmp_path)
+    payload = json.dumps([slug, options, predictions, references])
+    proc = subprocess.run([sys.executable, "-c", _LOAD_FROM_HUB, payload], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _only_space_files_requested(seen, slug):
+    gets = [path for method, path in seen if method == "GET"]
+    assert f"/spaces/rexrank/{slug}/resolve/main/{slug}.py" in gets
+    # Only the Space's files were asked for: the module resolved through our server, not some cache or network.
+    assert all(path.startswith((f"/spaces/rexrank/{slug}/", f"/api/spaces/rexrank/{slug}")) for _, path in seen), seen
+
+
+def test_evaluate_load_from_hub_namespace(fake_hub, standins, tmp_path):
+    """`evaluate.load("rexrank/radcliq")` end to end, with a loopback server posing as the Hub (HF_ENDPOINT)."""
+    _require("radcliq")
+    endpoint, seen = fake_hub
+    report = "Small left pleural effusion. No pneumothorax."
+    options = {**standin_options("radcliq", standins), "device": "cpu"}
+    out = _load_from_fake_hub(endpoint, tmp_path, "radcliq", options, [report, "Heart size is normal."],
+                              [report, "Mild cardiomegaly."])
     assert out["class"] == "RadCliQ"
     assert out["result"]["radcliq_v1"] == pytest.approx(sum(out["result"]["scores"]) / 2)
     assert out["result"]["scores"][0] == pytest.approx(-1.4407, abs=1e-3)
-    gets = [path for method, path in seen if method == "GET"]
-    assert "/spaces/rexrank/radcliq/resolve/main/radcliq.py" in gets
-    # Only the Space's files were asked for: the module resolved through our server, not some cache or network.
-    assert all(path.startswith(("/spaces/rexrank/radcliq/", "/api/spaces/rexrank/radcliq")) for _, path in seen), seen
+    _only_space_files_requested(seen, "radcliq")
     # The module was copied into the fresh cache, proving it did not come from a previous local load.
     assert list((tmp_path / "hf").rglob("radcliq.py"))
+
+
+def test_evaluate_load_from_hub_namespace_without_models(fake_hub, tmp_path):
+    """The same Hub resolution for the model-free BLEU-2 module: runs even before the model-backed metrics exist."""
+    endpoint, seen = fake_hub
+    out = _load_from_fake_hub(endpoint, tmp_path, "bleu2", {}, ["No acute cardiopulmonary process."],
+                              ["No acute cardiopulmonary abnormality."])
+    assert out["class"] == "Bleu2" and out["result"]["scores"] == [pytest.approx(0.6324555)]
+    _only_space_files_requested(seen, "bleu2")
+    # evaluate 0.4.6 asks for the tag of its own version first, then falls back to main.
+    assert seen[0][1].startswith("/spaces/rexrank/bleu2/resolve/v"), seen
