@@ -48,8 +48,15 @@ def get_builder(name: str, data_dir: str | os.PathLike | None = None, *, cache_d
 def prepare(name: str, data_dir: str | os.PathLike | None = None, *, cache_dir: str | os.PathLike | None = None,
             require_images: bool | None = None):
     """Build (or reuse) the Arrow cache of every split; returns the builder."""
+    from rexrank.errors import RexrankError
+
     builder = get_builder(name, data_dir, cache_dir=cache_dir, require_images=require_images)
-    builder.download_and_prepare()
+    try:
+        builder.download_and_prepare()
+    except datasets.exceptions.DatasetGenerationError as exc:
+        if isinstance(exc.__cause__, RexrankError):  # unwrap our own, actionable error
+            raise exc.__cause__ from None
+        raise
     return builder
 
 

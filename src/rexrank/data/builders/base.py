@@ -85,19 +85,21 @@ class RexrankBuilder(datasets.GeneratorBasedBuilder):
                                     license=spec.licence, homepage=spec.access)
 
     def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=name, gen_kwargs={"split": name}) for name in self.spec().splits]
+        # Records are built here, before generation starts: datasets wraps errors raised inside
+        # _generate_examples in DatasetGenerationError, and ours must reach the user as they are.
+        # (A tuple, not a list: datasets would treat a list gen_kwarg as shards.)
+        return [datasets.SplitGenerator(name=name, gen_kwargs={"split": name, "records": tuple(self.studies(name))})
+                for name in self.spec().splits]
 
-    def _generate_examples(self, split: str):
+    def _generate_examples(self, split: str, records: tuple = ()):
         expected = self.spec().splits[split].n_studies
-        count = 0
-        for record in self.studies(split):
-            count += 1
-            yield record["study_id"], record
-        if expected is not None and count != expected:
+        if expected is not None and len(records) != expected:
             # Never a silently shorter dataset: the functional core raises for anything missing; this guards it.
             raise datasets.exceptions.DatasetGenerationError(
-                f"{self.DATASET} {split}: built {count} studies, the ReXrank set has {expected}")
-        log.info("%s %s: %d studies", self.DATASET, split, count)
+                f"{self.DATASET} {split}: built {len(records)} studies, the ReXrank set has {expected}")
+        for record in records:
+            yield record["study_id"], record
+        log.info("%s %s: %d studies", self.DATASET, split, len(records))
 
 
 def _update_with_stat(digest, path: Path) -> None:
