@@ -7,8 +7,9 @@ Interface facts reproduced from Stanford-AIMI/GREEN @d72c195 (no licence file; f
   ``[{"from": "human", "value": prompt}, {"from": "gpt", "value": ""}]`` with ``add_generation_prompt=True``;
 - tokenizer settings ``add_eos_token=True`` (BOS + text + EOS), ``padding_side="left"``, ``pad_token = eos_token``,
   truncation at ``max_length=2048``; greedy decoding (``do_sample=False``), ``max_length=2048`` prompt + output,
-  batches of 8, fp16 weights; the whole sequence is decoded with ``skip_special_tokens=True`` and cleaned by
-  ``green_score/utils.clean_responses`` (``clean_response`` below);
+  batches of 8, fp16 weights; the whole sequence is decoded with ``skip_special_tokens=True`` and
+  ``clean_up_tokenization_spaces=True`` (``cleanup_spaces``), then cut by ``green_score/utils.clean_responses``
+  (``clean_response`` below);
 - the parser ``GREEN.parse_error_counts`` and ``GREEN.compute_green``: score = 0 if matched == 0 else
   matched / (matched + sum of the six clinically significant error counts).
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from rexrank.errors import ConfigError
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.base import Metric, fingerprint_of
+from rexrank.metrics.base import Metric
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +150,19 @@ def make_prompt(reference: str, candidate: str, max_words: int = MAX_WORDS) -> s
 def chat_messages(prompt: str) -> list[dict[str, str]]:
     """The conversation the official code renders: the prompt, then an empty assistant turn."""
     return [{"from": "human", "value": prompt}, {"from": "gpt", "value": ""}]
+
+
+# transformers 4.x ``clean_up_tokenization`` rules, applied by batch_decode because the official code sets
+# tokenizer.clean_up_tokenization_spaces = True; transformers 5 no longer applies them to BPE tokenizers.
+_SPACE_CLEANUPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+                   (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def cleanup_spaces(text: str) -> str:
+    """Remove the space before punctuation and English contractions, in the order transformers 4 does."""
+    for before, after in _SPACE_CLEANUPS:
+        text = text.replace(before, after)
+    return text
 
 
 def clean_response(decoded: str) -> str:
@@ -455,8 +469,9 @@ class Green(Metric):
         generator = self._make_generator()
         completions = sharded_map(generator.generate, prompt_ids)
         tok = self.tokenizer
-        # As upstream: decode prompt + output without special tokens, then keep the analysis part.
-        return [clean_response(tok.decode(list(p) + list(c), skip_special_tokens=True))
+        # As upstream: decode prompt + output without special tokens (with the 4.x space clean-up), keep the analysis.
+        return [clean_response(cleanup_spaces(tok.decode(list(p) + list(c), skip_special_tokens=True,
+                                                         clean_up_tokenization_spaces=False)))
                 for p, c in zip(prompt_ids, completions)]
 
     def analyses(self, hyps: Sequence[str], refs: Sequence[str]) -> list[str]:
@@ -493,5 +508,5 @@ class Green(Metric):
         return summarize(self.last_parsed)
 
 
-__all__ = ["CATEGORIES", "CHAT_TEMPLATE", "Green", "PROMPT_TEMPLATE", "clean_response", "encode_prompts",
-           "fingerprint_of", "green_from_counts", "make_prompt", "parse_output", "summarize"]
+__all__ = ["CATEGORIES", "CHAT_TEMPLATE", "Green", "PROMPT_TEMPLATE", "clean_response", "cleanup_spaces",
+           "encode_prompts", "green_from_counts", "make_prompt", "parse_output", "summarize"]

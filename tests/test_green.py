@@ -1,0 +1,309 @@
+"""GREEN end to end: stand-in layout, the transformers backend, the vLLM path, caching, data parallelism, parity.
+
+The stand-in is a tiny random Llama: it proves plumbing and identical token ids / greedy outputs against the official
+settings on transformers 4.x, never the real model's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rexrank.errors import ConfigError, ModelNotAvailableError
+from rexrank.metrics import get
+from rexrank.metrics.green import (CHAT_TEMPLATE, Green, adds_bos, encode_prompts, make_prompt, parse_output)
+
+# Three short pairs written for these tests (no licensed text).
+REFS = ["The heart size is normal. The lungs are clear.",
+        "Moderate pulmonary edema, worse compared to the prior radiograph.",
+        "Small left apical pneumothorax without tension."]
+HYPS = ["The heart size is normal. No focal consolidation.",
+        "Mild cardiomegaly with pulmonary vascular congestion.",
+        "No pneumothorax."]
+
+
+def synthetic_output(i: int) -> str:
+    """A well-formed analysis whose score is i / (i + 1) (i matched findings, one significant error)."""
+    sig = "\n".join(f"({c}) Category: {1 if c == 'b' else 0}." for c in "abcdef")
+    insig = "\n".join(f"({c}) Category: 0." for c in "abcdef")
+    return (f"\nExplanation {i}.\n\n[Clinically Significant Errors]:\n{sig}\n\n"
+            f"[Clinically Insignificant Errors]:\n{insig}\n\n[Matched Findings]:\n{i}. Finding.")
+
+
+class ScriptedGenerator:
+    """Stands in for the judge: answers each prompt (by its token ids) with a given analysis text, as token ids."""
+
+    def __init__(self, tokenizer, prompt_ids: list[list[int]], outputs: list[str]):
+        self.answers = {tuple(p): tokenizer("[Explanation]:" + o, add_special_tokens=False)["input_ids"] + [
+            tokenizer.eos_token_id] for p, o in zip(prompt_ids, outputs)}
+        self.calls: list[list[list[int]]] = []
+
+    def generate(self, prompts):
+        self.calls.append([list(p) for p in prompts])
+        return [self.answers[tuple(p)] for p in prompts]
+
+
+@pytest.fixture(scope="module")
+def green_dir(standins) -> str:
+    return standins("green")["green"]
+
+
+@pytest.fixture(scope="module")
+def fx(shared_dir) -> dict:
+    return json.loads((shared_dir / "reference" / "green_fixtures.json").read_text())
+
+
+def scripted(green_dir: str, refs, hyps, outputs) -> tuple[Green, ScriptedGenerator]:
+    probe = Green(model=green_dir)
+    ids = encode_prompts(probe.tokenizer, [make_prompt(r, h) for r, h in zip(refs, hyps)], add_bos=True)
+    generator = ScriptedGenerator(probe.tokenizer, ids, outputs)
+    return Green(model=green_dir, generator=generator), generator
+
+
+def test_standin_has_the_real_layout(green_dir):
+    """Config keys and special tokens of GREEN-RadLlama2-7b; Llama-2 sampling defaults the metric must override."""
+    from transformers import AutoTokenizer
+
+    folder = Path(green_dir)
+    for name in ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+                 "tokenizer_config.json", "special_tokens_map.json"):
+        assert (folder / name).is_file(), name
+    config = json.loads((folder / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLM"] and config["bos_token_id"] == 1
+    assert config["eos_token_id"] == 2 and config["max_position_embeddings"] == 4096
+    tok = AutoTokenizer.from_pretrained(green_dir)
+    assert (tok.unk_token_id, tok.bos_token_id, tok.eos_token_id) == (0, 1, 2)
+    assert len(tok) == config["vocab_size"]
+    assert json.loads((folder / "generation_config.json").read_text())["do_sample"] is True
+    assert json.loads((folder / "tokenizer_config.json").read_text())["chat_template"] == CHAT_TEMPLATE
+
+
+def test_missing_weights_are_one_clear_error(tmp_path, monkeypatch):
+    with pytest.raises(ModelNotAvailableError, match="does not exist"):
+        Green(model=tmp_path / "nope")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(ModelNotAvailableError) as err:
+        Green()
+    assert "StanfordAIMI/GREEN-RadLlama2-7b" in str(err.value) and "--model-path green=PATH" in str(err.value)
+
+
+def test_bad_options_are_config_errors(green_dir):
+    with pytest.raises(ConfigError, match="unknown backend"):
+        Green(model=green_dir, backend="tgi")
+    with pytest.raises(ConfigError, match="unknown dtype"):
+        Green(model=green_dir, dtype="int3")
+
+
+def test_prompt_ids_are_bos_chat_eos(green_dir):
+    """add_eos_token=True semantics: [BOS] + chat text + [EOS]; right truncation keeps both ends' special tokens."""
+    metric = Green(model=green_dir)
+    tok = metric.tokenizer
+    ids = encode_prompts(tok, [make_prompt(REFS[0], HYPS[0])], add_bos=adds_bos(green_dir))[0]
+    assert ids[0] == tok.bos_token_id and ids[-1] == tok.eos_token_id
+    assert tok.decode(ids[1:-1]).startswith("<|user|>\nObjective:")
+    short = encode_prompts(tok, [make_prompt(REFS[0], HYPS[0])], max_length=50)[0]
+    assert len(short) == 50 and short[0] == tok.bos_token_id and short[-1] == tok.eos_token_id
+    assert short[1:49] == ids[1:49]
+
+
+def test_official_outputs_through_the_whole_pipeline(green_dir, fx):
+    """Prompt -> token ids -> (judge) -> decode prompt+output -> clean -> parse -> the five official scores."""
+    refs = [c["reference"] for c in fx["cases"]]
+    hyps = [c["candidate"] for c in fx["cases"]]
+    metric, generator = scripted(green_dir, refs, hyps, [c["model_output"] for c in fx["cases"]])
+    details = metric.score_details(hyps, refs)
+    expected = [p["green"] for p in fx["official_parse"]]
+    np.testing.assert_allclose(details["green"].to_numpy(), expected, atol=1e-12)
+    assert details["green_analysis"].tolist() == [c["model_output"] for c in fx["cases"]]
+    sig = details[[c for c in details.columns if c.startswith("green_sig_")]].to_numpy().tolist()
+    assert sig == [p["significant_errors"] for p in fx["official_parse"]]
+    assert details["green_matched_findings"].tolist() == [p["matched_findings"] for p in fx["official_parse"]]
+    assert details["green_error_free"].tolist() == [False] * 5 and details["green_parse_error"].isna().all()
+    assert len(generator.calls) == 1 and len(generator.calls[0]) == 5  # one batch of 8 holds all five
+    assert metric.summary()["mean"] == pytest.approx(np.mean(expected))
+
+
+def test_rexrank_score_carries_green_columns(green_dir):
+    """Through rexrank.score: leaderboard column green_score, then the green_* detail columns."""
+    import rexrank
+
+    outputs = [synthetic_output(i) for i in range(3)]
+    _, generator = scripted(green_dir, REFS, HYPS, outputs)
+    df = rexrank.score(HYPS, REFS, ["green"], model_paths={"green": green_dir},
+                       metric_configs={"green": {"generator": generator}})
+    np.testing.assert_allclose(df["green_score"], [0.0, 0.5, 2 / 3])
+    assert "green_sig_b_missing_finding" in df.columns and df["green_sig_b_missing_finding"].tolist() == [1, 1, 1]
+    assert df.attrs["metrics"]["green"]["config"]["backend"].startswith("custom:")
+
+
+def test_results_are_cached_per_pair(green_dir):
+    """Each distinct (reference, candidate) is judged once; a re-run costs no generation."""
+    outputs = [synthetic_output(i) for i in range(3)]
+    metric, generator = scripted(green_dir, REFS, HYPS, outputs)
+    first = metric.score(HYPS + HYPS[:2], REFS + REFS[:2])
+    assert [len(c) for c in generator.calls] == [3]
+    second = metric.score(HYPS[::-1], REFS[::-1])
+    assert [len(c) for c in generator.calls] == [3]
+    np.testing.assert_allclose(second, first[:3][::-1])
+    # the same texts as (candidate, reference) swapped are a different pair
+    with pytest.raises(KeyError):
+        metric.score([REFS[0]], [HYPS[0]])
+
+
+def test_fingerprint_follows_weights_and_settings(green_dir, tmp_path):
+    from rexrank.testing.standin_green import build
+
+    other = build(tmp_path, "small", seed=1)["green"]
+    assert Green(model=green_dir).fingerprint != Green(model=other).fingerprint
+    assert Green(model=green_dir).fingerprint != Green(model=green_dir, max_length=1024).fingerprint
+    assert Green(model=green_dir).fingerprint == Green(model=green_dir, batch_size=2, device="cpu").fingerprint
+
+
+@pytest.fixture(scope="module")
+def standin_run(green_dir):
+    """The random stand-in judged by the real transformers backend on CPU (greedy to max_length 2048)."""
+    metric = Green(model=green_dir, device="cpu")
+    details = metric.score_details(HYPS, REFS)
+    return metric, details
+
+
+def test_standin_runs_end_to_end_and_failures_are_counted(standin_run):
+    """Gibberish from a random model: every pair is a counted NaN with a reason, no crash, no zero."""
+    metric, details = standin_run
+    assert details["green"].isna().all()
+    assert metric.n_parse_failures == 3 and metric.summary()["n_parse_failures"] == 3
+    assert details["green_parse_error"].str.contains("missing").all()
+    assert details["green_analysis"].str.len().gt(0).all()
+
+
+def test_transformers_backend_matches_official_settings_on_transformers_4(standin_run, green_dir, run_reference):
+    """Same prompt token ids and the same greedy analyses as the official call sequence run on transformers 4.57."""
+    metric, details = standin_run
+    prompts = [make_prompt(r, h) for r, h in zip(REFS, HYPS)]
+    ref = run_reference("green_upstream.py", {"model_dir": green_dir, "prompts": prompts,
+                                              "chat_template": CHAT_TEMPLATE, "generate": True})
+    ours = encode_prompts(metric.tokenizer, prompts, add_bos=adds_bos(green_dir))
+    assert ours == ref["input_ids"]
+    assert details["green_analysis"].tolist() == ref["analyses"]
+
+
+class FakeParams:
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+class FakeOutput:
+    def __init__(self, token_ids):
+        self.outputs = [type("Completion", (), {"token_ids": token_ids})()]
+
+
+class FakeEngine:
+    """Records what vLLM's LLM.generate would receive; answers with scripted completions."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.seen = []
+
+    def generate(self, inputs, params, use_tqdm=True):
+        self.seen.append((inputs, params))
+        return [FakeOutput(self.answers[tuple(i["prompt_token_ids"])]) for i in inputs]
+
+
+def test_vllm_backend_gets_the_same_prompt_token_ids(green_dir):
+    """The vLLM path is fed token ids (never text), greedy, max_tokens = 2048 - prompt length; scores flow through."""
+    outputs = [synthetic_output(i) for i in range(3)]
+    probe, scripted_gen = scripted(green_dir, REFS, HYPS, outputs)
+    engine = FakeEngine(scripted_gen.answers)
+    metric = Green(model=green_dir, backend="vllm", engine=engine, sampling_params_cls=FakeParams)
+    scores = metric.score(HYPS, REFS)
+    np.testing.assert_allclose(scores, [0.0, 0.5, 2 / 3])
+    (inputs, params), = engine.seen
+    expected = encode_prompts(metric.tokenizer, [make_prompt(r, h) for r, h in zip(REFS, HYPS)])
+    assert [i["prompt_token_ids"] for i in inputs] == expected
+    assert [p.kwargs["max_tokens"] for p in params] == [2048 - len(e) for e in expected]
+    assert all(p.kwargs["temperature"] == 0.0 for p in params)
+    assert metric.config()["backend"] == "vllm"
+
+
+def test_vllm_without_the_extra_is_a_clear_error(green_dir):
+    try:
+        import vllm  # noqa: F401
+        pytest.skip("vllm is installed here")
+    except ImportError:
+        pass
+    from rexrank.llm.vllm_backend import VLLMGenerator
+
+    with pytest.raises(ConfigError, match=r"rexrank\[vllm\]"):
+        VLLMGenerator(green_dir)
+
+
+def test_shard_bounds_cover_every_item_once():
+    from rexrank.llm.distributed import merge_shards, shard_bounds
+
+    for n in range(0, 12):
+        for world in (1, 2, 3, 5):
+            bounds = [shard_bounds(n, world, r) for r in range(world)]
+            assert bounds[0][0] == 0 and bounds[-1][1] == n
+            assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+            pieces = [(start, [f"x{i}" for i in range(start, stop)]) for start, stop in bounds]
+            assert merge_shards(pieces[::-1], n) == [f"x{i}" for i in range(n)]
+    with pytest.raises(RuntimeError, match="missing"):
+        merge_shards([(0, ["a"])], 2)
+    with pytest.raises(RuntimeError, match="overlap"):
+        merge_shards([(0, ["a", "b"]), (1, ["b"])], 2)
+
+
+def _data_parallel_worker(rank: int, world: int, port: int, green_dir: str) -> None:
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), ACCELERATE_USE_CPU="yes", GLOO_SOCKET_IFNAME="lo")
+    from accelerate import PartialState
+
+    PartialState(cpu=True)
+    refs, hyps = REFS * 2 + REFS[:1], HYPS * 2 + ["An extra candidate."]
+    unique_outputs = [synthetic_output(i) for i in range(4)]
+    metric, generator = scripted(green_dir, refs[:3] + refs[6:], hyps[:3] + hyps[6:], unique_outputs)
+    scores = metric.score(hyps, refs)
+    expected = [i / (i + 1) for i in (0, 1, 2, 0, 1, 2, 3)]
+    assert np.allclose(scores, expected), scores
+    generated = sum(len(c) for c in generator.calls)
+    print(json.dumps({"rank": rank, "generated": generated}), flush=True)
+
+
+def test_data_parallel_shards_prompts_and_gathers_in_order(green_dir):
+    """Two gloo CPU processes (as `accelerate launch` would start): each judges its shard of the 4 unique pairs,
+    both end with all scores in input order."""
+    proc = subprocess.run([sys.executable, __file__, green_dir], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = sorted((json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")),
+                     key=lambda r: r["rank"])
+    assert [r["generated"] for r in reports] == [2, 2]
+
+
+def test_parse_output_contract_keys():
+    parsed = parse_output(synthetic_output(2))
+    assert set(parsed) >= {"significant_errors", "insignificant_errors", "matched_findings", "score"}
+    assert parsed["significant_errors"] == [0, 1, 0, 0, 0, 0] and math.isclose(parsed["score"], 2 / 3)
+
+
+def test_registry_builds_green(green_dir):
+    assert type(get("green", model=green_dir)).__name__ == "Green"
+
+
+if __name__ == "__main__":  # the data-parallel test launches this file as two processes
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free_port = sock.getsockname()[1]
+    mp.start_processes(_data_parallel_worker, args=(2, free_port, sys.argv[1]), nprocs=2, start_method="fork")
