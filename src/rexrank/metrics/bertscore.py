@@ -109,7 +109,7 @@ class BertScore(Metric):
         if model is None:
             self.model_id = "distilroberta-base"
         self.device = device or _default_device()
-        self.batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
+        self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
         if self.batch_size < 1:
             raise ConfigError(f"bertscore: batch_size must be >= 1, got {batch_size}")
         if num_layers not in DISTILROBERTA_BASELINES and rescale_with_baseline:

@@ -56,14 +56,17 @@ def _load_state_dict(checkpoint: Path, trusted: bool) -> dict:
     import torch
 
     try:
-        blob = torch.load(checkpoint, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        if not trusted:
-            raise ModelNotAvailableError(
-                f"semb: {checkpoint} holds more than tensors (torch.load weights_only refused it); "
-                "only the official chexbert.pth from the Hub is unpickled in full. Re-save it as "
-                "{'model_state_dict': state_dict}.") from None
-        blob = torch.load(checkpoint, map_location="cpu", weights_only=False)  # the official Hub file
+        try:
+            blob = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError:
+            if not trusted:
+                raise ModelNotAvailableError(
+                    f"semb: {checkpoint} is not a tensors-only checkpoint (corrupt, or it pickles other objects, "
+                    "which only the official Hub chexbert.pth may do). Re-save it as "
+                    "torch.save({'model_state_dict': state_dict}, path).") from None
+            blob = torch.load(checkpoint, map_location="cpu", weights_only=False)  # the official Hub file
+    except ModelNotAvailableError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a corrupt/truncated file is a user-facing problem
         raise ModelNotAvailableError(f"semb: cannot read the CheXbert checkpoint {checkpoint}: "
                                      f"{type(exc).__name__}: {str(exc)[:200]}") from None

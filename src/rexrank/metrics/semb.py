@@ -71,7 +71,7 @@ class SembScore(Metric):
         # Only the official Hub file may need a full unpickle; a user's local file must hold tensors only.
         self._trusted = model is None
         self.device = device or _default_device()
-        self.batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
+        self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
         if self.batch_size < 1:
             raise ConfigError(f"semb: batch_size must be >= 1, got {batch_size}")
         self._model = None

@@ -1,0 +1,174 @@
+"""SembScore and the CheXbert labeller against a plain transformers 4.57 computation of the official procedure."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+from rexrank import metrics
+from rexrank.errors import InputError, ModelNotAvailableError
+from rexrank.metrics.chexbert import CONDITIONS, clean_report
+from rexrank.metrics.semb import SembScore, chexbert_labels
+
+N_IU = 200  # IU-Xray pairs in the parity run (plus edge cases); every text is embedded once per side
+
+
+def _edge_pairs(long_report: str) -> list[tuple[str, str]]:
+    return [
+        ("", "The heart size is normal."),
+        ("   ", ""),
+        ("\n\n", "No pleural effusion."),
+        (long_report, long_report[: len(long_report) // 3]),  # > 512 wordpieces: clipped like upstream
+        ("Héart size nörmal — no effusion ✓ 心脏", "Heart size normal, no effusion."),  # non-ASCII
+        ("No  effusion.\n\nLungs \t  clear.", "No effusion. Lungs clear."),  # repeated whitespace, newlines
+    ]
+
+
+@pytest.fixture(scope="module")
+def chexbert_files(standins):
+    return standins("semb")
+
+
+@pytest.fixture(scope="module")
+def pairs(iu_xray_test):
+    refs = [study["report"] for study in iu_xray_test.values()][:N_IU]
+    hyps = refs[1:] + refs[:1]
+    edge = _edge_pairs(" ".join(refs[:12]))
+    return hyps + [h for h, _ in edge], refs + [r for _, r in edge]
+
+
+@pytest.fixture(scope="module")
+def reference(run_reference, chexbert_files, pairs):
+    hyps, refs = pairs
+    return run_reference("semb_ref.py", {"model": chexbert_files["semb"], "backbone": chexbert_files["semb_backbone"],
+                                         "hyps": hyps, "refs": refs})
+
+
+@pytest.fixture(scope="module")
+def metric(chexbert_files):
+    return metrics.get("semb", model=chexbert_files["semb"], backbone=chexbert_files["semb_backbone"], device="cpu")
+
+
+def test_parity_cosines_embeddings_labels(metric, pairs, reference):
+    """Per-pair cosines (1e-6), [CLS] embeddings (1e-6 of their norm) and the 14 labels match the official
+    procedure run with plain transformers 4.57 on the same chexbert.pth."""
+    hyps, refs = pairs
+    np.testing.assert_allclose(metric.score(hyps, refs), reference["cosine"], rtol=0, atol=1e-6)
+    assert np.std(reference["cosine"]) > 0.01  # the stand-in separates reports
+
+    texts = reference["texts"]
+    ours = metric.embeddings(texts)
+    theirs = np.asarray(reference["embeddings"], dtype=np.float64)
+    assert ours.shape == theirs.shape
+    assert (np.abs(ours - theirs).max(axis=1) / np.linalg.norm(theirs, axis=1)).max() < 1e-6
+
+    classes = metric.labels(texts, codes=False).to_numpy()
+    expected = np.asarray(reference["classes"])
+    logits = [[np.array([x for x in head if x is not None]) for head in per_text] for per_text in reference["logits"]]
+    decided = np.array([[np.sort(h)[-1] - np.sort(h)[-2] > 1e-4 for h in per_text] for per_text in logits])
+    assert decided.mean() > 0.99  # only near-ties may differ by float noise
+    assert (classes[decided] == expected[decided]).all()
+    assert len({tuple(row) for row in expected}) > 5  # labels vary between reports
+
+
+def test_label_frame_uses_official_names_and_codes(metric):
+    """Columns are CheXbert's 14 conditions in head order; values are the labeller's CheXpert codes."""
+    frame = metric.labels(["No acute disease.", "", "Large right pleural effusion."])
+    assert list(frame.columns) == list(CONDITIONS) and CONDITIONS[-1] == "No Finding" and len(CONDITIONS) == 14
+    values = frame.to_numpy()
+    assert set(values[~np.isnan(values)].tolist()) <= {1.0, 0.0, -1.0}
+    no_finding = frame["No Finding"].to_numpy()
+    assert set(no_finding[~np.isnan(no_finding)].tolist()) <= {1.0}  # a 2-class head: blank or positive
+    raw = metric.labels(["No acute disease."], codes=False)
+    code_of = {0: None, 1: 1.0, 2: 0.0, 3: -1.0}
+    for name in CONDITIONS:
+        expected = code_of[int(raw[name].iloc[0])]
+        got = frame[name].iloc[0]
+        assert (np.isnan(got) if expected is None else got == expected)
+
+
+def test_each_unique_text_runs_once(chexbert_files, monkeypatch):
+    """Embeddings and labels come from one forward pass per unique text and are cached together."""
+    metric = SembScore(model=chexbert_files["semb"], backbone=chexbert_files["semb_backbone"], device="cpu")
+    seen: list[str] = []
+    original = metric._compute
+    monkeypatch.setattr(metric, "_compute", lambda texts: seen.extend(texts) or original(texts))
+    metric.score(["A", "B", "A"], ["B", "C", "B"])
+    assert sorted(seen) == ["A", "B", "C"]
+    metric.labels(["C", "A"])
+    assert len(seen) == 3  # labels came from the same pass
+
+
+def test_text_rules_and_empty_input(metric):
+    """Official cleaning; an empty report is [CLS] [SEP] and gets a defined score, equal to any whitespace-only one."""
+    assert clean_report("  Heart\n\nnormal. \t Lungs  clear. ") == "Heart normal. Lungs clear."
+    values = metric.score(["", " \n ", "Heart normal."], ["Heart normal.", "Heart normal.", "Heart  normal.\n"])
+    assert np.isfinite(values).all()
+    assert values[0] == pytest.approx(values[1], abs=1e-7)
+    assert values[2] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_long_report_is_clipped_to_512_tokens(metric, pairs):
+    """Text beyond 512 wordpieces ([CLS] + 510 + [SEP]) never changes the embedding, as upstream clips it."""
+    long_report = pairs[0][-3]
+    _, tokenizer = metric._load()
+    assert len(tokenizer.tokenize(clean_report(long_report))) > 600
+    extended = long_report + " Large right pleural effusion." * 40
+    np.testing.assert_array_equal(metric.embeddings([long_report]), metric.embeddings([extended]))
+
+
+def test_module_level_labeller_and_bad_input(chexbert_files):
+    frame = chexbert_labels(["No acute disease."], model=chexbert_files["semb"],
+                            backbone=chexbert_files["semb_backbone"], device="cpu")
+    assert frame.shape == (1, 14)
+    metric = SembScore(model=chexbert_files["semb"], backbone=chexbert_files["semb_backbone"], device="cpu")
+    with pytest.raises(InputError, match=r"texts\[1\] is missing"):
+        metric.labels(["ok", None])
+    with pytest.raises(InputError, match="differ in length"):
+        metric.score(["a"], ["a", "b"])
+
+
+def test_checkpoint_problems_are_clear_errors(chexbert_files, tmp_path):
+    """Missing files and wrong checkpoints raise ModelNotAvailableError naming semb, not a torch traceback."""
+    backbone = chexbert_files["semb_backbone"]
+    with pytest.raises(ModelNotAvailableError, match="semb"):
+        SembScore(model=tmp_path / "nope" / "chexbert.pth", backbone=backbone)
+    bad = tmp_path / "bad.pth"
+    torch.save({"state_dict": {}}, bad)
+    with pytest.raises(ModelNotAvailableError, match="model_state_dict"):
+        SembScore(model=bad, backbone=backbone, device="cpu").score(["a"], ["b"])
+    truncated = tmp_path / "truncated.pth"
+    truncated.write_bytes(b"not a checkpoint")
+    with pytest.raises(ModelNotAvailableError, match="semb: .* not a tensors-only checkpoint"):
+        SembScore(model=truncated, backbone=backbone, device="cpu").score(["a"], ["b"])
+
+
+def test_checkpoint_without_module_prefix_or_with_position_ids_loads(chexbert_files, metric, tmp_path):
+    """Checkpoints saved without DataParallel, or by older transformers (position_ids buffer), give the same values."""
+    state = torch.load(chexbert_files["semb"], map_location="cpu", weights_only=True)["model_state_dict"]
+    plain = {k[len("module."):]: v for k, v in state.items()}
+    plain["bert.embeddings.position_ids"] = torch.arange(512).unsqueeze(0)
+    path = tmp_path / "chexbert.pth"
+    torch.save({"model_state_dict": plain}, path)
+    other = SembScore(model=path, backbone=chexbert_files["semb_backbone"], device="cpu")
+    texts = ["Heart size normal.", "Small left effusion."]
+    np.testing.assert_allclose(other.embeddings(texts), metric.embeddings(texts), rtol=0, atol=0)
+
+
+def test_standin_is_deterministic(tmp_path):
+    from rexrank.testing.standin_text import build_chexbert
+
+    a = build_chexbert(tmp_path / "a", "small", 0)
+    b = build_chexbert(tmp_path / "b", "small", 0)
+    state_a = torch.load(a["semb"], weights_only=True)["model_state_dict"]
+    state_b = torch.load(b["semb"], weights_only=True)["model_state_dict"]
+    assert list(state_a) == list(state_b) and all(torch.equal(state_a[k], state_b[k]) for k in state_a)
+    assert all(k.startswith(("module.bert.", "module.linear_heads.")) for k in state_a)
+    assert {f"module.linear_heads.{i}.weight" for i in range(14)} <= set(state_a)
+    for name in ("config.json", "vocab.txt"):
+        digest = [hashlib.sha256((p / name).read_bytes()).hexdigest() for p in
+                  (tmp_path / "a" / "bert-base-uncased", tmp_path / "b" / "bert-base-uncased")]
+        assert digest[0] == digest[1]
