@@ -222,13 +222,30 @@ def test_app_builds_and_scores(slug, hub_shim, monkeypatch):
     app = app_module.build()
     demo = app.blocks()
     assert isinstance(demo, gr.Blocks)
+    # The function the "Score" button (API name "score") is wired to, called as Gradio would call it.
+    (score_fn,) = [f.fn for f in demo.fns.values() if f.api_name == "score"]
     table = pd.DataFrame({"predictions": ["No acute process.", "Small effusion.", ""],
                           "references": ["No acute abnormality.", "Large effusion.", ""]})
-    summary, per_pair = app.score(table)
+    summary, per_pair = score_fn(table)
     name = _main_metric_key(slug)
     assert name in summary and "scores" not in summary
     assert len(per_pair) == 2  # the blank trailing row of the editor is not a pair
     assert list(per_pair.columns) == ["prediction", "reference", "score"]
+
+
+def test_app_shows_user_errors_as_messages():
+    """An empty table or a malformed row is a gr.Error message in the UI, not a traceback."""
+    import gradio as gr
+
+    from rexrank.metric_app import MetricApp
+
+    app = MetricApp(METRICS_DIR / "bleu2")
+    with pytest.raises(gr.Error, match="the table is empty"):
+        app._score_for_ui([["", ""]])
+    with pytest.raises(gr.Error, match="row 1 needs two cells"):
+        app._score_for_ui([["only a prediction"]])
+    summary, per_pair = app._score_for_ui([["Heart size is normal.", "Heart size is normal."]])
+    assert summary["bleu2"] == 1.0 and per_pair["score"].tolist() == [1.0]
 
 
 def _main_metric_key(slug):
