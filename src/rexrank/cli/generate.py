@@ -86,8 +86,11 @@ def generate_command(
     options = GenerateOptions(track=track, images=images, context=context, prompt=prompt, batch_size=batch_size,
                               retry_errors=retry_errors, overwrite=overwrite, progress=progress, device=device)
     result = generate(records, adapter, out, options)
+    # SystemExit rather than typer.Exit: rexrank.cli.main runs click with standalone_mode=False, where click turns
+    # typer.Exit into a return value that main() does not pass on, so the exit status would be lost.
+    failed = bool(result.errors) and not allow_errors
     if not _is_main_process():
-        raise typer.Exit(EXIT_STUDIES_FAILED if result.errors and not allow_errors else 0)
+        raise SystemExit(EXIT_STUDIES_FAILED if failed else 0)
     typer.echo(f"{result.n_ok} of {result.n_studies} reports -> {result.predictions_path} (ReXrank JSON) and "
                f"{result.reports_path} ({result.n_done_before} from an earlier run, {result.n_generated} generated "
                f"now in {result.seconds:.1f}s)")
@@ -100,8 +103,8 @@ def generate_command(
         typer.secho(f"{len(result.errors)} studies failed (all in {out / 'errors.json'}):\n{lines}{more}\n"
                     "They are left out of the predictions. Fix the cause and rerun with --retry-errors.",
                     fg=typer.colors.RED, err=True)
-        if not allow_errors:
-            raise typer.Exit(EXIT_STUDIES_FAILED)
+        if failed:
+            raise SystemExit(EXIT_STUDIES_FAILED)
 
 
 def _studies(dataset, split, data_dir, input_json, image_root, track, limit) -> list[dict]:

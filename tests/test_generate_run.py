@@ -1,0 +1,302 @@
+"""End-to-end `rexrank generate` on the random-weight stand-ins (CPU): adapters, data parallel, resume, failures.
+
+The stand-ins prove plumbing (order, sharding, resume, error handling), never a real model's reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from rexrank.errors import ConfigError
+from rexrank.generate import GenerateOptions, GenerationSettings, generate, load_adapter
+from rexrank.generate.adapters.hf import ImageTextToTextAdapter, VisionEncoderDecoderAdapter
+
+REPO = Path(__file__).resolve().parents[1]
+N_STUDIES = 10
+
+# Entry points used by the tests (written to a file: exercises the file.py:target form).
+HELPERS = '''
+import os, time
+
+class Echo:
+    """A deterministic "model": the report names the study and its images; can fail on one study."""
+    def __init__(self, fail_on=None):
+        self.fail_on = fail_on
+    def __call__(self, studies):
+        if any(s["study_id"] == self.fail_on for s in studies):
+            raise RuntimeError("cannot read " + self.fail_on)
+        return ["Findings: %s has %d image(s). Impression: context=%s" % (s["study_id"], len(s["image_paths"]),
+                s["context"] is not None) for s in studies]
+
+def one_line(studies, suffix="."):
+    return ["Study " + s["study_id"] + suffix for s in studies]
+one_line.multi_image = False
+
+class SlowVed:
+    """The VED stand-in through plain transformers calls (no rexrank adapter), slowed by $SLOW_VED_DELAY s/batch."""
+    multi_image = False
+    def __init__(self, model, device="cpu"):
+        from transformers import AutoImageProcessor, AutoTokenizer, VisionEncoderDecoderModel
+        self.tokenizer = AutoTokenizer.from_pretrained(model)
+        self.processor = AutoImageProcessor.from_pretrained(model)
+        self.model = VisionEncoderDecoderModel.from_pretrained(model).to(device).eval()
+        self.delay = float(os.environ.get("SLOW_VED_DELAY", "0"))
+    def __call__(self, studies):
+        from PIL import Image
+        time.sleep(self.delay)
+        images = [Image.open(s["image_paths"][0]).convert("RGB") for s in studies]
+        pixels = self.processor(images=images, return_tensors="pt").pixel_values
+        out = self.model.generate(pixel_values=pixels, max_new_tokens=8, do_sample=False, num_beams=1)
+        return self.tokenizer.batch_decode(out, skip_special_tokens=True)
+'''
+
+INFERENCE_SCRIPT = '''
+import json, os, sys
+input_json, output_json, root = sys.argv[1:4]
+studies = json.load(open(input_json))
+for study_id, entry in studies.items():
+    paths = [os.path.join(root, p) for p in entry["image_path"]]
+    assert all(os.path.isfile(p) for p in paths), paths          # relative to img_root_dir, as upstream
+    assert os.path.isfile(os.path.join(root, entry["key_image_path"]))
+    if study_id == "s5":
+        continue                                                   # a study the script forgets
+    entry["model_prediction"] = "Findings: %d views of %s. Impression: Normal." % (len(paths), study_id)
+json.dump(studies, open(output_json, "w"))
+'''
+
+
+@pytest.fixture(scope="module")
+def study_json(tmp_path_factory) -> Path:
+    """A ReXrank-style JSON of N_STUDIES studies with 1-3 random PNGs each (relative paths, like the official
+    files), every third with context."""
+    root = tmp_path_factory.mktemp("studies")
+    entries = {}
+    for i in range(N_STUDIES):
+        paths = []
+        for j in range(1 + i % 3):
+            rel = f"s{i}/view{j}.png"
+            (root / "img" / f"s{i}").mkdir(parents=True, exist_ok=True)
+            pixels = np.random.RandomState(100 * i + j).randint(0, 255, (40 + 4 * j, 36, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / "img" / rel)
+            paths.append(rel)
+        entries[f"s{i}"] = {"key_image_path": paths[-1], "image_path": paths, "split": "test",
+                            "report": f"Findings: Finding {i}. Impression: Normal.",
+                            "section_findings": f"Finding {i}.", "section_impression": "Normal.",
+                            "context": "Indication: cough. Comparison: None." if i % 3 == 0 else None}
+    path = root / "studies.json"
+    path.write_text(json.dumps(entries))
+    return path
+
+
+@pytest.fixture(scope="module")
+def records(study_json):
+    from rexrank.data import read_rexrank_json
+
+    return read_rexrank_json(study_json, image_root=study_json.parent / "img")
+
+
+@pytest.fixture(scope="module")
+def helpers(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("helpers") / "gen_helpers.py"
+    path.write_text(HELPERS)
+    return path
+
+
+def _args(study_json: Path, out: Path, *extra: str) -> list[str]:
+    return ["generate", "--input-json", str(study_json), "--image-root", str(study_json.parent / "img"),
+            "--out", str(out), "--no-progress", *extra]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                                                             "MASTER_PORT")}
+    return env | {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _run_group(command: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """Run a launcher in its own process group and kill the whole group on timeout (workers included)."""
+    proc = subprocess.Popen(command, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        raise AssertionError(f"{command[:6]} timed out after {timeout}s:\n{stderr[-3000:]}") from None
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
+
+
+def test_vision_encoder_decoder_standin(standins, records, tmp_path):
+    """The VED stand-in loads through AutoTokenizer/AutoImageProcessor/VisionEncoderDecoderModel, reads the key image
+    only, and gives different greedy reports for different images (so order checks below can fail)."""
+    model = standins("generate")["generate_ved"]
+    adapter = load_adapter(model, settings=GenerationSettings(max_new_tokens=8))
+    assert isinstance(adapter, VisionEncoderDecoderAdapter)
+    result = generate(records, adapter, tmp_path, GenerateOptions(batch_size=4, progress=False))
+    reports = json.loads(result.reports_path.read_text())
+    assert list(reports) == [f"s{i}" for i in range(N_STUDIES)] and not result.errors
+    assert len(set(reports.values())) >= N_STUDIES // 2
+    predictions = json.loads(result.predictions_path.read_text())
+    assert predictions["s4"]["model_prediction"] == reports["s4"]
+    assert predictions["s4"]["section_findings"] == "Finding 4." and predictions["s4"]["image_path"][0].endswith(".png")
+
+
+def test_harness_matches_a_bare_transformers_loop(standins, records, helpers, tmp_path):
+    """The HF adapter's reports equal plain transformers calls on the same batches (the entry point SlowVed)."""
+    model = standins("generate")["generate_ved"]
+    options = GenerateOptions(batch_size=3, progress=False)
+    ours = generate(records, load_adapter(model, settings=GenerationSettings(max_new_tokens=8)), tmp_path / "a",
+                    options)
+    bare = generate(records, load_adapter(f"{helpers}:SlowVed", model_args={"model": model}), tmp_path / "b", options)
+    assert json.loads(ours.reports_path.read_text()) == json.loads(bare.reports_path.read_text())
+
+
+def test_image_text_to_text_standin_with_context(standins, records, tmp_path):
+    """The tiny LLaVA loads through AutoProcessor/AutoModelForImageTextToText; several images per study, context in
+    the prompt, left-padded batches: batched reports equal one-study-at-a-time reports."""
+    model = standins("generate")["generate_itt"]
+    adapter = load_adapter(model, settings=GenerationSettings(max_new_tokens=8))
+    assert isinstance(adapter, ImageTextToTextAdapter) and adapter.multi_image
+    options = dict(track="findings_impression", context=True, progress=False)
+    batched = generate(records, adapter, tmp_path / "b4", GenerateOptions(batch_size=4, **options))
+    single = generate(records, adapter, tmp_path / "b1", GenerateOptions(batch_size=1, **options))
+    assert adapter.processor.tokenizer.padding_side == "left"
+    assert json.loads(batched.reports_path.read_text()) == json.loads(single.reports_path.read_text())
+    with pytest.raises(ConfigError, match="different settings"):  # same folder, other prompt: never mixed
+        generate(records, adapter, tmp_path / "b4", GenerateOptions(prompt="Describe.{context}", **options))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["generate_itt", "generate_ved"])
+def test_two_processes_match_one(standins, study_json, cli, tmp_path, which):
+    """torchrun with 2 CPU processes (gloo) writes byte-identical predictions, in input order, to one process, and
+    really splits the work (both processes' part files hold studies)."""
+    model = standins("generate")[which]
+    options = ["--model", model, "--batch-size", "3", "--max-new-tokens", "8", "--track", "findings_impression"]
+    code, output = cli(*_args(study_json, tmp_path / "one", *options))
+    assert code == 0, output
+    two = tmp_path / "two"
+    proc = _run_group([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                       "-m", "rexrank", *_args(study_json, two, *options)], timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "one" / "predictions.json").read_bytes() == (two / "predictions.json").read_bytes()
+    assert (tmp_path / "one" / "reports.json").read_bytes() == (two / "reports.json").read_bytes()
+    lines = [len((two / "parts" / f"process-0000{r}.jsonl").read_text().splitlines()) for r in (0, 1)]
+    assert sum(lines) == N_STUDIES and min(lines) > 0
+    assert proc.stdout.count("reports ->") == 1  # only the main process reports
+
+
+@pytest.mark.slow
+def test_kill_and_resume_gives_the_uninterrupted_file(standins, study_json, helpers, cli, tmp_path):
+    """SIGKILL a run mid-way, rerun the same command: the result is byte-identical to an uninterrupted run, and
+    the studies finished before the kill are not generated again."""
+    model = standins("generate")["generate_ved"]
+    common = ["--model", f"{helpers}:SlowVed", "--model-arg", f"model={json.dumps(model)}", "--batch-size", "2"]
+    code, output = cli(*_args(study_json, tmp_path / "whole", *common))
+    assert code == 0, output
+
+    out = tmp_path / "killed"
+    part = out / "parts" / "process-00000.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "rexrank", *_args(study_json, out, *common)],
+                            env=_env() | {"SLOW_VED_DELAY": "0.4"}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if part.exists() and len(part.read_text().splitlines()) >= 4:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read()[-2000:]
+    done = len(part.read_text().splitlines())
+    assert 4 <= done < N_STUDIES and not (out / "predictions.json").exists()
+
+    code, output = cli(*_args(study_json, out, *common))
+    assert code == 0, output
+    assert f"{done} from an earlier run, {N_STUDIES - done} generated now" in output
+    assert (out / "predictions.json").read_bytes() == (tmp_path / "whole" / "predictions.json").read_bytes()
+    assert len(part.read_text().splitlines()) == N_STUDIES  # nothing generated twice
+
+
+def test_failing_study_and_missing_image_are_recorded_not_fatal(records, helpers, cli, study_json, tmp_path):
+    """A model raising on one study of a batch fails only that study (the batch is rerun study by study); a missing
+    image fails only its study; both are reported, left out of the predictions, exit code 3; --retry-errors
+    retries them on resume and --allow-errors exits 0."""
+    broken = [dict(r) for r in records]
+    broken[7] = dict(broken[7], image_paths=["/nonexistent/x.png"], key_image="/nonexistent/x.png")
+    adapter = load_adapter(f"{helpers}:Echo", model_args={"fail_on": "s2"})
+    result = generate(broken, adapter, tmp_path / "run", GenerateOptions(batch_size=4, progress=False))
+    assert set(result.errors) == {"s2", "s7"}
+    assert "RuntimeError: cannot read s2" in result.errors["s2"]
+    assert "FileNotFoundError" in result.errors["s7"] and "/nonexistent/x.png" in result.errors["s7"]
+    reports = json.loads(result.reports_path.read_text())
+    assert list(reports) == [f"s{i}" for i in range(N_STUDIES) if i not in (2, 7)]
+    assert reports["s3"] == "s3 has 1 image(s)."  # findings track: the findings section of the answer
+    assert json.loads((tmp_path / "run" / "errors.json").read_text()).keys() == {"s2", "s7"}
+
+    args = _args(study_json, tmp_path / "cli", "--model", f"{helpers}:Echo", "--model-arg", 'fail_on="s2"')
+    code, output = cli(*args)
+    assert code == 3 and "1 studies failed" in output and "s2: RuntimeError: cannot read s2" in output
+    code, output = cli(*args, "--allow-errors")
+    assert code == 0 and f"{N_STUDIES} from an earlier run, 0 generated now" in output  # failures are final...
+    code, output = cli(*args, "--retry-errors")  # ...unless retried
+    assert code == 3 and f"{N_STUDIES - 1} from an earlier run, 1 generated now" in output
+
+
+def test_entry_point_function_and_key_image(records, helpers, tmp_path):
+    """A function entry point declaring multi_image = False gets the key image only, and its --model-arg options."""
+    adapter = load_adapter(f"{helpers}:one_line", model_args={"suffix": "!"})
+    result = generate(records, adapter, tmp_path, GenerateOptions(progress=False))
+    assert json.loads(result.reports_path.read_text())["s1"] == "Study s1!"
+    with pytest.raises(ConfigError, match="--images key"):
+        generate(records, adapter, tmp_path / "x", GenerateOptions(images="all"))
+
+
+def test_inference_script_contract(records, tmp_path):
+    """An upstream-style inference.py runs per batch as a subprocess with <input_json> <output_json> <img_root_dir>
+    (relative image paths resolve under the root); its model_prediction fields are read back, and a study it
+    leaves without a prediction is an error, not a blank report."""
+    script = tmp_path / "sub" / "inference.py"
+    script.parent.mkdir()
+    script.write_text(INFERENCE_SCRIPT)
+    adapter = load_adapter(str(script))
+    result = generate(records, adapter, tmp_path / "out",
+                      GenerateOptions(batch_size=6, track="findings_impression", progress=False))
+    reports = json.loads(result.reports_path.read_text())
+    assert reports["s2"] == "Findings: 3 views of s2. Impression: Normal."
+    assert set(result.errors) == {"s5"} and "no entry" not in result.errors["s5"]
+    assert "model_prediction" in result.errors["s5"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--model", "MODEL_VED", "--images", "all"], "--images key"),
+    (["--model", "MODEL_VED", "--prompt", "Describe."], "takes no text prompt"),
+    (["--model", "MODEL_VED", "--context"], "--context does not apply"),
+    (["--model", "MODEL_VED", "--dtype", "float8"], "Unknown --dtype"),
+    (["--model", "MODEL_ITT", "--temperature", "0.7"], "only apply with --do-sample"),
+    (["--model", "MODEL_ITT", "--prompt", "Describe {indication}"], "Unknown placeholder"),
+    (["--model", "pkg_that_does_not_exist.mod:fn"], "Cannot import"),
+    (["--model", "missing/inference.py"], "does not exist"),
+    (["--model", "/no/such/model/dir"], "cannot load the model"),
+    (["--model", "HELPERS:Echo", "--max-new-tokens", "5"], "does not apply to an entrypoint"),
+    (["--model", "MODEL_VED", "--dataset", "iu_xray"], "exactly one of --dataset"),
+])
+def test_bad_options_give_clear_errors(standins, study_json, helpers, cli, tmp_path, extra, message):
+    """Each user mistake is one line naming the option (exit 2), raised before any generation starts."""
+    paths = standins("generate")
+    swap = {"MODEL_VED": paths["generate_ved"], "MODEL_ITT": paths["generate_itt"], "HELPERS": str(helpers)}
+    extra = [next((v + x[len(k):] for k, v in swap.items() if x.startswith(k)), x) for x in extra]
+    code, output = cli(*_args(study_json, tmp_path / "o", *extra))
+    assert code == 2, output
+    assert message in output and "Traceback" not in output
+    assert not (tmp_path / "o" / "parts").exists()
