@@ -300,3 +300,23 @@ def test_bad_options_give_clear_errors(standins, study_json, helpers, cli, tmp_p
     assert code == 2, output
     assert message in output and "Traceback" not in output
     assert not (tmp_path / "o" / "parts").exists()
+
+
+def test_dataset_to_score_chain(helpers, cli, tmp_path):
+    """`rexrank generate --dataset ... && rexrank score --predictions OUT/predictions.json --dataset ...` works end to
+    end on a synthetic IU-Xray image tree (official split file, tiny images): the documented chain."""
+    from rexrank.data.synthetic import write_iu_xray_images
+
+    data_dir = write_iu_xray_images(tmp_path / "iu", splits=("test",))
+    out = tmp_path / "gen"
+    code, output = cli("generate", "--dataset", "iu_xray", "--data-dir", str(data_dir), "--split", "test",
+                       "--limit", "5", "--model", f"{helpers}:Echo", "--out", str(out), "--no-progress")
+    assert code == 0, output
+    predictions = json.loads((out / "predictions.json").read_text())
+    assert len(predictions) == 5 and all(Path(p["key_image_path"]).is_file() for p in predictions.values())
+    code, output = cli("score", "--predictions", str(out / "predictions.json"), "--dataset", "iu_xray",
+                       "--data-dir", str(data_dir), "--split", "test", "--metrics", "bleu2", "--allow-missing",
+                       "--no-cache", "--resamples", "10", "--out", str(tmp_path / "scores"), "--quiet")
+    assert code == 0, output
+    results = json.loads((tmp_path / "scores" / "results.json").read_text())
+    assert results["n_studies"] == 5
