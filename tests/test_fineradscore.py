@@ -246,6 +246,17 @@ def test_missing_api_key_names_the_variable(monkeypatch, server):
         get("fineradscore", model="gpt-4")
 
 
+def test_missing_local_judge_is_a_clear_error(tmp_path, monkeypatch):
+    from rexrank.errors import ModelNotAvailableError
+
+    with pytest.raises(ModelNotAvailableError, match="does not exist"):
+        FineRadScore(model=str(tmp_path / "nope"), backend="transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(ModelNotAvailableError, match="some-org/judge"):
+        FineRadScore(model="some-org/judge", backend="transformers")
+
+
 def test_rejected_key_stops_with_a_clear_error_without_the_key(server, monkeypatch):
     monkeypatch.setenv("WRONG_KEY", "sk-wrong-secret-value")
     m = FineRadScore(model="judge-1", base_url=server.base_url, api_key_env="WRONG_KEY")

@@ -261,7 +261,7 @@ def test_shard_bounds_cover_every_item_once():
         merge_shards([(0, ["a", "b"]), (1, ["b"])], 2)
 
 
-def _data_parallel_worker(rank: int, world: int, port: int, green_dir: str) -> None:
+def _data_parallel_worker(rank: int, world: int, port: int, green_dir: str, out_dir: str) -> None:
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), ACCELERATE_USE_CPU="yes", GLOO_SOCKET_IFNAME="lo")
     from accelerate import PartialState
@@ -274,17 +274,16 @@ def _data_parallel_worker(rank: int, world: int, port: int, green_dir: str) -> N
     expected = [i / (i + 1) for i in (0, 1, 2, 0, 1, 2, 3)]
     assert np.allclose(scores, expected), scores
     generated = sum(len(c) for c in generator.calls)
-    print(json.dumps({"rank": rank, "generated": generated}), flush=True)
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps({"rank": rank, "generated": generated}))
 
 
-def test_data_parallel_shards_prompts_and_gathers_in_order(green_dir):
+def test_data_parallel_shards_prompts_and_gathers_in_order(green_dir, tmp_path):
     """Two gloo CPU processes (as `accelerate launch` would start): each judges its shard of the 4 unique pairs,
     both end with all scores in input order."""
-    proc = subprocess.run([sys.executable, __file__, green_dir], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    proc = subprocess.run([sys.executable, __file__, green_dir, str(tmp_path)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    reports = sorted((json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")),
-                     key=lambda r: r["rank"])
+    reports = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [r["generated"] for r in reports] == [2, 2]
 
 
@@ -306,4 +305,5 @@ if __name__ == "__main__":  # the data-parallel test launches this file as two p
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         free_port = sock.getsockname()[1]
-    mp.start_processes(_data_parallel_worker, args=(2, free_port, sys.argv[1]), nprocs=2, start_method="fork")
+    mp.start_processes(_data_parallel_worker, args=(2, free_port, sys.argv[1], sys.argv[2]), nprocs=2,
+                       start_method="fork")

@@ -116,7 +116,7 @@ def test_matched_zero_with_missing_errors_is_zero_but_error_free_unknown():
 
 
 def test_parser_never_raises_on_random_text(fx):
-    """Fuzz with shuffled fragments of real outputs, digits, words and brackets: a dict every time, score in [0,1] or NaN."""
+    """Fuzz with shuffled fragments of real outputs, digits, words, brackets: always a dict, score in [0, 1] or NaN."""
     pieces = " ".join(c["model_output"] for c in fx["cases"]).replace("\n", " \n ").split(" ")
     pieces += ["[", "]", ":", "(a)", "(7)", "0.", "12.", "two", "No", "[Matched Findings]:", "\n\n", "\u00e9", "\x00"]
     rng = random.Random(0)
@@ -147,8 +147,8 @@ def test_chat_template_renders_like_the_official_tokenizer_call():
 
 
 @pytest.mark.parametrize("decoded, expected", [
-    ("<|user|>\nprompt [Explanation]:\n<Explanation>\n</s> <|assistant|>\n</s> <|assistant|>\n[Explanation]:\nThe analysis.",
-     "\nThe analysis."),
+    ("<|user|>\nprompt [Explanation]:\n<Explanation>\n</s> <|assistant|>\n</s> <|assistant|>\n"
+     "[Explanation]:\nThe analysis.", "\nThe analysis."),
     ("prompt [Explanation]: stuff <|assistant|>\nno explanation header here</s>", "\nno explanation header here"),
     ("no markers at all <unk>", "no markers at all "),
 ])

@@ -39,7 +39,8 @@ class VLLMGenerator:
             vllm = _import_vllm()
             sampling_params_cls = sampling_params_cls or vllm.SamplingParams
             if engine is None:
-                engine = vllm.LLM(model=str(model), dtype=_VLLM_DTYPES[dtype], tensor_parallel_size=tensor_parallel_size,
+                engine = vllm.LLM(model=str(model), dtype=_VLLM_DTYPES[dtype],
+                                  tensor_parallel_size=tensor_parallel_size,
                                   gpu_memory_utilization=gpu_memory_utilization, max_model_len=self.max_length,
                                   **engine_kwargs)
         self.engine = engine

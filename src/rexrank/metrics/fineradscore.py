@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rexrank.errors import ConfigError
+from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, text_key
 
@@ -315,6 +315,24 @@ def judge(conversations: Sequence[list[dict[str, str]]], backend: Any, max_retri
     return state
 
 
+def _local_model(model: str):
+    """A local directory as is; otherwise a Hub repo id fetched into the HF cache, with one clear error."""
+    from pathlib import Path
+
+    if Path(model).expanduser().is_dir():
+        return Path(model).expanduser()
+    if model.startswith((".", "/", "~")) or model.count("/") > 1:
+        raise ModelNotAvailableError(f"fineradscore: the local judge model directory {model!r} does not exist")
+    try:
+        import huggingface_hub as hub
+
+        return Path(hub.snapshot_download(model))
+    except Exception as exc:  # noqa: BLE001 - any hub failure becomes one actionable message
+        raise ModelNotAvailableError(
+            f"fineradscore: cannot load the local judge model {model!r} ({type(exc).__name__}); pass an existing "
+            f"directory with model=/path, or download it on a machine with network access") from None
+
+
 class FineRadScore(Metric):
     """FineRadScore per pair with rexrank's documented aggregation (lower is better; leaderboard: 1 / mean).
 
@@ -363,9 +381,10 @@ class FineRadScore(Metric):
             from rexrank.llm.hf_local import model_fingerprint
 
             if not model:
-                raise ConfigError("fineradscore: model= (a local chat model directory) is required")
+                raise ConfigError("fineradscore: model= (a local chat model directory or Hub id) is required")
             if http_options:
                 raise ConfigError(f"fineradscore: options {', '.join(sorted(http_options))} are for backend='openai'")
+            model = str(_local_model(str(model)))
             self._model_path = model
             self.client = None  # loaded on first use, so a fully cached run never loads the model
             self._local = dict(device=device, dtype=dtype, batch_size=int(batch_size or 4),

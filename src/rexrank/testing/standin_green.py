@@ -44,10 +44,12 @@ def _training_text() -> list[str]:
     lines += make_prompt("Reference report.", "Candidate report.").splitlines()
     lines += CHAT_TEMPLATE.splitlines()
     lines += [
-        "[Explanation]:", "[Clinically Significant Errors]:", "[Clinically Insignificant Errors]:", "[Matched Findings]:",
+        "[Explanation]:", "[Clinically Significant Errors]:", "[Clinically Insignificant Errors]:",
+        "[Matched Findings]:",
         "(a) False report of a finding in the candidate: 0.", "(b) Missing a finding present in the reference: 1.",
         "(c) Misidentification of a finding's anatomic location/position: 2.",
-        "(d) Misassessment of the severity of a finding: 3.", "(e) Mentioning a comparison that isn't in the reference: 4.",
+        "(d) Misassessment of the severity of a finding: 3.",
+        "(e) Mentioning a comparison that isn't in the reference: 4.",
         "(f) Omitting a comparison detailing a change from a prior study: 5.",
         "The candidate report has several discrepancies when compared to the reference report.",
         "<|user|> <|assistant|> <|system|>",
