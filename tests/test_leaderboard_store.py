@@ -148,7 +148,8 @@ def test_trained_on_filter_and_model_page(store):
 def test_metadata_is_sanitised():
     info = ModelInfo.from_dict({"name": "<script>alert(1)</script>Evil <b>Model</b>", "institution": "A\x00B",
                                 "year": "2025", "trained_on": "iu_xray, mimic_cxr"})
-    assert info.name == "alert(1)Evil Model" and info.institution == "AB" and info.year == 2025
+    assert info.name == "‹script›alert(1)‹/script›Evil ‹b›Model‹/b›" and info.institution == "AB"
+    assert "<" not in info.name and info.year == 2025
     assert info.trained_on == ["iu_xray", "mimic_cxr"]
     for bad, message in (({"name": ""}, "name is required"), ({"name": "x", "url": "javascript:alert(1)"}, "url must"),
                          ({"name": "x", "year": 3000}, "out of range"), ({"name": "x", "trained_on": ["nope"]},

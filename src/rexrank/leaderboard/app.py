@@ -120,8 +120,10 @@ def build_app(store: Store, submissions=None):
                     "confidence intervals for results scored by rexrank.")
         with gr.Tab("Overview"):
             ov_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
-            ov_table = gr.Dataframe(value=overview_view("findings"), interactive=False, elem_id="overview-table")
-            ov_plot = gr.Plot(value=ranks_view("findings"))
+            # Callable values are recomputed on every page load, so new results show without a restart.
+            ov_table = gr.Dataframe(value=lambda: overview_view("findings"), interactive=False,
+                                    elem_id="overview-table")
+            ov_plot = gr.Plot(value=lambda: ranks_view("findings"))
             ov_track.change(overview_view, ov_track, ov_table, api_name="overview")
             ov_track.change(ranks_view, ov_track, ov_plot, api_visibility="private")
         for dataset in DATASETS:
@@ -131,6 +133,7 @@ def build_app(store: Store, submissions=None):
                         _dataset_tab(gr, dataset, track, store, table_view, bars_view, agreement_view)
         with gr.Tab("Models"):
             model_pick = gr.Dropdown(models_list(), label="Model", elem_id="model-pick")
+            demo.load(lambda: gr.Dropdown(choices=models_list()), None, model_pick, api_visibility="private")
             model_table = gr.Dataframe(interactive=False)
             model_text = gr.Markdown()
             model_pick.change(model_view, model_pick, [model_table, model_text], api_name="model")
@@ -154,7 +157,7 @@ def build_app(store: Store, submissions=None):
                         sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
                         sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
                 sub_status = gr.Markdown(elem_id="submit-status")
-                queue_table = gr.Dataframe(value=queue_view(), interactive=False, elem_id="queue-table")
+                queue_table = gr.Dataframe(value=queue_view, interactive=False, elem_id="queue-table")
                 refresh = gr.Button("Refresh queue")
                 sub_button.click(submit, [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained,
                                           sub_dataset, sub_track], [sub_status, queue_table], api_name="submit")
@@ -184,7 +187,7 @@ def _dataset_tab(gr, dataset: str, track: str, store: Store, table_view, bars_vi
         source = gr.Dropdown(["published", "rexrank", "submission"], multiselect=True, label="Source")
         columns = gr.Dropdown(METRIC_CHOICES, value=list(LEADERBOARD_METRICS), multiselect=True, label="Columns")
         sort = gr.Dropdown(METRIC_CHOICES, value="radcliq_v1", label="Sort by")
-    table = gr.Dataframe(value=table_view(dataset, track), interactive=False, elem_id=f"table-{key}")
+    table = gr.Dataframe(value=lambda: table_view(dataset, track), interactive=False, elem_id=f"table-{key}")
     ds, tr = gr.State(dataset), gr.State(track)
     inputs = [ds, tr, search, inst, year, mtype, trained, source, columns, sort]
     for control in (search, inst, year, mtype, trained, source, columns, sort):

@@ -117,7 +117,7 @@ def display_table(df: pd.DataFrame, metrics: Iterable[str] = LEADERBOARD_METRICS
             ascending = not _shown_higher_is_better(sort_by) if sort_by in metrics else True
         df = df.sort_values(sort_by, ascending=ascending, na_position="last")
     out = pd.DataFrame({
-        "Rank": df["rank"].astype(str), "Model": df["model"], "Institution": df["institution"],
+        "Rank": df["rank"].map(lambda r: "–" if pd.isna(r) else str(int(r))), "Model": df["model"], "Institution": df["institution"],
         "Year": df["year"].map(lambda y: "" if pd.isna(y) else str(int(y))), "Source": df["source"]})
     for metric in metrics:
         out[column_label(metric)] = [fmt(v, lo, hi) for v, lo, hi in

@@ -26,20 +26,22 @@ PRIVATE_DATASETS = frozenset({"rexgradient"})
 SOURCES = ("published", "rexrank", "submission")
 
 _MAX_TEXT = {"name": 120, "institution": 120, "url": 300, "model_type": 60, "note": 500}
-_TAG = re.compile(r"<[^>]*>")
+# Angle brackets become look-alike guillemets: no markup can be stored, and a crafted name is still shown as
+# the text its author typed rather than silently shortened.
+_ANGLES = str.maketrans({"<": "‹", ">": "›"})
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def clean_text(value: Any, field_name: str, *, required: bool = False) -> str | None:
-    """Metadata sanitiser: strip tags and control characters, trim, cap the length.
+    """Metadata sanitiser: no markup (angle brackets replaced), no control characters, trimmed, length-capped.
 
-    The page also escapes on output; stripping here keeps stored data plain text whatever renders it later.
+    The page also shows these only as plain text; sanitising here keeps stored data safe whatever renders it later.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         text = ""
     else:
         text = str(value)
-    text = _CONTROL.sub("", _TAG.sub("", html.unescape(text))).strip()
+    text = _CONTROL.sub("", html.unescape(text)).translate(_ANGLES).strip()
     text = re.sub(r"\s+", " ", text)
     if len(text) > _MAX_TEXT.get(field_name, 200):
         raise InputError(f"{field_name} is longer than {_MAX_TEXT.get(field_name, 200)} characters")

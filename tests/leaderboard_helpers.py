@@ -1,0 +1,47 @@
+"""Shared pieces of the leaderboard tests: a launched Space on a free loopback port, and IU-Xray predictions."""
+
+from __future__ import annotations
+
+import json
+import socket
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def running_space(store_path: Path, *, worker: bool = True, **options):
+    """Launch the Space (seeded store, BLEU-2 worker) on 127.0.0.1 and close everything afterwards."""
+    from rexrank.leaderboard.app import serve
+
+    options.setdefault("metrics", ["bleu2"])
+    options.setdefault("n_resamples", 200)
+    options.setdefault("poll_seconds", 0.2)
+    port = free_port()
+    demo, store, service = serve(str(store_path), "127.0.0.1", port, worker=worker, prevent_thread_lock=True,
+                                 **options)
+    try:
+        yield f"http://127.0.0.1:{port}/", store, service
+    finally:
+        if service is not None:
+            service.stop_worker()
+        demo.close()
+        store.close()
+
+
+def iu_predictions(path: Path, n_shift: int = 1, corrupt: dict | None = None) -> Path:
+    """A {study_id: report} file for the IU-Xray test split: each study gets another study's findings."""
+    from rexrank.data import references
+
+    refs = references("iu_xray", split="test", track="findings")
+    ids = list(refs)
+    texts = [refs[i] for i in ids]
+    preds = {sid: texts[(k + n_shift) % len(texts)] for k, sid in enumerate(ids)}
+    preds.update(corrupt or {})
+    path.write_text(json.dumps(preds))
+    return path

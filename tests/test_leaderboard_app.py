@@ -1,0 +1,216 @@
+"""The Space through its public API (gradio_client against a launched app) and the submission pipeline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from leaderboard_helpers import iu_predictions, running_space
+from rexrank.errors import InputError
+from rexrank.leaderboard.records import ModelInfo
+from rexrank.leaderboard.store import Store
+from rexrank.leaderboard.submissions import Submissions
+
+pytestmark = pytest.mark.slow
+
+
+def _wait_done(store: Store, n: int, timeout: float = 120) -> list[dict]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        jobs = store.submissions(100)
+        if len(jobs) >= n and all(j["status"] in ("done", "failed") for j in jobs):
+            return jobs
+        time.sleep(0.2)
+    raise AssertionError(f"submissions not finished: {[(j['id'], j['status']) for j in store.submissions(100)]}")
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory):
+    root = tmp_path_factory.mktemp("space")
+    with running_space(root / "board.sqlite") as running:
+        yield (*running, root)
+
+
+@pytest.fixture(scope="module")
+def client(space):
+    from gradio_client import Client
+
+    return Client(space[0], verbose=False)
+
+
+def test_every_endpoint_answers(client):
+    endpoints = set(client.view_api(return_format="dict", print_info=False)["named_endpoints"])
+    assert {"/overview", "/table", "/results", "/model", "/submit", "/queue"} <= endpoints
+    overview = client.predict("findings", api_name="/overview")
+    assert overview["headers"][0] == "Model" and len(overview["data"]) == 25
+    table = client.predict("mimic_cxr", "findings", "chexpert", api_name="/table")
+    assert {row[1] for row in table["data"]} == {"CheXpertPlus-MIMIC", "CheXpertPlus-CheX", "CheXpertPlus-CheX-MIMIC"}
+    assert table["headers"][5:7] == ["BLEU ↑", "BertScore ↑"]
+    only_bleu = client.predict("iu_xray", "findings", "", [], [], [], "all", [], ["bleu2"], "bleu2", api_name="/table")
+    assert only_bleu["headers"] == ["Rank", "Model", "Institution", "Year", "Source", "BLEU ↑"]
+    bleus = [float(r[5]) for r in only_bleu["data"]]
+    assert bleus == sorted(bleus, reverse=True)
+    model = client.predict("CheXpertPlus-MIMIC", api_name="/model")  # spelled CheXpertPlus_MIMIC in some tables
+    assert len(model[0]["data"]) == 8  # 4 datasets x 2 tracks
+    results = json.loads(client.predict("rexgradient", "findings", api_name="/results"))
+    assert results["dataset"] == "rexgradient" and len(results["results"]) == 25
+    assert all(set(r) >= {"model", "radcliq_v1", "radcliq_v1_low"} for r in results["results"])
+
+
+def test_unknown_dataset_is_a_clear_api_error(client):
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="Unknown dataset 'nope'. Available: rexgradient"):
+        client.predict("nope", "findings", api_name="/results")
+
+
+def test_submission_is_validated_scored_and_ranked(client, space, tmp_path):
+    """An IU-Xray predictions file goes through the harness; the board shows its BLEU-2 mean and CI."""
+    from gradio_client import handle_file
+
+    import rexrank
+    from rexrank.data import references
+
+    _, store, _, _ = space
+    path = iu_predictions(tmp_path / "shifted.json", n_shift=3)
+    status, _ = client.predict(handle_file(str(path)), "Shifted <refs>", "QA", "https://example.org", 2025,
+                               "baseline", [], "iu_xray", "findings", api_name="/submit")
+    assert "queued" in status
+    jobs = _wait_done(store, 1)
+    assert jobs[0]["status"] == "done", jobs[0]["error"]
+    refs = references("iu_xray", split="test", track="findings")
+    preds = json.loads(path.read_text())
+    expected = rexrank.score([preds[i] for i in refs], list(refs.values()), metrics=["bleu2"])["bleu_score"].mean()
+    row = next(r for r in client.predict("iu_xray", "findings", "Shifted", api_name="/table")["data"])
+    assert row[1] == "Shifted ‹refs›" and row[4] == "submission"
+    assert row[5].startswith(f"{expected:.3f} [")
+    low, high = (float(x) for x in row[5].split("[")[1].rstrip("]").split(", "))
+    assert low < expected < high
+    again, _ = client.predict(handle_file(str(path)), "Again", "", "", None, "", [], "iu_xray", "findings",
+                              api_name="/submit")
+    assert "already submitted" in again
+    queue = client.predict(api_name="/queue")
+    assert queue["data"][0][4] == "done"
+
+
+def test_invalid_submission_lists_problems_and_queues_nothing(client, space, tmp_path):
+    from gradio_client import handle_file
+
+    _, store, _, _ = space
+    before = store.counts()["submissions"]
+    path = iu_predictions(tmp_path / "bad.json", corrupt={"not-a-study": "x", "CXR3030_IM-1405": ""})
+    status, _ = client.predict(handle_file(str(path)), "Bad", "", "", None, "", [], "iu_xray", "findings",
+                               api_name="/submit")
+    assert status.startswith("**Submission rejected.**")
+    assert "not-a-study" in status and "CXR3030_IM-1405" in status
+    assert store.counts()["submissions"] == before
+
+
+def test_size_limit_and_rate_limit(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    service = Submissions(store, tmp_path / "up", max_bytes=1000, rate_limit=1)
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"a": "x" * 2000}))
+    with pytest.raises(InputError, match="over the 0 MB limit|over the"):
+        service.submit(big, {"name": "m"}, "iu_xray", "findings")
+    service.max_bytes = 10**9
+    first = iu_predictions(tmp_path / "one.json", n_shift=1)
+    second = iu_predictions(tmp_path / "two.json", n_shift=2)
+    service.submit(first, {"name": "m1"}, "iu_xray", "findings", user="alice")
+    with pytest.raises(InputError, match="rate limit: at most 1 submissions"):
+        service.submit(second, {"name": "m2"}, "iu_xray", "findings", user="alice")
+    service.submit(second, {"name": "m2"}, "iu_xray", "findings", user="bob")
+    assert store.counts()["submissions"] == 2
+
+
+def test_private_set_errors_reveal_no_ids(tmp_path, monkeypatch):
+    """A mismatch on a private test set is reported as counts: no study id or text reaches the page."""
+    from rexrank.evaluation import inputs
+    from rexrank.evaluation.predictions import Problems, ValidationError
+
+    def fake_load_inputs(*args, **kwargs):
+        problems = Problems(max_listed=5)
+        problems.add("missing_id", "predictions", "secret-study-0001")
+        raise ValidationError("predictions lack study secret-study-0001 (report: 'secret text')", problems)
+
+    monkeypatch.setattr(inputs, "load_inputs", fake_load_inputs)
+    service = Submissions(Store(tmp_path / "s.sqlite"), tmp_path / "up", datasets=("rexgradient",))
+    path = tmp_path / "p.json"
+    path.write_text("{}")
+    with pytest.raises(InputError) as err:
+        service.submit(path, {"name": "m"}, "rexgradient", "findings")
+    assert "secret" not in str(err.value) and "1 problems" in str(err.value)
+
+
+def test_twenty_concurrent_submissions_each_recorded_once(tmp_path):
+    store_path = tmp_path / "c.sqlite"
+    files = [iu_predictions(tmp_path / f"p{i}.json", n_shift=i + 1) for i in range(20)]
+    store = Store(store_path)
+    service = Submissions(store, tmp_path / "up")
+    errors: list[Exception] = []
+
+    def submit(i: int, name: str):
+        try:
+            service.submit(files[i], {"name": name}, "iu_xray", "findings")
+        except InputError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=submit, args=(i, f"model-{i}")) for i in range(20)]
+    threads += [threading.Thread(target=submit, args=(0, "dup"))]  # the same file again, at the same time
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    jobs = store.submissions(100)
+    assert len(jobs) == 20 and len({j["content_hash"] for j in jobs}) == 20
+    assert len(errors) == 1 and "already submitted" in str(errors[0])
+    assert store.integrity_check() == "ok"
+
+
+WORKER_SCRIPT = textwrap.dedent("""
+    import os, sys
+    from rexrank.leaderboard.store import Store
+    from rexrank.leaderboard.submissions import Submissions
+    store = Store(sys.argv[1])
+    service = Submissions(store, sys.argv[2], lease_seconds=float(sys.argv[3]), n_resamples=50)
+    if sys.argv[4] == "die":
+        real = store.add_result
+        def dying(record, conn=None):
+            real(record, conn)      # the row is written inside the open transaction...
+            os._exit(9)             # ...and the process dies before COMMIT
+        store.add_result = dying
+    print(service.work_once())
+""")
+
+
+def test_worker_killed_mid_write_leaves_store_intact_and_job_retried(tmp_path):
+    store_path, uploads = tmp_path / "k.sqlite", tmp_path / "up"
+    store = Store(store_path)
+    service = Submissions(store, uploads)
+    service.submit(iu_predictions(tmp_path / "p.json"), {"name": "victim"}, "iu_xray", "findings")
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER_SCRIPT)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = lambda mode: subprocess.run([sys.executable, str(script), str(store_path), str(uploads), "1", mode],  # noqa
+                                      capture_output=True, text=True, env=env, timeout=300)
+    died = run("die")
+    assert died.returncode == 9, died.stderr[-2000:]
+    assert store.integrity_check() == "ok"
+    assert store.counts()["results"] == 0
+    assert store.submissions()[0]["status"] == "running"
+    time.sleep(1.2)  # the dead worker's lease expires
+    done = run("ok")
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr[-2000:]
+    job = store.submissions()[0]
+    assert job["status"] == "done" and job["attempts"] == 2
+    assert store.counts()["results"] == 1 and store.integrity_check() == "ok"
+    assert np.isfinite(store.results("iu_xray", "findings")[0]["metrics"]["bleu2"]["mean"])
