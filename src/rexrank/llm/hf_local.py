@@ -6,7 +6,6 @@ Shared by GREEN (prompt token ids in, completion ids out) and FineRadScore's loc
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -186,7 +185,3 @@ class TransformersChat:
         completions = self.generator.generate(prompts)
         return [self.tokenizer.decode(c, skip_special_tokens=True) for c in completions]
 
-
-def describe(obj: Any) -> str:
-    """A short JSON-able description for configs (never includes secrets)."""
-    return json.dumps(getattr(obj, "name", type(obj).__name__))
