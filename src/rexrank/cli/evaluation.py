@@ -34,6 +34,27 @@ def _model_paths(values: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _metric_options(values: list[str] | None) -> dict[str, dict[str, object]]:
+    """METRIC.KEY=VALUE -> {metric: {key: value}}; VALUE is read as JSON when it parses (numbers, true, lists)."""
+    import json
+
+    from rexrank.metrics import REGISTRY
+
+    out: dict[str, dict[str, object]] = {}
+    for item in values or []:
+        target, sep, raw = item.partition("=")
+        metric, dot, key = target.partition(".")
+        if not sep or not dot or not metric.strip() or not key.strip():
+            raise ConfigError(f"--option takes METRIC.KEY=VALUE (e.g. semb.backbone=/models/bert-base-uncased), "
+                              f"got {item!r}")
+        try:
+            value: object = json.loads(raw)
+        except ValueError:
+            value = raw
+        out.setdefault(REGISTRY.canonical(metric.strip()), {})[key.strip()] = value
+    return out
+
+
 def _progress_default() -> bool:
     flag = os.environ.get("REXRANK_PROGRESS")
     if flag is not None:
@@ -55,6 +76,8 @@ def score_command(
                                           "eight leaderboard metrics; 'all' for every registered one)."),
     model_path: Optional[list[str]] = typer.Option(None, "--model-path", help="METRIC=PATH: local weights or "
                                                    "another Hub id for a metric (repeatable)."),
+    option: Optional[list[str]] = typer.Option(None, "--option", help="METRIC.KEY=VALUE: any metric option "
+                                               "(e.g. semb.backbone=PATH, green.backend=vllm); repeatable."),
     model_name: Optional[str] = typer.Option(None, "--model-name", help="Name of the evaluated model "
                                              "(default: the predictions file name)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Results folder (default: results/<model-name>)."),
@@ -86,7 +109,8 @@ def score_command(
 
         split = default_split(dataset)
     names = expand_metrics(metrics)
-    options = ScoreOptions(metrics=names, model_paths=_model_paths(model_path), device=device, batch_size=batch_size,
+    options = ScoreOptions(metrics=names, model_paths=_model_paths(model_path), metric_configs=_metric_options(option),
+                           device=device, batch_size=batch_size,
                            use_cache=not no_cache, cache_dir=cache_dir, chunk_size=chunk_size,
                            progress=_progress_default() if progress is None else progress, resamples=resamples,
                            seed=seed, confidence=confidence)

@@ -355,6 +355,12 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _rank(entry: dict[str, Any]) -> str:
+    if entry.get("rank") is None:
+        return "(no rank: no usable study)"
+    return f"#{entry['rank']:.0f} [{entry['rank_ci_low']:.0f}-{entry['rank_ci_high']:.0f}]"
+
+
 def _p(value: Any) -> str:
     return "n/a" if value is None else (f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}")
 
@@ -367,8 +373,7 @@ def markdown(report: dict[str, Any]) -> str:
     for name, entry in report["ranking"].items():
         cells = []
         for model in report["models"]:
-            r = entry["models"][model]
-            cells.append(f"{_fmt(r['value'])} (#{r['rank']:.0f}, {r['rank_ci_low']:.0f}-{r['rank_ci_high']:.0f})")
+            cells.append(f"{_fmt(entry['models'][model]['value'])} {_rank(entry['models'][model])}")
         lines.append(f"| {entry['leaderboard_column'] or name} | " + " | ".join(cells) + " |")
     lines.append("")
     lines += ["| A | B | Metric | A - B | CI | p (bootstrap) | p (randomization) | Better |",
@@ -399,9 +404,7 @@ def print_report(report: dict[str, Any], console=None) -> None:
     for model in report["models"]:
         table.add_column(model, justify="right")
     for name, entry in report["ranking"].items():
-        cells = [f"{_fmt(entry['models'][m]['value'])}  #{entry['models'][m]['rank']:.0f} "
-                 f"[{entry['models'][m]['rank_ci_low']:.0f}-{entry['models'][m]['rank_ci_high']:.0f}]"
-                 for m in report["models"]]
+        cells = [f"{_fmt(entry['models'][m]['value'])}  {_rank(entry['models'][m])}" for m in report["models"]]
         table.add_row(entry["leaderboard_column"] or name, *cells)
     console.print(table)
     tests = Table(title="Paired tests", title_justify="left")

@@ -37,6 +37,9 @@ PER_STUDY = "per_study.parquet"
 RESULTS = "results.json"
 MARKDOWN = "results.md"
 MODEL_INDEX = "model_index.yaml"
+# Free-text judge outputs may quote the reference: they stay in the private cache, never in per_study.parquet,
+# which must be safe to share even for a private test set.
+PRIVATE_DETAIL_SUFFIXES = ("_analysis",)
 
 
 @dataclass
@@ -198,6 +201,7 @@ def per_study_table(inputs: Inputs, scores: pd.DataFrame) -> pd.DataFrame:
     sites = [inputs.attributes.get(i, {}).get("site") for i in inputs.study_ids]
     if any(s not in (None, "") for s in sites):
         head["site"] = [None if s in (None, "") else str(s) for s in sites]
+    scores = scores.drop(columns=[c for c in scores.columns if str(c).endswith(PRIVATE_DETAIL_SUFFIXES)])
     frame = pd.concat([pd.DataFrame(head), scores.reset_index(drop=True)], axis=1)
     add_normal_column(frame)
     add_error_free_column(frame)

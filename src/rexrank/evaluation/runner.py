@@ -79,6 +79,18 @@ def _rows(metric: Metric, hyps: list[str], refs: list[str]) -> list[dict[str, An
     return rows
 
 
+def _column(values: list[Any]):
+    """A detail column from cached Python values: float64 for floats, else pandas' nullable inference (Int64,
+    boolean, string), so fresh and cached runs give the same dtypes."""
+    present = [v for v in values if v is not None and v is not pd.NA and not (isinstance(v, float) and np.isnan(v))]
+    if present and all(isinstance(v, float) for v in present):
+        return np.array([np.nan if v is None or v is pd.NA else v for v in values], dtype=np.float64)
+    try:
+        return pd.array([None if v is pd.NA else v for v in values])
+    except (TypeError, ValueError):
+        return pd.array(values, dtype=object)
+
+
 def _progress(total: int, desc: str, enabled: bool):
     if not enabled or total == 0:
         return None
@@ -137,7 +149,7 @@ def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, 
         by_name[name] = values
         detail_names = list(dict.fromkeys(c for k in unique for c in found[k] if c != column))
         for detail in detail_names:
-            details[detail] = [found[k].get(detail) for k in keys]
+            details[detail] = _column([found[k].get(detail) for k in keys])
         info[name] = describe(metric)
         if reference_labels and labels is None:
             # The first metric with a labels API labels the references (SembScore: CheXbert's 14 conditions).

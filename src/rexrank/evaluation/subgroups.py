@@ -47,7 +47,11 @@ def add_error_free_column(frame: pd.DataFrame) -> pd.DataFrame:
     """
     own = [c for c in frame.columns if str(c).lower() in ("error_free", "green_error_free")]
     if own:
-        frame[ERROR_FREE_COLUMN] = pd.to_numeric(frame[own[0]], errors="coerce").astype(float)
+        column = frame[own[0]]
+        if str(column.dtype) == "boolean":
+            frame[ERROR_FREE_COLUMN] = column.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+        else:
+            frame[ERROR_FREE_COLUMN] = pd.to_numeric(column, errors="coerce").astype(float)
         return frame
     columns = significant_error_columns(frame)
     if not columns:
