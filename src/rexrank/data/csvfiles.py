@@ -17,8 +17,10 @@ def find_file(root: Path, names: Sequence[str]) -> Path | None:
     return None
 
 
-def read_csv_columns(path: Path, required: Sequence[str], optional: Sequence[str] = (), *, what: str = ""):
-    """A DataFrame with the required columns (error naming those missing) and whichever optional ones exist."""
+def read_csv_columns(path: Path, required: Sequence[str], optional: Sequence[str] = (), *, what: str = "",
+                     chunksize: int | None = None):
+    """A DataFrame with the required columns (error naming those missing) and whichever optional ones exist;
+    with `chunksize`, an iterator of DataFrames (the MIMIC-CXR CSVs have 377,110 rows, of which few are needed)."""
     import pandas as pd
 
     try:
@@ -32,4 +34,4 @@ def read_csv_columns(path: Path, required: Sequence[str], optional: Sequence[str
             f"{what or path.name}: {path} lacks the column(s) {', '.join(missing)}; it has "
             f"{', '.join(map(str, header.columns[:30]))}. Is this the right file and version?")
     columns = list(required) + [c for c in optional if c in present and c not in required]
-    return pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, na_values=[""])
+    return pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, na_values=[""], chunksize=chunksize)

@@ -87,8 +87,12 @@ def mimic_report(rng: random.Random, has_findings: bool, has_impression: bool) -
 
 
 def write_mimic_cxr_tree(root: str | os.PathLike, *, images: bool = True, seed: int = 0,
-                         compress_csv: bool = True) -> Path:
-    """The MIMIC-CXR-JPG + reports layout for the 2,347 ReXrank test studies (+ a few train rows in the CSVs)."""
+                         compress_csv: bool = True, other_rows: int = 3) -> Path:
+    """The MIMIC-CXR-JPG + reports layout for the 2,347 ReXrank test studies.
+
+    `other_rows` rows of other splits pad the CSVs (the real ones have 377,110 images in all: pass 373,252 for
+    real-size CSVs).
+    """
     root = Path(root)
     rng = random.Random(seed)
     writer = _ImageWriter(root)
@@ -108,7 +112,7 @@ def write_mimic_cxr_tree(root: str | os.PathLike, *, images: bool = True, seed: 
                                  f"Chest PA and Lateral,{view or ''},Erect")
             if images:
                 writer.write(root / "files" / relative.lstrip("/"))
-    for i in range(3):  # rows of other splits, as in the real CSVs
+    for i in range(other_rows):  # rows of other splits, as in the real CSVs
         split_rows.append(f"train{i:035d},5{i:07d},1{i:07d},train")
         metadata_rows.append(f"train{i:035d},1{i:07d},5{i:07d},CHEST,PA,4,4,21800101,0,Chest,postero-anterior,Erect")
     _write_csv(root / "mimic-cxr-2.0.0-split.csv", split_rows, compress_csv)

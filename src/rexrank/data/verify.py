@@ -128,7 +128,6 @@ def _iu_xray(report: VerifyReport, root: Path, split: str) -> None:
 
 def _mimic_cxr(report: VerifyReport, root: Path, split: str) -> None:
     from rexrank.data.builders import mimic_cxr as m
-    from rexrank.data.csvfiles import read_csv_columns
     from rexrank.data.sections import extract_sections
 
     copy = m.locate(root)
@@ -150,8 +149,10 @@ def _mimic_cxr(report: VerifyReport, root: Path, split: str) -> None:
         m.check_csvs(copy, manifest)
     except DatasetNotAvailableError as exc:
         report.problems.append(str(exc))
-    split_csv = read_csv_columns(copy.split_csv, m.SPLIT_COLUMNS, what="MIMIC-CXR-JPG split CSV")
-    in_test = set(split_csv.loc[split_csv["split"] == m.SOURCE_SPLIT, "study_id"])
+    try:
+        in_test = m.official_test_study_ids(copy)
+    except DatasetNotAvailableError:
+        in_test = set()  # already reported by check_csvs
     report.extra_studies = sorted(in_test - {r["study_id"] for r in manifest})
     if report.extra_studies:
         report.notes.append("ReXrank's MIMIC-CXR test set keeps the official test studies that have a findings "

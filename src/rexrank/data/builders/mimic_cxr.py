@@ -78,12 +78,32 @@ def missing_files(copy: MimicCopy, manifest: list[dict], *, images: bool) -> lis
     return missing
 
 
+CHUNK_ROWS = 50_000
+
+
+def _csv_rows(path: Path, columns, what: str, keep) -> dict:
+    """{dicom_id: row} of the CSV rows whose dicom_id is in `keep`, read in chunks to bound memory."""
+    found = {}
+    for chunk in read_csv_columns(path, columns, what=what, chunksize=CHUNK_ROWS):
+        chunk = chunk[chunk["dicom_id"].isin(keep)]
+        found.update(zip(chunk["dicom_id"], chunk.to_dict("records"), strict=True))
+    return found
+
+
+def official_test_study_ids(copy: MimicCopy) -> set[str]:
+    """Study ids of the official test split (for verify's list of studies ReXrank does not use)."""
+    ids: set[str] = set()
+    for chunk in read_csv_columns(copy.split_csv, SPLIT_COLUMNS, what="MIMIC-CXR-JPG split CSV", chunksize=CHUNK_ROWS):
+        ids.update(chunk.loc[chunk["split"] == SOURCE_SPLIT, "study_id"])
+    return ids
+
+
 def check_csvs(copy: MimicCopy, manifest: list[dict]) -> None:
     """Every manifest image must be a DICOM of the official test split: otherwise this is another version."""
-    split = read_csv_columns(copy.split_csv, SPLIT_COLUMNS, what="MIMIC-CXR-JPG split CSV")
-    split_of = dict(zip(split["dicom_id"], split["split"], strict=True))
-    metadata = read_csv_columns(copy.metadata_csv, METADATA_COLUMNS, what="MIMIC-CXR-JPG metadata CSV")
-    known = set(metadata["dicom_id"])
+    wanted = {Path(image).stem for row in manifest for image in row["image_path"]}
+    split_of = {k: r["split"] for k, r in _csv_rows(copy.split_csv, SPLIT_COLUMNS, "MIMIC-CXR-JPG split CSV",
+                                                    wanted).items()}
+    known = set(_csv_rows(copy.metadata_csv, METADATA_COLUMNS, "MIMIC-CXR-JPG metadata CSV", wanted))
     wrong = []
     for row in manifest:
         for image in row["image_path"]:
