@@ -204,3 +204,24 @@ def test_builder_class_is_usable_directly(tmp_path):
     builder.download_and_prepare()
     assert builder.as_dataset(split="validation").num_rows == 296
     assert json.loads(json.dumps(builder.info.features.to_dict()))["images"]  # features serialise
+
+
+def test_iu_xray_validation_references_equal_the_official_report(tmp_path, shared_dir):
+    """The 296 validation studies too: our findings+impression text is the official JSON's `report`."""
+    official = json.loads((shared_dir / "data" / "iu_xray" / "ReXRank_IUXray_valid.json").read_text())
+    refs = data.references("iu_xray", tmp_path, split="validation", track="findings_impression", cache_dir=tmp_path)
+    assert refs == {sid: entry["report"] for sid, entry in official.items()}
+
+
+def test_alternative_unpack_layouts_are_found(mimic_tree, chexpert_tree, tmp_path):
+    """Reports unzipped apart (reports/files/...) and CheXpert PNGs under PNG/PNG/ are both common layouts."""
+    for report in list((mimic_tree / "files").glob("p*/p*/s*.txt")):
+        target = mimic_tree / "reports" / report.relative_to(mimic_tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        report.rename(target)
+    assert len(data.load("mimic_cxr", mimic_tree, cache_dir=tmp_path / "c1")) == 2347
+    (chexpert_tree / "PNG").rename(chexpert_tree / "inner")
+    (chexpert_tree / "PNG").mkdir()
+    (chexpert_tree / "inner").rename(chexpert_tree / "PNG" / "PNG")
+    ds = data.load("chexpert_plus", chexpert_tree, cache_dir=tmp_path / "c2")
+    assert ds[0]["image_paths"][0].startswith(str(chexpert_tree / "PNG" / "PNG" / "valid"))
