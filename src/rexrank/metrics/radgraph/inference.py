@@ -1,0 +1,281 @@
+"""Batched RadGraph annotation: reports in, radgraph-package-shaped annotations out.
+
+Differences from radgraph 0.1.18 are only in how work is scheduled, never in what is computed:
+- reports are sorted by wordpiece count and run ``batch_size`` at a time, padded to the longest encoder segment
+  of the batch (attention masks keep padding out of every real position); every per-report step after the
+  encoder (spans, NER, pruning, relations) runs on that report's own unpadded rows;
+- no autograd, no allennlp data pipeline; wordpieces of each distinct word are computed once.
+
+Long reports: allennlp's mismatched indexer/embedder with ``max_length`` (512 in the RadGraph configs) does not
+truncate. It cuts the report's wordpieces into consecutive segments of ``max_length - 2`` wordpieces, encodes
+each as ``[CLS] segment [SEP]`` independently and stitches the vectors back together (a word cut in two takes
+pieces from both segments). We do the same, so nothing past 510 wordpieces is dropped. An archive without
+``max_length`` (the package would crash past the encoder's positions) is folded at the encoder's
+``max_position_embeddings``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rexrank.errors import ConfigError, ModelNotAvailableError
+from rexrank.metrics.radgraph.archive import Archive, encoder_location, read_archive
+from rexrank.metrics.radgraph.model import DyGIEHeads, split_dygie_state
+from rexrank.metrics.radgraph.tokenize import encoder_word, words_for
+
+Annotation = dict[str, Any]  # {"text": str, "entities": {"1": {"tokens", "label", "start_ix", "end_ix", "relations"}}}
+
+# BERT buffers some checkpoints saved as persistent state; they are constants (aranges / zeros), safe to skip.
+_IGNORABLE_ENCODER_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids")
+
+
+def empty_annotation(words: list[str] | None = None) -> Annotation:
+    return {"text": " ".join(words or []), "entities": {}}
+
+
+@dataclass
+class _Doc:
+    index: int  # position in the caller's list
+    words: list[str]
+    pieces: list[list[int]]  # wordpiece ids per word (possibly empty)
+    n_pieces: int
+
+
+def resolve_device(device: str | int | torch.device | None) -> torch.device:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if isinstance(device, int):
+        device = "cpu" if device < 0 else f"cuda:{device}"
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError(f"radgraph: invalid device {device!r}: {exc}") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"radgraph: device {device!r} requested but CUDA is not available")
+    return resolved
+
+
+class Annotator:
+    """Loads one archive and annotates reports. Thread-unsafe; one per (archive, device)."""
+
+    def __init__(self, archive_dir: str | os.PathLike, device: str | torch.device | None = None,
+                 encoder: str | os.PathLike | None = None, model_type: str | None = None):
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        self.archive: Archive = read_archive(archive_dir, model_type)
+        self.cfg = self.archive.config
+        self.device = resolve_device(device)
+        location = encoder_location(self.archive, encoder)
+        try:
+            # allennlp's PretrainedTransformerTokenizer asks AutoTokenizer for the fast tokenizer (use_fast=True).
+            self.tokenizer = AutoTokenizer.from_pretrained(location)
+            bert_config = AutoConfig.from_pretrained(location)
+        except (OSError, ValueError) as exc:
+            raise ModelNotAvailableError(
+                f"radgraph: cannot load the BERT config/tokenizer {location!r} named by "
+                f"{self.archive.path / 'config.json'}: {str(exc).splitlines()[0][:200]}. Pass encoder=PATH to a local "
+                f"copy (config.json + vocab.txt).") from None
+        self._start, self._end = self._special_tokens()
+        positions = getattr(bert_config, "max_position_embeddings", 512)
+        self.segment_length = (self.cfg.max_length or positions) - len(self._start) - len(self._end)
+        if self.segment_length <= 0:
+            raise ModelNotAvailableError(f"radgraph: max_length {self.cfg.max_length} leaves no room for wordpieces")
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
+        try:
+            state = torch.load(self.archive.weights, map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - any unpickling failure is an unusable archive
+            raise ModelNotAvailableError(f"radgraph: cannot load {self.archive.weights}: {exc}") from None
+        encoder_state, heads_state = split_dygie_state(state, self.cfg, str(self.archive.weights))
+        for key in _IGNORABLE_ENCODER_KEYS:
+            encoder_state.pop(key, None)
+        # The package builds the encoder with AutoModel.from_config (weights come from weights.th only).
+        self.encoder = AutoModel.from_config(bert_config)
+        missing, unexpected = self.encoder.load_state_dict(encoder_state, strict=False)
+        missing = [k for k in missing if not k.startswith("pooler.") and k not in _IGNORABLE_ENCODER_KEYS]
+        if missing or unexpected:
+            raise ModelNotAvailableError(
+                f"radgraph: encoder weights in {self.archive.weights} do not fit {location!r} "
+                f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+        self.heads = DyGIEHeads(self.cfg, bert_config.hidden_size)
+        try:
+            self.heads.load_state_dict(heads_state, strict=True)
+        except RuntimeError as exc:
+            raise ModelNotAvailableError(f"radgraph: {self.archive.weights}: {str(exc)[:300]}") from None
+        self.encoder.to(self.device).eval()
+        self.heads.to(self.device).eval()
+        self._piece_cache: dict[str, list[int]] = {}
+
+    # ---- text -> wordpieces ---------------------------------------------------------------------------------
+    def _special_tokens(self) -> tuple[list[int], list[int]]:
+        """Tokens the tokenizer adds around one sequence ([CLS] / [SEP] for BERT), found by probing as allennlp does."""
+        for probe in ("a", "1"):
+            bare = self.tokenizer(probe, add_special_tokens=False)["input_ids"]
+            full = self.tokenizer(probe, add_special_tokens=True)["input_ids"]
+            for i in range(len(full) - len(bare) + 1):
+                if bare and full[i:i + len(bare)] == bare:
+                    return list(full[:i]), list(full[i + len(bare):])
+        raise ModelNotAvailableError("radgraph: cannot tell which special tokens the encoder's tokenizer adds")
+
+    def _pieces(self, words: list[str]) -> list[list[int]]:
+        """Each word encoded on its own, no special tokens, no truncation (allennlp intra_word_tokenize)."""
+        new = [w for w in dict.fromkeys(words) if w not in self._piece_cache]
+        if new:
+            encoded = self.tokenizer(new, add_special_tokens=False)["input_ids"]
+            self._piece_cache.update(zip(new, (list(ids) for ids in encoded)))
+        return [self._piece_cache[w] for w in words]
+
+    def prepare(self, texts: list[str]) -> tuple[list[Annotation | None], list[_Doc]]:
+        """Pre-tokenise; reports without any word get their (empty) annotation right away."""
+        done: list[Annotation | None] = [None] * len(texts)
+        docs = []
+        for i, text in enumerate(texts):
+            words = words_for(text, self.cfg.model_type)
+            if not words:
+                done[i] = empty_annotation()
+                continue
+            pieces = self._pieces([encoder_word(w) for w in words])
+            docs.append(_Doc(i, words, pieces, sum(len(p) for p in pieces)))
+        return done, docs
+
+    # ---- model ----------------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def annotate(self, texts: list[str], batch_size: int = 32) -> list[Annotation]:
+        if batch_size < 1:
+            raise ConfigError(f"radgraph: batch_size must be >= 1, got {batch_size}")
+        results, docs = self.prepare(list(texts))
+        docs.sort(key=lambda d: (d.n_pieces, len(d.words)))
+        for start in range(0, len(docs), batch_size):
+            batch = docs[start:start + batch_size]
+            for doc, annotation in zip(batch, self._annotate_batch(batch)):
+                results[doc.index] = annotation
+        return results  # type: ignore[return-value]
+
+    def _encode(self, batch: list[_Doc]) -> torch.Tensor:
+        """Word vectors (B, max_words, H): mean of each word's wordpiece vectors, zeros where a word has none."""
+        rows, row_of_piece = [], []  # per doc: (row index, position) of each of its wordpieces
+        for doc in batch:
+            flat = [p for word in doc.pieces for p in word]
+            places = []
+            for s in range(math.ceil(len(flat) / self.segment_length)):
+                segment = flat[s * self.segment_length:(s + 1) * self.segment_length]
+                places.extend((len(rows), len(self._start) + k) for k in range(len(segment)))
+                rows.append(self._start + segment + self._end)
+            row_of_piece.append(places)
+        hidden_size = self.encoder.config.hidden_size
+        max_words = max(len(d.words) for d in batch)
+        max_pieces = max(max((len(p) for p in d.pieces), default=0) for d in batch)
+        if not rows:  # every word of every report has no wordpiece (e.g. only zero-width characters)
+            return torch.zeros(len(batch), max_words, hidden_size, device=self.device)
+
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, row in enumerate(rows):
+            ids[r, :len(row)] = torch.tensor(row)
+            mask[r, :len(row)] = 1
+        hidden = self.encoder(input_ids=ids.to(self.device), attention_mask=mask.to(self.device))[0]
+        flat_hidden = hidden.reshape(-1, hidden_size)
+
+        # Gather index (B, W, P) into flat_hidden, with a mask; reduced like allennlp: masked sum / count.
+        index = torch.zeros((len(batch), max_words, max(max_pieces, 1)), dtype=torch.long)
+        piece_mask = torch.zeros_like(index, dtype=torch.bool)
+        for b, (doc, places) in enumerate(zip(batch, row_of_piece)):
+            k = 0
+            for w, word_pieces in enumerate(doc.pieces):
+                for j in range(len(word_pieces)):
+                    row, pos = places[k]
+                    index[b, w, j] = row * width + pos
+                    piece_mask[b, w, j] = True
+                    k += 1
+        index, piece_mask = index.to(self.device), piece_mask.to(self.device)
+        pieces = flat_hidden[index.view(-1)].view(*index.shape, hidden_size)
+        pieces = pieces * piece_mask.unsqueeze(-1)
+        counts = piece_mask.sum(-1, keepdim=True)
+        words = pieces.sum(2) / torch.clamp_min(counts, 1)
+        return words.masked_fill(counts == 0, 0.0)
+
+    def span_vectors(self, batch: list[_Doc]) -> tuple[list[list[tuple[int, int]]], torch.Tensor]:
+        """Each report's spans (start, end), in the dygie reader's order, and their vectors (B, max_spans, D)."""
+        words = self._encode(batch)
+        width = self.cfg.reader_max_span_width
+        spans = [[(s, e) for s in range(len(d.words)) for e in range(s, min(s + width, len(d.words)))] for d in batch]
+        max_spans = max(len(s) for s in spans)
+        starts = torch.zeros((len(batch), max_spans), dtype=torch.long)
+        ends = torch.zeros_like(starts)
+        for b, doc_spans in enumerate(spans):
+            starts[b, :len(doc_spans)] = torch.tensor([s for s, _ in doc_spans])
+            ends[b, :len(doc_spans)] = torch.tensor([e for _, e in doc_spans])
+        return spans, self.heads.span_embeddings(words, starts.to(self.device), ends.to(self.device))
+
+    def kept_spans(self, n_words: int, mentions: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """relation.py _prune_spans + Pruner: indices of the kept spans (sentence order) and how many count."""
+        # ceil(float32(n_words) * spans_per_word), computed in float32 as the package does; at least one is kept.
+        keep = int(torch.ceil(torch.tensor([float(n_words)]) * self.cfg.relation_spans_per_word).long())
+        scores = mentions.reshape(1, -1, 1)
+        return scores.topk(max(keep, 1), 1)[1].view(-1).sort()[0], keep
+
+    def _annotate_batch(self, batch: list[_Doc]) -> list[Annotation]:
+        spans, span_vectors = self.span_vectors(batch)
+        ner_labels = self.heads.ner_scores(span_vectors).max(dim=-1)[1].cpu()
+        mentions = self.heads.mention_scores(span_vectors)
+
+        # Relations per report on its own kept spans (pair scoring grouped across reports to bound memory).
+        kept = [self.kept_spans(len(doc.words), mentions[b, :len(spans[b])]) for b, doc in enumerate(batch)]
+        relations = self._relations(span_vectors, mentions, kept, spans)
+
+        out = []
+        for b, doc in enumerate(batch):
+            labels = ner_labels[b, :len(spans[b])].tolist()
+            entities = [(spans[b][k], self.cfg.ner_labels[lab]) for k, lab in enumerate(labels) if lab != 0]
+            out.append(build_annotation(doc.words, entities, relations[b]))
+        return out
+
+    def _relations(self, span_vectors, mentions, kept, spans, budget: int = 4096) -> list[list[tuple]]:
+        """(subject span, object span, label) per report, in the package's order (row-major over kept pairs)."""
+        results: list[list[tuple]] = [[] for _ in kept]
+        b = 0
+        while b < len(kept):
+            group, pairs = [], 0
+            while b < len(kept) and (not group or pairs + len(kept[b][0]) ** 2 <= budget):
+                group.append(b)
+                pairs += len(kept[b][0]) ** 2
+                b += 1
+            scored = self.heads.relation_scores([(span_vectors[g, kept[g][0]], mentions[g, kept[g][0]]) for g in group])
+            for g, scores in zip(group, scored):
+                top, keep = kept[g]
+                labels = scores.max(dim=-1)[1].cpu() - 1  # scorer index 0 is "no relation"
+                # relation.py _predict_sentence masks columns beyond `keep` (rows equal `keep` whenever keep >= 1).
+                valid = labels >= 0
+                valid[:, keep:] = False
+                top_list = top.tolist()
+                for i, j in valid.nonzero().tolist():
+                    results[g].append((spans[g][top_list[i]], spans[g][top_list[j]],
+                                       self.cfg.relation_labels[int(labels[i, j])]))
+        return results
+
+
+def build_annotation(words: list[str], entities: list[tuple[tuple[int, int], str]],
+                     relations: list[tuple[tuple[int, int], tuple[int, int], str]]) -> Annotation:
+    """radgraph utils.get_entity: entities numbered from "1" in span order; each keeps the relations whose
+    subject is its span and whose object is also an entity (others are dropped), in relation order."""
+    first_entity = {}
+    for number, (span, _) in enumerate(entities, start=1):
+        first_entity.setdefault(span, number)
+    by_subject: dict[tuple[int, int], list[list[str]]] = {}
+    for subject, obj, label in relations:
+        if obj in first_entity:
+            by_subject.setdefault(subject, []).append([label, str(first_entity[obj])])
+    return {
+        "text": " ".join(words),
+        "entities": {
+            str(number): {"tokens": " ".join(words[span[0]:span[1] + 1]), "label": label,
+                          "start_ix": span[0], "end_ix": span[1], "relations": list(by_subject.get(span, []))}
+            for number, (span, label) in enumerate(entities, start=1)
+        },
+    }
