@@ -1,0 +1,51 @@
+"""Entity embeddings: the encoder's last-layer [CLS] vector of each entity text, max 30 tokens.
+
+Official (RaTEScore 0.5.0/0.6.0 ``score.process_embedding``): per report, all its entity texts in one padded batch,
+``truncation=True, max_length=30``, ``last_hidden_state[:, 0, :]``. We embed each distinct entity text once,
+in length-sorted batches over all reports; padding changes the vector by float noise only.
+
+Each value is ``(key, vector)``: the key (the encoder's input ids) tells the scorer which entities are the same
+encoder input and therefore exact ties (score.py). Texts with the same ids share one forward pass and one vector.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from rexrank.metrics.ratescore.constants import EMBED_MAX_LENGTH
+
+
+class EntityEncoder:
+    def __init__(self, tokenizer, model, device: torch.device, batch_size: int):
+        self.tokenizer = tokenizer
+        self.model = model
+        self.device = device
+        self.batch_size = batch_size
+
+    def __call__(self, texts: list[str]) -> list[tuple[tuple[int, ...], np.ndarray]]:
+        if not texts:
+            return []
+        keys = [tuple(ids) for ids in self.tokenizer(texts, max_length=EMBED_MAX_LENGTH, truncation=True)["input_ids"]]
+        distinct = list(dict.fromkeys(keys))
+        vectors = dict(zip(distinct, self._encode([list(k) for k in distinct])))
+        return [(key, vectors[key]) for key in keys]
+
+    def _encode(self, encoded: list[list[int]]) -> list[np.ndarray]:
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        pad_id = self.tokenizer.pad_token_id
+        out: list[np.ndarray | None] = [None] * len(encoded)
+        for begin in range(0, len(order), self.batch_size):
+            batch = order[begin:begin + self.batch_size]
+            width = max(len(encoded[i]) for i in batch)
+            ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, i in enumerate(batch):
+                ids[row, : len(encoded[i])] = torch.tensor(encoded[i], dtype=torch.long)
+                mask[row, : len(encoded[i])] = 1
+            with torch.inference_mode():
+                hidden = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
+            cls = hidden[:, 0, :].float().cpu().numpy()
+            for row, i in enumerate(batch):
+                out[i] = cls[row].copy()
+        return out  # type: ignore[return-value]

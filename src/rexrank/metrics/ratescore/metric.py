@@ -1,0 +1,204 @@
+"""The RaTEScore metric object: model loading, per-text caching, batching; the formula lives in score.py.
+
+Flow for a batch of pairs: every distinct report text is split into sentences (medspaCy PyRuSH) and every distinct
+sentence goes through the NER model once, in length-sorted batches (``per_text("entities")``); every distinct
+entity text is embedded once (``per_text("entity_embedding")``); then each pair is scored on CPU.
+
+Unlike the official package, a report that yields no sentence (empty, whitespace, only < 3-character pieces)
+keeps its place: it has no entities, so its pair scores 0.5. The official ``run_ner`` drops it from the entity
+list and silently shifts every later pair (docs/ratescore.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rexrank.errors import ConfigError, ModelNotAvailableError
+from rexrank.metrics import REGISTRY
+from rexrank.metrics.base import Metric, check_pairs, file_digest
+from rexrank.metrics.ratescore import sentences
+from rexrank.metrics.ratescore.constants import EMBED_MAX_LENGTH, NER_MAX_LENGTH, variant as get_variant
+from rexrank.metrics.ratescore.score import pair_score
+from rexrank.models import resolve
+
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+_SNAPSHOT = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<commit>[0-9a-f]{40})")
+_digests: dict[tuple[str, int, int], str] = {}
+
+
+def _model_identity(path: Path) -> str:
+    """A Hub snapshot names its commit; a local folder is identified by the sha256 of its weight file."""
+    match = _SNAPSHOT.search(path.resolve().as_posix())
+    if match:
+        return f"{match['org']}/{match['name']}@{match['commit']}"
+    for name in _WEIGHT_FILES:
+        weights = path / name
+        if weights.is_file():
+            stat = weights.stat()
+            key = (str(weights.resolve()), stat.st_size, int(stat.st_mtime_ns))
+            if key not in _digests:
+                _digests[key] = file_digest(weights)
+            return f"sha256:{_digests[key][:16]}"
+    return f"path:{path}"
+
+
+def _split_model_arg(model: Any) -> tuple[Any, Any]:
+    """``model=`` as one value: {"ner": .., "embed": ..} (or the stand-in keys) or a folder with ner/ and embed/."""
+    if isinstance(model, Mapping):
+        ner = model.get("ner", model.get("ratescore_ner"))
+        embed = model.get("embed", model.get("ratescore_embed"))
+        if ner is None or embed is None:
+            raise ConfigError("ratescore: model= as a mapping needs the keys 'ner' and 'embed' "
+                              f"(got {', '.join(map(str, model)) or 'none'})")
+        return ner, embed
+    folder = Path(os.fspath(model)).expanduser()
+    if (folder / "ner").is_dir() and (folder / "embed").is_dir():
+        return folder / "ner", folder / "embed"
+    raise ConfigError(f"ratescore uses two models; model={os.fspath(model)!r} must be a folder holding ner/ and embed/ "
+                      "(or pass ner_model= and embed_model=, or model={'ner': ..., 'embed': ...})")
+
+
+class RaTEScore(Metric):
+    """RaTEScore (Zhao et al., EMNLP 2024) with the official package's numbers, batched and cached.
+
+    Options: ``ner_model`` (default Angelakeke/RaTE-NER-Deberta), ``embed_model`` (default
+    FremyCompany/BioLORD-2023-C) — Hub ids or local folders; or ``model`` = a folder with ner/ and embed/ or a
+    mapping {"ner": .., "embed": ..}. ``variant``: "v0.5" (default), "v0.6-long", "v0.6-short".
+    ``device`` (default: cuda if available), ``batch_size`` (sentences per NER forward, default 32),
+    ``embed_batch_size`` (entities per encoder forward, default 256).
+    """
+
+    spec = REGISTRY.spec("ratescore")
+
+    def __init__(self, ner_model: Any = None, embed_model: Any = None, *, model: Any = None, variant: str | None = None,
+                 device: str | None = None, batch_size: int | None = None, embed_batch_size: int | None = None):
+        if model is not None:
+            if ner_model is not None or embed_model is not None:
+                raise ConfigError("ratescore: pass either model= or ner_model=/embed_model=, not both")
+            ner_model, embed_model = _split_model_arg(model)
+        self.variant = get_variant(variant)
+        for name, value in (("batch_size", batch_size), ("embed_batch_size", embed_batch_size)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"ratescore: {name} must be a positive integer, got {value!r}")
+        self.batch_size = batch_size or 32
+        self.embed_batch_size = embed_batch_size or 256
+        sentences.check_available()
+        self.ner_path = resolve("ratescore_ner", ner_model)
+        self.embed_path = resolve("ratescore_embed", embed_model)
+        self._device_arg = device
+        self._ner = None
+        self._encoder = None
+        self._config: dict[str, Any] | None = None
+
+    def config(self) -> dict[str, Any]:
+        if self._config is None:
+            self._config = {
+                "ner_model": _model_identity(self.ner_path),
+                "embed_model": _model_identity(self.embed_path),
+                "variant": self.variant.name,
+                "affinity_matrix": self.variant.matrix_name,
+                "neg_weight": self.variant.neg_weight,
+                "ner_max_length": NER_MAX_LENGTH,
+                "embed_max_length": EMBED_MAX_LENGTH,
+                "embedding": "last_hidden_state[CLS]",
+                "sentence_splitter": {"pipeline": "medspacy_pyrush", **sentences.splitter_versions()},
+            }
+        return self._config
+
+    # --- models -----------------------------------------------------------------------------------------------
+    def _device(self):
+        import torch
+
+        if self._device_arg is None:
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            return torch.device(self._device_arg)
+        except (RuntimeError, TypeError) as exc:
+            raise ConfigError(f"ratescore: invalid device {self._device_arg!r}: {exc}") from None
+
+    def _load(self) -> None:
+        if self._ner is not None:
+            return
+        from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer
+
+        from rexrank.metrics.ratescore.embedding import EntityEncoder
+        from rexrank.metrics.ratescore.entities import NerRunner
+
+        device = self._device()
+        try:
+            ner_tok = AutoTokenizer.from_pretrained(str(self.ner_path))
+            ner_model = AutoModelForTokenClassification.from_pretrained(str(self.ner_path)).eval().to(device)
+        except (OSError, ValueError) as exc:
+            raise ModelNotAvailableError(f"ratescore: cannot load the NER model from {self.ner_path}: "
+                                         f"{str(exc).splitlines()[0][:300]}") from None
+        try:
+            emb_tok = AutoTokenizer.from_pretrained(str(self.embed_path))
+            emb_model = AutoModel.from_pretrained(str(self.embed_path)).eval().to(device)
+        except (OSError, ValueError) as exc:
+            raise ModelNotAvailableError(f"ratescore: cannot load the entity encoder from {self.embed_path}: "
+                                         f"{str(exc).splitlines()[0][:300]}") from None
+        labels = set(ner_model.config.id2label.values())
+        if not labels or not all(lab == "O" or lab[:2] in ("B-", "I-") for lab in labels):
+            raise ModelNotAvailableError(f"ratescore: {self.ner_path} is not an IOB token classifier "
+                                         f"(labels: {sorted(labels)[:12]})")
+        self._ner = NerRunner(ner_tok, ner_model, device, self.batch_size)
+        self._encoder = EntityEncoder(emb_tok, emb_model, device, self.embed_batch_size)
+
+    # --- per-text work ----------------------------------------------------------------------------------------
+    def _extract(self, texts: list[str]) -> list[list[tuple[str, str]]]:
+        """Entities [(text, type)] of each report: all its sentences' entities, in order."""
+        self._load()
+        per_report = sentences.split_reports(texts)
+        unique = list(dict.fromkeys(s for report in per_report for s in report))
+        found = dict(zip(unique, self._ner(unique)))
+        return [[entity for s in report for entity in found[s]] for report in per_report]
+
+    def _embed(self, entity_texts: list[str]) -> list[tuple[tuple[int, ...], np.ndarray]]:
+        self._load()
+        return self._encoder(entity_texts)
+
+    def entities(self, texts: list[str]) -> list[list[tuple[str, str]]]:
+        """Public helper: the (entity text, type) list RaTEScore extracts from each text."""
+        return self.per_text("entities", list(texts), self._extract)
+
+    # --- scoring ----------------------------------------------------------------------------------------------
+    def _details(self, hyps: list[str], refs: list[str]) -> dict[str, np.ndarray]:
+        ents = self.per_text("entities", refs + hyps, self._extract)
+        ref_ents, hyp_ents = ents[: len(refs)], ents[len(refs):]
+        names = list(dict.fromkeys(name for report in ents for name, _ in report))
+        encoded = dict(zip(names, self.per_text("entity_embedding", names, self._embed))) if names else {}
+        dim = next(iter(encoded.values()))[1].shape[0] if encoded else 0
+        out = {k: np.empty(len(refs)) for k in ("score", "ref_to_hyp", "hyp_to_ref", "n_ref", "n_hyp")}
+        matrix, neg = self.variant.matrix, self.variant.neg_weight
+        for i, (r, h) in enumerate(zip(ref_ents, hyp_ents)):
+            r_emb = np.stack([encoded[n][1] for n, _ in r]) if r else np.zeros((0, dim), np.float32)
+            h_emb = np.stack([encoded[n][1] for n, _ in h]) if h else np.zeros((0, dim), np.float32)
+            score, r2h, h2r = pair_score(r_emb, [t for _, t in r], h_emb, [t for _, t in h], matrix, neg,
+                                         [encoded[n][0] for n, _ in r], [encoded[n][0] for n, _ in h])
+            out["score"][i], out["ref_to_hyp"][i], out["hyp_to_ref"][i] = score, r2h, h2r
+            out["n_ref"][i], out["n_hyp"][i] = len(r), len(h)
+        return out
+
+    def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
+        return self._details(hyps, refs)["score"]
+
+    def score_details(self, hyps, refs):
+        """Per pair: ``ratescore``, the two directional scores (NaN where a side has no entity), entity counts."""
+        import pandas as pd
+
+        hyps, refs = check_pairs(hyps, refs)
+        d = self._details(hyps, refs) if hyps else {k: np.zeros(0) for k in
+                                                    ("score", "ref_to_hyp", "hyp_to_ref", "n_ref", "n_hyp")}
+        return pd.DataFrame({
+            self.spec.name: d["score"],
+            "ratescore_ref_to_hyp": d["ref_to_hyp"],
+            "ratescore_hyp_to_ref": d["hyp_to_ref"],
+            "ratescore_n_entities_ref": d["n_ref"].astype(np.int64),
+            "ratescore_n_entities_hyp": d["n_hyp"].astype(np.int64),
+        })

@@ -1,0 +1,66 @@
+"""Reference RaTEScore (PyPI RaTEScore 0.5.0 and/or 0.6.0), run in .venv-ref on CPU.
+
+Both versions are installed side by side with ``pip install --no-deps --target .venv-ref/ratescore-<version>``
+(scripts/setup_ref.sh). Each job imports its version afresh (purging the other from sys.modules), so one process
+serves both: interpreter and torch start-up dominate at stand-in sizes.
+
+stdin JSON: {"ner": dir, "embed": dir, "batch_size": 1 (optional),
+             "jobs": [{"version": "0.5.0"|"0.6.0", "affinity": null|"long"|"short", "runs": [[hyps, refs], ...]}],
+             "entities": {"version": "0.5.0", "texts": [...]} (optional), "constants": ["0.5.0", ...] (optional)}
+stdout (last line) JSON: {"jobs": [[[score, ...] per run] per job], "entities": [[[text, type], ...] per text],
+                          "constants": {version: {"matrices": {name: {key: value}}, "neg_weight": float|null}}}
+"""
+
+import importlib
+import json
+import os
+import re
+import sys
+
+from loguru import logger
+
+logger.disable("PyRuSH")  # PyRuSH logs every token at DEBUG level
+
+
+def load(version):
+    """Import RaTEScore <version> from its --target folder, dropping any other version already imported."""
+    target = os.path.join(sys.prefix, f"ratescore-{version}")
+    if not os.path.isdir(target):
+        raise SystemExit(f"RaTEScore {version} is not installed at {target} (run scripts/setup_ref.sh)")
+    for name in [m for m in sys.modules if m == "RaTEScore" or m.startswith("RaTEScore.")]:
+        del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if not os.path.basename(p).startswith("ratescore-")]
+    sys.path.insert(0, target)
+    package = importlib.import_module("RaTEScore")
+    assert os.path.dirname(package.__file__).startswith(target), package.__file__
+    return package
+
+
+payload = json.load(sys.stdin)
+models = {"bert_model": payload["ner"], "eval_model": payload["embed"], "use_gpu": False,
+          "batch_size": payload.get("batch_size", 1)}
+out = {"jobs": []}
+for job in payload.get("jobs", []):
+    package = load(job["version"])
+    kwargs = dict(models)
+    if job.get("affinity") is not None:
+        kwargs["affinity_matrix"] = job["affinity"]
+    scorer = package.RaTEScore(**kwargs)
+    out["jobs"].append([[float(x) for x in scorer.compute_score(hyps, refs)] for hyps, refs in job["runs"]])
+if payload.get("entities"):
+    package = load(payload["entities"]["version"])
+    scorer = package.RaTEScore(**models)
+    pairs = package.score.run_ner(payload["entities"]["texts"], scorer.idx2label, scorer.tokenizer, scorer.model,
+                                  scorer.device, scorer.batch_size)
+    out["entities"] = [[list(p) for p in report] for report in pairs]
+out["constants"] = {}
+for version in payload.get("constants", []):
+    package = load(version)
+    scorer_module = importlib.import_module("RaTEScore.scorer")
+    utils_module = importlib.import_module("RaTEScore.utils")
+    matrices = {name: value for name, value in vars(scorer_module).items()
+                if name.startswith("DEFAULT_MATRIX") and isinstance(value, dict)}
+    with open(utils_module.__file__) as fh:
+        hard_coded = re.search(r"neg_weight\s*=\s*([0-9.]+)\s*$", fh.read(), re.M)
+    out["constants"][version] = {"matrices": matrices, "neg_weight": float(hard_coded.group(1)) if hard_coded else None}
+print(json.dumps(out))
