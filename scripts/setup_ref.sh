@@ -19,3 +19,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv-ref/bin/python -c "import bert_score, radgraph, transformers; assert transformers.__version__.startswith('4.')"
   echo "$want" > "$stamp"
 fi
+# RaTEScore 0.5.0 and 0.6.0 side by side, each in its own --target folder: one site-packages cannot hold two
+# versions, and tests/reference/ratescore_ref.py selects one via sys.path. --no-deps: the package declares no
+# usable dependencies; what it imports (torch, transformers<5, medspacy, pandas) comes from requirements.txt.
+for rv in 0.5.0 0.6.0; do
+  if [ ! -f ".venv-ref/ratescore-$rv/RaTEScore/scorer.py" ]; then
+    .venv-ref/bin/pip install -q --disable-pip-version-check --no-deps --target ".venv-ref/ratescore-$rv" "RaTEScore==$rv" 2>&1 | grep -v "^WARNING: Location" || true
+    test -f ".venv-ref/ratescore-$rv/RaTEScore/scorer.py"
+  fi
+done
