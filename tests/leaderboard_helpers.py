@@ -22,9 +22,15 @@ def running_space(store_path: Path, *, worker: bool = True, **options):
     options.setdefault("metrics", ["bleu2"])
     options.setdefault("n_resamples", 200)
     options.setdefault("poll_seconds", 0.2)
-    port = free_port()
-    demo, store, service = serve(str(store_path), "127.0.0.1", port, worker=worker, prevent_thread_lock=True,
-                                 **options)
+    for attempt in range(5):  # another process may take the free port between our probe and the bind
+        port = free_port()
+        try:
+            demo, store, service = serve(str(store_path), "127.0.0.1", port, worker=worker,
+                                         prevent_thread_lock=True, **options)
+            break
+        except OSError:
+            if attempt == 4:
+                raise
     try:
         yield f"http://127.0.0.1:{port}/", store, service
     finally:

@@ -33,7 +33,9 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> int:
     _register()
     try:
-        app(args=argv, standalone_mode=False)
+        # With standalone_mode=False click returns a `typer.Exit(n)`'s code instead of exiting.
+        code = app(args=argv, standalone_mode=False)
+        return int(code or 0) if isinstance(code, int) else 0
     except RexrankError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         return 2
@@ -49,7 +51,6 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             return exc.exit_code
         raise
-    return 0
 
 
 def run() -> None:
