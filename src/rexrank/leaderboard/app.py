@@ -48,11 +48,21 @@ def build_app(store: Store, submissions=None):
         shown = [m for m in LEADERBOARD_METRICS if not columns or m in columns]
         return board.display_table(df, shown, sort_by=sort_by or "radcliq_v1")
 
+    json_cache: dict[tuple, str] = {}
+
     def results_json(dataset: str, track: str) -> str:
-        """Aggregates only (means and CIs), never per-study data: safe for private test sets too."""
-        df = board.numeric_table(store, dataset, track)
-        records = [] if df.empty else json.loads(df.drop(columns=["url", "note"]).to_json(orient="records"))
-        return json.dumps({"dataset": dataset, "track": track, "results": records})
+        """Aggregates only (means and CIs), never per-study data: safe for private test sets too.
+
+        The serialised text is cached per store version: under load the API's cost is mostly this JSON.
+        """
+        key = (store.version(), dataset, track)
+        if key not in json_cache:
+            df = board.numeric_table(store, dataset, track)
+            records = [] if df.empty else json.loads(df.drop(columns=["url", "note"]).to_json(orient="records"))
+            if len(json_cache) > 64:
+                json_cache.clear()
+            json_cache[key] = json.dumps({"dataset": dataset, "track": track, "results": records})
+        return json_cache[key]
 
     def results_api(dataset: str, track: str) -> str:
         """JSON aggregates (means, CIs) of every model on one dataset and track."""
@@ -124,7 +134,7 @@ def build_app(store: Store, submissions=None):
             ov_table = gr.Dataframe(value=lambda: overview_view("findings"), interactive=False,
                                     elem_id="overview-table")
             ov_plot = gr.Plot(value=lambda: ranks_view("findings"))
-            ov_track.change(overview_view, ov_track, ov_table, api_name="overview")
+            ov_track.change(overview_view, ov_track, ov_table, api_name="overview", concurrency_limit=None)
             ov_track.change(ranks_view, ov_track, ov_plot, api_visibility="private")
         for dataset in DATASETS:
             with gr.Tab(DATASET_LABELS[dataset]):
@@ -136,7 +146,7 @@ def build_app(store: Store, submissions=None):
             demo.load(lambda: gr.Dropdown(choices=models_list()), None, model_pick, api_visibility="private")
             model_table = gr.Dataframe(interactive=False)
             model_text = gr.Markdown()
-            model_pick.change(model_view, model_pick, [model_table, model_text], api_name="model")
+            model_pick.change(model_view, model_pick, [model_table, model_text], api_name="model", concurrency_limit=None)
         if submissions is not None:
             with gr.Tab("Submit"):
                 gr.Markdown(submissions.instructions())
@@ -165,8 +175,9 @@ def build_app(store: Store, submissions=None):
         with gr.Tab("About"):
             gr.Markdown(about.markdown())
         # API-only endpoints: aggregates as JSON, and the filtered table of any dataset/track.
-        gr.api(results_api, api_name="results")
-        gr.api(table_api, api_name="table")
+        # Read-only and fast: no concurrency cap (the store gives each worker thread its own connection).
+        gr.api(results_api, api_name="results", concurrency_limit=None)
+        gr.api(table_api, api_name="table", concurrency_limit=None)
     return demo
 
 

@@ -58,10 +58,25 @@ def fmt(value: float, low: float, high: float, digits: int = 3) -> str:
     return text
 
 
+_CACHE: dict[tuple, pd.DataFrame] = {}
+
+
 def numeric_table(store: Store, dataset: str, track: str, metrics: Iterable[str] = LEADERBOARD_METRICS) -> pd.DataFrame:
-    """One row per (model, source) with numeric value/low/high columns per metric, ranked by 1/RadCliQ-v1."""
+    """One row per (model, source) with numeric value/low/high columns per metric, ranked by 1/RadCliQ-v1.
+
+    Cached per store version: a page load asks for every tab's table, and nothing changes between results.
+    """
+    metrics = tuple(metrics)
+    key = (str(store.path), store.version(), dataset, track, metrics)
+    if key not in _CACHE:
+        if len(_CACHE) > 256:
+            _CACHE.clear()
+        _CACHE[key] = _numeric_table(store, dataset, track, metrics)
+    return _CACHE[key].copy()
+
+
+def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, ...]) -> pd.DataFrame:
     rows = []
-    metrics = list(metrics)
     for item in store.results(dataset, track):
         row: dict[str, Any] = {"model": item["model_name"], "institution": item["institution"] or "",
                                "year": item["year"], "model_type": item["model_type"] or "",

@@ -32,6 +32,7 @@ MIGRATIONS: list[str] = [
         metrics TEXT NOT NULL, extra TEXT NOT NULL DEFAULT '{}', note TEXT,
         record TEXT NOT NULL DEFAULT '{}', content_hash TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
     CREATE INDEX results_board ON results(dataset, track, split);
+    CREATE INDEX results_latest ON results(model_id, dataset, split, track, source, id);
     """,
     """
     CREATE TABLE submissions (
@@ -176,6 +177,11 @@ class Store:
             item["record"] = json.loads(item["record"] or "{}")
             out.append(item)
         return out
+
+    def version(self) -> tuple[int, int]:
+        """Changes whenever a result is added (results are append-only): a cheap key for caching views."""
+        row = self._conn().execute("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM results").fetchone()
+        return int(row[0]), int(row[1])
 
     def models(self) -> list[dict[str, Any]]:
         rows = self._conn().execute("SELECT * FROM models ORDER BY name").fetchall()
