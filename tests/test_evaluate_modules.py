@@ -379,7 +379,7 @@ def test_evaluate_load_from_hub_namespace(fake_hub, standins, tmp_path):
     """`evaluate.load("rexrank/radcliq")` end to end, with a loopback server posing as the Hub (HF_ENDPOINT)."""
     _require("radcliq")
     endpoint, seen = fake_hub
-    report = "Small left pleural effusion. No pneumothorax."
+    report = "Mild cardiomegaly with small bilateral pleural effusions and bibasilar atelectasis."
     options = {**standin_options("radcliq", standins), "device": "cpu"}
     out = _load_from_fake_hub(endpoint, tmp_path, "radcliq", options, [report, "Heart size is normal."],
                               [report, "Mild cardiomegaly."])

@@ -182,29 +182,39 @@ def test_component_config_must_be_a_dict():
         RadCliQv1(bertscore="/path/to/model")
 
 
+def _fixed_metric_class(name, values, calls):
+    """A real Metric subclass for component ``name`` returning fixed values (goes through any harness unchanged)."""
+    from rexrank.metrics import spec
+    from rexrank.metrics.base import Metric
+
+    class Fixed(Metric):
+        def __init__(self, **config):
+            calls.append(name)
+
+        def config(self):
+            return {"fixed": list(values)}
+
+        def _score(self, hyps, refs):
+            return np.asarray(values[: len(hyps)], dtype=float)
+
+    Fixed.spec = spec(name)
+    return Fixed
+
+
 def test_rexrank_score_uses_combine(monkeypatch):
-    """rexrank.score(metrics=["radcliq_v1", "bertscore"]) computes each component once and combines them."""
-    import rexrank.scoring as scoring
+    """rexrank.score(metrics=["radcliq_v1", "bertscore"]) builds each component once and combines them."""
+    import rexrank
+    from rexrank.metrics import REGISTRY
 
     parts = {"radgraph": [0.273], "bertscore": [0.43], "semb": [0.315], "bleu2": [0.193]}
     calls = []
-
-    def fake_get(name, **config):
-        calls.append(name)
-        return _FixedDetails(name, parts[name])
-
-    monkeypatch.setattr(scoring, "get", fake_get)
-    df = scoring.score(["a"], ["b"], metrics=["radcliq_v1", "bertscore"])
+    real_cls = REGISTRY.cls
+    fakes = {name: _fixed_metric_class(name, values, calls) for name, values in parts.items()}
+    monkeypatch.setattr(REGISTRY, "cls", lambda name: fakes.get(REGISTRY.canonical(name)) or real_cls(name))
+    df = rexrank.score(["a"], ["b"], metrics=["radcliq_v1", "bertscore"])
     assert sorted(calls) == sorted(radcliq.COMPONENTS)
     assert df["radcliq_v1"].iloc[0] == pytest.approx(1.0870, abs=5e-5)
     assert df.attrs["summary"]["radcliq_v1"]["leaderboard_value"] == pytest.approx(1 / 1.0870, abs=1e-4)
-
-
-class _FixedDetails(_Fixed):
-    def score_details(self, hyps, refs):
-        import pandas as pd
-
-        return pd.DataFrame({self.spec.name: self.score(hyps, refs)})
 
 
 _COMPONENT_MODULES = {"radgraph": "rexrank.metrics.radgraph", "bertscore": "rexrank.metrics.bertscore",

@@ -61,7 +61,7 @@ Examples:
     The evaluate module scores reports (it loads RadGraph, BERTScore and CheXbert weights once):
     >>> import evaluate
     >>> radcliq = evaluate.load("rexrank/radcliq", device="cpu")
-    >>> report = "Small left pleural effusion. No pneumothorax."
+    >>> report = "Mild cardiomegaly with small bilateral pleural effusions and bibasilar atelectasis."
     >>> results = radcliq.compute(predictions=[report], references=[report], return_details=True)
     >>> print(round(results["radcliq_v1"], 4))  # identical reports: the best possible RadCliQ-v1
     -1.4407

@@ -43,17 +43,23 @@ Options of `evaluate.load("rexrank/radgraph", ...)` (loaded once, kept for every
     model (optional): local path or Hub id of the weights (default: the official ones, see the card).
     device (optional): "cpu", "cuda", "cuda:1", ... (default: CUDA when available, else CPU).
     batch_size (optional): texts per forward pass (default: the metric's own).
+    encoder (optional): local folder of the BERT encoder's config and tokenizer (default: the one the archive
+        names).
+    model_type (optional): the archive's vocabulary namespace, "radgraph" or "radgraph-xl" (default: read from the
+        archive).
     options (`dict`, optional): any other option of the rexrank metric
         (`rexrank.metrics.get("radgraph", **options)`); see the card.
     config_name: 'combined', 'simple', 'partial', 'complete' (the first is the default).
 Args:
     predictions (`list` of `str`): generated reports, one per study.
     references (`list` of `str`): reference reports, same length and order as `predictions`.
+    return_details (`bool`, default False): add the per-pair extra columns under "details".
 Returns:
     radgraph (`float`): mean over the pairs without NaN.
     scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
     n_nan (`int`): pairs without a score.
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
+    details (`dict` of `list`, with return_details=True): per-pair extra columns.
 Examples:
     >>> import evaluate
     >>> radgraph = evaluate.load("rexrank/radgraph", device="cpu")
@@ -81,12 +87,14 @@ _CONFIGS = {
 class RadGraph(evaluate.Metric):
     """RadGraph F1 (ReXrank)."""
 
-    def __init__(self, model=None, device=None, batch_size=None, options=None, **evaluate_options):
+    def __init__(self, model=None, device=None, batch_size=None, encoder=None, model_type=None, options=None,
+                 **evaluate_options):
         # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
         # and anything else is refused rather than silently ignored.
         super().__init__(**support.init_kwargs("rexrank/radgraph", evaluate_options))
         self.metric_config = support.metric_config(
-            model=model, device=device, batch_size=batch_size, **(options or {}))
+            model=model, device=device, batch_size=batch_size, encoder=encoder, model_type=model_type,
+            **(options or {}))
         if self.config_name not in _CONFIGS:
             raise rexrank.errors.ConfigError(
                 f"rexrank/radgraph: unknown config_name {self.config_name!r}. Available: {', '.join(_CONFIGS)}")
@@ -108,5 +116,5 @@ class RadGraph(evaluate.Metric):
         self.metric = rexrank.metrics.get(_CONFIGS[self.config_name], **self.metric_config)
         self.fingerprint = self.metric.fingerprint
 
-    def _compute(self, predictions, references):
-        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint)
+    def _compute(self, predictions, references, return_details=False):
+        return support.compute(self.metric, predictions, references, return_details=return_details, fingerprint=self.fingerprint)
