@@ -278,3 +278,16 @@ def test_model_backed_metrics_on_standins_reuse_reference_side_work(cli, tmp_pat
     code, text = cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--resamples", "100",
                      "--permutations", "200")
     assert code == 0, text
+
+
+def test_progress_bars_show_eta(capsys, monkeypatch, fake_metrics):
+    """Long steps show a progress bar with an ETA (tqdm's "<remaining" field) on stderr."""
+    from rexrank.evaluation.runner import build_metrics, score_pairs
+
+    monkeypatch.setenv(fakes.SLEEP_ENV, "0.06")  # slow enough for the bar to redraw between chunks
+    score_pairs([f"a {i}" for i in range(6)], ["b"] * 6, build_metrics(["fake_slow"]), chunk_size=2, progress=True)
+    err = capsys.readouterr().err
+    import re
+
+    assert "fake_slow" in err and "pair/s" in err
+    assert re.search(r"[2-6]/6 \[\d\d:\d\d<\d\d:\d\d", err), err  # elapsed<remaining: the ETA

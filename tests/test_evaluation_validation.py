@@ -218,3 +218,14 @@ def test_bad_model_path_option(cli, tmp_path, refs):
     preds = write(tmp_path, "p.json", json.dumps({k: "x" for k in REFS}))
     code, text, _ = score(cli, tmp_path, preds, refs, "--model-path", "semb")
     assert (code, text) == (2, "error: --model-path takes METRIC=PATH (e.g. semb=/models/chexbert.pth), got 'semb'\n")
+
+
+def test_metric_selection_keywords():
+    """Default: the leaderboard metrics on open weights (FineRadScore needs a paid LLM API, so it is opt-in)."""
+    from rexrank.evaluation.harness import expand_metrics
+    from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+
+    assert expand_metrics(None) == [m for m in LEADERBOARD_METRICS if m != "fineradscore"]
+    assert expand_metrics("leaderboard") == list(LEADERBOARD_METRICS)
+    assert expand_metrics("all") == REGISTRY.names()
+    assert expand_metrics("bleu, BLEU-2 ,radcliq") == ["bleu2", "radcliq_v1"]

@@ -73,7 +73,8 @@ def score_command(
     track: str = typer.Option("findings", "--track", help="findings or findings_impression."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local copy of --dataset."),
     metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help="Comma-separated metrics (default: the "
-                                          "eight leaderboard metrics; 'all' for every registered one)."),
+                                          "leaderboard metrics on open weights, i.e. all but fineradscore; "
+                                          "'leaderboard' for all eight; 'all' for every registered one)."),
     model_path: Optional[list[str]] = typer.Option(None, "--model-path", help="METRIC=PATH: local weights or "
                                                    "another Hub id for a metric (repeatable)."),
     option: Optional[list[str]] = typer.Option(None, "--option", help="METRIC.KEY=VALUE: any metric option "

@@ -33,6 +33,9 @@ from rexrank.evaluation.subgroups import (
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.base import text_key
 
+# What `rexrank score` runs when --metrics is not given: the leaderboard metrics that run on open weights.
+# FineRadScore needs an LLM API (GPT-4/Claude in the paper) and is opt-in: --metrics leaderboard or name it.
+DEFAULT_SCORE_METRICS = tuple(m for m in LEADERBOARD_METRICS if m != "fineradscore")
 PER_STUDY = "per_study.parquet"
 RESULTS = "results.json"
 MARKDOWN = "results.md"
@@ -44,7 +47,7 @@ PRIVATE_DETAIL_SUFFIXES = ("_analysis",)
 
 @dataclass
 class ScoreOptions:
-    metrics: Sequence[str] = LEADERBOARD_METRICS
+    metrics: Sequence[str] = DEFAULT_SCORE_METRICS
     model_paths: Mapping[str, Any] = field(default_factory=dict)
     metric_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     device: str | None = None
@@ -74,13 +77,16 @@ class Evaluation:
 
 
 def expand_metrics(names: Sequence[str] | str | None) -> list[str]:
-    """'all' -> every registered metric; None -> the eight leaderboard metrics; else canonical names."""
+    """None -> DEFAULT_SCORE_METRICS; 'leaderboard' -> the eight leaderboard metrics; 'all' -> every registered
+    metric; else canonical names (aliases accepted, duplicates dropped)."""
     if names is None:
-        return list(LEADERBOARD_METRICS)
+        return list(DEFAULT_SCORE_METRICS)
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     if list(names) == ["all"]:
         return REGISTRY.names()
+    if list(names) == ["leaderboard"]:
+        return list(LEADERBOARD_METRICS)
     if not names:
         raise ConfigError("--metrics is empty; name at least one metric")
     return list(dict.fromkeys(REGISTRY.canonical(n) for n in names))
@@ -99,7 +105,7 @@ def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, ba
     try:
         scored = score_pairs([inputs.hyps[i] for i in positions], [inputs.refs[i] for i in positions], built,
                              cache=cache, chunk_size=options.chunk_size, progress=options.progress,
-                             reference_labels=True)
+                             reference_labels=True, label=f" [process {ctx.rank}]" if ctx.distributed else "")
     finally:
         cache.close()
     combine_composites(composites, scored)

@@ -100,7 +100,8 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, Metric], *, cache=None,
-                chunk_size: int | None = None, progress: bool = False, reference_labels: bool = False) -> ScoredPairs:
+                chunk_size: int | None = None, progress: bool = False, reference_labels: bool = False,
+                label: str = "") -> ScoredPairs:
     """Score aligned pairs with already built base metrics.
 
     ``cache``: a ScoreCache/MemoryPairCache (pair rows + per-text artefacts), or None for a throwaway in-memory one.
@@ -129,7 +130,7 @@ def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, 
         if missing:
             log.info("%s: %d distinct pairs, %d from the cache, %d to compute", name, len(unique),
                      len(unique) - len(missing), len(missing))
-        bar = _progress(len(missing), name, progress)
+        bar = _progress(len(missing), f"{name}{label}", progress)
         step = chunk_size or len(missing) or 1
         try:
             for start in range(0, len(missing), step):
