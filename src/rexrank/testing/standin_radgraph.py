@@ -82,11 +82,14 @@ def _archive_config(encoder_dir: Path) -> dict:
     }
 
 
-def _write_vocabulary(directory: Path) -> None:
+def _write_vocabulary(directory: Path, model_type: str) -> None:
+    # Namespaces are "<dataset>__ner_labels" / "<dataset>__relation_labels"; radgraph 0.1.18 passes its
+    # model_type as the dataset, so the file names must carry it.
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "non_padded_namespaces.txt").write_text("*tags\n*labels\n", encoding="utf-8")
-    (directory / "radgraph__ner_labels.txt").write_text("\n".join(NER_LABELS) + "\n", encoding="utf-8")
-    (directory / "radgraph__relation_labels.txt").write_text("\n".join(RELATION_LABELS) + "\n", encoding="utf-8")
+    (directory / f"{model_type}__ner_labels.txt").write_text("\n".join(NER_LABELS) + "\n", encoding="utf-8")
+    (directory / f"{model_type}__relation_labels.txt").write_text("\n".join(RELATION_LABELS) + "\n",
+                                                                   encoding="utf-8")
 
 
 def _random(shapes: dict[str, tuple[int, ...]], gen: torch.Generator, gain: float = 1.0) -> dict[str, torch.Tensor]:
@@ -167,8 +170,10 @@ def _calibrate(archive_dir: Path) -> dict[str, torch.Tensor]:
     raw_pairs, pair_mentions = [], []
     for b, doc in enumerate(docs):
         top, _ = annotator.kept_spans(len(doc.words), mention_rows[b, :len(spans[b])])
-        kept, m = vectors[b, top], mention_rows[b, top]
-        raw_pairs.append(heads.relation_out(heads.relation_ff(heads.pair_features(kept))))
+        m = mention_rows[b, top]
+        # relation_scores adds m_i + m_j and the null column; take them back out to get the scorer's raw output.
+        scores = heads.relation_scores([(vectors[b, top], m)])[0][..., 1:]
+        raw_pairs.append((scores - (m.view(-1, 1, 1) + m.view(1, -1, 1))).reshape(-1, scores.size(-1)))
         pair_mentions.append((m.view(-1, 1) + m.view(1, -1)).reshape(-1, 1))
     raw, m = torch.cat(raw_pairs), torch.cat(pair_mentions)
     r_scale = _round(RELATION_SCORE_STD / float(raw.std()))
@@ -179,22 +184,26 @@ def _calibrate(archive_dir: Path) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in heads.state_dict().items()}
 
 
-def build(out: Path, size: str = "small", seed: int = 0) -> dict[str, str]:
-    """Write the stand-in archive; returns {"radgraph": archive folder}."""
+def build(out: Path, size: str = "small", seed: int = 0, model_type: str = "radgraph") -> dict[str, str]:
+    """Write the stand-in archive; returns {"radgraph": archive folder}.
+
+    ``model_type="radgraph-xl"`` writes the same network under radgraph-xl's names (folder and label
+    namespaces), returned as {"radgraph_xl": folder}: radgraph 0.1.18 then uses its XL pre-tokenisation.
+    """
     from transformers import BertConfig, BertModel
 
     from rexrank.metrics.radgraph.archive import read_archive
     from rexrank.metrics.radgraph.model import DyGIEHeads, dygie_state
 
     out = Path(out)
-    encoder_dir, archive_dir = out / "radgraph_encoder", out / "radgraph"
+    encoder_dir, archive_dir = out / f"{model_type}_encoder", out / model_type
     encoder_dir.mkdir(parents=True, exist_ok=True)
     n_vocab = write_bert_tokenizer(encoder_dir, lowercase=True, size=BERT_VOCAB[size], model_max_length=512)
     bert = _bert_config(size, BERT_VOCAB[size] or n_vocab)
     (encoder_dir / "config.json").write_text(json.dumps(bert, indent=2) + "\n")
     archive_dir.mkdir(parents=True, exist_ok=True)
     (archive_dir / "config.json").write_text(json.dumps(_archive_config(encoder_dir), indent=2) + "\n")
-    _write_vocabulary(archive_dir / "vocabulary")
+    _write_vocabulary(archive_dir / "vocabulary", model_type)
 
     gen = torch.Generator().manual_seed(seed)
     fields = {k: v for k, v in bert.items() if k != "architectures"}
@@ -214,4 +223,4 @@ def build(out: Path, size: str = "small", seed: int = 0) -> dict[str, str]:
 
     save(head_state)
     save(_calibrate(archive_dir))
-    return {"radgraph": str(archive_dir)}
+    return {"radgraph" if model_type == "radgraph" else model_type.replace("-", "_"): str(archive_dir)}

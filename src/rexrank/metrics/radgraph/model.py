@@ -10,7 +10,7 @@ entity_beam_pruner}.py`` and allennlp's mismatched BERT embedder and endpoint sp
 4. relations: a mention pruner (FeedForward -> Linear -> 1) keeps the ceil(n_words * spans_per_word) best spans,
    in sentence order; every ordered pair (i, j), i == j included, gets
    Linear(FeedForward([s_i, s_j, s_i * s_j])) + m_i + m_j per relation label, 0 prepended for "no relation";
-   argmax != 0 is a relation.
+   argmax != 0 is a relation (only pairs whose two spans are entities survive radgraph's decoding).
 
 Module names here are ours; ``load_dygie_state`` maps the package's state-dict keys onto them.
 """
@@ -80,22 +80,30 @@ class DyGIEHeads(nn.Module):
     def mention_scores(self, spans: torch.Tensor) -> torch.Tensor:
         return self.pruner(spans).squeeze(-1)
 
-    @staticmethod
-    def pair_features(top: torch.Tensor) -> torch.Tensor:
-        """(K, D) kept span vectors -> (K * K, 3D) rows [s_i, s_j, s_i * s_j], row-major over (i, j)."""
-        k = top.size(0)
-        return torch.cat([top.unsqueeze(1).expand(k, k, -1), top.unsqueeze(0).expand(k, k, -1),
-                          top.unsqueeze(1) * top.unsqueeze(0)], dim=-1).reshape(k * k, -1)
-
     def relation_scores(self, reports: list[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Tensor]:
         """For each report's (kept span vectors (K, D), mention scores (K,)): scores (K, K, n_relations + 1).
 
-        The pair scorer runs once over the concatenated pairs of all given reports (each row is independent).
+        The first relation layer sees [s_i, s_j, s_i * s_j]; we apply its weight in three column blocks,
+        W1 s_i + W2 s_j + W3 (s_i * s_j), so the K*K x 3D pair matrix is never built (same value; only the
+        float rounding order differs, far below any decision margin). Pairs of all given reports share each
+        matrix multiply (every row is independent).
         """
-        sizes = [top.size(0) ** 2 for top, _ in reports]
-        flat = self.relation_out(self.relation_ff(torch.cat([self.pair_features(top) for top, _ in reports])))
+        first, rest = self.relation_ff.layers[0], self.relation_ff.layers[1:]
+        dim = reports[0][0].size(1)
+        w_subject, w_object, w_product = first.weight.split(dim, dim=1)
+        tops = [top for top, _ in reports]
+        sizes = [top.size(0) for top in tops]
+        stacked = torch.cat(tops)
+        subject, obj = (stacked @ w_subject.T).split(sizes), (stacked @ w_object.T).split(sizes)
+        products = torch.cat([(top.unsqueeze(1) * top.unsqueeze(0)).reshape(-1, dim) for top in tops])
+        hidden = products @ w_product.T + first.bias
+        pair_sum = torch.cat([(a.unsqueeze(1) + b.unsqueeze(0)).reshape(-1, a.size(1)) for a, b in zip(subject, obj)])
+        hidden = torch.relu(hidden + pair_sum)
+        for layer in rest:
+            hidden = torch.relu(layer(hidden))
+        flat = self.relation_out(hidden)
         out = []
-        for (top, m), chunk in zip(reports, flat.split(sizes)):
+        for (top, m), chunk in zip(reports, flat.split([k * k for k in sizes])):
             k = top.size(0)
             # relation.py: scores[i, j] += (m_i + m_j), then the zero null score is prepended.
             out.append(self.with_null(chunk.view(k, k, -1) + (m.view(k, 1, 1) + m.view(1, k, 1))))
