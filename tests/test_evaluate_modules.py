@@ -277,6 +277,22 @@ def test_radcliq_v0_config_and_bad_config(hub_shim, monkeypatch):
     assert "radcliq_v0" in result and "inverse_radcliq_v1" not in result
 
 
+@pytest.mark.parametrize("slug, config_name, key", [("radgraph", "partial", "radgraph_partial"),
+                                                   ("ratescore", "v0.6-long", "ratescore")])
+def test_named_variants_reach_the_metric(slug, config_name, key, hub_shim, monkeypatch):
+    """config_name picks a variant: a different registry metric (radgraph) or option (ratescore), and fingerprint."""
+    import evaluate
+
+    _require(slug)
+    monkeypatch.setattr(evaluate, "load", hub_shim)
+    default = evaluate.load(f"rexrank/{slug}")
+    variant = evaluate.load(f"rexrank/{slug}", config_name)
+    pair = {"predictions": ["Small left pleural effusion."], "references": ["Large right pleural effusion."]}
+    result = variant.compute(**pair)
+    assert key in result and len(result["scores"]) == 1
+    assert result["fingerprint"] != default.compute(**pair)["fingerprint"]
+
+
 class _FakeHub(http.server.BaseHTTPRequestHandler):
     """Serves metrics/<slug>/ the way the Hub serves a Space repo to evaluate 0.4.6.
 
