@@ -8,7 +8,6 @@ plumbing, never the real models' numbers (the examples of those modules print sh
 from __future__ import annotations
 
 import doctest
-import functools
 import http.server
 import importlib.util
 import inspect
