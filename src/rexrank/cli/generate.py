@@ -93,7 +93,7 @@ def generate_command(
         raise SystemExit(EXIT_STUDIES_FAILED if failed else 0)
     typer.echo(f"{result.n_ok} of {result.n_studies} reports -> {result.predictions_path} (ReXrank JSON) and "
                f"{result.reports_path} ({result.n_done_before} from an earlier run, {result.n_generated} generated "
-               f"now in {result.seconds:.1f}s)")
+               f"now in {result.seconds:.2f}s)")
     if result.n_empty:
         typer.secho(f"warning: {result.n_empty} reports are empty", fg=typer.colors.YELLOW, err=True)
     if result.errors:

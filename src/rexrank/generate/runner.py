@@ -57,7 +57,7 @@ class GenerateResult:
     n_generated: int  # studies this run attempted (all processes)
     errors: dict[str, str] = field(default_factory=dict)  # study_id -> error, input order
     n_empty: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # generation phase: every process's model loaded -> last process done
 
     @property
     def n_ok(self) -> int:
@@ -113,12 +113,13 @@ def generate(records: Iterable[Mapping[str, Any]], adapter: Adapter, out_dir: st
         log.info("%d studies: %d done before, %d to generate on %d process(es), batches of %d",
                  len(inputs), len(finished), len(pending), world, batch_size)
 
-    started = time.perf_counter()
-    if mine:
-        device = options.device or str(state.device)
-        adapter.load(device)
+    if mine:  # a process with nothing to do (a finished run) loads no model
+        adapter.load(options.device or str(state.device))
         if hasattr(adapter, "workdir"):
             adapter.workdir = out / WORK_DIR / f"process-{rank:05d}"
+    state.wait_for_everyone()  # generation time is measured from the moment every model is loaded
+    started = time.perf_counter()
+    if mine:
         with PartWriter(part_path(out, rank)) as writer:
             _run_batches(adapter, mine, writer, options.track,
                          progress=options.progress and state.is_main_process, world=world)

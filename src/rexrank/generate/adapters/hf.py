@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,6 +175,10 @@ class ImageTextToTextAdapter(HFAdapter):
         if self.chat_template and not getattr(self.processor, "chat_template", None):
             raise ConfigError(f"{self.model_id} has no chat template: pass --no-chat-template (the prompt is "
                               "then sent as plain text after one image token per image)")
+        # prepare() encodes on the runner's prefetch thread while generate() decodes on the main one. A fast
+        # tokenizer reconfigures its Rust backend on each encode call, and sharing one between threads can raise
+        # "Already borrowed": decoding uses its own copy instead of a lock that would serialise the two threads.
+        self.decoder = copy.deepcopy(tokenizer)
         self.model = self._load_model(AutoModelForImageTextToText, device)
         self.image_token = getattr(self.processor, "image_token", None) or "<image>"
 
@@ -197,7 +202,7 @@ class ImageTextToTextAdapter(HFAdapter):
             output = self.model.generate(**inputs, **self.settings.kwargs())
         # Left padding: every prompt ends at the same column, the answer is what follows it.
         answers = output[:, inputs["input_ids"].shape[1]:]
-        return self.processor.batch_decode(answers, skip_special_tokens=True)
+        return self.decoder.batch_decode(answers, skip_special_tokens=True)
 
 
 def _open_rgb(path: str):
