@@ -236,11 +236,8 @@ class BertScore(Metric):
         """(n, 3) rescaled (or raw) P, R, F."""
         import torch
 
-        model, tokenizer = self._load()
-        if self.cache_refs:
-            ref_out = self.per_text("tokens", refs, self._embed)
-        else:
-            ref_out = None
+        _, tokenizer = self._load()
+        ref_out = self.per_text("tokens", refs, self._embed) if self.cache_refs else None
         # Every text not already embedded for the references is run once (hypotheses repeating a reference too).
         known = dict(zip(refs, ref_out)) if ref_out is not None else {}
         todo = list(dict.fromkeys(t for t in (hyps if ref_out is not None else refs + hyps) if t not in known))
@@ -250,8 +247,8 @@ class BertScore(Metric):
 
         specials = {tokenizer.cls_token_id, tokenizer.sep_token_id}
         if self.idf:
-            idf_source = self.idf_sents if self.idf_sents is not None else refs
-            idf_ids = [known[t][0] for t in refs] if self.idf_sents is None else self.encode(idf_source)
+            # bert-score get_idf_dict over idf_sents (ReXrank: the references, duplicates counted)
+            idf_ids = [known[t][0] for t in refs] if self.idf_sents is None else self.encode(self.idf_sents)
             table, unseen = idf_weights([list(x) for x in idf_ids])
 
             def weights(ids):
