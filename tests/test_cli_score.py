@@ -235,10 +235,10 @@ def test_model_backed_metrics_on_standins_reuse_reference_side_work(cli, tmp_pat
     from rexrank.metrics.base import text_key
 
     names, model_args = _model_backed(standins)
-    ids = [i for i in iu_xray_test if iu_xray_test[i]["section_findings"]][:10]
+    ids = [i for i in iu_xray_test if iu_xray_test[i]["section_findings"]][:6]
     refs = tmp_path / "refs.json"
     refs.write_text(json.dumps({i: iu_xray_test[i] for i in ids}))
-    hyps = {"a": {i: iu_xray_test[ids[(k + 1) % 10]]["section_findings"] for k, i in enumerate(ids)},
+    hyps = {"a": {i: iu_xray_test[ids[(k + 1) % 6]]["section_findings"] for k, i in enumerate(ids)},
             "b": {i: "No acute cardiopulmonary abnormality. " + iu_xray_test[i]["section_findings"][:60]
                   for i in ids}}
     cache = tmp_path / "cache"
