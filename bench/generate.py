@@ -174,8 +174,8 @@ def main() -> int:
         f"--max-new-tokens {args.max_new_tokens} --repeats {args.repeats} --size {args.size}`  ",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores (shared with other "
         f"jobs while measured), torch {torch.__version__}, 1 thread per process. "
-        f"Best of {args.repeats} interleaved runs (the machine is shared: the fastest run is the least disturbed; "
-        "every run is listed).",
+        f"{args.repeats} interleaved runs: overhead as best-of and as medians, data parallel as medians (the machine "
+        "is shared; every run is listed).",
         "Stand-in weights are random: this measures the harness, not any real model. Each study has 2 images "
         "(256x256 PNG); the VED model reads the key image, the LLaVA stand-in both.",
         "",
