@@ -147,6 +147,15 @@ def test_wrong_model_folder_is_reported(paths):
         m.score(["No effusion."], ["No effusion."])
 
 
+def test_folder_without_a_model_is_reported(tmp_path):
+    """model= pointing at empty ner/ and embed/ folders fails with ModelNotAvailableError naming the folder."""
+    (tmp_path / "ner").mkdir()
+    (tmp_path / "embed").mkdir()
+    m = M.get("ratescore", model=tmp_path)
+    with pytest.raises(ModelNotAvailableError, match="cannot load the NER model"):
+        m.score(["No effusion."], ["No effusion."])
+
+
 def test_missing_medspacy_says_how_to_install(monkeypatch, paths):
     """medspacy is an optional extra: without it the error names the install command."""
     import importlib.util

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("medspacy", reason="RaTEScore needs the optional medspacy dependency")
+pytestmark = [pytest.mark.refvenv, pytest.mark.slow]
 
 import rexrank.metrics as M  # noqa: E402
 from rexrank.metrics.ratescore import constants  # noqa: E402

@@ -134,15 +134,17 @@ class RaTEScore(Metric):
         try:
             ner_tok = AutoTokenizer.from_pretrained(str(self.ner_path))
             ner_model = AutoModelForTokenClassification.from_pretrained(str(self.ner_path)).eval().to(device)
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - any loading failure is one actionable message
             raise ModelNotAvailableError(f"ratescore: cannot load the NER model from {self.ner_path}: "
-                                         f"{str(exc).splitlines()[0][:300]}") from None
+                                         f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+                                         ) from None
         try:
             emb_tok = AutoTokenizer.from_pretrained(str(self.embed_path))
             emb_model = AutoModel.from_pretrained(str(self.embed_path)).eval().to(device)
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001
             raise ModelNotAvailableError(f"ratescore: cannot load the entity encoder from {self.embed_path}: "
-                                         f"{str(exc).splitlines()[0][:300]}") from None
+                                         f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+                                         ) from None
         labels = set(ner_model.config.id2label.values())
         if not labels or not all(lab == "O" or lab[:2] in ("B-", "I-") for lab in labels):
             raise ModelNotAvailableError(f"ratescore: {self.ner_path} is not an IOB token classifier "
