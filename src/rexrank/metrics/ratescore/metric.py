@@ -11,6 +11,7 @@ list and silently shifts every later pair (docs/ratescore.md).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -28,24 +29,30 @@ from rexrank.metrics.ratescore.score import pair_score
 from rexrank.models import resolve
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+# Small files that also change the numbers (labels, tokenisation).
+_SIDE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+               "added_tokens.json", "vocab.txt", "spm.model")
 _SNAPSHOT = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<commit>[0-9a-f]{40})")
 _digests: dict[tuple[str, int, int], str] = {}
 
 
 def _model_identity(path: Path) -> str:
-    """A Hub snapshot names its commit; a local folder is identified by the sha256 of its weight file."""
+    """A Hub snapshot names its commit; a local folder is identified by the sha256 of its weight and config files."""
     match = _SNAPSHOT.search(path.resolve().as_posix())
     if match:
         return f"{match['org']}/{match['name']}@{match['commit']}"
-    for name in _WEIGHT_FILES:
-        weights = path / name
-        if weights.is_file():
-            stat = weights.stat()
-            key = (str(weights.resolve()), stat.st_size, int(stat.st_mtime_ns))
+    parts = []
+    for name in _WEIGHT_FILES + _SIDE_FILES:
+        file = path / name
+        if file.is_file():
+            stat = file.stat()
+            key = (str(file.resolve()), stat.st_size, int(stat.st_mtime_ns))
             if key not in _digests:
-                _digests[key] = file_digest(weights)
-            return f"sha256:{_digests[key][:16]}"
-    return f"path:{path}"
+                _digests[key] = file_digest(file)
+            parts.append(f"{name}={_digests[key]}")
+    if not parts:
+        return f"path:{path}"
+    return "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def _split_model_arg(model: Any) -> tuple[Any, Any]:
