@@ -2,9 +2,10 @@
 """Re-scoring a second model on the 590 IU-Xray references: how much the persistent cache saves.
 
 Workload: the 590 IU-Xray test findings (ReXrank split) as references. Model A's report for study i is the
-reference of study i+1 with its sentences in reverse order; model B's is the reference of study i+2 behind the
-sentence "Comparison with the prior study." — realistic report texts, distinct from every reference and from
-each other, so no per-text result is shared by accident.
+reference of study i+1 with its sentences in reverse order; model B's is the reference of study i+2 with its first
+sentence moved to the end, written with " . " separators — realistic report texts of the references' own length
+(same words, so the same number of tokens), distinct from every reference and from each other, so no per-text
+result is shared by accident and run 2's hypothesis-side work equals run 1's.
 
 For each model-backed metric in this build (stand-in weights: plumbing and timing only, never real numbers):
 1. first run:  model A, empty cache;
@@ -41,12 +42,14 @@ def workload(path: Path):
     refs = [data[i]["section_findings"] for i in ids]
     n = len(ids)
 
-    def reversed_sentences(text: str) -> str:
-        parts = [p.strip() for p in text.split(".") if p.strip()]
-        return ". ".join(reversed(parts)) + "."
+    def sentences(text: str) -> list[str]:
+        return [p.strip() for p in text.split(".") if p.strip()]
 
-    model_a = [reversed_sentences(refs[(k + 1) % n]) for k in range(n)]
-    model_b = ["Comparison with the prior study. " + refs[(k + 2) % n] for k in range(n)]
+    # Both models' reports keep the reference texts' length (same words, same tokens), so the second run's own work
+    # equals the first run's hypothesis-side work and the ratio isolates what the cache saves. The separators differ
+    # (". " for A, " . " for B), so no report equals a reference or the other model's report.
+    model_a = [". ".join(reversed(sentences(refs[(k + 1) % n]))) + "." for k in range(n)]
+    model_b = [" . ".join(sentences(refs[(k + 2) % n])[1:] + sentences(refs[(k + 2) % n])[:1]) + " ." for k in range(n)]
     return ids, refs, {"a": model_a, "b": model_b}
 
 
