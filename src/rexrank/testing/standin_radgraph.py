@@ -5,8 +5,9 @@ Written: ``<out>/radgraph/{config.json, vocabulary/, weights.th}`` and the BERT 
 path, ``<out>/radgraph_encoder/{config.json, vocab.txt, tokenizer_config.json, special_tokens_map.json}`` (the
 package reads only the encoder's config and tokenizer from it; all weights come from weights.th).
 
-- config.json: the DyGIE++ training-template values (StanfordMIMI/RaLEs dygiepp custom_template.libsonnet, the
-  template RadGraph was trained from): max_span_width 8, feature_size 20, feedforward 2 x 150 (dropout 0.4),
+- config.json: DyGIE++ template values as configured for RadGraph training (StanfordMIMI/RaLEs
+  fine_tuning/utils/dygiepp/training_config/custom_template.libsonnet and radgraph_*.jsonnet; loss weights and
+  keys also in METRICS.md "Stand-in facts"): max_span_width 8, feature_size 20, feedforward 2 x 150 (dropout 0.4),
   max_length 512, loss weights ner 0.2 / relation 1 / coref 0 / events 0, relation spans_per_word 0.5.
 - vocabulary/: allennlp files; NER labels with the empty null label first, relation labels without null
   (radgraph label set: ANAT-DP, OBS-DP, OBS-U, OBS-DA; modify, located_at, suggestive_of).

@@ -64,7 +64,8 @@ class _RadGraphMetric(Metric):
     """Shared model handling of the four RadGraph metrics."""
 
     def __init__(self, model: str | os.PathLike | None = None, device: str | int | None = None,
-                 batch_size: int = 32, encoder: str | os.PathLike | None = None, model_type: str | None = None):
+                 batch_size: int | None = 32, encoder: str | os.PathLike | None = None, model_type: str | None = None):
+        batch_size = 32 if batch_size is None else batch_size
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ConfigError(f"{self.spec.name}: batch_size must be a positive integer, got {batch_size!r}")
         self.model = model
@@ -82,10 +83,12 @@ class _RadGraphMetric(Metric):
             from rexrank.models import resolve
 
             text = os.fspath(self.model) if self.model is not None else None
-            if text is None or text.lower() in _ARCHIVE_KEYS:
-                self._archive_dir = resolve(_ARCHIVE_KEYS[(text or "radgraph").lower()])
+            if text is None:
+                self._archive_dir = resolve("radgraph")
+            elif not Path(text).expanduser().exists() and text.lower() in _ARCHIVE_KEYS:
+                self._archive_dir = resolve(_ARCHIVE_KEYS[text.lower()])  # "radgraph" / "radgraph_xl" shorthands
             else:
-                self._archive_dir = resolve("radgraph", text)
+                self._archive_dir = resolve("radgraph", text)  # a local folder / .tar.gz, or a Hub repo id
         return self._archive_dir
 
     def _annotator(self) -> Annotator:
