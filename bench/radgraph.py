@@ -10,7 +10,9 @@
   The reference is timed on an evenly spaced subset (every k-th report) because it needs seconds per report on
   this machine; rexrank is timed on the same subset (the ratio) and once on all 590 reports.
 - Both sides: torch.set_num_threads(threads), OMP_NUM_THREADS=threads; model loading excluded from the time;
-  peak memory = ru_maxrss of each process (model loading included).
+  peak memory = ru_maxrss of each process (model loading included). On a shared machine prefer --threads 1:
+  with 2 threads and other jobs on the cores, both sides (the package's batch-1 small matrices most) lose
+  several-fold to thread contention and the ratio measures the contention, not the code.
 - Annotations of both sides are compared on the subset (parity at real size).
 """
 
@@ -173,9 +175,9 @@ def main(argv=None) -> int:
         f"radgraph 0.1.18, reports/s). Through the metric on all {len(reports)} reports, where each distinct text "
         f"is annotated once: {rate(full_metric) / ref_rate:.1f}x the reference's reports/s.",
         "",
-        f"rexrank at batch 1 runs at {rate(bs1) / ref_rate:.2f}x the reference: the forward pass costs the same "
-        "(BERT-base matrix multiplies dominate); the gain is batching (a {0}-report batch multiplies ~{0}x more "
-        "rows per weight read) plus annotating duplicate reports once.".format(args.batch_size),
+        f"rexrank at batch 1 runs at {rate(bs1) / ref_rate:.2f}x the reference: per report both compute the same "
+        "BERT-base forward pass, which dominates. Batching adds what bigger matrix multiplies gain on this CPU "
+        "(little on one thread, more with several threads); annotating duplicate reports once adds the rest.",
         "",
         f"Parity at real size: {identical} of {len(compared)} subset annotations identical to radgraph 0.1.18 "
         f"(reports the package cannot annotate: {len(ref_runs[-1]['annotations']) - len(compared)}).",
