@@ -69,7 +69,7 @@ class SembScore(Metric):
             self.checkpoint = candidate
         self.backbone = resolve("chexbert_backbone", backbone)
         # Only the official Hub file may need a full unpickle; a user's local file must hold tensors only.
-        self._trusted = model is None
+        self._trusted = model is None or str(model) == source("chexbert").repo_id
         self.device = device or _default_device()
         self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
         if self.batch_size < 1:
