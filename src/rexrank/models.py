@@ -22,6 +22,12 @@ class ModelSource:
     filename: str | None = None  # one file of the repo (e.g. chexbert.pth); None = whole snapshot
     what: str = ""
     repo_type: str = "model"
+    # Snapshot filter: only what rexrank reads (repos also hold TF/Flax/ONNX copies of the same weights).
+    allow_patterns: tuple[str, ...] | None = None
+
+
+_WEIGHTS = ("*.json", "*.txt", "*.model", "*.safetensors", "pytorch_model*.bin", "*.py")
+_TOKENIZER_ONLY = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "tokenizer.json")
 
 
 # Official sources (METRICS.md): bert_score's model_type for ReXrank is distilroberta-base; CheXbert and the
@@ -29,15 +35,21 @@ class ModelSource:
 SOURCES: dict[str, ModelSource] = {
     s.key: s
     for s in (
-        ModelSource("bertscore", "bertscore", "distilroberta-base", what="RoBERTa encoder for BERTScore"),
+        ModelSource("bertscore", "bertscore", "distilroberta-base", what="RoBERTa encoder for BERTScore",
+                    allow_patterns=_WEIGHTS),
         ModelSource("chexbert", "semb", "StanfordAIMI/RRG_scorers", "chexbert.pth", "CheXbert checkpoint"),
-        ModelSource("chexbert_backbone", "semb", "bert-base-uncased", what="BERT config + tokenizer for CheXbert"),
+        # CheXbert's weights are all in chexbert.pth: of bert-base-uncased only the config and tokenizer are read.
+        ModelSource("chexbert_backbone", "semb", "bert-base-uncased", what="BERT config + tokenizer for CheXbert",
+                    allow_patterns=_TOKENIZER_ONLY),
         ModelSource("radgraph", "radgraph", "StanfordAIMI/RRG_scorers", "radgraph.tar.gz", "RadGraph DyGIE++ archive"),
         ModelSource("radgraph_xl", "radgraph", "StanfordAIMI/RRG_scorers", "radgraph-xl.tar.gz",
                     "RadGraph-XL DyGIE++ archive"),
-        ModelSource("ratescore_ner", "ratescore", "Angelakeke/RaTE-NER-Deberta", what="RaTEScore NER model"),
-        ModelSource("ratescore_embed", "ratescore", "FremyCompany/BioLORD-2023-C", what="RaTEScore entity encoder"),
-        ModelSource("green", "green", "StanfordAIMI/GREEN-RadLlama2-7b", what="GREEN judge LLM"),
+        ModelSource("ratescore_ner", "ratescore", "Angelakeke/RaTE-NER-Deberta", what="RaTEScore NER model",
+                    allow_patterns=_WEIGHTS),
+        ModelSource("ratescore_embed", "ratescore", "FremyCompany/BioLORD-2023-C", what="RaTEScore entity encoder",
+                    allow_patterns=_WEIGHTS),
+        ModelSource("green", "green", "StanfordAIMI/GREEN-RadLlama2-7b", what="GREEN judge LLM",
+                    allow_patterns=_WEIGHTS),
     )
 }
 
@@ -81,7 +93,8 @@ def _download(src: ModelSource, repo_id: str, filename: str | None, hf_cache_dir
 
         if filename:
             return Path(hub.hf_hub_download(repo_id, filename, repo_type=src.repo_type, cache_dir=hf_cache_dir))
-        return Path(hub.snapshot_download(repo_id, repo_type=src.repo_type, cache_dir=hf_cache_dir))
+        return Path(hub.snapshot_download(repo_id, repo_type=src.repo_type, cache_dir=hf_cache_dir,
+                                          allow_patterns=list(src.allow_patterns) if src.allow_patterns else None))
     except Exception as exc:  # noqa: BLE001 - every hub failure becomes one actionable message
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
         reason = type(exc).__name__
