@@ -26,7 +26,8 @@ class ModelSource:
     allow_patterns: tuple[str, ...] | None = None
 
 
-_WEIGHTS = ("*.json", "*.txt", "*.model", "*.safetensors", "pytorch_model*.bin", "*.py")
+_WEIGHTS = ("*.json", "*.txt", "*.model", "*.safetensors", "*.py")
+_BIN_WEIGHTS = ("pytorch_model*.bin",)  # fetched only when a repo has no safetensors
 _TOKENIZER_ONLY = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "tokenizer.json")
 
 
@@ -93,8 +94,13 @@ def _download(src: ModelSource, repo_id: str, filename: str | None, hf_cache_dir
 
         if filename:
             return Path(hub.hf_hub_download(repo_id, filename, repo_type=src.repo_type, cache_dir=hf_cache_dir))
-        return Path(hub.snapshot_download(repo_id, repo_type=src.repo_type, cache_dir=hf_cache_dir,
-                                          allow_patterns=list(src.allow_patterns) if src.allow_patterns else None))
+        patterns = list(src.allow_patterns) if src.allow_patterns else None
+        folder = Path(hub.snapshot_download(repo_id, repo_type=src.repo_type, cache_dir=hf_cache_dir,
+                                            allow_patterns=patterns))
+        if patterns and "*.safetensors" in patterns and not any(folder.glob("*.safetensors")):
+            folder = Path(hub.snapshot_download(repo_id, repo_type=src.repo_type, cache_dir=hf_cache_dir,
+                                                allow_patterns=patterns + list(_BIN_WEIGHTS)))
+        return folder
     except Exception as exc:  # noqa: BLE001 - every hub failure becomes one actionable message
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
         reason = type(exc).__name__
