@@ -221,6 +221,8 @@ def _model_backed(standins) -> tuple[list[str], list[str]]:
             args += ["--model-path", f"ratescore={Path(paths['ratescore_ner']).parent}"]
         else:
             args += ["--model-path", f"{name}={paths[name]}"]
+        if name == "green":  # the random stand-in never writes EOS: cap its analyses (fingerprinted, unofficial)
+            args += ["--option", "green.max_new_tokens=16"]
     if {"radgraph", "bertscore", "semb"} <= set(names):
         names.append("radcliq_v1")
     return names, args

@@ -113,8 +113,10 @@ def standin_options(slug, standins) -> dict:
         return {}
     if slug == "radcliq":
         return {name: _model_options(standins, name) for name in ("radgraph", "bertscore", "semb")}
-    if slug == "fineradscore":  # local transformers judge on the tiny Llama stand-in
-        return {"model": standins("green")["green"], "backend": "transformers"}
+    if slug == "fineradscore":  # local transformers judge on the tiny Llama stand-in, short answers (speed)
+        return {"model": standins("green")["green"], "backend": "transformers", "options": {"max_tokens": 16}}
+    if slug == "green":  # the random stand-in never writes EOS: cap its gibberish (an unofficial, fingerprinted budget)
+        return {**_model_options(standins, slug), "options": {"max_new_tokens": 16}}
     return _model_options(standins, slug)
 
 

@@ -397,7 +397,10 @@ class Green(Metric):
 
     def __init__(self, model: str | Path | None = None, device: str | None = None, batch_size: int | None = None,
                  backend: str = "transformers", dtype: str = "auto", max_length: int = MAX_LENGTH,
-                 max_words: int = MAX_WORDS, generator: Any = None, **backend_options: Any):
+                 max_words: int = MAX_WORDS, max_new_tokens: int | None = None, generator: Any = None,
+                 **backend_options: Any):
+        """``max_new_tokens`` caps the analysis length instead of the official prompt+output ``max_length`` (an
+        unofficial budget for smoke tests and quick looks; it is recorded in the fingerprint)."""
         from rexrank.models import resolve
 
         if backend not in ("transformers", "vllm"):
@@ -412,6 +415,11 @@ class Green(Metric):
         self.dtype = dtype
         self.max_length = int(max_length)
         self.max_words = int(max_words)
+        self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
+        if self.max_new_tokens is not None and backend == "vllm":
+            raise ConfigError("green: max_new_tokens applies to the transformers backend only")
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
+            raise ConfigError(f"green: max_new_tokens must be at least 1 (got {max_new_tokens})")
         self.backend_options = backend_options
         self._generator = generator
         self._tokenizer = None
@@ -429,7 +437,8 @@ class Green(Metric):
         return {"model": Path(self.model_name).name if Path(self.model_name).exists() else self.model_name,
                 "weights": self._weights_fingerprint, "backend": self.backend, "dtype": self.dtype,
                 "max_length": self.max_length, "max_words": self.max_words, "decoding": "greedy",
-                "prompt": prompt_hash, "parser": PARSER_VERSION}
+                "prompt": prompt_hash, "parser": PARSER_VERSION,
+                **({"max_new_tokens": self.max_new_tokens} if self.max_new_tokens is not None else {})}
 
     @property
     def tokenizer(self):
@@ -453,9 +462,11 @@ class Green(Metric):
 
             model = load_causal_lm(self.model_dir, device=self.device, dtype=self.dtype, metric="green")
             # Upstream generate(): eos = pad = tokenizer EOS, greedy, max_length counts the (padded) prompt.
+            limit = ({"max_new_tokens": self.max_new_tokens} if self.max_new_tokens is not None
+                     else {"max_length": self.max_length})
             self._generator = TransformersGenerator(
                 model, pad_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, batch_size=self.batch_size,
-                max_length=self.max_length, **self.backend_options)
+                **limit, **self.backend_options)
         return self._generator
 
     def _analyse(self, pair_keys: list[str]) -> list[str]:
