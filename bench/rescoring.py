@@ -2,10 +2,10 @@
 """Re-scoring a second model on the 590 IU-Xray references: how much the persistent cache saves.
 
 Workload: the 590 IU-Xray test findings (ReXrank split) as references. Model A's report for study i is the
-reference of study i+1 with its sentences in reverse order; model B's is the reference of study i+2 with its first
-sentence moved to the end, written with " . " separators — realistic report texts of the references' own length
-(same words, so the same number of tokens), distinct from every reference and from each other, so no per-text
-result is shared by accident and run 2's hypothesis-side work equals run 1's.
+reference of study i+1 with its sentences in reverse order, each ending " ."; model B's is the reference of study
+i+2 with its first sentence moved to the end and each sentence starting lower-case — realistic report texts of the
+references' own length, whose sentences differ from every reference's and from each other's, so no per-text or
+per-sentence result is shared by accident and run 2's hypothesis-side work equals run 1's.
 
 For each model-backed metric in this build (stand-in weights: plumbing and timing only, never real numbers):
 1. first run:  model A, empty cache;
@@ -45,11 +45,13 @@ def workload(path: Path):
     def sentences(text: str) -> list[str]:
         return [p.strip() for p in text.split(".") if p.strip()]
 
-    # Both models' reports keep the reference texts' length (same words, same tokens), so the second run's own work
-    # equals the first run's hypothesis-side work and the ratio isolates what the cache saves. The separators differ
-    # (". " for A, " . " for B), so no report equals a reference or the other model's report.
-    model_a = [". ".join(reversed(sentences(refs[(k + 1) % n]))) + "." for k in range(n)]
-    model_b = [" . ".join(sentences(refs[(k + 2) % n])[1:] + sentences(refs[(k + 2) % n])[:1]) + " ." for k in range(n)]
+    # Both models' reports keep the reference texts' length (same words, so the same tokens give or take case), and
+    # every sentence differs from the references' and the other model's (RaTEScore works sentence by sentence, so a
+    # reused sentence would be reused work): A reverses the sentence order and writes " ." endings; B moves the first
+    # sentence last and lower-cases each sentence's first letter.
+    model_a = [" ".join(s + " ." for s in reversed(sentences(refs[(k + 1) % n]))) for k in range(n)]
+    model_b = [" ".join(s[:1].lower() + s[1:] + "." for s in sentences(refs[(k + 2) % n])[1:]
+                        + sentences(refs[(k + 2) % n])[:1]) for k in range(n)]
     return ids, refs, {"a": model_a, "b": model_b}
 
 
@@ -83,7 +85,10 @@ def worker(args) -> None:
     start, cpu = time.perf_counter(), time.process_time()
     result = evaluate(inputs, model=args.model, track="findings", options=options)
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(json.dumps({"seconds": elapsed, "cpu_seconds": cpu, "stats": result.stats[args.worker],
+    from rexrank.evaluation.cache import ScoreCache
+
+    texts = ScoreCache(args.cache).stats()["texts"]  # per-text results in the cache after this run
+    print(json.dumps({"seconds": elapsed, "cpu_seconds": cpu, "texts_after": texts, "stats": result.stats[args.worker],
                       "mean": result.results["metrics"][args.worker]["mean"]}))
 
 
@@ -141,6 +146,7 @@ def main() -> None:
           "| Second / first | Second / control |")
     print("|---|---:|---:|---:|---:|---:|")
     totals = {k: [0.0, 0.0] for k in ("first", "second", "control")}
+    work: dict[str, tuple[int, int, int]] = {}
     for metric in metrics:
         runs = {k: [] for k in totals}
         for _ in range(args.repeats):
@@ -151,11 +157,22 @@ def main() -> None:
                 assert runs["second"][-1]["stats"]["cached"] == 0, "model B's pairs must be new"
         med = {k: (statistics.median(r["cpu_seconds"] for r in v), statistics.median(r["seconds"] for r in v))
                for k, v in runs.items()}
+        # Per-text results computed by each run (deterministic, unlike the clock): what the cache saves in work.
+        work[metric] = (runs["first"][0]["texts_after"],
+                        runs["second"][0]["texts_after"] - runs["first"][0]["texts_after"],
+                        runs["control"][0]["texts_after"])
         for k in totals:
             totals[k][0] += med[k][0]
             totals[k][1] += med[k][1]
         print(_row(metric, med))
     print(_row("**all**", totals))
+    print("\nPer-text results computed (cache entries written: CheXbert outputs, BERTScore reference embeddings, "
+          "RadGraph annotations, RaTEScore entities and entity embeddings):\n")
+    print("| Metric | First run | Second run | Control | Second / first |")
+    print("|---|---:|---:|---:|---:|")
+    for metric, (first, second, control) in work.items():
+        print(f"| {metric} | {first} | {second} | {control} | {second / first:.2f} |" if first else
+              f"| {metric} | {first} | {second} | {control} | n/a |")
 
 
 def _row(label: str, med) -> str:
