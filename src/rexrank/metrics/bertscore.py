@@ -42,6 +42,7 @@ import numpy as np
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, fingerprint_of
+from rexrank.metrics.batching import padded_batches
 from rexrank.metrics.semb import _default_device, _digest
 from rexrank.models import resolve
 
@@ -215,14 +216,7 @@ class BertScore(Metric):
         results: list[Any] = [None] * len(ids)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start:start + self.batch_size]
-                width = len(ids[chunk[0]])
-                input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(chunk), width), dtype=torch.long)
-                for row, i in enumerate(chunk):
-                    input_ids[row, :len(ids[i])] = torch.tensor(ids[i])
-                    mask[row, :len(ids[i])] = 1
+            for chunk, input_ids, mask in padded_batches(ids, order, self.batch_size, pad):
                 hidden = model(input_ids=input_ids.to(device=self.device),
                                attention_mask=mask.to(device=self.device))[0].float()
                 hidden = hidden / hidden.norm(dim=-1, keepdim=True)

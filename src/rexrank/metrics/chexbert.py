@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rexrank.errors import ModelNotAvailableError
+from rexrank.metrics.batching import padded_batches
 
 CONDITIONS = (
     "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion", "Edema", "Consolidation",
@@ -136,14 +137,7 @@ def run(model, tokenizer, texts: Sequence[str], batch_size: int = 32, device: st
     results: list[TextOutputs | None] = [None] * len(ids)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            width = len(ids[chunk[0]])
-            input_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, i in enumerate(chunk):
-                input_ids[row, :len(ids[i])] = torch.tensor(ids[i])
-                mask[row, :len(ids[i])] = 1
+        for chunk, input_ids, mask in padded_batches(ids, order, batch_size, pad):
             cls = model.bert(input_ids.to(device), attention_mask=mask.to(device))[0][:, 0, :]
             classes = torch.stack([head(cls).argmax(dim=1) for head in model.linear_heads], dim=1)
             cls, classes = cls.float().cpu().numpy(), classes.cpu().numpy().astype(np.int8)

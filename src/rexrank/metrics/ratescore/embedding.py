@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from rexrank.metrics.batching import padded_batches
 from rexrank.metrics.ratescore.constants import EMBED_MAX_LENGTH
 
 
@@ -35,14 +36,7 @@ class EntityEncoder:
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         pad_id = self.tokenizer.pad_token_id
         out: list[np.ndarray | None] = [None] * len(encoded)
-        for begin in range(0, len(order), self.batch_size):
-            batch = order[begin:begin + self.batch_size]
-            width = max(len(encoded[i]) for i in batch)
-            ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, i in enumerate(batch):
-                ids[row, : len(encoded[i])] = torch.tensor(encoded[i], dtype=torch.long)
-                mask[row, : len(encoded[i])] = 1
+        for batch, ids, mask in padded_batches(encoded, order, self.batch_size, pad_id):
             with torch.inference_mode():
                 hidden = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
             cls = hidden[:, 0, :].float().cpu().numpy()

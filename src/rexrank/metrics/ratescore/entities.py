@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
+from rexrank.metrics.batching import padded_batches
 from rexrank.metrics.ratescore.constants import NER_MAX_LENGTH
 
 SKIPPED_TOKENS = ("[CLS]", "[SEP]")  # post_process skips tokens by these strings
@@ -81,14 +82,7 @@ class NerRunner:
         order = sorted(range(len(sentences)), key=lambda i: len(encoded[i]))
         pad_id = tok.pad_token_id
         results: list[list[tuple[str, str]] | None] = [None] * len(sentences)
-        for begin in range(0, len(order), self.batch_size):
-            batch = order[begin:begin + self.batch_size]
-            width = max(len(encoded[i]) for i in batch)
-            ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, i in enumerate(batch):
-                ids[row, : len(encoded[i])] = torch.tensor(encoded[i], dtype=torch.long)
-                mask[row, : len(encoded[i])] = 1
+        for batch, ids, mask in padded_batches(encoded, order, self.batch_size, pad_id):
             with torch.inference_mode():
                 logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
             predicted = logits.argmax(dim=-1).cpu().tolist()
