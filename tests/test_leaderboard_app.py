@@ -9,14 +9,12 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from leaderboard_helpers import iu_predictions, running_space
 from rexrank.errors import InputError
-from rexrank.leaderboard.records import ModelInfo
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.submissions import Submissions
 

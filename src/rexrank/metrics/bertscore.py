@@ -29,7 +29,6 @@ are positive); we always take the true maximum, so a pair's score never depends 
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from collections import Counter
