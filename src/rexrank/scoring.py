@@ -29,7 +29,8 @@ def plan(metrics: Sequence[str]) -> tuple[list[str], list[str]]:
     for name in requested:
         spec = REGISTRY.spec(name)
         if spec.components:
-            composites.append(name) if name not in composites else None
+            if name not in composites:
+                composites.append(name)
             for comp in spec.components:
                 if comp not in base:
                     base.append(comp)

@@ -147,7 +147,7 @@ def overview(store: Store, track: str = "findings") -> pd.DataFrame:
         df = numeric_table(store, dataset, track, [PRIMARY])
         if df.empty:
             continue
-        df = df.drop_duplicates("model")  # newest source first is not needed: rank already per row
+        df = df.drop_duplicates("model")  # a model with published and rexrank rows: keep its best-ranked one
         frames.append(df.set_index("model")[["rank", PRIMARY]].rename(columns={
             "rank": f"{DATASET_LABELS[dataset]} rank", PRIMARY: f"{DATASET_LABELS[dataset]} 1/RadCliQ-v1"}))
     if not frames:
