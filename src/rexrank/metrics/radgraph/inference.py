@@ -2,7 +2,7 @@
 
 Differences from radgraph 0.1.18 are only in how work is scheduled, never in what is computed:
 - reports are sorted by wordpiece count and run up to ``batch_size`` at a time (fewer when lengths are so
-  spread that padding would exceed a quarter of the batch), padded to the longest encoder segment of the batch
+  spread that padding would exceed a tenth of the batch), padded to the longest encoder segment of the batch
   (attention masks keep padding out of every real position); every per-report step after the encoder (spans,
   NER, pruning, relations) runs on that report's own unpadded rows;
 - no autograd, no allennlp data pipeline; wordpieces of each distinct word are computed once.
@@ -31,9 +31,11 @@ from rexrank.metrics.radgraph.tokenize import encoder_word, words_for
 
 Annotation = dict[str, Any]  # {"text": str, "entities": {"1": {"tokens", "label", "start_ix", "end_ix", "relations"}}}
 
-# Largest share of padding tolerated in one encoder batch (beyond it the batch is cut): measured on IU-Xray,
-# length-sorted batches of 32 stay far below it; a sparse sample of lengths would otherwise be mostly padding.
-PADDING_SHARE = 0.25
+# Largest share of padding tolerated in one encoder batch (beyond it the batch is cut). Padding is wasted FLOPs,
+# which is what a CPU pays for; bigger batches only help through bigger matrix multiplies. On 40 IU-Xray reports
+# of spread lengths (bench/radgraph.py's subset, BERT-base stand-in) 0.1 was fastest or tied at 1 and 2 threads
+# (0.25: +8-13%, 0.0 i.e. mostly batch 1: +8-35%); full length-sorted sets of 32 stay under it anyway.
+PADDING_SHARE = 0.1
 
 # BERT buffers some checkpoints saved as persistent state; they are constants (aranges / zeros), safe to skip.
 _IGNORABLE_ENCODER_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids")
