@@ -1,9 +1,11 @@
 """Run radgraph 0.1.18 (reference venv) on stand-in or real archives.
 
 stdin JSON: {"jobs": [{"archive": dir, "model_type": "radgraph"|"radgraph-xl", "reports": [...],
-                       "pairs": {"hyps": [...], "refs": [...]} (optional)}], "threads": int|null}
+                       "pairs": {"hyps": [...], "refs": [...]} (optional)}], "threads": int|null,
+            "cuda": device index (default -1, CPU), "time_encoder": bool (benchmarks: time the BERT forwards)}
 stdout (last line) JSON: {"results": [{"annotations": [per report: {"text", "entities"} or {"error": "..."}],
                                        "seconds": wall time of the annotation loop,
+                                       "encoder": {"seconds", "flops", "wordpieces"} (with time_encoder),
                                        "rewards": {"simple": [...], "partial": [...], "complete": [...]},
                                        "combined": [...]}], "peak_rss_mb": float}
 
@@ -45,13 +47,52 @@ def cxr_f1(test, retrieved):
     return 2 * precision * recall / (precision + recall) if precision + recall != 0 else 0
 
 
-def run_job(job, RadGraph, F1RadGraph):
+class EncoderClock:
+    """Times every BertModel forward (the encoder allennlp calls) and counts the FLOPs it does; for benchmarks."""
+
+    def __init__(self):
+        import torch
+        import transformers
+
+        self.seconds, self.flops, self.wordpieces = 0.0, 0.0, 0
+        original, clock = transformers.BertModel.forward, self
+
+        def forward(model, *args, **kwargs):
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            cuda = ids.is_cuda
+            if cuda:
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            out = original(model, *args, **kwargs)
+            if cuda:
+                torch.cuda.synchronize()
+            clock.seconds += time.perf_counter() - start
+            clock.wordpieces += ids.numel()
+            clock.flops += encoder_flops(model.config, *ids.shape)
+            return out
+
+        transformers.BertModel.forward = forward
+
+    def reset(self):
+        self.seconds, self.flops, self.wordpieces = 0.0, 0.0, 0
+
+
+def encoder_flops(config, batch, length):
+    """Multiply-adds x 2 of one BERT forward on a (batch, length) input: projections, FFN, attention products."""
+    h, f = config.hidden_size, config.intermediate_size
+    per_token_layer = 2 * (4 * h * h + 2 * h * f) + 4 * length * h
+    return batch * length * config.num_hidden_layers * per_token_layer
+
+
+def run_job(job, RadGraph, F1RadGraph, cuda=-1, clock=None):
     model_type = job.get("model_type", "radgraph")
     with tempfile.TemporaryDirectory() as tmp:
         os.symlink(os.path.abspath(job["archive"]), os.path.join(tmp, model_type))
         with contextlib.redirect_stdout(io.StringIO()):
-            radgraph = RadGraph(model_type=model_type, model_cache_dir=tmp, cuda=-1)
+            radgraph = RadGraph(model_type=model_type, model_cache_dir=tmp, cuda=cuda)
         annotations = []
+        if clock:
+            clock.reset()
         start = time.perf_counter()
         for report in job.get("reports", []):
             try:
@@ -61,6 +102,8 @@ def run_job(job, RadGraph, F1RadGraph):
             except Exception as exc:  # noqa: BLE001 - recorded, compared by the test
                 annotations.append({"error": f"{type(exc).__name__}: {exc}"[:300]})
         result = {"annotations": annotations, "seconds": time.perf_counter() - start}
+        if clock:
+            result["encoder"] = {"seconds": clock.seconds, "flops": clock.flops, "wordpieces": clock.wordpieces}
         pairs = job.get("pairs")
         if pairs:
             import torch
@@ -95,7 +138,9 @@ def main():
     warnings.simplefilter("ignore")
     from radgraph import F1RadGraph, RadGraph
 
-    results = [run_job(job, RadGraph, F1RadGraph) for job in payload["jobs"]]
+    clock = EncoderClock() if payload.get("time_encoder") else None
+    cuda = int(payload.get("cuda", -1))
+    results = [run_job(job, RadGraph, F1RadGraph, cuda, clock) for job in payload["jobs"]]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"results": results, "peak_rss_mb": peak}))
 
