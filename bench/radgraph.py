@@ -187,6 +187,11 @@ def main(argv=None) -> int:
         worker(args)
         return 0
 
+    if args.device != "cpu":
+        import torch
+
+        if not args.device.startswith("cuda") or not torch.cuda.is_available():
+            parser.error(f"--device {args.device}: use cpu, or cuda on a machine where torch sees a GPU")
     studies = json.loads(REPORTS.read_text())
     reports = [study["report"] for study in studies.values()]
     step = max(1, len(reports) // args.subset)
