@@ -294,7 +294,7 @@ def main(argv=None) -> int:
             "",
             f"This CPU's best fp32 matrix multiply at {_threads(args.threads)} (128 x 768 -> 3072, best of 7x20): "
             f"**{peak:.0f} GFLOP/s**. Identical annotations need the reference's encoder FLOPs per distinct report "
-            "(every word's last-layer vector feeds the span scorer) in fp32 (see the bf16 row below), so no "
+            "(every word's last-layer vector feeds the span scorer) in fp32 (see the bf16 check below), so no "
             "exact implementation can beat the reference here by more than "
             f"**{bound:.1f}x** per report (its whole time over its encoder work at that peak), or "
             f"{bound * len(reports) / distinct:.1f}x on these {len(reports)} reports when the {distinct} distinct "
