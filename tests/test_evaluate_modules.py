@@ -238,7 +238,7 @@ def test_app_shows_user_errors_as_messages():
     """An empty table or a malformed row is a gr.Error message in the UI, not a traceback."""
     import gradio as gr
 
-    from rexrank.metric_app import MetricApp
+    from rexrank.evaluate_modules.app import MetricApp
 
     app = MetricApp(METRICS_DIR / "bleu2")
     with pytest.raises(gr.Error, match="the table is empty"):

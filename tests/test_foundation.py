@@ -46,14 +46,14 @@ def test_check_pairs_rejects_bad_input(hyps, refs, fragment):
 
 
 def test_missing_local_model_is_one_clear_error(tmp_path):
-    from rexrank.models import resolve
+    from rexrank.metrics.weights import resolve
 
     with pytest.raises(ModelNotAvailableError, match="does not exist"):
         resolve("chexbert", tmp_path / "nope" / "chexbert.pth")
 
 
 def test_offline_hub_model_error_names_metric_and_fix(monkeypatch, tmp_path):
-    from rexrank.models import resolve
+    from rexrank.metrics.weights import resolve
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelNotAvailableError) as err:

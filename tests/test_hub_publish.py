@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rexrank import hub_publish
+from rexrank.evaluate_modules import publish as hub_publish
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS_DIR = REPO / "metrics"

@@ -249,7 +249,7 @@ def test_per_text_work_is_done_once_per_unique_text(paths):
 
 def test_registry_alias_and_scoring_entry_point(paths):
     """rexrank.score runs ratescore through the registry with model paths, column named as the leaderboard's."""
-    import rexrank.scoring as scoring
+    import rexrank.evaluation.in_memory as scoring
 
     df = scoring.score(REPORTS[:2], REPORTS[1:3], ["ratescore"], model_paths={"ratescore": paths})
     assert "ratescore" in df.columns and len(df) == 2

@@ -6,7 +6,7 @@ The computation lives in `rexrank.metrics` (this file only declares the module).
 import datasets
 import evaluate
 
-import rexrank.metric_modules as support
+import rexrank.evaluate_modules.common as support
 import rexrank.metrics
 
 _CITATION = """\

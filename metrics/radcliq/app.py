@@ -1,8 +1,8 @@
-"""Gradio Space for the rexrank RadCliQ evaluate module (Gradio 6; the app itself is rexrank.metric_app)."""
+"""Gradio Space for the rexrank RadCliQ evaluate module (Gradio 6; the app itself is rexrank.evaluate_modules.app)."""
 
 from pathlib import Path
 
-from rexrank.metric_app import MetricApp
+from rexrank.evaluate_modules.app import MetricApp
 
 
 def build(**init_kwargs) -> MetricApp:

@@ -7,7 +7,7 @@ import datasets
 import evaluate
 
 import rexrank.errors
-import rexrank.metric_modules as support
+import rexrank.evaluate_modules.common as support
 import rexrank.metrics
 
 _CITATION = """\

@@ -13,7 +13,7 @@ __all__ = ["__version__", "score", "summarize"]
 
 def __getattr__(name: str):
     if name in ("score", "summarize"):
-        from rexrank import scoring
+        from rexrank.evaluation import in_memory as scoring
 
         return getattr(scoring, name)
     raise AttributeError(f"module 'rexrank' has no attribute {name!r}")

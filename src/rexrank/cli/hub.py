@@ -28,7 +28,7 @@ def publish_metrics(
 
     Needs a token with write access: HF_TOKEN or `hf auth login`. The token is never printed.
     """
-    from rexrank import hub_publish
+    from rexrank.evaluate_modules import publish as hub_publish
 
     slugs = [s for item in (only or []) for s in item.split(",") if s.strip()] or None
     plans = hub_publish.plan(org, only=slugs, private=private, metrics_dir=metrics_dir)

@@ -12,7 +12,7 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("list")
 def list_models() -> None:
     """Show each metric model's official source."""
-    from rexrank.models import SOURCES
+    from rexrank.metrics.weights import SOURCES
 
     for src in SOURCES.values():
         where = f"{src.repo_id}/{src.filename}" if src.filename else src.repo_id
@@ -25,9 +25,9 @@ def download(
     cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Hugging Face cache directory to fill."),
 ) -> None:
     """Fetch every default model into one cache so later runs work offline (HF_HUB_OFFLINE=1)."""
-    from rexrank.models import resolve
+    from rexrank.metrics.weights import resolve
 
-    from rexrank.models import SOURCES
+    from rexrank.metrics.weights import SOURCES
 
     for key in only or list(SOURCES):
         path = resolve(key, hf_cache_dir=cache_dir)

@@ -39,7 +39,7 @@ _BUSY_TIMEOUT_MS = 120_000
 
 def default_cache_dir() -> Path:
     """``$REXRANK_CACHE/scores`` (default ``~/.cache/rexrank/scores``)."""
-    from rexrank.models import cache_dir
+    from rexrank.metrics.weights import cache_dir
 
     return cache_dir() / "scores"
 

@@ -23,6 +23,7 @@ from rexrank.evaluation import distributed
 from rexrank.evaluation.aggregate import build_results
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rexrank.evaluation.inputs import Inputs
+from rexrank.evaluation.plan import plan
 from rexrank.evaluation.runner import DEFAULT_CHUNK_PAIRS, build_metrics, combine_composites, score_pairs, to_frame
 from rexrank.evaluation.subgroups import (
     add_error_free_column,
@@ -123,8 +124,6 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
     options.check()
     if len(inputs) == 0:
         raise InputError("no study has both a prediction and a reference: nothing to score")
-    from rexrank.scoring import plan
-
     names = expand_metrics(options.metrics)
     base, composites = plan(names)
     ctx = distributed.context()

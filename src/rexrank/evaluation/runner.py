@@ -1,6 +1,6 @@
 """The scoring core shared by ``rexrank.score`` (in memory) and ``rexrank score`` (cached, chunked, sharded).
 
-Planning (which base metrics to run, which composites to combine) is ``rexrank.scoring.plan``. Each base metric
+Planning (which base metrics to run, which composites to combine) is ``rexrank.evaluation.plan``. Each base metric
 scores every distinct (hypothesis, reference) pair once; finished chunks go to the pair cache as they complete,
 so a killed run loses at most the chunk in flight. Metrics keep their per-text artefacts in the same cache
 (``Metric.use_text_cache``), which is how a second model reuses every reference-side result.
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rexrank.evaluation.plan import metric_config
 from rexrank.metrics import REGISTRY, get
 from rexrank.metrics.base import Metric, text_key
 
@@ -53,8 +54,6 @@ def describe(metric: Metric) -> dict[str, Any]:
 def build_metrics(base: Sequence[str], *, model_paths: Mapping[str, Any] | None = None,
                   metric_configs: Mapping[str, Mapping[str, Any]] | None = None, device: str | None = None,
                   batch_size: int | None = None) -> dict[str, Metric]:
-    from rexrank.scoring import metric_config
-
     shared = {"device": device, "batch_size": batch_size}
     return {name: get(name, **metric_config(name, model_paths=model_paths, metric_configs=metric_configs,
                                             shared=shared)) for name in base}

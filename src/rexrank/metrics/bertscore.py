@@ -43,7 +43,7 @@ from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, fingerprint_of
 from rexrank.metrics.batching import padded_batches
 from rexrank.metrics.semb import _default_device, _digest
-from rexrank.models import resolve
+from rexrank.metrics.weights import resolve
 
 # bert_score 0.3.13, bert_score/rescale_baseline/en/distilroberta-base.tsv: LAYER -> (P, R, F).
 # Row 5 is the one ReXrank uses (also in ../shared/reference/radcliq_constants.json).

@@ -401,7 +401,7 @@ class Green(Metric):
                  **backend_options: Any):
         """``max_new_tokens`` caps the analysis length instead of the official prompt+output ``max_length`` (an
         unofficial budget for smoke tests and quick looks; it is recorded in the fingerprint)."""
-        from rexrank.models import resolve
+        from rexrank.metrics.weights import resolve
 
         if backend not in ("transformers", "vllm"):
             raise ConfigError(f"green: unknown backend {backend!r}. Available: transformers, vllm")

@@ -23,7 +23,7 @@ from rexrank.metrics import REGISTRY
 from rexrank.errors import ConfigError, InputError, ModelNotAvailableError
 from rexrank.metrics.base import Metric, file_digest
 from rexrank.metrics import chexbert
-from rexrank.models import resolve, source
+from rexrank.metrics.weights import resolve, source
 
 DEFAULT_BATCH_SIZE = 32
 

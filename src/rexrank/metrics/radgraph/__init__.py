@@ -32,7 +32,7 @@ from rexrank.metrics.radgraph.scores import REWARD_LEVELS, combined_scores, rewa
 __all__ = ["Annotation", "Annotator", "RadGraphCombined", "RadGraphRewardComplete", "RadGraphRewardPartial",
            "RadGraphRewardSimple", "combined_scores", "reward"]
 
-# model= shorthands for the two official archives (rexrank.models.SOURCES keys).
+# model= shorthands for the two official archives (rexrank.metrics.weights.SOURCES keys).
 _ARCHIVE_KEYS = {"radgraph": "radgraph", "radgraph_xl": "radgraph_xl", "radgraph-xl": "radgraph_xl"}
 _ANNOTATORS: dict[tuple, Annotator] = {}
 _DIGESTS: dict[tuple, str] = {}
@@ -80,7 +80,7 @@ class _RadGraphMetric(Metric):
     @property
     def archive_dir(self) -> Path:
         if self._archive_dir is None:
-            from rexrank.models import resolve
+            from rexrank.metrics.weights import resolve
 
             text = os.fspath(self.model) if self.model is not None else None
             if text is None:

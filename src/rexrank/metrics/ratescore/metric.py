@@ -26,7 +26,7 @@ from rexrank.metrics.base import Metric, check_pairs, file_digest
 from rexrank.metrics.ratescore import sentences
 from rexrank.metrics.ratescore.constants import EMBED_MAX_LENGTH, NER_MAX_LENGTH, variant as get_variant
 from rexrank.metrics.ratescore.score import pair_score
-from rexrank.models import resolve
+from rexrank.metrics.weights import resolve
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # Small files that also change the numbers (labels, tokenisation).

@@ -1,7 +1,7 @@
-"""``rexrank.score``: several metrics over the same pairs, each component computed once.
+"""``rexrank.score``: several metrics over the same pairs in memory, each component computed once.
 
-Composite metrics (RadCliQ) declare their components in the registry; the components are scored once and
-shared, so asking for ``["radcliq_v1", "bertscore"]`` runs BERTScore a single time.
+The same core as the ``rexrank score`` harness (``evaluation.runner``), with a throwaway in-memory cache, no
+chunking and no files.
 """
 
 from __future__ import annotations
@@ -12,48 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rexrank.evaluation.plan import plan
+from rexrank.evaluation.runner import build_metrics, combine_composites, score_pairs, to_frame
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import check_pairs
 
 # The classic CXR-Report-Metric set: what `rexrank.score` runs when no metric is named.
 DEFAULT_METRICS = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1")
-
-_SHARED_OPTIONS = ("device", "batch_size")
-
-
-def plan(metrics: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Split requested names into (base metrics to compute, composites to combine), canonical and de-duplicated."""
-    requested = [REGISTRY.canonical(m) for m in metrics]
-    base: list[str] = []
-    composites: list[str] = []
-    for name in requested:
-        spec = REGISTRY.spec(name)
-        if spec.components:
-            if name not in composites:
-                composites.append(name)
-            for comp in spec.components:
-                if comp not in base:
-                    base.append(comp)
-        elif name not in base:
-            base.append(name)
-    return base, composites
-
-
-def metric_config(name: str, *, model_paths: Mapping[str, Any] | None, metric_configs: Mapping[str, Mapping] | None,
-                  shared: Mapping[str, Any]) -> dict[str, Any]:
-    spec = REGISTRY.spec(name)
-    config: dict[str, Any] = {}
-    if spec.needs_model:
-        config.update({k: v for k, v in shared.items() if v is not None})
-    if model_paths:
-        for key, value in model_paths.items():
-            if REGISTRY.canonical(key) == name:
-                config["model"] = value
-    if metric_configs:
-        for key, value in metric_configs.items():
-            if REGISTRY.canonical(key) == name:
-                config.update(value)
-    return config
 
 
 def score(
@@ -74,8 +39,6 @@ def score(
     ``df.attrs["summary"]`` holds the leaderboard aggregation (see ``summarize``) and
     ``df.attrs["metrics"]`` each metric's spec, config and fingerprint.
     """
-    from rexrank.evaluation.runner import build_metrics, combine_composites, score_pairs, to_frame
-
     hyps, refs = check_pairs(hyps, refs)
     base, composites = plan(metrics)
     # The same core as the `rexrank score` harness, here with a throwaway in-memory cache and no chunking.

@@ -1,0 +1,47 @@
+"""What a scoring run computes: requested names -> base metrics and composites, and each metric's config.
+
+Composite metrics (RadCliQ) declare their components in the registry; the components are scored once and
+shared, so asking for ``["radcliq_v1", "bertscore"]`` runs BERTScore a single time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rexrank.metrics import REGISTRY
+
+
+def plan(metrics: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split requested names into (base metrics to compute, composites to combine), canonical and de-duplicated."""
+    requested = [REGISTRY.canonical(m) for m in metrics]
+    base: list[str] = []
+    composites: list[str] = []
+    for name in requested:
+        spec = REGISTRY.spec(name)
+        if spec.components:
+            if name not in composites:
+                composites.append(name)
+            for comp in spec.components:
+                if comp not in base:
+                    base.append(comp)
+        elif name not in base:
+            base.append(name)
+    return base, composites
+
+
+def metric_config(name: str, *, model_paths: Mapping[str, Any] | None, metric_configs: Mapping[str, Mapping] | None,
+                  shared: Mapping[str, Any]) -> dict[str, Any]:
+    spec = REGISTRY.spec(name)
+    config: dict[str, Any] = {}
+    if spec.needs_model:
+        config.update({k: v for k, v in shared.items() if v is not None})
+    if model_paths:
+        for key, value in model_paths.items():
+            if REGISTRY.canonical(key) == name:
+                config["model"] = value
+    if metric_configs:
+        for key, value in metric_configs.items():
+            if REGISTRY.canonical(key) == name:
+                config.update(value)
+    return config
