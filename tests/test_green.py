@@ -245,22 +245,6 @@ def test_vllm_without_the_extra_is_a_clear_error(green_dir):
         VLLMGenerator(green_dir)
 
 
-def test_shard_bounds_cover_every_item_once():
-    from rexrank.llm.distributed import merge_shards, shard_bounds
-
-    for n in range(0, 12):
-        for world in (1, 2, 3, 5):
-            bounds = [shard_bounds(n, world, r) for r in range(world)]
-            assert bounds[0][0] == 0 and bounds[-1][1] == n
-            assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
-            pieces = [(start, [f"x{i}" for i in range(start, stop)]) for start, stop in bounds]
-            assert merge_shards(pieces[::-1], n) == [f"x{i}" for i in range(n)]
-    with pytest.raises(RuntimeError, match="missing"):
-        merge_shards([(0, ["a"])], 2)
-    with pytest.raises(RuntimeError, match="overlap"):
-        merge_shards([(0, ["a", "b"]), (1, ["b"])], 2)
-
-
 def _data_parallel_worker(rank: int, world: int, port: int, green_dir: str, out_dir: str) -> None:
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), ACCELERATE_USE_CPU="yes", GLOO_SOCKET_IFNAME="lo")
@@ -278,8 +262,9 @@ def _data_parallel_worker(rank: int, world: int, port: int, green_dir: str, out_
 
 
 def test_data_parallel_shards_prompts_and_gathers_in_order(green_dir, tmp_path):
-    """Two gloo CPU processes (as `accelerate launch` would start): each judges its shard of the 4 unique pairs,
-    both end with all scores in input order."""
+    """Two gloo CPU processes (as `accelerate launch` would start), GREEN called directly on every rank with the
+    same 7 pairs: each judges its share of the 4 distinct pairs, both end with all scores in input order
+    (rexrank.parallel; tests/test_parallel.py covers warm caches, mismatches and failures)."""
     proc = subprocess.run([sys.executable, __file__, green_dir, str(tmp_path)], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]

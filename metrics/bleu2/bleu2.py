@@ -89,4 +89,5 @@ class Bleu2(evaluate.Metric):
         self.fingerprint = self.metric.fingerprint
 
     def _compute(self, predictions, references):
-        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint)
+        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
+                               processes=self.num_process)

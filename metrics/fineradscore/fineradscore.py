@@ -48,7 +48,8 @@ Args:
     return_details (`bool`, default False): add the per-pair extra columns under "details".
 Returns:
     fineradscore (`float`): mean over the pairs without NaN.
-    inverse_fineradscore (`float`): 1 / mean, the leaderboard column.
+    inverse_fineradscore (`float`): 1 / mean, the leaderboard column (NaN if the mean is NaN or 0).
+    leaderboard_flags (`list` of `str`): why inverse_fineradscore is not meaningful, e.g. a negative mean.
     scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
     n_nan (`int`): pairs without a score.
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
@@ -61,7 +62,7 @@ Examples:
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
     ... )
     >>> sorted(results)
-    ['fineradscore', 'fingerprint', 'inverse_fineradscore', 'n_nan', 'scores']
+    ['fineradscore', 'fingerprint', 'inverse_fineradscore', 'leaderboard_flags', 'n_nan', 'scores']
     >>> len(results["scores"])
     2
 """
@@ -98,4 +99,5 @@ class FineRadScore(evaluate.Metric):
         self.fingerprint = self.metric.fingerprint
 
     def _compute(self, predictions, references, return_details=False):
-        return support.compute(self.metric, predictions, references, return_details=return_details, reciprocal=True, fingerprint=self.fingerprint)
+        return support.compute(self.metric, predictions, references, return_details=return_details, reciprocal=True, fingerprint=self.fingerprint,
+                               processes=self.num_process)

@@ -89,4 +89,5 @@ class Green(evaluate.Metric):
         self.fingerprint = self.metric.fingerprint
 
     def _compute(self, predictions, references, return_details=False):
-        return support.compute(self.metric, predictions, references, return_details=return_details, fingerprint=self.fingerprint)
+        return support.compute(self.metric, predictions, references, return_details=return_details, fingerprint=self.fingerprint,
+                               processes=self.num_process)

@@ -47,7 +47,8 @@ Args:
     return_details (`bool`, default False): add the four per-pair component scores under "details".
 Returns:
     radcliq_v1 (`float`): mean per-report RadCliQ-v1 (or radcliq_v0 with config_name "v0"); lower is better.
-    inverse_radcliq_v1 (`float`): 1 / mean, the leaderboard's 1/RadCliQ-v1 column (v1 only).
+    inverse_radcliq_v1 (`float`): 1 / mean, the leaderboard's 1/RadCliQ-v1 column (v1 only; NaN if the mean is 0).
+    leaderboard_flags (`list` of `str`, v1 only): why inverse_radcliq_v1 is not meaningful (a negative mean).
     scores (`list` of `float`): per-report RadCliQ, in input order (NaN if a component is NaN).
     n_nan (`int`): pairs without a score.
     fingerprint (`str`): hash of the composite and every component's configuration.
@@ -106,4 +107,5 @@ class RadCliQ(evaluate.Metric):
     def _compute(self, predictions, references, return_details=False):
         reciprocal = self.metric.spec.leaderboard_aggregation == "reciprocal_of_mean"
         return support.compute(self.metric, predictions, references, return_details=return_details,
-                               reciprocal=reciprocal, fingerprint=self.fingerprint)
+                               reciprocal=reciprocal, fingerprint=self.fingerprint,
+                               processes=self.num_process)

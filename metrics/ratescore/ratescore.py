@@ -93,4 +93,5 @@ class RaTEScore(evaluate.Metric):
         self.fingerprint = self.metric.fingerprint
 
     def _compute(self, predictions, references):
-        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint)
+        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
+                               processes=self.num_process)

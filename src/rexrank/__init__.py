@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "score", "summarize"]
+__all__ = ["__version__", "parallel", "score", "summarize"]
 
 
 def __getattr__(name: str):
@@ -16,4 +16,8 @@ def __getattr__(name: str):
         from rexrank.evaluation import in_memory as scoring
 
         return getattr(scoring, name)
+    if name == "parallel":  # `with rexrank.parallel.local():` after a plain `import rexrank`
+        import importlib
+
+        return importlib.import_module("rexrank.parallel")
     raise AttributeError(f"module 'rexrank' has no attribute {name!r}")

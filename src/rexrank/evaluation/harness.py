@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rexrank import parallel
 from rexrank.errors import ConfigError, InputError
-from rexrank.evaluation import distributed
 from rexrank.evaluation.aggregate import build_results
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rexrank.evaluation.inputs import Inputs
@@ -101,12 +101,14 @@ def open_cache(options: ScoreOptions):
 
 def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, base, composites, ctx):
     built = build_metrics(base, model_paths=options.model_paths, metric_configs=options.metric_configs,
-                          device=distributed.device_for(options.device, ctx), batch_size=options.batch_size)
+                          device=parallel.device_for(options.device, ctx), batch_size=options.batch_size)
     cache = open_cache(options)
     try:
-        scored = score_pairs([inputs.hyps[i] for i in positions], [inputs.refs[i] for i in positions], built,
-                             cache=cache, chunk_size=options.chunk_size, progress=options.progress,
-                             reference_labels=True, label=f" [process {ctx.rank}]" if ctx.distributed else "")
+        # The harness owns process parallelism: each metric scores exactly this shard's pairs (rexrank.parallel).
+        with parallel.local():
+            scored = score_pairs([inputs.hyps[i] for i in positions], [inputs.refs[i] for i in positions], built,
+                                 cache=cache, chunk_size=options.chunk_size, progress=options.progress,
+                                 reference_labels=True, label=f" [process {ctx.rank}]" if ctx.distributed else "")
     finally:
         cache.close()
     combine_composites(composites, scored)
@@ -126,17 +128,17 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
         raise InputError("no study has both a prediction and a reference: nothing to score")
     names = expand_metrics(options.metrics)
     base, composites = plan(names)
-    ctx = distributed.context()
-    created = distributed.setup(ctx)
+    ctx = parallel.context()
+    created = parallel.setup(ctx)
     try:
-        positions = distributed.shard(len(inputs), ctx)
+        positions = parallel.shard(len(inputs), ctx)
         try:
             payload = ("ok", positions, *_shard_frame(inputs, positions, options, base, composites, ctx))
         except Exception as exc:  # noqa: BLE001 - every rank must reach the gather, or rank 0 waits forever
             if not ctx.distributed:
                 raise
-            payload = ("error", ctx.rank, _portable(exc, ctx.rank))
-        parts = distributed.gather(payload, ctx)
+            payload = ("error", ctx.rank, parallel.portable(exc, ctx.rank))
+        parts = parallel.gather(payload, ctx)
         if not ctx.is_main:
             if payload[0] == "error":
                 raise payload[2]
@@ -146,7 +148,7 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
             raise failed[0][2]
         frame, info, stats = _assemble(parts, len(inputs))
     finally:
-        distributed.teardown(created)
+        parallel.teardown(created)
     per_study = per_study_table(inputs, frame)
     order = names + [b for b in base if b not in names]
     results = build_results(
@@ -161,15 +163,6 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
                 "references_sha256": _digest(inputs.refs, inputs.study_ids)},
         resamples=options.resamples, seed=options.seed, confidence=options.confidence)
     return Evaluation(per_study, results, stats)
-
-
-def _portable(exc: Exception, rank: int) -> Exception:
-    """An exception that survives pickling to rank 0: user errors as they are, anything else as text."""
-    from rexrank.errors import RexrankError
-
-    if isinstance(exc, RexrankError):
-        return exc
-    return RuntimeError(f"process {rank} failed: {type(exc).__name__}: {exc}")
 
 
 def _assemble(parts, n: int):

@@ -1,7 +1,7 @@
 """Which process generates which studies, and putting the results back in input order.
 
-Batches are formed over the pending studies in input order *before* they are dealt to processes (batch k goes to
-process k mod world_size). So a study lands in the same batch, next to the same neighbours, whatever the number of
+Batches are formed over the pending studies in input order *before* they are dealt to processes by the one
+sharding rule of ``rexrank.parallel`` over batch positions (batch k goes to process k mod world_size). So a study lands in the same batch, next to the same neighbours, whatever the number of
 processes: 1 and N processes run identical batches and give identical reports (padding included), and a resumed run
 re-forms the same batches when whole batches were lost.
 
@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
+from rexrank.parallel import Context, shard
+
 T = TypeVar("T")
 
 
@@ -23,7 +25,7 @@ def make_batches(items: Sequence[T], batch_size: int) -> list[list[T]]:
 
 
 def batches_for_process(batches: Sequence[list[T]], rank: int, world_size: int) -> list[list[T]]:
-    return [batch for k, batch in enumerate(batches) if k % world_size == rank]
+    return [batches[k] for k in shard(len(batches), Context(rank, world_size))]
 
 
 def in_input_order(study_ids: Sequence[str], records_by_id: dict[str, dict]) -> list[dict | None]:

@@ -21,46 +21,46 @@ REGISTRY.register(
     f"{_R}.bleu:Bleu2", aliases=("bleu", "bleu-2", "bleu_score"))
 REGISTRY.register(
     MetricSpec("bertscore", "bertscore", True, "1", "BERTScore F1, distilroberta-base layer 5, baseline-rescaled",
-               needs_model=True, leaderboard_column="BertScore"),
+               needs_model=True, across_processes="shard", leaderboard_column="BertScore"),
     f"{_R}.bertscore:BertScore", aliases=("bert_score",))
 REGISTRY.register(
     MetricSpec("semb", "semb_score", True, "1", "SembScore: cosine of CheXbert [CLS] embeddings",
-               needs_model=True, leaderboard_column="SembScore"),
+               needs_model=True, across_processes="shard", leaderboard_column="SembScore"),
     f"{_R}.semb:SembScore", aliases=("semb_score", "sembscore", "chexbert"))
 REGISTRY.register(
     MetricSpec("radgraph", "radgraph_combined", True, "1",
                "RadGraph-F1 as ReXrank computes it: (entity F1 + relation F1) / 2 on RadGraph annotations",
-               needs_model=True, leaderboard_column="RadGraph"),
+               needs_model=True, across_processes="shard", leaderboard_column="RadGraph"),
     f"{_R}.radgraph:RadGraphCombined", aliases=("radgraph_combined", "radgraph-f1", "radgraph_f1"))
 for _level, _desc in (("simple", "RG_E: entities only"), ("partial", "RG_ER: entities and relations"),
                       ("complete", "RG_ER-bar: entities with all their relations")):
     REGISTRY.register(
         MetricSpec(f"radgraph_{_level}", f"radgraph_{_level}", True, "1",
                    f"radgraph package F1RadGraph reward, level {_level!r} ({_desc}); not the ReXrank RadGraph column",
-                   needs_model=True),
+                   needs_model=True, across_processes="shard"),
         f"{_R}.radgraph:RadGraphReward{_level.capitalize()}")
 REGISTRY.register(
     MetricSpec("radcliq_v1", "radcliq_v1", False, "1", "RadCliQ-v1 composite of RadGraph, BERTScore, SembScore, BLEU-2",
-               needs_model=True, components=("radgraph", "bertscore", "semb", "bleu2"),
+               needs_model=True, across_processes="shard", components=("radgraph", "bertscore", "semb", "bleu2"),
                leaderboard_aggregation="reciprocal_of_mean", leaderboard_column="1/RadCliQ-v1"),
     f"{_R}.radcliq:RadCliQv1", aliases=("radcliq", "radcliq-v1"))
 REGISTRY.register(
     MetricSpec("radcliq_v0", "radcliq_v0", False, "1", "RadCliQ-v0 composite (the 2023 leaderboard's)",
-               needs_model=True, components=("radgraph", "bertscore", "semb", "bleu2"),
+               needs_model=True, across_processes="shard", components=("radgraph", "bertscore", "semb", "bleu2"),
                leaderboard_column="RadCliQ-v0"),
     f"{_R}.radcliq:RadCliQv0", aliases=("radcliq-v0",))
 REGISTRY.register(
     MetricSpec("ratescore", "ratescore", True, "1", "RaTEScore: entity-level, affinity-weighted, negation-aware",
-               needs_model=True, leaderboard_column="RaTEScore"),
+               needs_model=True, across_processes="shard", leaderboard_column="RaTEScore"),
     f"{_R}.ratescore:RaTEScore", aliases=("rate_score", "ratescore_v05"))
 REGISTRY.register(
     MetricSpec("green", "green_score", True, "1", "GREEN: fine-tuned LLM judge, matched / (matched + significant errors)",
-               needs_model=True, leaderboard_column="GREEN"),
+               needs_model=True, across_processes="shard", leaderboard_column="GREEN"),
     f"{_R}.green:Green", aliases=("green_score",))
 REGISTRY.register(
     MetricSpec("fineradscore", "fineradscore", False, "1",
                "FineRadScore: LLM line-by-line severity judge (rexrank's documented aggregation; published numbers are not reproducible)",
-               needs_model=True, leaderboard_aggregation="reciprocal_of_mean", leaderboard_column="1/FineRadScore"),
+               needs_model=True, across_processes="shard", leaderboard_aggregation="reciprocal_of_mean", leaderboard_column="1/FineRadScore"),
     f"{_R}.fineradscore:FineRadScore", aliases=("finerad", "fine_rad_score"))
 
 # The eight ReXrank leaderboard metrics, in leaderboard column order.

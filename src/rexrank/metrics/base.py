@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rexrank import parallel
 from rexrank.errors import InputError
 from rexrank.metrics.registry import MetricSpec
 
@@ -127,22 +128,82 @@ class Metric:
         return fingerprint_of({"metric": self.spec.name, "version": self.spec.version, **self.config()})
 
     def score(self, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
+        """One float per pair, in order. Inside a launched multi-process job see ``rexrank.parallel``: a
+        model-backed metric shares one call's distinct pairs across the processes (every rank passes the same
+        pairs and gets every value); inside ``rexrank.parallel.local()`` it computes exactly what it is given."""
         hyps, refs = check_pairs(hyps, refs)
         if not hyps:
             return np.zeros(0, dtype=np.float64)
+        if not parallel.would_shard(self.spec.across_processes):
+            return self._checked_score(hyps, refs)
+        distinct_hyps, distinct_refs, keys, inverse = _distinct_pairs(hyps, refs)
+        values = parallel.map_distinct(
+            self.spec.name, self.spec.across_processes, keys,
+            lambda pos: self._checked_score([distinct_hyps[i] for i in pos], [distinct_refs[i] for i in pos]),
+            _merge_arrays)
+        return values[inverse]
+
+    def score_details(self, hyps: Sequence[str], refs: Sequence[str]):
+        """Per-pair extra columns (e.g. GREEN error counts) as a DataFrame, the score first; shared across
+        processes like ``score``."""
+        hyps, refs = check_pairs(hyps, refs)
+        if not hyps or not parallel.would_shard(self.spec.across_processes):
+            return self._score_details(hyps, refs)
+        distinct_hyps, distinct_refs, keys, inverse = _distinct_pairs(hyps, refs)
+        frame = parallel.map_distinct(
+            self.spec.name, self.spec.across_processes, keys,
+            lambda pos: self._score_details([distinct_hyps[i] for i in pos], [distinct_refs[i] for i in pos]),
+            _merge_frames)
+        return frame.iloc[inverse].reset_index(drop=True)
+
+    def _checked_score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
         values = np.asarray(self._score(hyps, refs), dtype=np.float64)
         if values.shape != (len(hyps),):
             raise RuntimeError(f"{self.spec.name} returned shape {values.shape} for {len(hyps)} pairs")
         return values
 
-    def score_details(self, hyps: Sequence[str], refs: Sequence[str]):
-        """Per-pair extra columns (e.g. GREEN error counts) as a DataFrame; by default just the score."""
+    def _score_details(self, hyps: list[str], refs: list[str]):
+        """Subclasses with detail columns override this; by default just the score."""
         import pandas as pd
 
-        return pd.DataFrame({self.spec.name: self.score(hyps, refs)})
+        values = self._checked_score(hyps, refs) if hyps else np.zeros(0, dtype=np.float64)
+        return pd.DataFrame({self.spec.name: values})
 
     def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config()})"
+
+
+def _distinct_pairs(hyps: list[str], refs: list[str]):
+    """(distinct hyps, distinct refs, their keys, index of each input pair among them), first occurrence order."""
+    keys = [text_key(h) + text_key(r) for h, r in zip(hyps, refs)]
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+    order = list(first.values())
+    slot = {key: n for n, key in enumerate(first)}
+    inverse = np.array([slot[k] for k in keys], dtype=np.int64)
+    return [hyps[i] for i in order], [refs[i] for i in order], list(first), inverse
+
+
+def _merge_arrays(parts, n: int) -> np.ndarray:
+    out = np.full(n, np.nan, dtype=np.float64)
+    for positions, values in parts:
+        out[np.asarray(positions, dtype=np.int64)] = np.asarray(values, dtype=np.float64)
+    return out
+
+
+def _merge_frames(parts, n: int):
+    import pandas as pd
+
+    frames = []
+    for positions, frame in parts:
+        frame = frame.copy()
+        frame.index = list(positions)
+        frames.append(frame)
+    merged = pd.concat(frames).sort_index()
+    if list(merged.index) != list(range(n)):
+        raise RuntimeError(f"per-pair detail rows from the processes do not cover the {n} pairs exactly once")
+    return merged.reset_index(drop=True)

@@ -263,7 +263,7 @@ class BertScore(Metric):
     def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
         return self._scores(hyps, refs)[:, 2]
 
-    def score_details(self, hyps, refs):
+    def _score_details(self, hyps, refs):
         """Per pair: ``bertscore`` (F1) plus precision and recall, rescaled like F1."""
         import pandas as pd
 

@@ -448,7 +448,7 @@ class FineRadScore(Metric):
     def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
         return np.array([r["score"] for r in self._run(hyps, refs)], dtype=np.float64)
 
-    def score_details(self, hyps: Sequence[str], refs: Sequence[str]):
+    def _score_details(self, hyps: Sequence[str], refs: Sequence[str]):
         import pandas as pd
 
         from rexrank.metrics.base import check_pairs

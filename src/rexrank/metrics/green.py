@@ -470,15 +470,16 @@ class Green(Metric):
         return self._generator
 
     def _analyse(self, pair_keys: list[str]) -> list[str]:
-        """Generate and clean the analyses of pairs given as JSON [reference, candidate] strings."""
-        from rexrank.llm.distributed import sharded_map
+        """Generate and clean the analyses of pairs given as JSON [reference, candidate] strings.
 
+        All of them, here: which process judges which pairs is decided before this call (rexrank.parallel).
+        """
         pairs = [json.loads(k) for k in pair_keys]
         prompts = [make_prompt(ref, cand, self.max_words) for ref, cand in pairs]
         prompt_ids = encode_prompts(self.tokenizer, prompts, add_bos=adds_bos(self.model_dir),
                                     max_length=self.max_length)
         generator = self._make_generator()
-        completions = sharded_map(generator.generate, prompt_ids)
+        completions = generator.generate(prompt_ids)
         tok = self.tokenizer
         # As upstream: decode prompt + output without special tokens (with the 4.x space clean-up), keep the analysis.
         return [clean_response(cleanup_spaces(tok.decode(list(p) + list(c), skip_special_tokens=True,
@@ -503,7 +504,7 @@ class Green(Metric):
         parsed, _ = self._parse_all(hyps, refs)
         return np.array([p["score"] for p in parsed], dtype=np.float64)
 
-    def score_details(self, hyps: Sequence[str], refs: Sequence[str]):
+    def _score_details(self, hyps: Sequence[str], refs: Sequence[str]):
         from rexrank.metrics.base import check_pairs
 
         hyps, refs = check_pairs(hyps, refs)

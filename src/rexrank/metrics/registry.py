@@ -31,6 +31,9 @@ class MetricSpec:
     # How the leaderboard turns per-report values into the published number ("mean" or "reciprocal_of_mean").
     leaderboard_aggregation: str = "mean"
     leaderboard_column: str | None = None
+    # How a direct call behaves inside a launched multi-process job (rexrank.parallel): "shard" splits one call's
+    # distinct pairs across the processes (model-backed metrics); "replicate" computes them all in every process.
+    across_processes: str = "replicate"
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 

@@ -197,7 +197,7 @@ class RaTEScore(Metric):
     def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
         return self._details(hyps, refs)["score"]
 
-    def score_details(self, hyps, refs):
+    def _score_details(self, hyps, refs):
         """Per pair: ``ratescore``, the two directional scores (NaN where a side has no entity), entity counts."""
         import pandas as pd
 
