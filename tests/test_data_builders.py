@@ -188,8 +188,8 @@ def test_rexgradient_missing_metadata_says_where_access_is(tmp_path):
 
 def test_unknown_names_list_what_exists(tmp_path):
     """Typos in dataset, split or track names list the valid choices."""
-    with pytest.raises(UnknownNameError, match="Unknown dataset 'mimic'. Available: iu_xray, mimic_cxr"):
-        data.load("mimic")
+    with pytest.raises(UnknownNameError, match="Unknown dataset 'mimik'. Available: iu_xray, mimic_cxr"):
+        data.load("mimik")  # "mimic" itself is an alias of mimic_cxr (tests/test_catalog.py)
     with pytest.raises(UnknownNameError, match="Unknown split 'train' for dataset 'mimic_cxr'. Available: test"):
         data.load("mimic_cxr", tmp_path, split="train")
     with pytest.raises(UnknownNameError, match="Unknown track"):

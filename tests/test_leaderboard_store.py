@@ -112,7 +112,7 @@ def test_board_shows_published_values_exactly(seeded, shared_dir):
 
 def test_zero_fineradscore_cell_is_missing_not_infinite():
     text = "Rank,Date,Model Name,Institution,Model URL,BLEU,BertScore,SembScore,RadGraph,1/RadCliQ-v1,RaTEScore,GREEN,1/FineRadScore\n1,2025,X,I,https://x,0.1,0.2,0.3,0.4,1.0,0.5,0.6,0"
-    records, notes = parse_table(text, "chexpert_plus", "valid", "findings")
+    records, notes = parse_table(text, "chexpert_plus", "validation", "findings")
     assert "fineradscore" not in records[0].metrics and "lacks 1/FineRadScore" in notes[0]
 
 
@@ -153,7 +153,7 @@ def test_metadata_is_sanitised():
     assert info.trained_on == ["iu_xray", "mimic_cxr"]
     for bad, message in (({"name": ""}, "name is required"), ({"name": "x", "url": "javascript:alert(1)"}, "url must"),
                          ({"name": "x", "year": 3000}, "out of range"), ({"name": "x", "trained_on": ["nope"]},
-                                                                         "unknown dataset")):
+                                                                         "trained_on: Unknown dataset 'nope'")):
         with pytest.raises(InputError, match=message):
             ModelInfo.from_dict(bad)
 

@@ -16,13 +16,14 @@ _SPLIT = typer.Option(None, "--split", help="default: the split the leaderboard 
 
 @app.command("list")
 def list_datasets() -> None:
-    """The ReXrank test sets, their splits and sizes."""
+    """The ReXrank test sets, their splits and sizes (* the split the leaderboard scores) and their aliases."""
     from rexrank.data.catalog import DATASETS
 
     for spec in DATASETS.values():
-        sizes = ", ".join(f"{s.name} ({s.n_studies if s.n_studies is not None else 'host-defined'})"
-                          for s in spec.splits.values())
-        typer.echo(f"{spec.name:14s} {sizes:32s} {spec.title}")
+        sizes = ", ".join(f"{s.name}{'*' if s.name == spec.leaderboard_split else ''} "
+                          f"({s.n_studies if s.n_studies is not None else 'host-defined'})" for s in spec.splits.values())
+        typer.echo(f"{spec.name:14s} {sizes:34s} {spec.title}")
+        typer.echo(f"{'':14s} aliases: {', '.join(spec.aliases)}")
 
 
 @app.command("info")

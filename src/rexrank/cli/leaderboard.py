@@ -44,7 +44,8 @@ def add(
     url: Optional[str] = typer.Option(None, "--url"),
     year: Optional[int] = typer.Option(None, "--year"),
     model_type: Optional[str] = typer.Option(None, "--model-type"),
-    trained_on: Optional[str] = typer.Option(None, "--trained-on", help="Comma-separated dataset names."),
+    trained_on: Optional[str] = typer.Option(None, "--trained-on", help="Comma-separated dataset names "
+                                             "(aliases such as mimic or chexpert are accepted)."),
     store: Path = typer.Option(DEFAULT_STORE, "--store"),
 ) -> None:
     """Add a `rexrank score` result to the store."""
@@ -58,9 +59,10 @@ def add(
         raise InputError(f"cannot read {results}: {exc}") from None
     model = ModelInfo.from_dict({"name": name, "institution": institution, "url": url, "year": year,
                                  "model_type": model_type, "trained_on": trained_on})
-    record_id, new = Store(store).add_result(from_results_json(data, model))
-    typer.echo(f"{'added' if new else 'already stored'}: result #{record_id} ({model.name}, {data.get('dataset')}, "
-               f"{data.get('track')})")
+    record = from_results_json(data, model)  # dataset/split/track aliases become the catalog's names here
+    record_id, new = Store(store).add_result(record)
+    typer.echo(f"{'added' if new else 'already stored'}: result #{record_id} ({model.name}, {record.dataset} "
+               f"{record.split}, {record.track})")
 
 
 @app.command("import-published")

@@ -3,13 +3,42 @@
     from rexrank import data
     ds = data.load("iu_xray", split="test", track="findings")      # datasets.Dataset, `reference` column
     refs = data.references("iu_xray", track="findings_impression")  # {study_id: ground truth}
+
+The catalog and the tracks are imported at once; everything that needs `datasets` is imported on first use,
+so the leaderboard, the Space and the CLI can read dataset names and tracks without loading `datasets`.
 """
 
-from rexrank.data.catalog import DATASETS, dataset_names, default_data_dir, get_dataset_spec
-from rexrank.data.load import apply_track, default_split, get_builder, load, prepare, references, track_info
-from rexrank.data.rexrank_json import read_rexrank_json
-from rexrank.data.study import STUDY_COLUMNS, STUDY_FEATURES, findings_impression_text, make_study
-from rexrank.data.tracks import DEFAULT_TRACK, TRACKS, Track, get_track, track_names
+import importlib
+import sys
+import types
+
+from rexrank.data.catalog import (
+    DATASETS,
+    canonical_dataset,
+    canonical_split,
+    dataset_names,
+    default_data_dir,
+    get_dataset_spec,
+    leaderboard_split,
+)
+from rexrank.data.tracks import DEFAULT_TRACK, TRACKS, Track, canonical_track, get_track, track_names
+
+# Public names that need `datasets`, and the module that defines each.
+_LAZY = {
+    **dict.fromkeys(("apply_track", "default_split", "get_builder", "load", "prepare", "references", "track_info"),
+                    "rexrank.data.load"),
+    "read_rexrank_json": "rexrank.data.rexrank_json",
+    **dict.fromkeys(("STUDY_COLUMNS", "STUDY_FEATURES", "findings_impression_text", "make_study"),
+                    "rexrank.data.study"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
 
 
 def verify(name, data_dir=None, split=None, *, open_images=True):
@@ -19,9 +48,21 @@ def verify(name, data_dir=None, split=None, *, open_images=True):
     return _verify(name, data_dir, split, open_images=open_images)
 
 
+class _Package(types.ModuleType):
+    """The import system binds every imported submodule as an attribute of its package. Two submodules share
+    their name with a function of this package (`load`, `verify`): importing them must not hide the function."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in ("load", "verify") and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 __all__ = [
     "DATASETS", "DEFAULT_TRACK", "STUDY_COLUMNS", "STUDY_FEATURES", "TRACKS", "Track", "apply_track",
-    "dataset_names", "default_data_dir", "default_split", "findings_impression_text", "get_builder",
-    "get_dataset_spec", "get_track", "load", "make_study", "prepare", "read_rexrank_json", "references",
-    "track_info", "track_names", "verify",
+    "canonical_dataset", "canonical_split", "canonical_track", "dataset_names", "default_data_dir", "default_split",
+    "findings_impression_text", "get_builder", "get_dataset_spec", "get_track", "leaderboard_split", "load",
+    "make_study", "prepare", "read_rexrank_json", "references", "track_info", "track_names", "verify",
 ]

@@ -1,6 +1,11 @@
-"""The four ReXrank test sets, declared as data: splits, builders, manifests, licence and how to get access.
+"""The four ReXrank test sets, declared as data: names, aliases, splits, labels, builders, manifests, licence.
 
-Builders, `load`, `verify`, the CLI and the dataset cards all read these specs; nothing else hard-codes them.
+This module is the one owner of every dataset fact (DESIGN.md, "Who owns which fact"): canonical name, the
+aliases users type, splits and their aliases, the split the leaderboard scores, the private flag, the display
+label, the published-table key and the leaderboard's order of datasets. Builders, `load`, `verify`, the CLI,
+scoring, the leaderboard and the Space read them from here; nothing else hard-codes them.
+
+Kept import-light on purpose (standard library only): the leaderboard and the Space import it.
 """
 
 from __future__ import annotations
@@ -23,29 +28,38 @@ class SplitSpec:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    name: str
+    name: str  # canonical name: stored rows, results.json, cache folders and Hub repos all use it
     title: str
+    label: str  # short display label (board tabs, model cards)
     builder: str  # "module:Class"
     splits: dict[str, SplitSpec]
+    leaderboard_split: str  # the split the leaderboard scores (and `load`/`score` default to)
     licence: str
     access: str  # where to request access / download
     download: str  # what to download
     layout: str  # the expected local layout under data_dir
     gated: bool = True
     hub_repo: str | None = None  # gated Hub dataset of the source, where there is one
+    aliases: tuple[str, ...] = ()  # other names users type; matched case-insensitively (see canonical_dataset)
+    private: bool = False  # references stay with the host: only aggregates may leave the scorer and the store
+    published_table: str | None = None  # <key> of ReXrank's gh-pages_*result_<key>.csv tables
     citation: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def split(self, name: str) -> SplitSpec:
-        canonical = SPLIT_ALIASES.get(name, name)
+        """A split by its name or an alias (SPLIT_ALIASES), case-insensitively."""
+        canonical = split_name(name)
         if canonical not in self.splits:
+            aliases = [alias for alias, target in SPLIT_ALIASES.items() if target in self.splits]
             raise UnknownNameError(
                 f"Unknown split {name!r} for dataset {self.name!r}. Available: {', '.join(self.splits)}"
+                + (f" (aliases: {', '.join(aliases)})" if aliases else "")
             )
         return self.splits[canonical]
 
 
-# "val"/"valid" are what the ReXrank JSONs and result tables call the validation split.
+# "val"/"valid" are what the ReXrank JSONs, the CheXpert Plus CSV and the published result tables call the
+# validation split; stored rows and results.json always say "validation".
 SPLIT_ALIASES = {"val": "validation", "valid": "validation", "validate": "validation"}
 
 _REXRANK_CITATION = (
@@ -59,11 +73,15 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             name="iu_xray",
             title="IU-Xray (Indiana University chest X-ray collection), ReXrank split",
+            label="IU-Xray",
             builder="rexrank.data.builders.iu_xray:IUXray",
             splits={
                 "test": SplitSpec("test", 590, "splits/ReXRank_IUXray_test.json", "test"),
                 "validation": SplitSpec("validation", 296, "splits/ReXRank_IUXray_valid.json", "val"),
             },
+            leaderboard_split="test",
+            aliases=("iu", "iu-xray", "iuxray"),
+            published_table="iu_xray",
             # Open-i distributes the collection under CC BY-NC-ND 4.0 (as the Open-i FAQ and Hub copies of it state).
             licence="CC BY-NC-ND 4.0 (Open-i, U.S. National Library of Medicine)",
             access="open: https://openi.nlm.nih.gov/faq (no access request needed)",
@@ -80,8 +98,12 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             name="mimic_cxr",
             title="MIMIC-CXR, ReXrank test set",
+            label="MIMIC-CXR",
             builder="rexrank.data.builders.mimic_cxr:MimicCXR",
             splits={"test": SplitSpec("test", 2347, "manifests/mimic_cxr_test.jsonl", "test")},
+            leaderboard_split="test",
+            aliases=("mimic", "mimic-cxr", "mimiccxr"),
+            published_table="mimiccxr",
             licence="PhysioNet Credentialed Health Data License 1.5.0",
             access="https://physionet.org/content/mimic-cxr-jpg/2.1.0/ and https://physionet.org/content/mimic-cxr/2.1.0/ "
             "(credentialed PhysioNet account, CITI training, signed data use agreement)",
@@ -98,8 +120,13 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             name="chexpert_plus",
             title="CheXpert Plus, ReXrank validation set",
+            label="CheXpert Plus",
             builder="rexrank.data.builders.chexpert_plus:CheXpertPlus",
             splits={"validation": SplitSpec("validation", 200, "manifests/chexpert_plus_valid.jsonl", "valid")},
+            # ReXrank scores CheXpert Plus on its validation split (the source and the published tables say "valid").
+            leaderboard_split="validation",
+            aliases=("chexpert", "chexpertplus", "chexpert-plus"),
+            published_table="chexpertplus",
             licence="Stanford University School of Medicine CheXpert Plus Dataset Research Use Agreement",
             access="https://aimi.stanford.edu/datasets/chexpert-plus (Stanford AIMI account, research use agreement)",
             download="df_chexpert_plus_240401.csv (reports with section columns) and the PNG images "
@@ -112,9 +139,15 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             name="rexgradient",
             title="ReXGradient-160K, ReXrank private test set",
+            label="ReXGradient",
             builder="rexrank.data.builders.rexgradient:ReXGradient",
             # 10,000 studies per the ReXrank paper; no public manifest exists, so the count is reported, not enforced.
             splits={"test": SplitSpec("test", None, None, "test")},
+            leaderboard_split="test",
+            # The published tables call this set after its source, GradientHealth.
+            aliases=("gradienthealth", "rexgradient160k", "rexgradient-160k", "rexgradient_160k"),
+            private=True,
+            published_table="gradienthealth",
             licence="ReXGradient-160K data use agreement (gated Hugging Face dataset)",
             access="https://huggingface.co/datasets/rajpurkarlab/ReXGradient-160K (accept the terms on the Hub); the "
             "10,000-study private test set is held by the ReXrank host and is never downloaded",
@@ -130,15 +163,95 @@ DATASETS: dict[str, DatasetSpec] = {
 }
 
 
+# The order of the datasets on the leaderboard (tabs, overview columns): ReXrank's own order.
+LEADERBOARD_ORDER = ("rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus")
+
+
+def _alias_index() -> dict[str, str]:
+    """Every name a user may type -> canonical name: the name, its aliases, its label and its published-table key."""
+    index: dict[str, str] = {}
+    for spec in DATASETS.values():
+        for alias in (spec.name, *spec.aliases, spec.label, spec.published_table):
+            if alias is None:
+                continue
+            key = alias.strip().lower()
+            # Two datasets answering to one alias would make a stored row's dataset depend on dict order.
+            if index.get(key, spec.name) != spec.name:
+                raise AssertionError(f"dataset alias {alias!r} names both {index[key]!r} and {spec.name!r}")
+            index[key] = spec.name
+    return index
+
+
+def _check_specs() -> None:
+    for spec in DATASETS.values():
+        if spec.leaderboard_split not in spec.splits:
+            raise AssertionError(f"{spec.name}: leaderboard_split {spec.leaderboard_split!r} is not one of its splits")
+    if sorted(LEADERBOARD_ORDER) != sorted(DATASETS):
+        raise AssertionError("LEADERBOARD_ORDER must list every dataset exactly once")
+
+
+_check_specs()
+DATASET_ALIASES: dict[str, str] = _alias_index()
+
+
+def canonical_dataset(name: str) -> str:
+    """The canonical name of a dataset given any alias ("MIMIC-CXR", "mimic", "chexpert" ...).
+
+    Every boundary (CLI options, `rexrank.data.load`, results.json, the Space, store writes) calls this, so
+    stored rows and results only ever hold canonical names.
+    """
+    canonical = DATASET_ALIASES.get(str(name).strip().lower()) if name is not None else None
+    if canonical is None:
+        raise UnknownNameError(f"Unknown dataset {name!r}. Available: {', '.join(DATASETS)} "
+                               f"(aliases: {', '.join(a for a in DATASET_ALIASES if a not in DATASETS)})")
+    return canonical
+
+
+def split_name(split: str) -> str:
+    """A split's canonical spelling without checking it against a dataset ("valid" -> "validation", "Test" -> "test"):
+    for files that name splits but no catalog dataset."""
+    key = str(split).strip().lower()
+    return SPLIT_ALIASES.get(key, key)
+
+
+def canonical_split(dataset: str, split: str | None = None) -> str:
+    """The canonical split of `dataset` ("valid", "val" -> "validation"); None -> the split the leaderboard scores."""
+    spec = get_dataset_spec(dataset)
+    return spec.leaderboard_split if split is None else spec.split(split).name
+
+
 def get_dataset_spec(name: str) -> DatasetSpec:
-    try:
-        return DATASETS[name]
-    except KeyError:
-        raise UnknownNameError(f"Unknown dataset {name!r}. Available: {', '.join(DATASETS)}") from None
+    return DATASETS[canonical_dataset(name)]
 
 
 def dataset_names() -> list[str]:
     return list(DATASETS)
+
+
+def leaderboard_split(name: str) -> str:
+    """The split the leaderboard scores (chexpert_plus: validation, the others: test)."""
+    return get_dataset_spec(name).leaderboard_split
+
+
+def dataset_label(name: str) -> str:
+    return get_dataset_spec(name).label
+
+
+def is_private(name: str) -> bool:
+    return get_dataset_spec(name).private
+
+
+def leaderboard_datasets() -> tuple[str, ...]:
+    return LEADERBOARD_ORDER
+
+
+def private_datasets() -> frozenset[str]:
+    return frozenset(name for name, spec in DATASETS.items() if spec.private)
+
+
+def dataset_for_published_table(key: str) -> str | None:
+    """The dataset of a published gh-pages_*result_<key>.csv table; None for a table ReXrank does not score here."""
+    return next((spec.name for spec in DATASETS.values() if spec.published_table == key), None)
 
 
 def package_file(relative: str) -> Path:
@@ -149,4 +262,4 @@ def package_file(relative: str) -> Path:
 def default_data_dir(name: str) -> Path:
     """Where a dataset's local copy is looked for when no data_dir is given: $REXRANK_DATA_DIR/<name>."""
     root = os.environ.get("REXRANK_DATA_DIR") or Path.home() / ".cache" / "rexrank" / "data"
-    return Path(root).expanduser() / name
+    return Path(root).expanduser() / canonical_dataset(name)

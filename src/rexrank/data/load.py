@@ -15,7 +15,7 @@ from pathlib import Path
 
 import datasets
 
-from rexrank.data.catalog import default_data_dir, get_dataset_spec
+from rexrank.data.catalog import canonical_dataset, canonical_split, default_data_dir, get_dataset_spec
 from rexrank.data.tracks import get_track
 
 log = logging.getLogger("rexrank.data")
@@ -30,13 +30,14 @@ def builder_class(name: str) -> type:
 
 
 def default_split(name: str) -> str:
-    """The split the leaderboard scores: the first one declared (chexpert_plus: validation, others: test)."""
-    return next(iter(get_dataset_spec(name).splits))
+    """The split the leaderboard scores (declared by the catalog: chexpert_plus: validation, others: test)."""
+    return canonical_split(name)
 
 
 def get_builder(name: str, data_dir: str | os.PathLike | None = None, *, cache_dir: str | os.PathLike | None = None,
                 require_images: bool | None = None):
     """The dataset's GeneratorBasedBuilder, pointed at `data_dir` (default $REXRANK_DATA_DIR/<name>)."""
+    name = canonical_dataset(name)  # an alias must not give another default folder or cache
     cls = builder_class(name)
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir(name)
     # Always pass the effective value, so the default and an explicit equal value share one cache.
@@ -68,8 +69,8 @@ def load(name: str, data_dir: str | os.PathLike | None = None, split: str | None
     Raises UnknownNameError for an unknown dataset/split/track and DatasetNotAvailableError for a missing or
     incomplete local copy.
     """
-    spec = get_dataset_spec(name)
-    canonical = spec.split(split).name if split is not None else default_split(name)
+    name = canonical_dataset(name)
+    canonical = canonical_split(name, split)
     track_spec = get_track(track) if track is not None else None
     builder = prepare(name, data_dir, cache_dir=cache_dir, require_images=require_images)
     dataset = builder.as_dataset(split=canonical)

@@ -29,6 +29,7 @@ def build_folder(name: str, data_dir: str | os.PathLike, out_dir: str | os.PathL
                  splits: list[str] | None = None) -> Path:
     """Write <out_dir>/data/<split>-00000-of-00001.parquet for every split, plus README.md (the card)."""
     spec = get_dataset_spec(name)
+    name = spec.name  # an alias builds the canonical dataset, with its card
     out = Path(out_dir)
     (out / "data").mkdir(parents=True, exist_ok=True)
     root = str(Path(data_dir).expanduser().absolute())
@@ -82,6 +83,7 @@ def main(name: str, argv: list[str] | None = None) -> int:
     import argparse
 
     spec = get_dataset_spec(name)
+    name = spec.name
     parser = argparse.ArgumentParser(description=f"Build {spec.title} as Parquet and push it to a private, gated "
                                      "Hub dataset repo of your organisation.")
     parser.add_argument("--data-dir", required=spec.gated, help=f"your licensed local copy ({spec.access})")

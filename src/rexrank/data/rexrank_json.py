@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rexrank.data.catalog import SPLIT_ALIASES
+from rexrank.data.catalog import split_name
 from rexrank.data.study import make_study
 from rexrank.errors import InputError
 
@@ -51,7 +51,7 @@ def _study_from_entry(study_id: str, entry: Any, root: Path, dataset: str | None
     return make_study(
         study_id=study_id,
         dataset=dataset or "",
-        split=SPLIT_ALIASES.get(entry_split, entry_split),
+        split=split_name(entry_split),
         image_paths=paths,
         key_image=_absolute(root, key) if key else (paths[0] if paths else None),
         view_positions=entry.get("frontal_lateral") or [],

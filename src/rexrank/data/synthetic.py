@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 
 from rexrank.data.builders.chexpert_plus import CSV_NAME as CHEXPERT_CSV
+from rexrank.data.builders.chexpert_plus import SOURCE_SPLIT as CHEXPERT_SOURCE_SPLIT
 from rexrank.data.manifests import read_manifest
 
 _SENTENCES = (
@@ -151,7 +152,7 @@ def write_chexpert_plus_tree(root: str | os.PathLike, *, images: bool = True, se
                 "section_findings": findings, "section_impression": impression, "section_end_of_impression": None,
                 "section_summary": None, "section_accession_number": None, "age": rng.randint(20, 90),
                 "sex": rng.choice(["Male", "Female"]), "race": None, "ethnicity": None, "interpreter_needed": None,
-                "insurance_type": None, "recent_bmi": None, "deceased": None, "split": "valid",
+                "insurance_type": None, "recent_bmi": None, "deceased": None, "split": CHEXPERT_SOURCE_SPLIT,
             })
             if images:
                 writer.write(root / "PNG" / relative)

@@ -1,6 +1,6 @@
-"""The two ReXrank tracks, declared as data: what the ground truth is and which studies count.
+"""The two ReXrank tracks, declared as data: names, aliases, display labels, ground truth and which studies count.
 
-Every stage (datasets, scoring, leaderboard) reads tracks from here; nothing else hard-codes a track.
+Every stage (datasets, scoring, leaderboard, Space) reads tracks from here; nothing else hard-codes a track.
 Source: reference/METRICS.md "Tracks and ground truth" and the ReXrank leaderboard (rajpurkarlab/ReXrank).
 """
 
@@ -13,14 +13,16 @@ from rexrank.errors import UnknownNameError
 
 @dataclass(frozen=True)
 class Track:
-    name: str
+    name: str  # canonical name: stored rows and results.json use it
+    label: str  # display label (board tabs, radio buttons)
     # Study record column that holds this track's ground truth; `load(..., track=)` copies it to `reference`.
     reference_column: str
     # Study record columns that must be present (not None) for a study to count; others are excluded and counted.
     requires: tuple[str, ...]
-    # Published leaderboard tables of this track (leaderboard_published/<prefix>_<dataset>.csv).
+    # Published leaderboard tables of this track: <prefix>_<DatasetSpec.published_table>.csv.
     leaderboard_table_prefix: str
     description: str
+    aliases: tuple[str, ...] = ()  # other names users type; matched case-insensitively (see canonical_track)
 
 
 TRACKS: dict[str, Track] = {
@@ -28,6 +30,7 @@ TRACKS: dict[str, Track] = {
     for track in (
         Track(
             name="findings",
+            label="Findings",
             reference_column="gt_findings",
             requires=("findings",),
             leaderboard_table_prefix="gh-pages_findings_result",
@@ -36,11 +39,13 @@ TRACKS: dict[str, Track] = {
         ),
         Track(
             name="findings_impression",
+            label="Findings + Impression",
             reference_column="gt_findings_impression",
             requires=(),
             leaderboard_table_prefix="gh-pages_result",
             description='"Findings: {findings} Impression: {impression}" with the literal word None for a '
             "missing section; every study counts.",
+            aliases=("findings+impression", "findings-impression", "findings_and_impression"),
         ),
     )
 }
@@ -48,12 +53,33 @@ TRACKS: dict[str, Track] = {
 DEFAULT_TRACK = "findings"
 
 
+def _alias_index() -> dict[str, str]:
+    """Every name a user may type -> canonical track name (its name, label and aliases, lower-cased)."""
+    index: dict[str, str] = {}
+    for track in TRACKS.values():
+        for alias in (track.name, track.label, *track.aliases):
+            index[alias.strip().lower()] = track.name
+    return index
+
+
+TRACK_ALIASES: dict[str, str] = _alias_index()
+
+
+def canonical_track(name: str) -> str:
+    """The canonical name of a track given any alias ("Findings + Impression" -> "findings_impression")."""
+    canonical = TRACK_ALIASES.get(str(name).strip().lower()) if name is not None else None
+    if canonical is None:
+        raise UnknownNameError(f"Unknown track {name!r}. Available: {', '.join(TRACKS)}")
+    return canonical
+
+
 def get_track(name: str) -> Track:
-    try:
-        return TRACKS[name]
-    except KeyError:
-        raise UnknownNameError(f"Unknown track {name!r}. Available: {', '.join(TRACKS)}") from None
+    return TRACKS[canonical_track(name)]
 
 
 def track_names() -> list[str]:
     return list(TRACKS)
+
+
+def track_label(name: str) -> str:
+    return get_track(name).label

@@ -10,8 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rexrank.data.catalog import default_data_dir, get_dataset_spec
-from rexrank.data.load import default_split
+from rexrank.data.catalog import canonical_split, default_data_dir, get_dataset_spec
 from rexrank.data.manifests import read_manifest
 from rexrank.errors import DatasetNotAvailableError
 
@@ -70,11 +69,11 @@ def readable_image(path: str) -> str | None:
 def verify(name: str, data_dir: str | os.PathLike | None = None, split: str | None = None, *,
            open_images: bool = True) -> VerifyReport:
     spec = get_dataset_spec(name)
-    split = spec.split(split).name if split is not None else default_split(name)
+    name = spec.name  # aliases ("mimic", "CheXpert Plus") verify the canonical dataset
+    split = canonical_split(name, split)
     root = Path(data_dir) if data_dir is not None else default_data_dir(name)
     report = VerifyReport(name, split, str(root), spec.splits[split].n_studies)
-    checker = {"iu_xray": _iu_xray, "mimic_cxr": _mimic_cxr, "chexpert_plus": _chexpert_plus,
-               "rexgradient": _rexgradient}[name]
+    checker = checker_for(name)
     try:
         checker(report, root, split)
     except DatasetNotAvailableError as exc:
@@ -82,6 +81,15 @@ def verify(name: str, data_dir: str | os.PathLike | None = None, split: str | No
     if open_images:
         _check_images(report)
     return report
+
+
+def checker_for(name: str):
+    """The layout check of a catalog dataset: the function `_<name>` below (one per dataset, named after it,
+    so the dataset names stay declared in the catalog alone)."""
+    checker = globals().get(f"_{name}")
+    if checker is None:
+        raise NotImplementedError(f"rexrank.data.verify has no check for dataset {name!r}: add a function _{name}")
+    return checker
 
 
 def _check_images(report: VerifyReport) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rexrank.errors import UnknownNameError
+from rexrank.data.tracks import canonical_track
 from rexrank.evaluation.predictions import (
     DEFAULT_MAX_FILE_SIZE_MB,
     Problems,
@@ -21,9 +21,6 @@ from rexrank.evaluation.predictions import (
     check_values,
     read_report_file,
 )
-
-TRACK_NAMES = ("findings", "findings_impression")
-
 
 class _Excluded:
     """Marker: this study is not part of the track (no findings section on the findings track)."""
@@ -46,9 +43,8 @@ class ReferenceSet:
 
 
 def check_track(track: str) -> str:
-    if track not in TRACK_NAMES:
-        raise UnknownNameError(f"Unknown track {track!r}. Available: {', '.join(TRACK_NAMES)}")
-    return track
+    """The canonical track name (aliases accepted); UnknownNameError listing the tracks otherwise."""
+    return canonical_track(track)
 
 
 def _section(value: Any) -> str | None:
@@ -61,6 +57,7 @@ def _section(value: Any) -> str | None:
 
 def reference_picker(track: str):
     """How a ReXrank study object becomes this track's ground truth."""
+    track = check_track(track)
 
     def pick(study_id: str, entry: dict[str, Any], where: str):
         has_sections = "section_findings" in entry or "section_impression" in entry
@@ -94,7 +91,7 @@ def prediction_picker():
 
 def from_file(path: str | os.PathLike, track: str, problems: Problems, *,
               max_file_size_mb: float = DEFAULT_MAX_FILE_SIZE_MB) -> ReferenceSet:
-    check_track(track)
+    track = check_track(track)
     file: ReportFile = read_report_file(path, "references", problems, pick=reference_picker(track),
                                         text_fields=("report",), max_file_size_mb=max_file_size_mb)
     excluded = {r.study_id for r in file.records if r.value is EXCLUDED}
@@ -112,10 +109,11 @@ def from_dataset(name: str, split: str | None, track: str, data_dir: str | os.Pa
     Besides the ground truth this keeps each study's site (per-site analyses) and the ids the track excludes
     (``rexrank.data.track_info``), so predictions for those studies are dropped and counted, not reported as extra.
     """
-    check_track(track)
+    track = check_track(track)
     from rexrank import data as data_module
     from rexrank.evaluation.predictions import Record
 
+    name = data_module.canonical_dataset(name)  # labels and sources name the dataset as results.json does
     dataset = data_module.load(name, data_dir, split=split, track=track, require_images=False)
     ids = [str(i) for i in dataset["study_id"]]
     texts = list(dataset["reference"])

@@ -18,16 +18,11 @@ import io
 import re
 from pathlib import Path
 
+from rexrank.data.catalog import dataset_for_published_table, leaderboard_split
+from rexrank.data.tracks import TRACKS
 from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
 from rexrank.leaderboard.store import Store
 
-# Published table file stem -> rexrank dataset name and the split ReXrank evaluates.
-FILES = {
-    "gradienthealth": ("rexgradient", "test"),
-    "mimiccxr": ("mimic_cxr", "test"),
-    "iu_xray": ("iu_xray", "test"),
-    "chexpertplus": ("chexpert_plus", "valid"),
-}
 # Published column -> (registry metric, whether the column is the reciprocal of the metric's mean).
 COLUMNS = {
     "BLEU": ("bleu2", False), "BertScore": ("bertscore", False), "SembScore": ("semb", False),
@@ -85,18 +80,28 @@ def import_published(store: Store, directory: str | Path) -> dict[str, object]:
         raise FileNotFoundError(f"no published ReXrank tables (gh-pages_*result_*.csv) in {directory}")
     with store.transaction() as conn:
         for path in files:
-            match = re.match(r"gh-pages_(findings_)?result_(\w+)\.csv$", path.name)
-            if not match or match.group(2) not in FILES:
+            table = table_of(path.name)
+            if table is None:
                 notes.append(f"skipped unknown table {path.name}")
                 continue
-            dataset, split = FILES[match.group(2)]
-            track = "findings" if match.group(1) else "findings_impression"
+            dataset, split, track = table
             records, table_notes = parse_table(path.read_text(encoding="utf-8"), dataset, split, track)
             notes.extend(table_notes)
             for record in records:
                 seen += 1
                 added += store.add_result(record, conn)[1]
     return {"files": len(files), "rows": seen, "added": added, "notes": notes}
+
+
+def table_of(file_name: str) -> tuple[str, str, str] | None:
+    """(dataset, split, track) of a published table file, from the catalog (table key, the split the
+    leaderboard scores) and the tracks (table prefix); None for a file that is not one of them."""
+    for track in TRACKS.values():
+        match = re.fullmatch(re.escape(track.leaderboard_table_prefix) + r"_(\w+)\.csv", file_name)
+        dataset = dataset_for_published_table(match.group(1)) if match else None
+        if dataset is not None:
+            return dataset, leaderboard_split(dataset), track.name
+    return None
 
 
 def bundled_tables() -> Path:

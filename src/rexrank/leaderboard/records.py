@@ -14,15 +14,16 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rexrank.errors import InputError
+from rexrank.data import catalog, tracks
+from rexrank.errors import InputError, UnknownNameError
 
-DATASETS = ("rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus")
-DATASET_LABELS = {"rexgradient": "ReXGradient", "mimic_cxr": "MIMIC-CXR", "iu_xray": "IU-Xray",
-                  "chexpert_plus": "CheXpert Plus"}
-TRACKS = ("findings", "findings_impression")
-TRACK_LABELS = {"findings": "Findings", "findings_impression": "Findings + Impression"}
+# Views of the catalog (rexrank.data.catalog / rexrank.data.tracks own these facts), in leaderboard order.
+DATASETS = catalog.leaderboard_datasets()
+DATASET_LABELS = {name: catalog.dataset_label(name) for name in DATASETS}
+TRACKS = tuple(tracks.track_names())
+TRACK_LABELS = {name: tracks.track_label(name) for name in TRACKS}
 # Test sets whose references the host keeps private: only aggregates may ever leave the store.
-PRIVATE_DATASETS = frozenset({"rexgradient"})
+PRIVATE_DATASETS = catalog.private_datasets()
 SOURCES = ("published", "rexrank", "submission")
 
 _MAX_TEXT = {"name": 120, "institution": 120, "url": 300, "model_type": 60, "note": 500}
@@ -66,6 +67,9 @@ class ModelInfo:
     model_type: str | None = None
     trained_on: list[str] = field(default_factory=list)
 
+    def __post_init__(self):
+        self.trained_on = canonical_datasets(self.trained_on or [], "trained_on")
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "ModelInfo":
         year = data.get("year")
@@ -81,9 +85,6 @@ class ModelInfo:
         trained = data.get("trained_on") or []
         if isinstance(trained, str):
             trained = [t.strip() for t in trained.split(",") if t.strip()]
-        unknown = [t for t in trained if t not in DATASETS]
-        if unknown:
-            raise InputError(f"trained_on has unknown dataset(s) {unknown}. Available: {', '.join(DATASETS)}")
         return cls(name=clean_text(data.get("name"), "name", required=True),
                    institution=clean_text(data.get("institution"), "institution"), url=clean_url(data.get("url")),
                    year=year, model_type=clean_text(data.get("model_type"), "model_type"), trained_on=list(trained))
@@ -111,10 +112,9 @@ class ResultRecord:
     extra: dict[str, Any] = field(default_factory=dict)  # subgroups, per-site ranks, fingerprints, versions
 
     def __post_init__(self):
-        if self.dataset not in DATASETS:
-            raise InputError(f"Unknown dataset {self.dataset!r}. Available: {', '.join(DATASETS)}")
-        if self.track not in TRACKS:
-            raise InputError(f"Unknown track {self.track!r}. Available: {', '.join(TRACKS)}")
+        # Every way into the store (rexrank score results, the published tables, submissions, Hub sync) builds a
+        # record: canonical names here keep one row per dataset/split/track, whatever alias the input used.
+        self.dataset, self.split, self.track = canonical_names(self.dataset, self.split, self.track)
         if self.source not in SOURCES:
             raise InputError(f"Unknown source {self.source!r}. Available: {', '.join(SOURCES)}")
 
@@ -132,6 +132,28 @@ class ResultRecord:
         """Identity of a result: same model, set, track, source and numbers -> same hash (re-imports are no-ops)."""
         payload = {k: v for k, v in self.to_json().items() if k != "note"}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def canonical_names(dataset: Any, split: Any, track: Any) -> tuple[str, str, str]:
+    """(dataset, split, track) as the catalog spells them; InputError naming the bad one and the choices."""
+    try:
+        dataset = catalog.canonical_dataset(dataset)
+        return dataset, catalog.canonical_split(dataset, split), tracks.canonical_track(track)
+    except UnknownNameError as exc:
+        raise InputError(str(exc)) from None
+
+
+def canonical_datasets(names: list[str], field_name: str) -> list[str]:
+    """Dataset names (aliases allowed) -> canonical names, in order, without repeats."""
+    out = []
+    for name in names:
+        try:
+            canonical = catalog.canonical_dataset(name)
+        except UnknownNameError as exc:
+            raise InputError(f"{field_name}: {exc}") from None
+        if canonical not in out:
+            out.append(canonical)
+    return out
 
 
 def from_results_json(results: dict[str, Any], model: ModelInfo, source: str = "rexrank") -> ResultRecord:

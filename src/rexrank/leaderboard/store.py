@@ -13,15 +13,105 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from rexrank.errors import InputError, RexrankError
-from rexrank.leaderboard.records import ModelInfo, ResultRecord
+from rexrank.data import catalog, tracks
+from rexrank.errors import InputError, RexrankError, UnknownNameError
+from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord, canonical_datasets, canonical_names
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
-# Each migration takes the store from version i to i+1. Never edit a released step; append a new one.
-MIGRATIONS: list[str] = [
+
+def _canonical_names_v3(conn: sqlite3.Connection) -> None:
+    """Version 3: dataset, split and track names as the catalog spells them (rexrank.data.catalog/tracks).
+
+    Older versions stored what they were given: "valid" for CheXpert Plus (the published tables and
+    submissions) next to "validation" (`rexrank score`), and any alias a results.json carried. Rows are
+    rewritten to canonical names, with their record JSON and content hash recomputed so a later import of
+    the same result is still recognised. Rows whose names the catalog does not know are left as they are.
+    """
+    _canonical_results(conn)
+    _canonical_models(conn)
+    _canonical_submissions(conn)
+
+
+def _canonical_results(conn: sqlite3.Connection) -> None:
+    targets: dict[int, tuple[ResultRecord, str]] = {}  # id -> (canonical record, its content hash)
+    by_hash: dict[str, list[int]] = {}
+    for row in conn.execute("SELECT r.*, m.name AS model_name, m.institution, m.url, m.year, m.model_type,"
+                            " m.trained_on FROM results r JOIN models m ON m.id = r.model_id ORDER BY r.id"):
+        record = _record_of_row(row)
+        digest = record.content_hash() if record is not None else row["content_hash"]
+        by_hash.setdefault(digest, []).append(row["id"])
+        if record is not None and (digest != row["content_hash"] or (record.dataset, record.split, record.track)
+                                   != (row["dataset"], row["split"], row["track"])):
+            targets[row["id"]] = (record, digest)
+    # Two rows that become one content hash are the same result (same model, set, split, track, source and
+    # numbers) stored twice under different spellings, e.g. one CheXpert Plus result added as "valid" and again
+    # as "validation". Keep the newest row, as the board's "newest result per model/dataset/split/track/source"
+    # rule would have shown it; point submissions at it; drop the older copies (only their notes and timestamps
+    # differ). Nothing but such a duplicate is deleted.
+    for ids in by_hash.values():
+        keep, drop = ids[-1], ids[:-1]
+        for old in drop:
+            conn.execute("UPDATE submissions SET result_id = ? WHERE result_id = ?", (keep, old))
+            conn.execute("DELETE FROM results WHERE id = ?", (old,))
+            targets.pop(old, None)
+    # Two passes: a row may take the hash another row still holds until that row is rewritten (UNIQUE).
+    for row_id in targets:
+        conn.execute("UPDATE results SET content_hash = ? WHERE id = ?", (f"migrating:{row_id}", row_id))
+    for row_id, (record, digest) in targets.items():
+        conn.execute("UPDATE results SET dataset=?, split=?, track=?, record=?, content_hash=? WHERE id=?",
+                     (record.dataset, record.split, record.track, json.dumps(record.to_json(), default=str),
+                      digest, row_id))
+
+
+def _record_of_row(row: sqlite3.Row) -> ResultRecord | None:
+    """The canonical ResultRecord of a stored row (from its record JSON, else its columns); None if unknown names."""
+    try:
+        stored = json.loads(row["record"] or "{}")
+        if stored:
+            return ResultRecord.from_json(stored)
+        model = ModelInfo(name=row["model_name"], institution=row["institution"], url=row["url"], year=row["year"],
+                          model_type=row["model_type"], trained_on=json.loads(row["trained_on"] or "[]"))
+        return ResultRecord(model=model, dataset=row["dataset"], split=row["split"], track=row["track"],
+                            source=row["source"], n_studies=row["n_studies"], note=row["note"],
+                            metrics={k: MetricValue(**v) for k, v in json.loads(row["metrics"]).items()},
+                            extra=json.loads(row["extra"] or "{}"))
+    except (InputError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _canonical_models(conn: sqlite3.Connection) -> None:
+    for row in conn.execute("SELECT id, trained_on FROM models").fetchall():
+        trained = _lenient(lambda names: canonical_datasets(names, "trained_on"), json.loads(row[1] or "[]"))
+        if trained is not None and json.dumps(trained) != row[1]:
+            conn.execute("UPDATE models SET trained_on = ? WHERE id = ?", (json.dumps(trained), row[0]))
+
+
+def _canonical_submissions(conn: sqlite3.Connection) -> None:
+    for row in conn.execute("SELECT id, dataset, split, track FROM submissions").fetchall():
+        names = _lenient(lambda r: canonical_names(r[1], r[2], r[3]), row)
+        if names is not None and names != tuple(row[1:]):
+            conn.execute("UPDATE submissions SET dataset=?, split=?, track=? WHERE id=?", (*names, row[0]))
+
+
+def _lenient(canonical: Callable, value: Any) -> Any:
+    """canonical(value), or None where the catalog does not know a name (a row is then left as it is)."""
+    try:
+        return canonical(value)
+    except (InputError, UnknownNameError):
+        return None
+
+
+def _canonical_or_same(canonical: Callable[[str], str], name: str | None) -> str | None:
+    """A filter value's canonical name; an unknown one unchanged (it then matches no row, as before)."""
+    return name if name is None else (_lenient(canonical, name) or name)
+
+
+# Each migration takes the store from version i to i+1: SQL statements, or a function of the connection for a
+# step that rewrites data. Never edit a released step; append a new one.
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     """
     CREATE TABLE models (
         id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, institution TEXT, url TEXT, year INTEGER,
@@ -44,8 +134,18 @@ MIGRATIONS: list[str] = [
     CREATE INDEX submissions_status ON submissions(status, id);
     CREATE INDEX submissions_user ON submissions(user, created_at);
     """,
+    _canonical_names_v3,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
+
+
+def _apply(conn: sqlite3.Connection, migration: str | Callable[[sqlite3.Connection], None]) -> None:
+    if callable(migration):
+        migration(conn)
+        return
+    for statement in migration.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
 
 class StoreError(RexrankError):
@@ -103,9 +203,7 @@ class Store:
             raise StoreError(f"store {self.path} has schema version {version}, newer than this rexrank "
                              f"({SCHEMA_VERSION}): upgrade rexrank")
         for step in range(version, SCHEMA_VERSION):
-            for statement in MIGRATIONS[step].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            _apply(conn, MIGRATIONS[step])
             conn.execute(f"PRAGMA user_version = {step + 1}")
 
     def schema_version(self) -> int:
@@ -152,7 +250,12 @@ class Store:
 
     def results(self, dataset: str | None = None, track: str | None = None, *, latest: bool = True,
                 model: str | None = None) -> list[dict[str, Any]]:
-        """Rows joined with model metadata. ``latest``: newest per (model, dataset, split, track, source)."""
+        """Rows joined with model metadata. ``latest``: newest per (model, dataset, split, track, source).
+
+        ``dataset`` and ``track`` may be aliases ("chexpert", "Findings"): rows are stored under canonical names.
+        """
+        dataset, track = _canonical_or_same(catalog.canonical_dataset, dataset), _canonical_or_same(
+            tracks.canonical_track, track)
         where, args = [], []
         for column, value in (("r.dataset", dataset), ("r.track", track), ("m.name", model)):
             if value is not None:
@@ -194,6 +297,7 @@ class Store:
     # -- submissions queue ------------------------------------------------------------------------------
     def enqueue(self, *, content_hash: str, user: str | None, model: ModelInfo, dataset: str, split: str,
                 track: str, predictions_path: str, metrics: list[str]) -> int:
+        dataset, split, track = canonical_names(dataset, split, track)
         now = time.time()
         try:
             with self.transaction() as conn:

@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rexrank.data.catalog import DATASETS, canonical_dataset
 from rexrank.errors import InputError, RexrankError
-from rexrank.leaderboard.records import DATASETS, PRIVATE_DATASETS, TRACKS, ModelInfo, from_results_json
+from rexrank.leaderboard.records import PRIVATE_DATASETS, ModelInfo, canonical_names, from_results_json
 from rexrank.leaderboard.store import Store
 
 log = logging.getLogger(__name__)
 
-SPLITS = {"rexgradient": "test", "mimic_cxr": "test", "iu_xray": "test", "chexpert_plus": "valid"}
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".csv")
 
 
@@ -41,7 +41,9 @@ class Submissions:
         self.metrics = list(metrics)
         self.model_paths = dict(model_paths or {})
         self.data_dir = data_dir
-        self.datasets = tuple(datasets or ("iu_xray",))
+        # Default: the sets every host can score without a licence (the catalog's ungated ones: IU-Xray).
+        open_sets = [name for name, spec in DATASETS.items() if not spec.gated]
+        self.datasets = tuple(dict.fromkeys(canonical_dataset(d) for d in (datasets or open_sets)))
         self.max_bytes = max_bytes
         self.rate_limit, self.rate_window = rate_limit, rate_window
         self.lease_seconds = lease_seconds
@@ -66,12 +68,12 @@ class Submissions:
     # -- submit -------------------------------------------------------------------------------------------
     def submit(self, path: str | Path | None, metadata: dict[str, Any], dataset: str, track: str,
                user: str | None = None) -> int:
-        if dataset not in DATASETS:
-            raise InputError(f"Unknown dataset {dataset!r}. Available: {', '.join(self.public_datasets())}")
+        # The form (or the API) may send an alias; the queue and the store only ever see canonical names.
+        # split None: the split the leaderboard scores (the catalog's leaderboard_split).
+        dataset, split, track = canonical_names(dataset, None, track)
         if dataset not in self.datasets:
-            raise InputError(f"this board does not accept submissions for {dataset}")
-        if track not in TRACKS:
-            raise InputError(f"Unknown track {track!r}. Available: {', '.join(TRACKS)}")
+            raise InputError(f"this board does not accept submissions for {dataset}. "
+                             f"Available: {', '.join(self.public_datasets())}")
         if not path:
             raise InputError("no predictions file was uploaded")
         path = Path(path)
@@ -86,22 +88,22 @@ class Submissions:
             raise InputError(f"rate limit: at most {self.rate_limit} submissions per "
                              f"{self.rate_window / 3600:.0f} h per user")
         digest = _sha256(path)
-        self._validate(path, dataset, track)
+        self._validate(path, dataset, split, track)
         stored = self.upload_dir / f"{digest}{path.suffix.lower()}"
         if not stored.exists():
             tmp = stored.with_suffix(stored.suffix + ".part")
             shutil.copyfile(path, tmp)
             tmp.replace(stored)  # atomic: the worker never sees half a file
         return self.store.enqueue(content_hash=digest, user=user, model=model, dataset=dataset,
-                                  split=SPLITS[dataset], track=track, predictions_path=str(stored),
+                                  split=split, track=track, predictions_path=str(stored),
                                   metrics=self.metrics)
 
-    def _validate(self, path: Path, dataset: str, track: str) -> None:
+    def _validate(self, path: Path, dataset: str, split: str, track: str) -> None:
         from rexrank.evaluation.inputs import load_inputs
         from rexrank.evaluation.predictions import ValidationError
 
         try:
-            load_inputs(path, track=track, dataset=dataset, split=SPLITS[dataset], data_dir=self._data_dir(dataset))
+            load_inputs(path, track=track, dataset=dataset, split=split, data_dir=self._data_dir(dataset))
         except ValidationError as exc:
             if dataset in PRIVATE_DATASETS:  # never echo ids or text of a private reference set
                 kinds = sorted(exc.problems.kinds())

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rexrank.data.builders.base import RexrankBuilder, log
-from rexrank.data.catalog import default_data_dir
+from rexrank.data.catalog import default_data_dir, get_dataset_spec, leaderboard_split
 from rexrank.data.csvfiles import read_csv_columns
 from rexrank.data.gating import not_available
 from rexrank.data.manifests import read_manifest
@@ -26,7 +26,8 @@ CSV_NAME = "df_chexpert_plus_240401.csv"
 REQUIRED_COLUMNS = ("path_to_image", "section_findings", "section_impression", "split")
 OPTIONAL_COLUMNS = ("frontal_lateral", "ap_pa", "deid_patient_id", "section_clinical_history", "section_history",
                     "section_comparison", "age", "sex")
-SOURCE_SPLIT = "valid"
+# What the CheXpert Plus CSV (and its image folders) call the split ReXrank scores: declared by the catalog.
+SOURCE_SPLIT = get_dataset_spec(NAME).split(leaderboard_split(NAME)).source_split
 # Where people unpack the PNG archive; the first that holds the split folder wins.
 IMAGE_ROOTS = ("PNG/PNG", "PNG", "PNGs", "png", ".")
 

@@ -1,0 +1,337 @@
+"""One owner per fact: dataset names, aliases, splits, labels and tracks come from rexrank.data.catalog/tracks.
+
+(a) a `rexrank score` CheXpert Plus result lands in the same board table as the published CheXpert Plus rows;
+(b) every alias resolves to its canonical name at every boundary;
+(c) no module outside the owners restates a dataset/split/track fact (a source scan);
+(d) stores written by older versions are migrated to canonical names without losing or duplicating rows.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from rexrank import data
+from rexrank.data import catalog, tracks
+from rexrank.errors import InputError, UnknownNameError
+from rexrank.leaderboard import board
+from rexrank.leaderboard.published import bundled_tables, import_published, parse_table, table_of
+from rexrank.data.load import builder_class
+from rexrank.leaderboard.records import ModelInfo, ResultRecord, from_results_json
+from rexrank.leaderboard.store import MIGRATIONS, SCHEMA_VERSION, Store
+
+REPO = Path(__file__).resolve().parents[1]
+ALIASES = sorted(catalog.DATASET_ALIASES.items())
+
+
+# -- (a) score -> leaderboard add -> the published table ------------------------------------------------------
+def test_chexpert_plus_score_result_joins_the_published_rows(cli, tmp_path):
+    """The audit's bug: `score --dataset chexpert_plus` wrote "validation", the published rows said "valid"."""
+    from rexrank.data import synthetic
+
+    tree = tmp_path / "chexpert"
+    tree.mkdir()
+    synthetic.write_chexpert_plus_tree(tree, images=False)
+    refs = data.references("chexpert_plus", tree, track="findings", cache_dir=tmp_path / "hf")
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps(refs))
+    out, store_path = tmp_path / "run", tmp_path / "board.sqlite"
+    code, text = cli("score", "-p", str(preds), "--dataset", "chexpert_plus", "--data-dir", str(tree), "-m", "bleu2",
+                     "--no-cache", "--resamples", "50", "-o", str(out), "-q")
+    assert code == 0, text
+    results = json.loads((out / "results.json").read_text())
+    assert (results["dataset"], results["split"]) == ("chexpert_plus", catalog.leaderboard_split("chexpert_plus"))
+
+    code, text = cli("leaderboard", "import-published", "--store", str(store_path))
+    assert code == 0, text
+    code, text = cli("leaderboard", "add", str(out / "results.json"), "--name", "NewModel", "--store", str(store_path))
+    assert code == 0, text
+
+    store = Store(store_path)
+    table = board.numeric_table(store, "chexpert_plus", "findings")
+    published = table[table["source"] == "published"]
+    assert len(published) == 25 and "NewModel" in set(table["model"])
+    assert set(table["split"]) == {"validation"}  # one table: published and scored rows share the split
+    assert {r["split"] for r in store.results("chexpert_plus", "findings", latest=False)} == {"validation"}
+    store.close()
+
+
+def test_published_tables_use_the_catalog():
+    for spec in catalog.DATASETS.values():
+        for track in tracks.TRACKS.values():
+            name = f"{track.leaderboard_table_prefix}_{spec.published_table}.csv"
+            assert table_of(name) == (spec.name, spec.leaderboard_split, track.name)
+    assert table_of("gh-pages_result_padchest.csv") is None
+
+
+# -- (b) aliases ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("alias,canonical", ALIASES)
+def test_alias_resolves_in_catalog_data_and_records(alias, canonical, tmp_path):
+    for spelling in (alias, alias.upper(), f" {alias} "):
+        assert catalog.canonical_dataset(spelling) == canonical
+    assert catalog.get_dataset_spec(alias).name == canonical
+    assert data.default_split(alias) == catalog.leaderboard_split(canonical)
+    assert catalog.default_data_dir(alias).name == canonical  # an alias never names another local copy
+    assert type(data.get_builder(alias, tmp_path)) is builder_class(canonical)
+    record = from_results_json({"dataset": alias, "split": catalog.leaderboard_split(canonical),
+                                "track": "findings", "metrics": {"bleu2": {"mean": 0.3}}}, ModelInfo(name="m"))
+    assert record.dataset == canonical
+    assert ModelInfo.from_dict({"name": "m", "trained_on": f"{alias},{canonical}"}).trained_on == [canonical]
+
+
+def test_data_load_resolves_aliases_and_names_unknown_ones(tmp_path):
+    refs = data.references("IU-Xray", tmp_path / "none", split="valid", track="findings", cache_dir=tmp_path)
+    assert refs == data.references("iu_xray", tmp_path / "none", split="validation", track="findings",
+                                   cache_dir=tmp_path)
+    ds = data.load("iu", tmp_path / "none", track="Findings + Impression", cache_dir=tmp_path, require_images=False)
+    info = data.track_info(ds)
+    assert (info["dataset"], info["split"], info["track"]) == ("iu_xray", "test", "findings_impression")
+    with pytest.raises(UnknownNameError, match=r"Unknown dataset 'padchest'\. Available: iu_xray, mimic_cxr"):
+        data.load("padchest")
+    with pytest.raises(UnknownNameError, match=r"Unknown split 'valid' for dataset 'mimic_cxr'\. Available: test"):
+        data.load("mimic", split="valid")
+
+
+def test_splits_and_tracks_have_one_spelling():
+    assert catalog.canonical_split("chexpert", "valid") == catalog.canonical_split("chexpert_plus", "VAL") == \
+        catalog.canonical_split("chexpert_plus") == "validation"
+    assert catalog.canonical_split("iu_xray", "val") == "validation" and catalog.canonical_split("iu") == "test"
+    assert catalog.split_name("Valid") == "validation"
+    for spelling in ("findings_impression", "Findings + Impression", "findings+impression"):
+        assert tracks.canonical_track(spelling) == "findings_impression"
+    assert [tracks.track_label(t) for t in tracks.track_names()] == ["Findings", "Findings + Impression"]
+    with pytest.raises(UnknownNameError, match="Unknown track 'impression'. Available: findings, findings_impression"):
+        tracks.canonical_track("impression")
+
+
+def test_catalog_declares_the_leaderboard_facts():
+    from rexrank.leaderboard import records
+    from rexrank.data.verify import checker_for
+
+    assert records.DATASETS == catalog.leaderboard_datasets() == ("rexgradient", "mimic_cxr", "iu_xray",
+                                                                  "chexpert_plus")
+    assert records.DATASET_LABELS["chexpert_plus"] == "CheXpert Plus"
+    assert records.PRIVATE_DATASETS == catalog.private_datasets() == {"rexgradient"}
+    assert records.TRACK_LABELS["findings_impression"] == "Findings + Impression"
+    for name in catalog.dataset_names():
+        assert callable(checker_for(name))  # `rexrank data verify` knows every catalog dataset
+
+
+def test_leaderboard_add_with_aliases(cli, tmp_path):
+    store_path = tmp_path / "board.sqlite"
+    for i, (alias, canonical) in enumerate(ALIASES):
+        path = tmp_path / f"results{i}.json"
+        split = "valid" if canonical == "chexpert_plus" else "test"
+        path.write_text(json.dumps({"dataset": alias, "split": split, "track": "Findings",
+                                    "metrics": {"bleu2": {"mean": 0.1 + i / 100}}}))
+        code, text = cli("leaderboard", "add", str(path), "--name", f"m{i}", "--trained-on", alias,
+                         "--store", str(store_path))
+        assert code == 0, text
+    store = Store(store_path)
+    rows = store.results(latest=False)
+    assert {(r["dataset"], r["split"], r["track"]) for r in rows} == {
+        (name, catalog.leaderboard_split(name), "findings") for name in catalog.dataset_names()}
+    assert all(r["trained_on"] == [r["dataset"]] for r in rows)
+    assert len(store.results("chexpert", "Findings")) == sum(c == "chexpert_plus" for _, c in ALIASES)
+    store.close()
+
+
+def test_submission_form_aliases_are_stored_canonical(tmp_path):
+    from leaderboard_helpers import iu_predictions
+    from rexrank.leaderboard.submissions import Submissions
+
+    store = Store(tmp_path / "board.sqlite")
+    service = Submissions(store, tmp_path / "uploads", datasets=("IU-Xray",))
+    assert service.datasets == ("iu_xray",)
+    service.submit(iu_predictions(tmp_path / "p.json"), {"name": "m", "trained_on": "mimic"}, "iu", "findings")
+    job = store.submissions()[0]
+    assert (job["dataset"], job["split"], job["track"]) == ("iu_xray", "test", "findings")
+    assert job["model"]["trained_on"] == ["mimic_cxr"]
+    with pytest.raises(InputError, match="Unknown dataset 'nope'"):
+        service.submit(tmp_path / "p.json", {"name": "m"}, "nope", "findings")
+    store.close()
+
+
+# -- (c) no restatements --------------------------------------------------------------------------------------
+OWNERS = {"src/rexrank/data/catalog.py", "src/rexrank/data/tracks.py"}
+SCANNED = ("src/rexrank", "spaces", "scripts", "dataset_scripts")
+
+
+def _restatements(path: Path) -> list[str]:
+    """Literals that declare a dataset/split/track fact: a dict keyed by dataset names or a collection holding
+    them (name -> label/split tables, dataset lists), a dataset label or split alias as a string value, a list
+    of tracks, or a track -> label pairing. Docstrings and comments may name anything."""
+    names = set(catalog.DATASET_ALIASES)
+    dataset_labels = {spec.label for spec in catalog.DATASETS.values()}
+    track_names = set(tracks.TRACKS)
+    track_labels = {track.label for track in tracks.TRACKS.values()}
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    found = []
+
+    def strings(nodes):
+        return {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+    for node in ast.walk(tree):
+        where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Dict):
+            keys, values = strings(k for k in node.keys if k is not None), strings(node.values)
+            if {k.lower() for k in keys} & names:
+                found.append(f"{where} dict keyed by dataset names {sorted(keys & names)}")
+            if keys & track_names and values & track_labels:
+                found.append(f"{where} track -> label table")
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            elements = strings(node.elts)
+            if {e.lower() for e in elements} & names:
+                found.append(f"{where} collection of dataset names {sorted(elements)}")
+            if len(elements & track_names) >= 2 or (elements & track_names and elements & track_labels):
+                found.append(f"{where} collection of tracks {sorted(elements)}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if node.value in dataset_labels:
+                found.append(f"{where} dataset label {node.value!r}")
+            if node.value.strip().lower() in catalog.SPLIT_ALIASES:
+                found.append(f"{where} split alias {node.value!r}")
+    return found
+
+
+def test_no_dataset_split_or_track_fact_outside_its_owner():
+    found = []
+    for root in SCANNED:
+        for path in sorted((REPO / root).rglob("*.py")):
+            if str(path.relative_to(REPO)) not in OWNERS:
+                found += _restatements(path)
+    assert not found, ("dataset/split/track facts belong in rexrank/data/catalog.py and rexrank/data/tracks.py; "
+                       "read them from there instead:\n" + "\n".join(found))
+
+
+def test_the_scan_catches_the_old_restatements(tmp_path, monkeypatch):
+    monkeypatch.setattr(f"{__name__}.REPO", tmp_path)
+    old = tmp_path / "old.py"
+    old.write_text('SPLITS = {"rexgradient": "test", "chexpert_plus": "valid"}\n'
+                   'FILES = {"chexpertplus": ("chexpert_plus", "valid")}\n'
+                   'TITLES = dict(iu_xray="IU-Xray")\n'
+                   'TRACK_NAMES = ("findings", "findings_impression")\n'
+                   'TRACK_LABELS = {"findings": "Findings", "findings_impression": "Findings + Impression"}\n'
+                   '"""A docstring may say CheXpert Plus and valid."""\n'
+                   'PROMPTS = {"findings": "Write the findings.", "findings_impression": "Write the report."}\n')
+    found = "\n".join(_restatements(old))
+    for expected in ("old.py:1 dict keyed by dataset", "old.py:1 split alias", "old.py:2 collection of dataset",
+                     "old.py:3 dataset label 'IU-Xray'", "old.py:4 collection of tracks", "old.py:5 track -> label"):
+        assert expected in found
+    assert "old.py:6" not in found and "old.py:7" not in found
+
+
+def test_catalog_is_light_and_data_imports_no_later_stage():
+    """The leaderboard and the Space read the catalog without loading `datasets` or torch; `data` is stage one."""
+    import subprocess
+    import sys
+
+    code = ("import sys, rexrank.leaderboard.store, rexrank.leaderboard.published, rexrank.evaluation.references;"
+            "heavy = {'datasets', 'torch'} & set(sys.modules); assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    later = ("rexrank.evaluation", "rexrank.leaderboard", "rexrank.generate", "rexrank.cli")
+    for path in (REPO / "src" / "rexrank" / "data").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not [m for m in modules if m.startswith(later)], f"{path} imports a later stage: {modules}"
+
+
+# -- (d) migrating an old store -------------------------------------------------------------------------------
+def _old_hash(record: dict) -> str:
+    """What versions before schema 3 stored as content hash (ResultRecord.content_hash of the record as given)."""
+    payload = {k: v for k, v in record.items() if k != "note"}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _old_store(path: Path, rows: list[dict]) -> None:
+    """A schema-2 store holding `rows` exactly as the old add_result wrote them (names as given, old hashes)."""
+    conn = sqlite3.connect(path)
+    for step in MIGRATIONS[:2]:
+        conn.executescript(step)
+    conn.execute("PRAGMA user_version = 2")
+    for record in rows:
+        model = record["model"]
+        conn.execute("INSERT OR IGNORE INTO models(name, trained_on, created_at) VALUES (?, ?, 0)",
+                     (model["name"], json.dumps(model.get("trained_on", []))))
+        model_id = conn.execute("SELECT id FROM models WHERE name = ?", (model["name"],)).fetchone()[0]
+        conn.execute("INSERT INTO results(model_id, dataset, split, track, source, n_studies, metrics, extra, note,"
+                     " record, content_hash, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,0)",
+                     (model_id, record["dataset"], record["split"], record["track"], record["source"],
+                      record.get("n_studies"), json.dumps(record["metrics"]), json.dumps(record.get("extra", {})),
+                      record.get("note"), json.dumps(record), _old_hash(record)))
+    conn.commit()
+    conn.close()
+
+
+def _published_as_old_code_stored_them() -> list[dict]:
+    """Every bundled published row, CheXpert Plus with split "valid" as the old importer wrote it."""
+    rows = []
+    for path in sorted(bundled_tables().glob("gh-pages_*result_*.csv")):
+        dataset, split, track = table_of(path.name)
+        for record in parse_table(path.read_text(encoding="utf-8"), dataset, split, track)[0]:
+            old = record.to_json()
+            old["split"] = "valid" if dataset == "chexpert_plus" else split
+            rows.append(old)
+    return rows
+
+
+def _scored(name: str, dataset: str, split: str, mean: float, trained_on=()) -> dict:
+    return {"model": {"name": name, "institution": None, "url": None, "year": None, "model_type": None,
+                      "trained_on": list(trained_on)},
+            "dataset": dataset, "split": split, "track": "findings", "source": "rexrank",
+            "metrics": {"bleu2": {"mean": mean, "ci_low": None, "ci_high": None}}, "n_studies": 200, "note": None,
+            "extra": {}}
+
+
+def test_old_store_is_migrated_to_canonical_names(tmp_path):
+    path = tmp_path / "old.sqlite"
+    published = _published_as_old_code_stored_them()
+    scored = [
+        _scored("A", "chexpert_plus", "valid", 0.30),       # a submission result under the old split name
+        _scored("A", "chexpert_plus", "validation", 0.30),  # the same result added again via `score`: a duplicate
+        _scored("B", "MIMIC-CXR", "test", 0.20, trained_on=["mimic"]),  # an alias, as a hand-edited file gave
+        _scored("C", "padchest", "test", 0.10),              # a name the catalog does not know: left alone
+    ]
+    _old_store(path, published + scored)
+    first_a = len(published) + 1  # ids are 1-based, in insertion order
+    _old_store_submission(path, first_a)
+
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 3
+    rows = store.results(latest=False)
+    assert len(rows) == len(published) + len(scored) - 1  # only the duplicate went
+    assert {(r["dataset"], r["split"]) for r in rows if r["dataset"] == "chexpert_plus"} == {
+        ("chexpert_plus", "validation")}
+    a_rows = [r for r in rows if r["model_name"] == "A"]
+    assert [r["id"] for r in a_rows] == [first_a + 1]  # the newest copy is kept ...
+    assert store.submissions()[0]["result_id"] == first_a + 1  # ... and the submission points at it
+    b = next(r for r in rows if r["model_name"] == "B")
+    assert (b["dataset"], b["record"]["dataset"], b["trained_on"]) == ("mimic_cxr", "mimic_cxr", ["mimic_cxr"])
+    assert next(r for r in rows if r["model_name"] == "C")["dataset"] == "padchest"
+    for row in rows:  # hashes are recomputed, so the same result added again is recognised
+        if row["dataset"] != "padchest":
+            assert row["content_hash"] == ResultRecord.from_json(row["record"]).content_hash()
+    assert import_published(store, bundled_tables())["added"] == 0
+    chexpert = board.numeric_table(store, "chexpert_plus", "findings")
+    assert set(chexpert["split"]) == {"validation"} and {"A"} <= set(chexpert["model"])
+    assert store.submissions()[0]["split"] == "validation" and store.integrity_check() == "ok"
+    store.close()
+    assert Store(path).counts()["results"] == len(rows)  # reopening migrates nothing twice
+
+
+def _old_store_submission(path: Path, result_id: int) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO submissions(content_hash, user, model, dataset, split, track, predictions_path,"
+                 " metrics, status, result_id, created_at, updated_at) VALUES ('f', 'u', ?, 'chexpert_plus',"
+                 " 'valid', 'findings', 'p.json', '[]', 'done', ?, 0, 0)",
+                 (json.dumps({"name": "A", "trained_on": []}), result_id))
+    conn.commit()
+    conn.close()
