@@ -13,13 +13,15 @@ which evaluate passes to the module's constructor; the model loads once, in ``_d
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-import math
 from typing import Any
 
 import numpy as np
 
+from rexrank import parallel
 from rexrank.errors import ConfigError
+from rexrank.metrics.aggregation import MEAN, RECIPROCAL_OF_MEAN, aggregate
 
 # The keyword arguments evaluate.EvaluationModule.__init__ itself understands (evaluate 0.4.x).
 _EVALUATE_INIT = ("config_name", "keep_in_memory", "cache_dir", "num_process", "process_id", "seed",
@@ -58,7 +60,7 @@ def metric_config(**options: Any) -> dict[str, Any]:
 
 
 def compute(metric, predictions, references, *, return_details: bool = False, reciprocal: bool = False,
-            fingerprint: str | None = None) -> dict[str, Any]:
+            fingerprint: str | None = None, processes: int = 1) -> dict[str, Any]:
     """Score with a rexrank metric object and shape the module result (see ``results``).
 
     ``return_details`` adds ``"details"``: the metric's per-pair extra columns (``score_details``: RadCliQ's four
@@ -66,6 +68,14 @@ def compute(metric, predictions, references, *, return_details: bool = False, re
     """
     name = metric.spec.name
     extra: dict[str, Any] = {}
+    # evaluate's own multi-process mode (num_process > 1) gathers every process's inputs and computes on process 0
+    # alone: there the metric must not wait for the other processes (rexrank.parallel).
+    scope = parallel.local() if processes > 1 else contextlib.nullcontext()
+    with scope:
+        return _compute(metric, predictions, references, name, extra, return_details, reciprocal, fingerprint)
+
+
+def _compute(metric, predictions, references, name, extra, return_details, reciprocal, fingerprint):
     if return_details:
         frame = metric.score_details(predictions, references)
         values = frame[name].to_numpy(dtype=np.float64) if name in frame else frame.iloc[:, 0].to_numpy(np.float64)
@@ -88,16 +98,17 @@ def results(name: str, values, *, reciprocal: bool = False, extra: dict[str, Any
     ``{name: mean over reports, "scores": per-report values (same order as the inputs), "n_nan": count}``.
     NaN per-report values (a GREEN parse failure, a NaN RadCliQ component) stay in ``scores`` as NaN, are left out
     of the mean and counted in ``n_nan`` — never dropped silently. ``reciprocal`` adds ``"inverse_<name>"`` =
-    1 / mean, the leaderboard's aggregation for RadCliQ-v1 and FineRadScore (not a mean of reciprocals).
+    1 / mean, the leaderboard's aggregation for RadCliQ-v1 and FineRadScore (not a mean of reciprocals), and
+    ``"leaderboard_flags"`` (e.g. a negative mean). Both come from ``rexrank.metrics.aggregation.aggregate``.
     """
     values = np.asarray(values, dtype=np.float64).reshape(-1)
-    finite = values[~np.isnan(values)]
-    mean = float(finite.mean()) if finite.size else float("nan")
-    out: dict[str, Any] = {name: mean}
+    summary = aggregate(values, RECIPROCAL_OF_MEAN if reciprocal else MEAN)
+    out: dict[str, Any] = {name: summary.mean}
     if reciprocal:
-        out[f"inverse_{name}"] = (1.0 / mean) if mean and not math.isnan(mean) else float("nan")
+        out[f"inverse_{name}"] = summary.leaderboard_value
+        out["leaderboard_flags"] = list(summary.flags)
     out["scores"] = [float(v) for v in values]
-    out["n_nan"] = int(values.size - finite.size)
+    out["n_nan"] = summary.n_nan
     if extra:
         out.update(extra)
     return out

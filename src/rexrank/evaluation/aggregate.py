@@ -31,12 +31,6 @@ def metric_columns(frame: pd.DataFrame) -> dict[str, str]:
     return found
 
 
-def leaderboard_higher_is_better(name: str) -> bool:
-    """Direction of the leaderboard value: a reciprocal (1/RadCliQ-v1) flips the metric's own direction."""
-    spec = REGISTRY.spec(name)
-    return spec.higher_is_better != (spec.leaderboard_aggregation == "reciprocal_of_mean")
-
-
 def metric_summary(frame: pd.DataFrame, names: Sequence[str] | None = None, *, resamples: int = DEFAULT_RESAMPLES,
                    seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict[str, Any]]:
     """Every metric's mean and CI (and leaderboard value with CI), from one shared set of resamples."""

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from rexrank.metrics.aggregation import MEAN, aggregate, leaderboard_values
+
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
 DEFAULT_CONFIDENCE = 0.95
@@ -82,23 +84,16 @@ def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed:
     return np.concatenate(out, axis=0)
 
 
-def aggregate(mean: np.ndarray | float, how: str) -> np.ndarray | float:
-    """Leaderboard aggregation of a mean: itself, or its reciprocal (1/RadCliQ-v1, 1/FineRadScore)."""
-    if how == "mean":
-        return mean
-    if how == "reciprocal_of_mean":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(np.asarray(mean) == 0, np.nan, 1.0 / np.asarray(mean))
-    raise ValueError(f"unknown aggregation {how!r}")
-
-
 def percentile_interval(samples: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval per column; NaN resamples are ignored."""
     alpha = (1.0 - confidence) / 2.0
     samples = np.asarray(samples, dtype=np.float64)
+    if not samples.size:  # no resample (no study): NaN per column, same shape as with resamples
+        nan = np.full(samples.shape[1:], np.nan)
+        return nan, nan
     with np.errstate(invalid="ignore"):
-        low = np.nanquantile(samples, alpha, axis=0) if samples.size else np.nan
-        high = np.nanquantile(samples, 1.0 - alpha, axis=0) if samples.size else np.nan
+        low = np.nanquantile(samples, alpha, axis=0)
+        high = np.nanquantile(samples, 1.0 - alpha, axis=0)
     return low, high
 
 
@@ -118,8 +113,9 @@ def confidence_intervals(columns: Mapping[str, np.ndarray], *, aggregations: Map
                          confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict[str, Any]]:
     """Mean and bootstrap CI of every column, from one shared set of resamples.
 
-    ``aggregations[name] == "reciprocal_of_mean"`` adds ``leaderboard_value`` with its own CI computed as the
-    reciprocal of each resample's mean (never a mean of reciprocals); otherwise the leaderboard value is the mean.
+    Mean, counts, leaderboard value and its flags come from ``rexrank.metrics.aggregation.aggregate``
+    (``aggregations[name]``, default "mean"). The leaderboard value's CI is the percentile interval of each
+    resample's leaderboard value — for a reciprocal, of each resample's 1/mean (never a mean of reciprocals).
     """
     names = list(columns)
     if not names:
@@ -128,22 +124,19 @@ def confidence_intervals(columns: Mapping[str, np.ndarray], *, aggregations: Map
     n = matrix.shape[0]
     means_b = resample_means(matrix, resamples, seed) if n else np.full((0, len(names)), np.nan)
     low, high = percentile_interval(means_b, confidence)
-    out: dict[str, dict[str, Any]] = {}
     aggregations = aggregations or {}
-    for j, name in enumerate(names):
-        column = matrix[:, j]
-        usable = int((~np.isnan(column)).sum())
-        mean = float(np.nanmean(column)) if usable else float("nan")
-        entry = {"mean": mean, "ci_low": float(low[j]), "ci_high": float(high[j]), "n": usable,
-                 "n_nan": int(n - usable)}
-        how = aggregations.get(name, "mean")
-        if how == "reciprocal_of_mean":
-            recip = aggregate(means_b[:, j], how)
-            r_low, r_high = percentile_interval(recip, confidence)
-            entry.update(leaderboard_value=float(aggregate(mean, how)), leaderboard_ci_low=float(r_low),
-                         leaderboard_ci_high=float(r_high))
-        else:
-            entry.update(leaderboard_value=mean, leaderboard_ci_low=entry["ci_low"],
-                         leaderboard_ci_high=entry["ci_high"])
-        out[name] = entry
-    return out
+    return {name: _entry(matrix[:, j], means_b[:, j], float(low[j]), float(high[j]), aggregations.get(name, "mean"),
+                         confidence) for j, name in enumerate(names)}
+
+
+def _entry(column: np.ndarray, resampled_means: np.ndarray, ci_low: float, ci_high: float, how: str,
+           confidence: float) -> dict[str, Any]:
+    summary = aggregate(column, how)
+    entry = {"mean": summary.mean, "ci_low": ci_low, "ci_high": ci_high, "n": summary.n, "n_nan": summary.n_nan,
+             "leaderboard_value": summary.leaderboard_value, "leaderboard_flags": list(summary.flags)}
+    if summary.aggregation == MEAN:
+        entry.update(leaderboard_ci_low=ci_low, leaderboard_ci_high=ci_high)
+    else:
+        lb_low, lb_high = percentile_interval(leaderboard_values(resampled_means, how), confidence)
+        entry.update(leaderboard_ci_low=float(lb_low), leaderboard_ci_high=float(lb_high))
+    return entry

@@ -26,17 +26,23 @@ import numpy as np
 import pandas as pd
 
 from rexrank.errors import InputError
-from rexrank.evaluation.aggregate import json_safe, leaderboard_higher_is_better, metric_columns
+from rexrank.evaluation.aggregate import json_safe, metric_columns
 from rexrank.evaluation.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
-    aggregate,
     count_blocks,
     percentile_interval,
 )
-from rexrank.evaluation.subgroups import ERROR_FREE_COLUMN, NORMAL_COLUMN, SITE_COLUMN
+from rexrank.evaluation.subgroups import ERROR_FREE_COLUMN, SITE_COLUMN, normal_mask, site_masks
 from rexrank.metrics import REGISTRY
+from rexrank.metrics.aggregation import (
+    MEAN,
+    aggregate,
+    leaderboard_higher_is_better,
+    leaderboard_values,
+    nan_means,
+)
 
 DEFAULT_PERMUTATIONS = 10_000
 _BLOCK_CELLS = 4_000_000
@@ -156,12 +162,12 @@ def paired_test(a: np.ndarray, b: np.ndarray, *, aggregation: str = "mean", resa
         return {**out, "value_a": None, "value_b": None, "difference": None, "ci_low": None, "ci_high": None,
                 "p_bootstrap": None, "p_randomization": None}
     mean_a, mean_b = a.mean(), b.mean()
-    observed = float(aggregate(mean_a, aggregation) - aggregate(mean_b, aggregation))
+    observed = float(leaderboard_values(mean_a, aggregation) - leaderboard_values(mean_b, aggregation))
     both = np.column_stack([a, b])
     diffs = []
     for counts in count_blocks(n, resamples, seed):
         means = counts @ both / n
-        diffs.append(aggregate(means[:, 0], aggregation) - aggregate(means[:, 1], aggregation))
+        diffs.append(leaderboard_values(means[:, 0], aggregation) - leaderboard_values(means[:, 1], aggregation))
     boot = np.concatenate(diffs)
     low, high = percentile_interval(boot, confidence)
     # Ties with the observed value count as "at least as extreme": tolerate float rounding of the matrix products.
@@ -173,9 +179,10 @@ def paired_test(a: np.ndarray, b: np.ndarray, *, aggregation: str = "mean", resa
     for rows in _blocks_of(permutations, n):
         swaps = rng.integers(0, 2, size=(rows, n), dtype=np.int8).astype(np.float64)
         shift = swaps @ delta
-        perm = aggregate(mean_a + shift, aggregation) - aggregate(mean_b - shift, aggregation)
+        perm = leaderboard_values(mean_a + shift, aggregation) - leaderboard_values(mean_b - shift, aggregation)
         k_perm += int(np.sum(np.abs(perm) >= abs(observed) - tol))
-    return {**out, "value_a": float(aggregate(mean_a, aggregation)), "value_b": float(aggregate(mean_b, aggregation)),
+    return {**out, "value_a": float(leaderboard_values(mean_a, aggregation)),
+            "value_b": float(leaderboard_values(mean_b, aggregation)),
             "difference": observed, "ci_low": float(low), "ci_high": float(high),
             "p_bootstrap": (k_boot + 1) / (resamples + 1), "p_randomization": (k_perm + 1) / (permutations + 1),
             "resamples": resamples, "permutations": permutations}
@@ -197,12 +204,11 @@ def rank_intervals(values: np.ndarray, *, aggregation: str, higher_is_better: bo
         nan = np.full(m, np.nan)
         return {"value": nan, "rank": nan, "rank_ci_low": nan, "rank_ci_high": nan, "n": 0}
     sign = -1.0 if higher_is_better else 1.0
-    point = aggregate(values.mean(axis=0), aggregation)
+    point = leaderboard_values(values.mean(axis=0), aggregation)
     ranks = rankdata(sign * point, method="min")
     boot_ranks = []
     for counts in count_blocks(n, resamples, seed):
-        lb = aggregate(counts @ values / n, aggregation)
-        boot_ranks.append(rankdata(sign * np.where(np.isnan(lb), np.inf * sign, lb), method="min", axis=1))
+        boot_ranks.append(_ranks(leaderboard_values(counts @ values / n, aggregation), higher_is_better))
     boot = np.concatenate(boot_ranks)
     alpha = (1.0 - confidence) / 2.0
     low = np.quantile(boot, alpha, axis=0, method="lower")
@@ -227,80 +233,119 @@ def _metric_names(frames: list[pd.DataFrame], requested: Sequence[str] | None) -
     return ordered
 
 
+@dataclass
+class _Aligned:
+    """The runs restricted to their shared studies: what every part of a comparison reads."""
+
+    models: list[str]
+    frames: list[pd.DataFrame]
+    names: list[str]  # metrics every run has, registry order (or as requested)
+
+    def matrix(self, name: str, mask: np.ndarray | None = None) -> np.ndarray:
+        """(studies, models) per-study values of one metric, optionally for a subset of studies."""
+        column = REGISTRY.spec(name).column
+        stacked = np.column_stack([f[column].to_numpy(dtype=np.float64) for f in self.frames])
+        return stacked if mask is None else stacked[mask]
+
+
 def compare_runs(runs: list[Run], metrics: Sequence[str] | None = None, *, resamples: int = DEFAULT_RESAMPLES,
                  permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED,
                  confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
-    from scipy.stats import kendalltau
-
-    _unique_names(runs)
-    notes = _check_compatible(runs)
-    ids, frames, align_notes = align(runs)
-    notes += align_notes
-    names = _metric_names(frames, metrics)
-    models = [r.name for r in runs]
+    """Rankings with rank CIs, all pairwise tests, subgroups and metric agreement of runs on their shared studies."""
+    aligned, ids, notes = _align_runs(runs, metrics)
     boot = {"resamples": resamples, "seed": seed, "confidence": confidence}
-    report: dict[str, Any] = {"models": models, "n_studies": len(ids), "metrics": names,
+    report: dict[str, Any] = {"models": aligned.models, "n_studies": len(ids), "metrics": aligned.names,
                               "settings": {**boot, "permutations": permutations}, "notes": notes}
     first = runs[0].results or {}
     report.update({k: first.get(k) for k in ("dataset", "split", "track")})
+    report["ranking"] = _rankings(aligned, **boot)
+    report["pairwise"] = _pairwise_tests(aligned, permutations=permutations, **boot)
+    report["subgroups"] = _subgroups(aligned)
+    report["agreement"] = _agreement(aligned, report["ranking"])
+    return json_safe(report)
 
-    def matrix(name: str, mask=None) -> np.ndarray:
-        column = REGISTRY.spec(name).column
-        stacked = np.column_stack([f[column].to_numpy(dtype=np.float64) for f in frames])
-        return stacked if mask is None else stacked[mask]
 
+def _align_runs(runs: list[Run], metrics: Sequence[str] | None) -> tuple[_Aligned, list[str], list[str]]:
+    """Unique model names, compatibility checks, shared studies and shared metrics; notes for the report."""
+    _unique_names(runs)
+    notes = _check_compatible(runs)
+    ids, frames, align_notes = align(runs)
+    names = _metric_names(frames, metrics)
+    return _Aligned([r.name for r in runs], frames, names), ids, notes + align_notes
+
+
+def _rankings(aligned: _Aligned, **boot: Any) -> dict[str, Any]:
+    """Each model's leaderboard value and rank per metric, with a bootstrap CI of the rank."""
     ranking: dict[str, Any] = {}
-    for name in names:
+    for name in aligned.names:
         spec = REGISTRY.spec(name)
-        r = rank_intervals(matrix(name), aggregation=spec.leaderboard_aggregation,
-                           higher_is_better=leaderboard_higher_is_better(name), **boot)
+        r = rank_intervals(aligned.matrix(name), aggregation=spec.leaderboard_aggregation,
+                           higher_is_better=leaderboard_higher_is_better(spec), **boot)
         ranking[name] = {"leaderboard_column": spec.leaderboard_column, "n": r["n"], "models": {
             model: {"value": r["value"][j], "rank": r["rank"][j], "rank_ci_low": r["rank_ci_low"][j],
-                    "rank_ci_high": r["rank_ci_high"][j]} for j, model in enumerate(models)}}
-    report["ranking"] = ranking
+                    "rank_ci_high": r["rank_ci_high"][j]} for j, model in enumerate(aligned.models)}}
+    return ranking
 
+
+def _pairwise_tests(aligned: _Aligned, *, permutations: int, resamples: int, seed: int,
+                    confidence: float) -> list[dict[str, Any]]:
+    """Paired bootstrap and randomization tests of every pair of models on every metric."""
+    models = aligned.models
     pairs = []
-    for i, j in itertools.combinations(range(len(runs)), 2):
+    for i, j in itertools.combinations(range(len(models)), 2):
         tests = {}
-        for name in names:
-            spec = REGISTRY.spec(name)
-            values = matrix(name)
-            tests[name] = paired_test(values[:, i], values[:, j], aggregation=spec.leaderboard_aggregation,
-                                      resamples=resamples, permutations=permutations, seed=seed,
-                                      confidence=confidence)
+        for name in aligned.names:
+            values = aligned.matrix(name)
+            tests[name] = paired_test(values[:, i], values[:, j],
+                                      aggregation=REGISTRY.spec(name).leaderboard_aggregation, resamples=resamples,
+                                      permutations=permutations, seed=seed, confidence=confidence)
             tests[name]["better"] = _better(tests[name], name, models[i], models[j])
         pairs.append({"a": models[i], "b": models[j], "tests": tests})
-    report["pairwise"] = pairs
+    return pairs
 
-    subgroups: dict[str, Any] = {}
-    normal = _shared_mask(frames, NORMAL_COLUMN)
+
+def _subgroups(aligned: _Aligned) -> dict[str, Any]:
+    """Normal/abnormal and per-site values (sites also ranked), and GREEN error-free rates.
+
+    Groups are defined by ``evaluation.subgroups`` on the first run's table: they are properties of the references,
+    which every run shares (``align`` checked that).
+    """
+    out: dict[str, Any] = {}
+    normal = _shared_normal_mask(aligned.frames)
     if normal is not None:
-        subgroups["normal_vs_abnormal"] = {
-            group: {"n": int(mask.sum()), "metrics": _group_values(names, matrix, mask, models)}
-            for group, mask in (("normal", normal), ("abnormal", ~normal))}
-    if all(SITE_COLUMN in f.columns for f in frames):
-        sites = frames[0][SITE_COLUMN].astype("string").fillna("(unknown)").to_numpy()
-        per_site = {}
-        for site in sorted(set(sites)):
-            mask = sites == site
-            per_site[str(site)] = {"n": int(mask.sum()), "metrics": _group_values(names, matrix, mask, models,
-                                                                                    with_rank=True)}
-        subgroups["sites"] = per_site
-    if all(ERROR_FREE_COLUMN in f.columns for f in frames):
-        green = {}
-        for model, frame in zip(models, frames):
-            rate = frame[ERROR_FREE_COLUMN].to_numpy(dtype=np.float64)
-            entry = {"error_free_rate": float(np.nanmean(rate)) if np.isfinite(rate).any() else None}
-            if normal is not None and (~normal).any():
-                abnormal = rate[~normal]
-                entry["error_free_rate_abnormal"] = float(np.nanmean(abnormal)) if np.isfinite(abnormal).any() else None
-            green[model] = entry
-        subgroups["green"] = green
-    report["subgroups"] = subgroups
+        out["normal_vs_abnormal"] = {group: {"n": int(mask.sum()), "metrics": _group_values(aligned, mask)}
+                                     for group, mask in (("normal", normal), ("abnormal", ~normal))}
+    if all(SITE_COLUMN in f.columns for f in aligned.frames):
+        out["sites"] = {site: {"n": int(mask.sum()), "metrics": _group_values(aligned, mask, with_rank=True)}
+                        for site, mask in site_masks(aligned.frames[0]).items()}
+    if all(ERROR_FREE_COLUMN in f.columns for f in aligned.frames):
+        out["green"] = {model: _error_free_rates(frame, normal) for model, frame in zip(aligned.models, aligned.frames)}
+    return out
 
+
+def _error_free_rates(frame: pd.DataFrame, normal: np.ndarray | None) -> dict[str, float | None]:
+    """Share of reports without a clinically significant GREEN error, overall and on abnormal studies."""
+    rate = frame[ERROR_FREE_COLUMN].to_numpy(dtype=np.float64)
+    entry = {"error_free_rate": _rate(rate)}
+    if normal is not None and (~normal).any():
+        entry["error_free_rate_abnormal"] = _rate(rate[~normal])
+    return entry
+
+
+def _rate(values: np.ndarray) -> float | None:
+    # A rate is a plain mean of 0/1 values: the aggregation rule's mean, None when no study could tell.
+    mean = aggregate(values, MEAN).mean
+    return None if np.isnan(mean) else mean
+
+
+def _agreement(aligned: _Aligned, ranking: dict[str, Any]) -> dict[str, Any]:
+    """Kendall tau between the metrics' model rankings (3+ models) and Spearman rho of per-study values."""
+    from scipy.stats import kendalltau
+
+    models, names = aligned.models, aligned.names
     agreement: dict[str, Any] = {}
     if len(models) >= 3 and len(names) >= 2:
-        taus = {}
+        taus: dict[str, dict[str, float]] = {}
         for x, y in itertools.combinations(names, 2):
             rx = np.asarray([ranking[x]["models"][m]["rank"] for m in models], dtype=float)
             ry = np.asarray([ranking[y]["models"][m]["rank"] for m in models], dtype=float)
@@ -309,11 +354,11 @@ def compare_runs(runs: list[Run], metrics: Sequence[str] | None = None, *, resam
             taus.setdefault(y, {})[x] = float(tau)
         agreement["kendall_tau_model_rankings"] = taus
     if len(names) >= 2:
-        pooled = pd.DataFrame({n: matrix(n).reshape(-1, order="F") for n in names})
+        # Every (study, model) pair is one observation: how far the metrics agree on individual reports.
+        pooled = pd.DataFrame({n: aligned.matrix(n).reshape(-1, order="F") for n in names})
         rho = pooled.corr(method="spearman")
         agreement["spearman_per_study"] = {a: {b: float(rho.loc[a, b]) for b in names} for a in names}
-    report["agreement"] = agreement
-    return json_safe(report)
+    return agreement
 
 
 def _better(test: dict[str, Any], name: str, a: str, b: str) -> str | None:
@@ -323,30 +368,34 @@ def _better(test: dict[str, Any], name: str, a: str, b: str) -> str | None:
     return a if (test["difference"] > 0) == higher else b
 
 
-def _shared_mask(frames: list[pd.DataFrame], column: str) -> np.ndarray | None:
-    present = [f[column].to_numpy(dtype=bool) for f in frames if column in f.columns]
-    if not present:
-        return None
-    # The reference labels are a property of the reference: take the first run's (all runs share the references).
-    return present[0]
+def _shared_normal_mask(frames: list[pd.DataFrame]) -> np.ndarray | None:
+    # The reference labels are a property of the reference: take the first run that has them (all share it).
+    for frame in frames:
+        mask = normal_mask(frame)
+        if mask is not None:
+            return mask
+    return None
 
 
-def _group_values(names, matrix, mask, models, with_rank: bool = False) -> dict[str, Any]:
+def _ranks(point: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Rank 1 = best; a NaN value ranks last (ties share the better rank)."""
     from scipy.stats import rankdata
 
+    sign = -1.0 if higher_is_better else 1.0
+    return rankdata(sign * np.where(np.isnan(point), np.inf * sign, point), method="min", axis=-1)
+
+
+def _group_values(aligned: _Aligned, mask: np.ndarray, with_rank: bool = False) -> dict[str, Any]:
+    """Each model's leaderboard value per metric on a subset of studies (and its rank among the models)."""
     out = {}
-    for name in names:
+    for name in aligned.names:
         spec = REGISTRY.spec(name)
-        values = matrix(name, mask)
-        with np.errstate(invalid="ignore"):
-            point = aggregate(np.nanmean(values, axis=0), spec.leaderboard_aggregation) if len(values) else \
-                np.full(len(models), np.nan)
-        entry = {model: {"value": float(point[j])} for j, model in enumerate(models)}
+        values = aligned.matrix(name, mask)
+        point = leaderboard_values(nan_means(values, axis=0), spec)
+        entry = {model: {"value": float(point[j])} for j, model in enumerate(aligned.models)}
         if with_rank and len(values):
-            sign = -1.0 if leaderboard_higher_is_better(name) else 1.0
-            ranks = rankdata(sign * np.where(np.isnan(point), np.inf * sign, point), method="min")
-            for j, model in enumerate(models):
-                entry[model]["rank"] = int(ranks[j])
+            for j, rank in enumerate(_ranks(point, leaderboard_higher_is_better(spec))):
+                entry[aligned.models[j]]["rank"] = int(rank)
         out[name] = entry
     return out
 

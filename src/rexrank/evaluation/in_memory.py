@@ -15,6 +15,7 @@ import pandas as pd
 from rexrank.evaluation.plan import plan
 from rexrank.evaluation.runner import build_metrics, combine_composites, score_pairs, to_frame
 from rexrank.metrics import REGISTRY
+from rexrank.metrics.aggregation import aggregate
 from rexrank.metrics.base import check_pairs
 
 # The classic CXR-Report-Metric set: what `rexrank.score` runs when no metric is named.
@@ -58,7 +59,8 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> dict[st
     """Leaderboard aggregation per metric: the mean, and for RadCliQ-v1/FineRadScore the reciprocal of the mean.
 
     1/RadCliQ-v1 is 1 / mean(per-report RadCliQ-v1) as the leaderboard computes it, never a mean of reciprocals
-    (per-report values can be negative).
+    (per-report values can be negative). NaN values are left out and counted in ``n_nan``; the rule and the
+    ``leaderboard_flags`` are ``rexrank.metrics.aggregation.aggregate``'s.
     """
     names = [REGISTRY.canonical(m) for m in metrics] if metrics else [
         n for n in REGISTRY.names() if REGISTRY.spec(n).column in df.columns]
@@ -67,15 +69,8 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> dict[st
         spec = REGISTRY.spec(name)
         if spec.column not in df.columns:
             continue
-        values = df[spec.column].to_numpy(dtype=np.float64)
-        n_nan = int(np.isnan(values).sum())
-        mean = float(np.nanmean(values)) if n_nan < len(values) else float("nan")
-        entry = {"column": spec.column, "mean": mean, "n": int(len(values) - n_nan), "n_nan": n_nan,
-                 "higher_is_better": spec.higher_is_better, "leaderboard_column": spec.leaderboard_column}
-        if spec.leaderboard_aggregation == "reciprocal_of_mean":
-            entry["leaderboard_value"] = 1.0 / mean if mean else float("nan")
-        else:
-            entry["leaderboard_value"] = mean
-        out[name] = entry
+        summary = aggregate(df[spec.column].to_numpy(dtype=np.float64), spec)
+        out[name] = {"column": spec.column, "mean": summary.mean, "n": summary.n, "n_nan": summary.n_nan,
+                     "higher_is_better": spec.higher_is_better, "leaderboard_column": spec.leaderboard_column,
+                     "leaderboard_value": summary.leaderboard_value, "leaderboard_flags": list(summary.flags)}
     return out
-

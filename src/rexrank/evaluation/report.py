@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rexrank.data import catalog
+from rexrank.errors import UnknownNameError
 from rexrank.metrics import REGISTRY
 
 # model-index `type` per metric: Hub metric ids where one exists (evaluate's bleu, bertscore), else our own slug.
 _MODEL_INDEX_TYPE = {"bleu2": "bleu", "bertscore": "bertscore"}
-_DATASET_TITLES = {"iu_xray": "IU-Xray", "mimic_cxr": "MIMIC-CXR", "chexpert_plus": "CheXpert Plus",
-                   "gradienthealth": "GradientHealth"}
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -40,8 +40,17 @@ def rows(results: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
+def flag_notes(results: dict[str, Any]) -> list[str]:
+    """One line per flagged leaderboard value (a negative mean under 1/mean): shown under every table."""
+    notes = []
+    for name, entry in results["metrics"].items():
+        for flag in entry.get("leaderboard_flags") or ():
+            notes.append(f"{entry.get('leaderboard_column') or name}: {flag}")
+    return notes
+
+
 def _higher(name: str) -> bool:
-    from rexrank.evaluation.aggregate import leaderboard_higher_is_better
+    from rexrank.metrics.aggregation import leaderboard_higher_is_better
 
     try:
         return leaderboard_higher_is_better(name)
@@ -71,6 +80,8 @@ def print_summary(results: dict[str, Any], console=None) -> None:
     for row in rows(results):
         table.add_row(row["metric"], row["value"], row["ci"], row["mean"], row["direction"])
     console.print(table)
+    for note in flag_notes(results):
+        console.print(f"warning: {note}")
     dropped = {k: v for k, v in (results.get("n_dropped") or {}).items() if v}
     if dropped:
         console.print("dropped: " + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in dropped.items()))
@@ -83,16 +94,28 @@ def markdown_table(results: dict[str, Any]) -> str:
     for row in rows(results):
         lines.append(f"| {row['metric']} | {row['value']} | {row['ci']} | {row['mean']} | {row['direction']} |")
     lines.append("")
+    lines += [f"Warning: {note}." for note in flag_notes(results)]
     boot = results.get("bootstrap", {})
     lines.append(f"CIs: percentile bootstrap over studies, {boot.get('resamples')} resamples, seed {boot.get('seed')}.")
     return "\n".join(lines) + "\n"
+
+
+def _model_index_dataset(results: dict[str, Any]) -> tuple[str, str, str]:
+    """(type slug, display label, split) of the evaluated set: the catalog's names for a ReXrank dataset;
+    for a custom reference file, its own name and split ("test" when it gave none, the model-index default)."""
+    name, split = results.get("dataset") or "custom", results.get("split")
+    try:
+        canonical = catalog.canonical_dataset(name)
+        return canonical, catalog.dataset_label(canonical), catalog.canonical_split(canonical, split)
+    except UnknownNameError:
+        return name, name, split or "test"
 
 
 def model_index(results: dict[str, Any]) -> str:
     """A ``model-index`` YAML block for a model card (the Hub's evaluation-results metadata)."""
     import yaml
 
-    dataset = results.get("dataset") or "custom"
+    dataset, label, split = _model_index_dataset(results)
     track = results.get("track")
     metrics = []
     for name, entry in results["metrics"].items():
@@ -107,8 +130,8 @@ def model_index(results: dict[str, Any]) -> str:
         "name": results.get("model") or "model",
         "results": [{
             "task": {"type": "image-to-text", "name": "Chest X-ray report generation"},
-            "dataset": {"name": f"ReXrank {_DATASET_TITLES.get(dataset, dataset)} ({track} track)",
-                        "type": f"rexrank/{dataset}", "split": results.get("split") or "test",
+            "dataset": {"name": f"ReXrank {label} ({track} track)",
+                        "type": f"rexrank/{dataset}", "split": split,
                         "config": track},
             "metrics": metrics,
             "source": {"name": "rexrank", "url": "https://rexrank.ai"},

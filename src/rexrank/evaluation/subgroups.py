@@ -64,6 +64,21 @@ def add_error_free_column(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def normal_mask(frame: pd.DataFrame) -> np.ndarray | None:
+    """True for studies whose reference is normal (see ``add_normal_column``); None without the column."""
+    if NORMAL_COLUMN not in frame.columns:
+        return None
+    return frame[NORMAL_COLUMN].to_numpy(dtype=bool)
+
+
+def site_masks(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """One boolean mask per site, sites sorted; studies without a site form "(unknown)". Empty without the column."""
+    if SITE_COLUMN not in frame.columns:
+        return {}
+    sites = frame[SITE_COLUMN].astype("string").fillna("(unknown)").to_numpy()
+    return {str(site): sites == site for site in sorted(set(sites))}
+
+
 def _group(frame: pd.DataFrame, mask, names, **boot) -> dict[str, Any]:
     part = frame.loc[np.asarray(mask, dtype=bool)]
     if len(part) == 0:
@@ -78,23 +93,22 @@ def subgroup_summary(frame: pd.DataFrame, names: Sequence[str] | None = None, *,
                      seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
     boot = {"resamples": resamples, "seed": seed, "confidence": confidence}
     out: dict[str, Any] = {}
-    if NORMAL_COLUMN in frame.columns:
-        normal = frame[NORMAL_COLUMN].to_numpy(dtype=bool)
+    normal = normal_mask(frame)
+    if normal is not None:
         out["normal_vs_abnormal"] = {
             "definition": 'CheXbert "No Finding" positive on the reference = normal',
             "normal": _group(frame, normal, names, **boot),
             "abnormal": _group(frame, ~normal, names, **boot),
         }
+    # A site column with no site at all is not a breakdown (it would be one "(unknown)" group).
     if SITE_COLUMN in frame.columns and frame[SITE_COLUMN].notna().any():
-        sites = frame[SITE_COLUMN].astype("string").fillna("(unknown)")
-        out["sites"] = {str(site): _group(frame, (sites == site).to_numpy(), names, **boot)
-                        for site in sorted(sites.unique())}
+        out["sites"] = {site: _group(frame, mask, names, **boot) for site, mask in site_masks(frame).items()}
     if ERROR_FREE_COLUMN in frame.columns:
         green: dict[str, Any] = {}
         column = frame[ERROR_FREE_COLUMN].to_numpy(dtype=np.float64)
         green["error_free_rate"] = confidence_intervals({"x": column}, **boot)["x"]
-        if NORMAL_COLUMN in frame.columns:
-            abnormal = ~frame[NORMAL_COLUMN].to_numpy(dtype=bool)
+        if normal is not None:
+            abnormal = ~normal
             if abnormal.any():
                 green["error_free_rate_abnormal"] = confidence_intervals({"x": column[abnormal]}, **boot)["x"]
         for entry in green.values():

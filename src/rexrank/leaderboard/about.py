@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rexrank.leaderboard.published import __doc__ as _published_doc
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+from rexrank.metrics.aggregation import leaderboard_higher_is_better
 
 DEFINITIONS = {
     "bleu2": "Sentence BLEU-2 per report (NLTK method1 smoothing, CXR-Report-Metric tokenisation), averaged.",
@@ -26,8 +27,7 @@ def markdown() -> str:
     lines = ["## Metrics", "", "| Column | Direction | Definition |", "|---|---|---|"]
     for name in LEADERBOARD_METRICS:
         spec = REGISTRY.spec(name)
-        reciprocal = spec.leaderboard_aggregation == "reciprocal_of_mean"
-        shown_higher = (not spec.higher_is_better) if reciprocal else spec.higher_is_better
+        shown_higher = leaderboard_higher_is_better(spec)
         lines.append(f"| {spec.leaderboard_column} | {'higher is better ↑' if shown_higher else 'lower is better ↓'} "
                      f"| {DEFINITIONS[name]} |")
     lines += [

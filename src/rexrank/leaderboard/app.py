@@ -37,152 +37,123 @@ def _escape_md(text: str) -> str:
 
 
 def build_app(store: Store, submissions=None):
-    """Build the Space. ``submissions``: a ``Submissions`` service (None hides the Submit tab)."""
+    """Build the Space. ``submissions``: a ``Submissions`` service (None hides the Submit tab).
+
+    One function per tab builds its components and wires its events; the views they call read the store through
+    ``board`` (see ``_Views``).
+    """
     import gradio as gr
 
-    def table_view(dataset: str, track: str, search: str = "", institutions=None, years=None, model_types=None,
-                   trained: str = "all", sources=None, columns=None, sort_by: str = "radcliq_v1"):
-        df = board.numeric_table(store, dataset, track)
+    views = _Views(store, submissions)
+    with gr.Blocks(title=TITLE) as demo:
+        gr.Markdown(f"# {TITLE}\nAI-written chest X-ray reports ranked by the eight ReXrank metrics, with 95% "
+                    "confidence intervals for results scored by rexrank.")
+        _overview_tab(gr, views)
+        _dataset_tabs(gr, views)
+        _models_tab(gr, demo, views)
+        if submissions is not None:
+            _submit_tab(gr, views, submissions)
+        _about_tab(gr)
+        _api_endpoints(gr, views)
+    return demo
+
+
+class _Views:
+    """What the page and the API show, computed from the store (and the submission queue) on each call."""
+
+    def __init__(self, store: Store, submissions=None):
+        self.store = store
+        self.submissions = submissions
+        self._json_cache: dict[tuple, str] = {}
+
+    # Methods end in "_view": gradio names an event's endpoint after its function, and a bare "table" or "queue"
+    # would take the public API names /table and /queue (which would then become /table_64...).
+
+    def table_view(self, dataset: str, track: str, search: str = "", institutions=None, years=None,
+                   model_types=None, trained: str = "all", sources=None, columns=None,
+                   sort_by: str = "radcliq_v1") -> pd.DataFrame:
+        df = board.numeric_table(self.store, dataset, track)
         df = board.filter_table(df, search=search or "", institutions=institutions or None, years=years or None,
                                 model_types=model_types or None, trained=trained or "all", sources=sources or None)
         shown = [m for m in LEADERBOARD_METRICS if not columns or m in columns]
         return board.display_table(df, shown, sort_by=sort_by or "radcliq_v1")
 
-    json_cache: dict[tuple, str] = {}
-
-    def results_json(dataset: str, track: str) -> str:
+    def results_json(self, dataset: str, track: str) -> str:
         """Aggregates only (means and CIs), never per-study data: safe for private test sets too.
 
         The serialised text is cached per store version: under load the API's cost is mostly this JSON.
         """
-        key = (store.version(), dataset, track)
-        if key not in json_cache:
-            df = board.numeric_table(store, dataset, track)
+        key = (self.store.version(), dataset, track)
+        if key not in self._json_cache:
+            df = board.numeric_table(self.store, dataset, track)
             records = [] if df.empty else json.loads(df.drop(columns=["url", "note"]).to_json(orient="records"))
-            if len(json_cache) > 64:
-                json_cache.clear()
-            json_cache[key] = json.dumps({"dataset": dataset, "track": track, "results": records})
-        return json_cache[key]
+            if len(self._json_cache) > 64:
+                self._json_cache.clear()
+            self._json_cache[key] = json.dumps({"dataset": dataset, "track": track, "results": records})
+        return self._json_cache[key]
 
-    def results_api(dataset: str, track: str) -> str:
-        """JSON aggregates (means, CIs) of every model on one dataset and track."""
-        _check(dataset, track)
-        return results_json(dataset, track)
+    def overview_view(self, track: str = "findings") -> pd.DataFrame:
+        return board.overview(self.store, track)
 
-    def table_api(dataset: str, track: str, search: str = "", institutions: list[str] | None = None,
-                  years: list[int] | None = None, model_types: list[str] | None = None, trained: str = "all",
-                  sources: list[str] | None = None, columns: list[str] | None = None,
-                  sort_by: str = "radcliq_v1") -> dict:
-        """The dataset/track table as shown on the page, filtered and sorted: {headers, data}."""
-        _check(dataset, track)
-        df = table_view(dataset, track, search, institutions, years, model_types, trained, sources, columns, sort_by)
-        return {"headers": list(df.columns), "data": df.to_numpy().tolist()}
-
-    def overview_view(track: str = "findings"):
-        return board.overview(store, track)
-
-    def model_view(model: str):
+    def model_view(self, model: str) -> tuple[pd.DataFrame, str]:
         if not model:
             return pd.DataFrame(), ""
-        analyses = board.model_analyses(store, model)
-        text = "\n\n".join(f"**{DATASET_LABELS.get(a['dataset'], a['dataset'])} / {a['track']}**\n\n```json\n"
-                           f"{json.dumps({k: v for k, v in a.items() if k not in ('dataset', 'track')}, indent=1)}\n```"
-                           for a in analyses) or "No subgroup analyses stored for this model (published rows have none)."
-        return board.model_page(store, model), text
+        return board.model_page(self.store, model), _analyses_markdown(board.model_analyses(self.store, model))
 
-    def bars_view(dataset: str, track: str, metric: str):
-        df = board.numeric_table(store, dataset, track)
+    def bars_view(self, dataset: str, track: str, metric: str):
+        df = board.numeric_table(self.store, dataset, track)
         return plots.metric_bars(df, metric, board.column_label(metric))
 
-    def agreement_view(dataset: str, track: str):
-        return plots.agreement_heatmap(board.metric_agreement(store, dataset, track),
+    def agreement_view(self, dataset: str, track: str):
+        return plots.agreement_heatmap(board.metric_agreement(self.store, dataset, track),
                                        f"Kendall tau between metric rankings, {DATASET_LABELS[dataset]}")
 
-    def ranks_view(track: str):
-        return plots.rank_lines(board.ranks_across_datasets(store, track), "Rank by 1/RadCliQ-v1 across datasets")
+    def ranks_view(self, track: str):
+        return plots.rank_lines(board.ranks_across_datasets(self.store, track), "Rank by 1/RadCliQ-v1 across datasets")
 
-    def models_list():
-        return [m["name"] for m in store.models()]
+    def models_list(self) -> list[str]:
+        return [m["name"] for m in self.store.models()]
 
-    def queue_view():
+    def queue_view(self) -> pd.DataFrame:
         rows = []
-        for job in (submissions.queue() if submissions else []):
+        for job in (self.submissions.queue() if self.submissions else []):
             rows.append({"#": job["id"], "Model": job["model"].get("name"), "Dataset": job["dataset"],
                          "Track": job["track"], "Status": job["status"], "Error": job.get("error") or ""})
         return pd.DataFrame(rows, columns=["#", "Model", "Dataset", "Track", "Status", "Error"])
 
-    def submit(file, name, institution, url, year, model_type, trained_on, dataset, track,
-               request: gr.Request = None):
-        if submissions is None:
-            return "Submissions are closed on this board.", queue_view()
-        user = getattr(request, "username", None) if request is not None else None
-        path = file if isinstance(file, str) or file is None else getattr(file, "name", None)
-        try:
-            job_id = submissions.submit(path, {"name": name, "institution": institution, "url": url,
-                                               "year": year or None, "model_type": model_type,
-                                               "trained_on": trained_on or []}, dataset, track, user=user)
-        except RexrankError as exc:
-            return f"**Submission rejected.**\n\n{_escape_md(exc)}", queue_view()
-        return f"Submission #{job_id} queued: it will appear on the board once scored.", queue_view()
 
-    with gr.Blocks(title=TITLE) as demo:
-        gr.Markdown(f"# {TITLE}\nAI-written chest X-ray reports ranked by the eight ReXrank metrics, with 95% "
-                    "confidence intervals for results scored by rexrank.")
-        with gr.Tab("Overview"):
-            ov_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
-            # Callable values are recomputed on every page load, so new results show without a restart.
-            ov_table = gr.Dataframe(value=lambda: overview_view("findings"), interactive=False,
-                                    elem_id="overview-table")
-            ov_plot = gr.Plot(value=lambda: ranks_view("findings"))
-            ov_track.change(overview_view, ov_track, ov_table, api_name="overview", concurrency_limit=None)
-            ov_track.change(ranks_view, ov_track, ov_plot, api_visibility="private")
-        for dataset in DATASETS:
-            with gr.Tab(DATASET_LABELS[dataset]):
-                for track in TRACKS:
-                    with gr.Tab(TRACK_LABELS[track]):
-                        _dataset_tab(gr, dataset, track, store, table_view, bars_view, agreement_view)
-        with gr.Tab("Models"):
-            model_pick = gr.Dropdown(models_list(), label="Model", elem_id="model-pick")
-            demo.load(lambda: gr.Dropdown(choices=models_list()), None, model_pick, api_visibility="private")
-            model_table = gr.Dataframe(interactive=False)
-            model_text = gr.Markdown()
-            model_pick.change(model_view, model_pick, [model_table, model_text], api_name="model", concurrency_limit=None)
-        if submissions is not None:
-            with gr.Tab("Submit"):
-                gr.Markdown(submissions.instructions())
-                with gr.Row():
-                    sub_file = gr.File(label="Predictions file (.json, .jsonl or .csv)", type="filepath",
-                                       elem_id="submit-file")
-                    with gr.Column():
-                        sub_name = gr.Textbox(label="Model name", elem_id="submit-name")
-                        sub_inst = gr.Textbox(label="Institution", elem_id="submit-institution")
-                        sub_url = gr.Textbox(label="Model URL")
-                        sub_year = gr.Number(label="Year", precision=0)
-                        sub_type = gr.Textbox(label="Model type (e.g. VLM, encoder-decoder)")
-                        sub_trained = gr.CheckboxGroup([(DATASET_LABELS[d], d) for d in DATASETS],
-                                                       label="Trained on")
-                    with gr.Column():
-                        sub_dataset = gr.Dropdown([(DATASET_LABELS[d], d) for d in submissions.public_datasets()],
-                                                  value=submissions.public_datasets()[0], label="Test set")
-                        sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
-                        sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
-                sub_status = gr.Markdown(elem_id="submit-status")
-                queue_table = gr.Dataframe(value=queue_view, interactive=False, elem_id="queue-table")
-                refresh = gr.Button("Refresh queue")
-                sub_button.click(submit, [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained,
-                                          sub_dataset, sub_track], [sub_status, queue_table], api_name="submit")
-                refresh.click(queue_view, None, queue_table, api_name="queue")
-        with gr.Tab("About"):
-            gr.Markdown(about.markdown())
-        # API-only endpoints: aggregates as JSON, and the filtered table of any dataset/track.
-        # Read-only and fast: no concurrency cap (the store gives each worker thread its own connection).
-        gr.api(results_api, api_name="results", concurrency_limit=None)
-        gr.api(table_api, api_name="table", concurrency_limit=None)
-    return demo
+def _analyses_markdown(analyses: list[dict[str, Any]]) -> str:
+    """The subgroup analyses ``board.model_analyses`` returns, one JSON block per dataset and track."""
+    blocks = [f"**{DATASET_LABELS.get(a['dataset'], a['dataset'])} / {a['track']}**\n\n```json\n"
+              f"{json.dumps({k: v for k, v in a.items() if k not in ('dataset', 'track')}, indent=1)}\n```"
+              for a in analyses]
+    return "\n\n".join(blocks) or "No subgroup analyses stored for this model (published rows have none)."
 
 
-def _dataset_tab(gr, dataset: str, track: str, store: Store, table_view, bars_view, agreement_view) -> None:
-    df = board.numeric_table(store, dataset, track)
+def _overview_tab(gr, views: _Views) -> None:
+    with gr.Tab("Overview"):
+        ov_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
+        # Callable values are recomputed on every page load, so new results show without a restart.
+        ov_table = gr.Dataframe(value=lambda: views.overview_view("findings"), interactive=False,
+                                elem_id="overview-table")
+        ov_plot = gr.Plot(value=lambda: views.ranks_view("findings"))
+        ov_track.change(views.overview_view, ov_track, ov_table, api_name="overview",
+                        concurrency_limit=None)
+        ov_track.change(views.ranks_view, ov_track, ov_plot, api_visibility="private")
+
+
+def _dataset_tabs(gr, views: _Views) -> None:
+    """One tab per dataset, one sub-tab per track: the filterable table and its plots."""
+    for dataset in DATASETS:
+        with gr.Tab(DATASET_LABELS[dataset]):
+            for track in TRACKS:
+                with gr.Tab(TRACK_LABELS[track]):
+                    _dataset_tab(gr, dataset, track, views)
+
+
+def _dataset_tab(gr, dataset: str, track: str, views: _Views) -> None:
+    # Filter choices come from the rows present when the page is built.
+    df = board.numeric_table(views.store, dataset, track)
     institutions = sorted(x for x in df.get("institution", pd.Series(dtype=str)).unique() if x)
     years = sorted({int(y) for y in df.get("year", pd.Series(dtype=float)).dropna()})
     types = sorted(x for x in df.get("model_type", pd.Series(dtype=str)).unique() if x)
@@ -198,19 +169,103 @@ def _dataset_tab(gr, dataset: str, track: str, store: Store, table_view, bars_vi
         source = gr.Dropdown(["published", "rexrank", "submission"], multiselect=True, label="Source")
         columns = gr.Dropdown(METRIC_CHOICES, value=list(LEADERBOARD_METRICS), multiselect=True, label="Columns")
         sort = gr.Dropdown(METRIC_CHOICES, value="radcliq_v1", label="Sort by")
-    table = gr.Dataframe(value=lambda: table_view(dataset, track), interactive=False, elem_id=f"table-{key}")
+    table = gr.Dataframe(value=lambda: views.table_view(dataset, track), interactive=False, elem_id=f"table-{key}")
     ds, tr = gr.State(dataset), gr.State(track)
     inputs = [ds, tr, search, inst, year, mtype, trained, source, columns, sort]
     for control in (search, inst, year, mtype, trained, source, columns, sort):
-        control.change(table_view, inputs, table, api_visibility="private")
+        control.change(views.table_view, inputs, table, api_visibility="private")
+    _plots_accordion(gr, ds, tr, views)
+
+
+def _plots_accordion(gr, ds, tr, views: _Views) -> None:
+    """Bar chart of one metric and the metric-agreement heatmap of a dataset/track, drawn on demand."""
     with gr.Accordion("Plots", open=False):
         metric = gr.Dropdown(METRIC_CHOICES, value="radcliq_v1", label="Metric")
         bars = gr.Plot()
         heat = gr.Plot()
-        metric.change(bars_view, [ds, tr, metric], bars, api_visibility="private")
+        metric.change(views.bars_view, [ds, tr, metric], bars, api_visibility="private")
         show = gr.Button("Show plots")
-        show.click(bars_view, [ds, tr, metric], bars, api_visibility="private")
-        show.click(agreement_view, [ds, tr], heat, api_visibility="private")
+        show.click(views.bars_view, [ds, tr, metric], bars, api_visibility="private")
+        show.click(views.agreement_view, [ds, tr], heat, api_visibility="private")
+
+
+def _models_tab(gr, demo, views: _Views) -> None:
+    with gr.Tab("Models"):
+        model_pick = gr.Dropdown(views.models_list(), label="Model", elem_id="model-pick")
+        # Models registered after start-up appear on the next page load.
+        demo.load(lambda: gr.Dropdown(choices=views.models_list()), None, model_pick, api_visibility="private")
+        model_table = gr.Dataframe(interactive=False)
+        model_text = gr.Markdown()
+        model_pick.change(views.model_view, model_pick, [model_table, model_text], api_name="model",
+                          concurrency_limit=None)
+
+
+def _submit_tab(gr, views: _Views, submissions) -> None:
+    def submit(file, name, institution, url, year, model_type, trained_on, dataset, track,
+               request: gr.Request = None):
+        user = getattr(request, "username", None) if request is not None else None
+        path = file if isinstance(file, str) or file is None else getattr(file, "name", None)
+        try:
+            job_id = submissions.submit(path, {"name": name, "institution": institution, "url": url,
+                                               "year": year or None, "model_type": model_type,
+                                               "trained_on": trained_on or []}, dataset, track, user=user)
+        except RexrankError as exc:
+            return f"**Submission rejected.**\n\n{_escape_md(exc)}", views.queue_view()
+        return f"Submission #{job_id} queued: it will appear on the board once scored.", views.queue_view()
+
+    with gr.Tab("Submit"):
+        gr.Markdown(submissions.instructions())
+        with gr.Row():
+            sub_file = gr.File(label="Predictions file (.json, .jsonl or .csv)", type="filepath", elem_id="submit-file")
+            with gr.Column():
+                sub_name = gr.Textbox(label="Model name", elem_id="submit-name")
+                sub_inst = gr.Textbox(label="Institution", elem_id="submit-institution")
+                sub_url = gr.Textbox(label="Model URL")
+                sub_year = gr.Number(label="Year", precision=0)
+                sub_type = gr.Textbox(label="Model type (e.g. VLM, encoder-decoder)")
+                sub_trained = gr.CheckboxGroup([(DATASET_LABELS[d], d) for d in DATASETS], label="Trained on")
+            with gr.Column():
+                sub_dataset = gr.Dropdown([(DATASET_LABELS[d], d) for d in submissions.public_datasets()],
+                                          value=submissions.public_datasets()[0], label="Test set")
+                sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
+                sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
+        sub_status = gr.Markdown(elem_id="submit-status")
+        queue_table = gr.Dataframe(value=views.queue_view, interactive=False, elem_id="queue-table")
+        refresh = gr.Button("Refresh queue")
+        sub_button.click(submit, [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained,
+                                  sub_dataset, sub_track], [sub_status, queue_table], api_name="submit")
+        refresh.click(views.queue_view, None, queue_table, api_name="queue")
+
+
+def _about_tab(gr) -> None:
+    with gr.Tab("About"):
+        gr.Markdown(about.markdown())
+
+
+def _api_endpoints(gr, views: _Views) -> None:
+    """API-only endpoints: aggregates as JSON, and the filtered table of any dataset/track.
+
+    Read-only and fast: no concurrency cap (the store gives each worker thread its own connection). gradio builds
+    each endpoint's API description from the function's signature, type hints and docstring, hence plain functions.
+    """
+
+    def results_api(dataset: str, track: str) -> str:
+        """JSON aggregates (means, CIs) of every model on one dataset and track."""
+        _check(dataset, track)
+        return views.results_json(dataset, track)
+
+    def table_api(dataset: str, track: str, search: str = "", institutions: list[str] | None = None,
+                  years: list[int] | None = None, model_types: list[str] | None = None, trained: str = "all",
+                  sources: list[str] | None = None, columns: list[str] | None = None,
+                  sort_by: str = "radcliq_v1") -> dict:
+        """The dataset/track table as shown on the page, filtered and sorted: {headers, data}."""
+        _check(dataset, track)
+        df = views.table_view(dataset, track, search, institutions, years, model_types, trained, sources, columns,
+                              sort_by)
+        return {"headers": list(df.columns), "data": df.to_numpy().tolist()}
+
+    gr.api(results_api, api_name="results", concurrency_limit=None)
+    gr.api(table_api, api_name="table", concurrency_limit=None)
 
 
 def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: bool = True, worker: bool = True,

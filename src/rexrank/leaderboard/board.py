@@ -2,7 +2,8 @@
 
 Values shown are the leaderboard's: means, except 1/RadCliQ-v1 and 1/FineRadScore, the reciprocal of the mean.
 A reciprocal's CI is the reciprocal of the mean's CI bounds, swapped (a percentile bootstrap commutes with a
-monotone transform, so this equals the CI of each resample's reciprocal).
+monotone transform, so this equals the CI of each resample's reciprocal). Value, interval and direction all come
+from ``rexrank.metrics.aggregation``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pandas as pd
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, PRIVATE_DATASETS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+from rexrank.metrics.aggregation import leaderboard_higher_is_better, leaderboard_interval, leaderboard_values
 
 PRIMARY = "radcliq_v1"
 
@@ -26,27 +28,22 @@ def column_label(metric: str) -> str:
     return f"{spec.leaderboard_column or spec.column} {arrow}"
 
 
-def _reciprocal(metric: str) -> bool:
-    return REGISTRY.spec(metric).leaderboard_aggregation == "reciprocal_of_mean"
-
-
 def _shown_higher_is_better(metric: str) -> bool:
-    # A reciprocal of a lower-is-better mean is higher-is-better (1/RadCliQ-v1, 1/FineRadScore).
-    spec = REGISTRY.spec(metric)
-    return (not spec.higher_is_better) if _reciprocal(metric) else spec.higher_is_better
+    return leaderboard_higher_is_better(REGISTRY.spec(metric))
 
 
 def shown_value(metric: str, entry: dict[str, Any] | None) -> tuple[float, float, float]:
-    """(value, ci_low, ci_high) as the board shows them; NaN where missing."""
+    """(value, ci_low, ci_high) as the board shows them; NaN where missing.
+
+    The store keeps means and the mean's CI; value and interval come from ``rexrank.metrics.aggregation``
+    (a reciprocal's CI is its bounds' reciprocals, swapped; NaN when the mean's CI reaches 0).
+    """
     if not entry or entry.get("mean") is None:
         return (math.nan, math.nan, math.nan)
-    mean, low, high = (entry.get(k) for k in ("mean", "ci_low", "ci_high"))
-    low = math.nan if low is None else low
-    high = math.nan if high is None else high
-    if _reciprocal(metric):
-        inv = lambda x: 1.0 / x if x else math.nan  # noqa: E731
-        return inv(mean), inv(high), inv(low)
-    return mean, low, high
+    spec = REGISTRY.spec(metric)
+    low, high = (math.nan if entry.get(k) is None else entry[k] for k in ("ci_low", "ci_high"))
+    shown_low, shown_high = leaderboard_interval(low, high, spec)
+    return float(leaderboard_values(entry["mean"], spec)), shown_low, shown_high
 
 
 def fmt(value: float, low: float, high: float, digits: int = 3) -> str:

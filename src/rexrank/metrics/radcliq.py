@@ -20,7 +20,7 @@ The package never reads that file at run time.
 
 from __future__ import annotations
 
-import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +29,7 @@ import numpy as np
 
 from rexrank.errors import ConfigError, InputError
 from rexrank.metrics import REGISTRY
+from rexrank.metrics.aggregation import RECIPROCAL_OF_MEAN, aggregate
 from rexrank.metrics.base import Metric
 
 # Feature order of both pickles (CXR-Report-Metric's CompositeMetric input columns).
@@ -110,16 +111,21 @@ def radcliq_v0(radgraph, bertscore, semb, bleu) -> np.ndarray | float:
 def leaderboard_value(values) -> float:
     """What the ReXrank leaderboard shows: 1 / mean(per-report RadCliQ-v1), never the mean of reciprocals.
 
-    NaN values are not dropped silently: any NaN makes the result NaN (drop them yourself, knowingly).
-    A mean of exactly 0 has no reciprocal and gives NaN.
+    The value and its NaN rule are ``rexrank.metrics.aggregation.aggregate``'s (the one every rexrank output
+    uses): NaN values are left out of the mean; a mean of 0 gives NaN; a negative mean's reciprocal is returned.
+    A float cannot carry the NaN count or the flag, so both are reported as a RuntimeWarning; call ``aggregate``
+    for them as data.
     """
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     if values.size == 0:
         raise InputError("leaderboard_value needs at least one RadCliQ value")
-    mean = float(values.mean())
-    if math.isnan(mean) or mean == 0.0:
-        return float("nan")
-    return 1.0 / mean
+    summary = aggregate(values, RECIPROCAL_OF_MEAN)
+    notes = ([f"{summary.n_nan} NaN value(s) of {values.size} left out of the mean"] if summary.n_nan else []) + list(
+        summary.flags)
+    if notes:
+        # The caller asked for one number: say what it hides instead of hiding it.
+        warnings.warn(f"RadCliQ leaderboard value: {'; '.join(notes)}", RuntimeWarning, stacklevel=2)
+    return summary.leaderboard_value
 
 
 class _RadCliQ(Metric):
@@ -190,7 +196,7 @@ class _RadCliQ(Metric):
     def _score(self, hyps, refs):
         return self.combine(self.component_scores(hyps, refs))
 
-    def score_details(self, hyps, refs):
+    def _score_details(self, hyps, refs):
         """The composite first, then the four component columns it was computed from."""
         import pandas as pd
 

@@ -1,0 +1,138 @@
+"""The leaderboard value of a metric, its NaN rule and its direction: the one place they are decided.
+
+A metric's ``MetricSpec.leaderboard_aggregation`` says how per-report values become the published number:
+``"mean"``, or ``"reciprocal_of_mean"`` (1/RadCliQ-v1, 1/FineRadScore: the reciprocal of the mean, never a mean
+of reciprocals — per-report RadCliQ-v1 values can be negative).
+
+The rule, applied by every caller (harness results, bootstrap CIs, ``rexrank.summarize``, the evaluate modules,
+RadCliQ's helper, compare, the leaderboard board):
+
+- NaN per-report values are left out of the mean and counted (``n_nan``), never dropped silently;
+- the mean of zero valid values (all NaN, or no values) is NaN;
+- the reciprocal of a mean that is NaN, 0 or not finite is NaN (flagged when the mean is 0);
+- the reciprocal of a negative mean is returned, but flagged: no ReXrank metric has a meaningful negative
+  1/mean, so outputs carry the flag for people to see.
+
+This module lives in ``metrics`` (not ``evaluation``) because RadCliQ and the evaluate modules need it and the
+metrics layer imports nothing from evaluation or leaderboard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from rexrank.metrics.registry import MetricSpec
+
+MEAN = "mean"
+RECIPROCAL_OF_MEAN = "reciprocal_of_mean"
+AGGREGATIONS = (MEAN, RECIPROCAL_OF_MEAN)
+
+NEGATIVE_MEAN = "negative mean: 1/mean is not meaningful"
+ZERO_MEAN = "mean is 0: 1/mean is undefined"
+
+
+def aggregation_name(how: str | MetricSpec) -> str:
+    """The aggregation name of a spec, or ``how`` itself after checking it is one we know."""
+    name = getattr(how, "leaderboard_aggregation", how)
+    if name not in AGGREGATIONS:
+        raise ValueError(f"unknown leaderboard aggregation {name!r}; known: {', '.join(AGGREGATIONS)} "
+                         "(pass a MetricSpec or one of these names, not a metric name)")
+    return name
+
+
+def nan_means(values, axis: int = 0) -> np.ndarray:
+    """Means along ``axis`` with NaN values left out; NaN where nothing is left. Vectorised (a matrix of models).
+
+    The mean half of the rule: ``aggregate`` uses it for one metric, compare for every model's column at once.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    valid = ~np.isnan(values)
+    # What np.nanmean computes (sum with NaN as 0, over the count), without its warning on an all-NaN slice.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(np.where(valid, values, 0.0).sum(axis=axis) / valid.sum(axis=axis), dtype=np.float64)
+
+
+def leaderboard_values(means: np.ndarray | float, how: str | MetricSpec) -> np.ndarray:
+    """Leaderboard value of each mean, vectorised: the mean itself, or its reciprocal.
+
+    The bootstrap and compare call this on every resample's means, so it stays a couple of array operations.
+    Scalars give a 0-d array (``float()`` it). The reciprocal of a NaN, 0 or non-finite mean is NaN.
+    """
+    means = np.asarray(means, dtype=np.float64)
+    if aggregation_name(how) == MEAN:
+        return means
+    usable = np.isfinite(means) & (means != 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(usable, 1.0 / np.where(usable, means, 1.0), np.nan)
+
+
+def leaderboard_flags(mean: float, how: str | MetricSpec) -> tuple[str, ...]:
+    """Why a leaderboard value is not to be trusted as shown (empty when it is)."""
+    if aggregation_name(how) == MEAN or not np.isfinite(mean):
+        return ()
+    if mean == 0:
+        return (ZERO_MEAN,)
+    if mean < 0:
+        return (NEGATIVE_MEAN,)
+    return ()
+
+
+def leaderboard_interval(low: float, high: float, how: str | MetricSpec) -> tuple[float, float]:
+    """The leaderboard value's interval from the mean's interval (for results that store only the latter).
+
+    The reciprocal is monotone on each side of 0, so a percentile interval of the mean maps to the swapped
+    reciprocals of its bounds. An interval that reaches 0 has an unbounded reciprocal: both bounds are NaN.
+    """
+    if aggregation_name(how) == MEAN:
+        return float(low), float(high)
+    if not (np.isfinite(low) and np.isfinite(high)) or low <= 0 <= high:
+        return float("nan"), float("nan")
+    recip_low, recip_high = leaderboard_values([high, low], how)
+    return float(recip_low), float(recip_high)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Mean and leaderboard value of one metric's per-report values, with what was left out and why."""
+
+    aggregation: str
+    mean: float
+    n: int  # values in the mean
+    n_nan: int  # NaN values left out of it
+    leaderboard_value: float
+    flags: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mean": self.mean, "n": self.n, "n_nan": self.n_nan, "leaderboard_value": self.leaderboard_value,
+                "leaderboard_flags": list(self.flags)}
+
+
+def aggregate(values, how: str | MetricSpec) -> Aggregate:
+    """Aggregate per-report values (NaN allowed) into the mean and the leaderboard value, by the module's rule."""
+    name = aggregation_name(how)
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    n = int((~np.isnan(values)).sum())
+    mean = float(nan_means(values))
+    return Aggregate(aggregation=name, mean=mean, n=n, n_nan=int(values.size - n),
+                     leaderboard_value=float(leaderboard_values(mean, name)), flags=leaderboard_flags(mean, name))
+
+
+def leaderboard_higher_is_better(metric: str | MetricSpec) -> bool:
+    """Direction of the leaderboard value: a reciprocal (1/RadCliQ-v1) flips the metric's own direction."""
+    spec = metric if hasattr(metric, "higher_is_better") else _spec(metric)
+    return spec.higher_is_better != (aggregation_name(spec) == RECIPROCAL_OF_MEAN)
+
+
+def _spec(name: str) -> MetricSpec:
+    from rexrank.metrics import REGISTRY  # here, not at the top: rexrank.metrics may come to import this module
+
+    return REGISTRY.spec(name)
+
+
+__all__ = ["AGGREGATIONS", "Aggregate", "MEAN", "NEGATIVE_MEAN", "RECIPROCAL_OF_MEAN", "ZERO_MEAN", "aggregate",
+           "aggregation_name", "leaderboard_flags", "leaderboard_higher_is_better", "leaderboard_interval",
+           "leaderboard_values", "nan_means"]
