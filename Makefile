@@ -14,6 +14,7 @@ demo: setup
 	bash scripts/demo.sh
 
 test: setup setup-ref setup-browser
+	.venv/bin/lint-imports --no-cache
 	HF_HUB_OFFLINE=1 HF_EVALUATE_OFFLINE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests
 
 bench: setup setup-ref
