@@ -67,6 +67,9 @@ def generate_command(
     from rexrank.errors import ConfigError
     from rexrank.generate import GenerateOptions, GenerationSettings, generate, load_adapter
 
+    # Absolute paths from here on: an inference.py model runs in its own folder, and every path it gets must hold.
+    data_dir, input_json, image_root, out = (None if p is None else p.expanduser().absolute()
+                                             for p in (data_dir, input_json, image_root, out))
     records = _studies(dataset, split, data_dir, input_json, image_root, track, limit)
     settings = None
     if any(v is not None for v in (max_new_tokens, num_beams, temperature, top_p)) or do_sample or gen_arg:

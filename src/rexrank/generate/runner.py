@@ -1,6 +1,7 @@
 """Generate one report per study with any adapter, on one process or many (accelerate / torchrun), resumably.
 
-Flow per process: check the output folder belongs to this run (run.json), collect the studies already done (from
+Flow per process: the main process locks the output folder (one run per folder, generate/lock.py); then check the
+output folder belongs to this run (run.json), collect the studies already done (from
 every process's part file, shared across processes), form batches over the pending studies, take every
 world_size-th batch, generate (preparing the next batch on a thread meanwhile), append each finished batch to this
 process's JSONL, and at the end gather all records and write the predictions in input order on the main process.
@@ -21,6 +22,7 @@ from typing import Any
 
 from rexrank.errors import ConfigError, InputError
 from rexrank.generate.adapters.base import Adapter
+from rexrank.generate.lock import RunLock
 from rexrank.generate.prompts import DEFAULT_PROMPTS, check_template, format_report
 from rexrank.generate.sharding import batches_for_process, in_input_order, make_batches
 from rexrank.generate.store import PARTS_DIR, PartWriter, latest_by_id, part_path, read_parts
@@ -74,12 +76,17 @@ class GenerateResult:
 
 def generate(records: Iterable[Mapping[str, Any]], adapter: Adapter, out_dir: str | os.PathLike,
              options: GenerateOptions | None = None, *, state=None) -> GenerateResult:
-    """Generate reports for `records` (Study dicts, in the order the outputs will have) into `out_dir`."""
+    """Generate reports for `records` (Study dicts, in the order the outputs will have) into `out_dir`.
+
+    Adapters get StudyInputs built from the allow-listed fields of each record only (studies.model_view); the full
+    records are read here again only to write predictions.json. Raises ConfigError when another run holds out_dir.
+    """
     options = options or GenerateOptions()
     from rexrank.data.tracks import get_track
 
     get_track(options.track)
-    out = Path(out_dir)
+    out = Path(out_dir).expanduser().absolute()  # handed to adapters that run elsewhere (inference.py's folder)
+    records = list(records)
     image_mode = resolve_image_mode(options.images, adapter.multi_image, adapter.name)
     use_context = _context_setting(options.context, adapter)
     if options.prompt is not None and not adapter.uses_prompt:
@@ -93,9 +100,36 @@ def generate(records: Iterable[Mapping[str, Any]], adapter: Adapter, out_dir: st
         raise InputError("no studies to generate reports for")
 
     state = state or _partial_state(options.device)
-    rank, world = state.process_index, state.num_processes
     fingerprint = {"adapter": adapter.config(), "track": options.track, "images": image_mode,
                    "context": use_context, "prompt": template if adapter.uses_prompt else None}
+    lock = _lock_run(state, out)
+    try:
+        return _generate(records, inputs, adapter, out, options, state, fingerprint, batch_size)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _lock_run(state, out: Path) -> RunLock | None:
+    """The main process locks `out`; every process learns whether it could, and all raise the same error if not
+    (a rank left waiting for a main process that gave up would hang)."""
+    lock, error = None, None
+    if state.is_main_process:
+        try:
+            lock = RunLock.acquire(out)
+        except ConfigError as exc:
+            error = str(exc)
+    errors = [e for e in _gather(state, [error] if state.is_main_process else []) if e]
+    if errors:
+        if lock is not None:
+            lock.release()
+        raise ConfigError(errors[0])
+    return lock
+
+
+def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Path, options: GenerateOptions,
+              state, fingerprint: dict, batch_size: int) -> GenerateResult:
+    rank, world = state.process_index, state.num_processes
     if not options.overwrite:
         _check_run_file(out, fingerprint)
     state.wait_for_everyone()
@@ -134,7 +168,7 @@ def generate(records: Iterable[Mapping[str, Any]], adapter: Adapter, out_dir: st
     errors = {r["study_id"]: r["error"] for r in ordered if r.get("error") is not None}
     n_empty = sum(1 for r in ordered if r.get("error") is None and not r["report"].strip())
     if state.is_main_process:
-        _write_outputs(out, inputs, ordered)
+        _write_outputs(out, inputs, records, ordered)
     state.wait_for_everyone()
     return GenerateResult(out, len(inputs), len(finished), len(pending), errors, n_empty, seconds)
 
@@ -290,13 +324,14 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _write_outputs(out: Path, inputs: list[StudyInput], ordered: list[dict]) -> None:
+def _write_outputs(out: Path, inputs: list[StudyInput], records: list, ordered: list[dict]) -> None:
+    """The run's files, from the full Study records (not from what the model was given)."""
     predictions, reports, errors = {}, {}, {}
     for study, record in zip(inputs, ordered, strict=True):
         if record.get("error") is not None:
             errors[study.study_id] = record["error"]
             continue
-        predictions[study.study_id] = rexrank_record(study.record) | {"model_prediction": record["report"]}
+        predictions[study.study_id] = rexrank_record(records[study.index]) | {"model_prediction": record["report"]}
         reports[study.study_id] = record["report"]
     _write_json(out / PREDICTIONS_FILE, predictions)
     _write_json(out / REPORTS_FILE, reports)

@@ -1,7 +1,9 @@
 """A Python entry point as the model: `package.module:function` (or `path/to/file.py:function`).
 
 The target gets a batch of studies as plain dicts (StudyInput.as_dict: study_id, image_paths, all_image_paths,
-key_image, view_positions, context, prompt, record) and returns one report string per study, in order.
+key_image, view_positions, context, prompt, record) built from the allow-listed fields only (studies.MODEL_INPUT_FIELDS;
+`record` is that allow-listed view, never the Study record with its findings/impression), and returns one report
+string per study, in order.
 A class target is instantiated once per process with the --model-arg options (and device=, if it takes one), and the
 instance is called with each batch; a function target is called as function(studies, **model_args).
 Optional attributes on the target: multi_image (default True), uses_prompt (default True), uses_context

@@ -5,6 +5,10 @@ key_image_path, context, ...}} with image paths relative to img_root_dir), and w
 "model_prediction" string added to every study (rajpurkarlab/ReXrank README, "Submission"). We run it on each batch
 of each process's shard, in the script's own folder, and read the predictions back. A batch is one subprocess, and
 the script reloads its model every time: use a large --batch-size.
+
+The input JSON holds only the allow-listed fields of each study (rexrank.generate.studies.script_entry): image
+paths, key image, view positions and, with --context, the context; never the report, its sections or any other
+column. Every path handed to the script (input/output JSON, image root) is absolute: it runs in its own folder.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from rexrank.errors import ConfigError
 from rexrank.generate.adapters.base import Adapter
-from rexrank.generate.studies import StudyInput, rexrank_record
+from rexrank.generate.studies import StudyInput, script_entry
 
 DEFAULT_BATCH_SIZE = 256
 
@@ -38,7 +42,7 @@ class InferenceScriptAdapter(Adapter):
         self.script = Path(script).expanduser().resolve()
         if not self.script.is_file():
             raise ConfigError(f"inference script {script} does not exist")
-        self.python = python or sys.executable
+        self.python = _interpreter(python) if python else sys.executable
         self.name = str(self.script)
         self.workdir = workdir
         self.env: dict[str, str] = dict(os.environ)
@@ -62,19 +66,13 @@ class InferenceScriptAdapter(Adapter):
         if self.workdir is None:
             raise RuntimeError("InferenceScriptAdapter.workdir is not set")
         self._calls += 1
-        folder = Path(self.workdir)
+        folder = Path(self.workdir).expanduser().absolute()  # the script runs in its own folder
         folder.mkdir(parents=True, exist_ok=True)
         input_json, output_json = folder / "input.json", folder / "output.json"
         output_json.unlink(missing_ok=True)
-        root = os.path.commonpath([os.path.dirname(p) for s in prepared for p in s.images] or [str(folder)])
-        payload = {}
-        for study in prepared:
-            entry = rexrank_record(study.record)
-            entry["image_path"] = [os.path.relpath(p, root) for p in study.images]
-            entry["key_image_path"] = os.path.relpath(study.key_image, root) if study.key_image else None
-            if study.context is None:  # context off (the default) or absent
-                entry.pop("context", None)
-            payload[study.study_id] = entry
+        images = [os.path.abspath(p) for s in prepared for p in s.images]
+        root = os.path.commonpath([os.path.dirname(p) for p in images]) if images else str(folder)
+        payload = {study.study_id: script_entry(study, root) for study in prepared}
         input_json.write_text(json.dumps(payload, indent=1, ensure_ascii=False))
         log_path = folder / "script.log"
         with open(log_path, "a", encoding="utf-8") as log:
@@ -94,6 +92,17 @@ class InferenceScriptAdapter(Adapter):
         if not isinstance(result, dict):
             raise ScriptError(f"{self.script.name} must write a JSON object {{study_id: {{..., model_prediction}}}}")
         return [_prediction(result, study.study_id, self.script.name) for study in prepared]
+
+
+def _interpreter(python: str) -> str:
+    """--script-python as an absolute path when it names a file (the script runs in its own folder); a bare
+    command name (python3) is left to PATH."""
+    path = Path(python).expanduser()
+    if os.sep in python or (os.altsep and os.altsep in python) or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"--script-python {python} does not exist")
+        return str(path.absolute())
+    return python
 
 
 def _prediction(result: dict, study_id: str, script: str) -> str | Exception:
