@@ -229,3 +229,104 @@ def test_metric_selection_keywords():
     assert expand_metrics("leaderboard") == list(LEADERBOARD_METRICS)
     assert expand_metrics("all") == REGISTRY.names()
     assert expand_metrics("bleu, BLEU-2 ,radcliq") == ["bleu2", "radcliq_v1"]
+
+
+# -- per-report length limit and hostile text ---------------------------------------------------------------------
+TOO_LONG = ("over the per-report length limit (punctuation marks count as words; raise the limit with "
+            "--max-report-words / --max-report-chars)")
+
+
+def test_report_over_the_length_limit_names_study_length_limit_and_option(cli, tmp_path):
+    """One huge report can take a model-backed metric down (RadGraph's memory grows with its length): reports over
+    the limit are refused before anything is scored, on both sides, and the options that raise the limit work."""
+    refs = write(tmp_path, "r.json", json.dumps({**REFS, "s1": "Lungs: clear; heart: normal."}))
+    preds = write(tmp_path, "p.json", json.dumps({"s1": "Clear.", "s2": "a b c d e f", "s3": "x" * 45}))
+    code, text, out = score(cli, tmp_path, preds, refs, "--max-report-words", "5", "--max-report-chars", "40")
+    # s1's reference has 4 whitespace-separated words but 8 words as counted: each punctuation mark is one.
+    assert_failed(code, text, out, head(3) +
+                  f"- 2 predictions are {TOO_LONG}: 's2' (6 words, limit 5); 's3' (45 characters, limit 40)\n"
+                  f"- 1 reference is {TOO_LONG}: 's1' (8 words, limit 5)\n")
+    code, text, out = score(cli, tmp_path, preds, refs, "-q")  # the defaults are far above these reports
+    assert code == 0, text
+
+
+def test_default_report_limits_and_how_words_are_counted():
+    from rexrank.evaluation.predictions import (
+        DEFAULT_MAX_REPORT_CHARS,
+        DEFAULT_MAX_REPORT_WORDS,
+        Problems,
+        check_lengths,
+        count_words,
+    )
+
+    assert (DEFAULT_MAX_REPORT_WORDS, DEFAULT_MAX_REPORT_CHARS) == (5_000, 50_000)
+    assert count_words("Left-sided effusion, 3.5 cm.") == 10  # Left - sided effusion , 3 . 5 cm .
+    problems = Problems()
+    check_lengths({"ok": "word " * 5_000, "words": "word " * 5_001, "commas": "," * 5_001, "chars": "x" * 50_001,
+                   "both": "a " * 30_000}, "predictions", problems)
+    assert problems.items == {("too_long", "predictions"): [
+        "'words' (5,001 words, limit 5,000)", "'commas' (5,001 words, limit 5,000)",
+        "'chars' (50,001 characters, limit 50,000)", "'both' (60,000 characters, limit 50,000)"]}
+
+
+def test_length_limit_on_a_private_reference_names_no_study_and_no_length():
+    from rexrank.evaluation.predictions import Problems, check_lengths
+
+    problems = Problems()
+    check_lengths({"secret-id": "word " * 10}, "references", problems, max_words=5, show_ids=False)
+    assert problems.render().endswith(
+        f"- 1 reference is {TOO_LONG}: a study of the private test set (id and length withheld)")
+    assert "secret-id" not in problems.render() and "10" not in problems.render()
+
+
+def test_length_limit_in_the_python_api(tmp_path, refs):
+    from rexrank.errors import ConfigError
+    from rexrank.evaluation.inputs import load_inputs
+    from rexrank.evaluation.predictions import ValidationError
+
+    preds = write(tmp_path, "p.json", json.dumps({"s1": "a b c", "s2": "a", "s3": "a"}))
+    with pytest.raises(ValidationError) as failed:
+        load_inputs(preds, track="findings", references=refs, max_report_words=2)
+    assert failed.value.problems.kinds() == {"too_long"}
+    assert len(load_inputs(preds, track="findings", references=refs, max_report_words=4)) == 3
+    with pytest.raises(ConfigError, match="max_report_chars must be a whole number of at least 1, got 0"):
+        load_inputs(preds, track="findings", references=refs, max_report_chars=0)
+
+
+def test_report_limit_options_must_be_positive(cli, tmp_path, refs):
+    preds = write(tmp_path, "p.json", json.dumps({k: "x" for k in REFS}))
+    code, text, _ = score(cli, tmp_path, preds, refs, "--max-report-words", "0")
+    assert (code, text) == (2, "error: --max-report-words and --max-report-chars must be at least 1\n")
+
+
+def test_lone_surrogate_is_refused_naming_the_study(cli, tmp_path):
+    """json.loads turns "\\ud800" into a str no encoder can tokenize (every model-backed metric crashed on it);
+    validation refuses it with the study and the position, on both sides. A surrogate pair is one character: fine."""
+    preds = write(tmp_path, "p.json", '{"s1": "Lungs \\ud800 clear.", "s2": "Smile \\ud83d\\ude00.", "s3": "c"}')
+    refs = write(tmp_path, "r.json", '{"s1": "a", "s2": "b", "s3": "No pneumothorax \\udc00"}')
+    code, text, out = score(cli, tmp_path, preds, refs)
+    lone = ("contains a lone UTF-16 surrogate, an escape that encodes no character (remove it or write the whole "
+            "character)")
+    assert "Traceback" not in text
+    assert_failed(code, text, out, head(2) +
+                  f"- 1 prediction {lone}: 's1' (\\ud800 at character 6)\n"
+                  f"- 1 reference {lone}: 's3' (\\udc00 at character 16)\n")
+
+
+def test_lone_surrogate_in_a_study_id_is_refused(cli, tmp_path, refs):
+    """No per-study table or results file could hold such an id (UTF-8 cannot encode it)."""
+    preds = write(tmp_path, "p.json", '{"s1": "a", "s2": "b", "s3": "c", "x\\udbff": "d"}')
+    code, text, out = score(cli, tmp_path, preds, refs)
+    assert_failed(code, text, out, head(2) +
+                  "- 1 prediction contains a lone UTF-16 surrogate, an escape that encodes no character (remove it "
+                  "or write the whole character): 'x\\udbff' (\\udbff in the study id)\n"
+                  "- 1 prediction has no reference study (check --dataset/--split/--track, or use --allow-missing): "
+                  "'x\\udbff'\n")
+
+
+def test_report_of_only_invisible_characters_is_empty(cli, tmp_path, refs):
+    """Zero-width space/joiners, word joiner, BOM (and other default-ignorable characters) show nothing: a report
+    made only of them and whitespace is empty, as a blank one is. Visible text around them is kept as is."""
+    preds = write(tmp_path, "p.json", json.dumps({"s1": "\u200b\u200c\u200d", "s2": " \u2060\ufeff \n\u00ad",
+                                                  "s3": "\u200bClear.\u200b"}))
+    assert_failed(*score(cli, tmp_path, preds, refs), head(2) + "- 2 predictions are empty: 's1'; 's2'\n")

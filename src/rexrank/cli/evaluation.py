@@ -14,6 +14,7 @@ from typing import Optional
 import typer
 
 from rexrank.errors import ConfigError
+from rexrank.evaluation.predictions import DEFAULT_MAX_REPORT_CHARS, DEFAULT_MAX_REPORT_WORDS
 
 
 def register(app: typer.Typer) -> None:
@@ -91,6 +92,11 @@ def score_command(
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Score the studies present on both sides "
                                        "instead of failing on missing or extra ids."),
     max_file_size_mb: float = typer.Option(200.0, "--max-file-size-mb", help="Refuse input files above this size."),
+    max_report_words: int = typer.Option(DEFAULT_MAX_REPORT_WORDS, "--max-report-words", help="Refuse reports "
+                                         "(predictions or references) over this many words; punctuation marks "
+                                         "count as words."),
+    max_report_chars: int = typer.Option(DEFAULT_MAX_REPORT_CHARS, "--max-report-chars", help="Refuse reports "
+                                         "over this many characters."),
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples for the CIs."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     confidence: float = typer.Option(0.95, "--confidence", help="CI level."),
@@ -99,16 +105,13 @@ def score_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the results folder."),
 ) -> None:
     """Score predictions against references: per_study.parquet, results.json, results.md, model_index.yaml."""
-    from rexrank.evaluation import distributed
+    from rexrank import parallel
     from rexrank.evaluation.harness import ScoreOptions, evaluate, expand_metrics, write_outputs
     from rexrank.evaluation.inputs import load_inputs
 
     if references is None and dataset is None:
         raise ConfigError("give the ground truth: --references FILE, or --dataset NAME [--split SPLIT]")
-    if references is None and split is None:
-        from rexrank.data import default_split
-
-        split = default_split(dataset)
+    dataset, split, track = _canonical_names(dataset, split, track, references is None)
     names = expand_metrics(metrics)
     options = ScoreOptions(metrics=names, model_paths=_model_paths(model_path), metric_configs=_metric_options(option),
                            device=device, batch_size=batch_size,
@@ -116,9 +119,12 @@ def score_command(
                            progress=_progress_default() if progress is None else progress, resamples=resamples,
                            seed=seed, confidence=confidence)
     options.check()
+    if max_report_words < 1 or max_report_chars < 1:
+        raise ConfigError("--max-report-words and --max-report-chars must be at least 1")
     inputs = load_inputs(predictions, track=track, references=references, dataset=dataset, split=split,
-                         data_dir=data_dir, allow_missing=allow_missing, max_file_size_mb=max_file_size_mb)
-    ctx = distributed.context()
+                         data_dir=data_dir, allow_missing=allow_missing, max_file_size_mb=max_file_size_mb,
+                         max_report_words=max_report_words, max_report_chars=max_report_chars)
+    ctx = parallel.context()
     note = inputs.drop_note()
     if note and ctx.is_main:
         typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
@@ -141,6 +147,24 @@ def score_command(
     cached = sum(s["cached"] for s in evaluation.stats.values())
     console.print(f"pairs computed: {computed}, from cache: {cached}")
     console.print("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+def _canonical_names(dataset: str | None, split: str | None, track: str,
+                     split_default: bool) -> tuple[str | None, str | None, str]:
+    """Aliases -> the catalog's names, so results.json (and `leaderboard add` after it) holds canonical ones.
+
+    ``split_default``: without --split, the split the leaderboard scores (references from the dataset).
+    """
+    from rexrank.data.catalog import canonical_dataset, canonical_split
+    from rexrank.data.tracks import canonical_track
+
+    track = canonical_track(track)
+    if dataset is None:
+        return None, split, track
+    dataset = canonical_dataset(dataset)
+    if split is not None or split_default:
+        split = canonical_split(dataset, split)
+    return dataset, split, track
 
 
 def _default_model_name(predictions: Path) -> str:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from rexrank.errors import InputError
+from rexrank.errors import ConfigError, InputError
 from rexrank.evaluation import references as refs_mod
 from rexrank.evaluation.predictions import (
     DEFAULT_MAX_FILE_SIZE_MB,
     DEFAULT_MAX_LISTED,
+    DEFAULT_MAX_REPORT_CHARS,
+    DEFAULT_MAX_REPORT_WORDS,
     Problems,
     check_ids,
+    check_lengths,
     check_values,
     read_report_file,
 )
@@ -49,17 +53,33 @@ class Inputs:
 def load_inputs(predictions: str | os.PathLike, *, track: str, references: str | os.PathLike | None = None,
                 dataset: str | None = None, split: str | None = None, data_dir: str | os.PathLike | None = None,
                 allow_missing: bool = False, max_file_size_mb: float = DEFAULT_MAX_FILE_SIZE_MB,
-                max_listed: int = DEFAULT_MAX_LISTED) -> Inputs:
-    """Read and validate both sides; raise one ``ValidationError`` listing every problem, or return the pairs."""
-    refs_mod.check_track(track)
+                max_listed: int = DEFAULT_MAX_LISTED, max_report_words: int = DEFAULT_MAX_REPORT_WORDS,
+                max_report_chars: int = DEFAULT_MAX_REPORT_CHARS) -> Inputs:
+    """Read and validate both sides; raise one ``ValidationError`` listing every problem, or return the pairs.
+
+    ``max_report_words`` / ``max_report_chars``: the per-report length limit (whichever is hit first), applied to
+    predictions and references alike before anything is scored (``predictions.check_lengths``).
+    """
+    track = refs_mod.check_track(track)
+    for name, limit in (("max_report_words", max_report_words), ("max_report_chars", max_report_chars)):
+        if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1:
+            raise ConfigError(f"{name} must be a whole number of at least 1, got {limit!r}")
+    limits = {"max_words": max_report_words, "max_chars": max_report_chars}
     problems = Problems(max_listed=max_listed)
     pred_file = read_report_file(predictions, "predictions", problems, pick=refs_mod.prediction_picker(),
                                  text_fields=("report", "model_prediction"), max_file_size_mb=max_file_size_mb)
     hyps = check_values(pred_file, "predictions", problems)
+    check_lengths(hyps, "predictions", problems, **limits)
     if references is not None:
         ref_set = refs_mod.from_file(references, track, problems, max_file_size_mb=max_file_size_mb)
+        private = False
     else:
         ref_set = refs_mod.from_dataset(dataset, split, track, data_dir, problems)
+        from rexrank.data.catalog import is_private
+
+        private = is_private(dataset)
+    # A private test set's study ids and reference lengths are not named (DESIGN.md, "Trust boundaries").
+    check_lengths(ref_set.texts, "references", problems, **limits, show_ids=not private)
     keep: list[str] = []
     dropped: dict[str, int] = {}
     if pred_file.ok and ref_set.ok:

@@ -6,6 +6,11 @@ shapes; in ReXrank JSON (or JSONL with section fields) the ground truth is picke
 
 Validation collects every problem of both files into one report instead of stopping at the first, so a user fixes
 a file once. Nothing is scored and no result file is written while any problem remains.
+
+Hostile text is stopped here, before any model sees it: lone UTF-16 surrogates (a JSON escape such as "\\ud800" that
+encodes no character: every model-backed metric would crash on it), reports made only of whitespace and invisible
+characters (empty), and reports over the per-report length limit (RadGraph's relation scoring, the LLM judges and
+the encoders all grow with report length; one huge report must not take the scorer down).
 """
 
 from __future__ import annotations
@@ -24,6 +29,12 @@ from typing import Any
 from rexrank.errors import InputError
 
 DEFAULT_MAX_FILE_SIZE_MB = 200.0
+# Per-report length limit, whichever is hit first. Real reports have tens to a few hundred words; the defaults are
+# far above any of them and keep every metric's memory bounded (docs/radgraph.md, "Memory"). Words are counted as
+# the metrics' tokenizers split them: every run of letters/digits and every punctuation mark is one word, so text
+# made of punctuation cannot slip many tokens past the limit.
+DEFAULT_MAX_REPORT_WORDS = 5_000
+DEFAULT_MAX_REPORT_CHARS = 50_000
 DEFAULT_MAX_LISTED = 10
 # Fields holding a model's report: upstream submissions add "model_prediction" to the ReXrank JSON.
 PREDICTION_FIELDS = ("model_prediction", "report")
@@ -31,7 +42,14 @@ ID_FIELD = "study_id"
 # Per-study attributes carried into the per-study table when a file provides them (per-site analyses).
 EXTRA_FIELDS = ("site",)
 
-_SURROGATE = re.compile("[\udc80-\udcff]")
+_SURROGATE = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of an undecodable byte
+_ANY_SURROGATE = re.compile("[\ud800-\udfff]")
+_WORD = re.compile(r"\w+|[^\w\s]")
+# Whitespace and Unicode's Default_Ignorable_Code_Point characters (zero-width space/joiners, word joiner, BOM, soft
+# hyphen, direction marks, variation selectors, Hangul fillers, tags...): a report made only of these is empty.
+_BLANK = re.compile("[\\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+                    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]*")
 
 
 # -- the problem report -----------------------------------------------------------------------------------------
@@ -43,10 +61,18 @@ KINDS: dict[str, tuple[str, str]] = {
     "columns": ("{role} file {where} lacks required fields",) * 2,
     "undecodable": ("1 {one} contains bytes that are not UTF-8 (save the file as UTF-8)",
                     "{n} {role} contain bytes that are not UTF-8 (save the file as UTF-8)"),
+    "surrogate": ("1 {one} contains a lone UTF-16 surrogate, an escape that encodes no character (remove it or "
+                  "write the whole character)",
+                  "{n} {role} contain a lone UTF-16 surrogate, an escape that encodes no character (remove it or "
+                  "write the whole character)"),
     "duplicate": ("1 study id appears more than once in {role}", "{n} study ids appear more than once in {role}"),
     "null": ("1 {one} is null or NaN", "{n} {role} are null or NaN"),
     "not_string": ("1 {one} is not a string", "{n} {role} are not strings"),
     "empty": ("1 {one} is empty", "{n} {role} are empty"),
+    "too_long": ("1 {one} is over the per-report length limit (punctuation marks count as words; raise the limit "
+                 "with --max-report-words / --max-report-chars)",
+                 "{n} {role} are over the per-report length limit (punctuation marks count as words; raise the "
+                 "limit with --max-report-words / --max-report-chars)"),
     "missing_id": ("1 reference study has no prediction (score the rest with --allow-missing)",
                    "{n} reference studies have no prediction (score the rest with --allow-missing)"),
     "extra_id": ("1 prediction has no reference study (check --dataset/--split/--track, or use --allow-missing)",
@@ -308,7 +334,8 @@ def _show(study_id: str) -> str:
 
 # -- validation -------------------------------------------------------------------------------------------------
 def check_values(file: ReportFile, role: str, problems: Problems) -> dict[str, str]:
-    """Per-record checks (duplicates, null/NaN, type, undecodable bytes, empty); returns the good {id: text}."""
+    """Per-record checks (duplicates, null/NaN, type, undecodable bytes and lone surrogates in the report or its
+    study id, empty or invisible-only); returns the good {id: text}. Lengths: ``check_lengths``."""
     seen: dict[str, list[str]] = {}
     for record in file.records:
         seen.setdefault(record.study_id, []).append(record.where)
@@ -318,18 +345,50 @@ def check_values(file: ReportFile, role: str, problems: Problems) -> dict[str, s
     good: dict[str, str] = {}
     for record in file.records:
         value = record.value
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if (bad := _ANY_SURROGATE.search(record.study_id)) is not None:  # no table or file could hold the id
+            _add_surrogate(problems, role, record.study_id, bad, "in the study id")
+        elif value is None or (isinstance(value, float) and math.isnan(value)):
             problems.add("null", role, _show(record.study_id))
         elif not isinstance(value, str):
             problems.add("not_string", role, f"{_show(record.study_id)} ({_json_type(value)} {_brief(value)})")
-        elif (bad := _SURROGATE.search(value)) is not None:
-            byte = ord(bad.group()) - 0xDC00
-            problems.add("undecodable", role, f"{_show(record.study_id)} (byte 0x{byte:02x} at character {bad.start()})")
-        elif not value.strip():
+        elif (bad := _ANY_SURROGATE.search(value)) is not None:
+            _add_surrogate(problems, role, record.study_id, bad, f"at character {bad.start()}")
+        elif _BLANK.fullmatch(value):  # whitespace or invisible characters only
             problems.add("empty", role, _show(record.study_id))
         elif len(seen[record.study_id]) == 1:
             good[record.study_id] = value
     return good
+
+
+def _add_surrogate(problems: Problems, role: str, study_id: str, found: re.Match, place: str) -> None:
+    code = ord(found.group())
+    if _SURROGATE.fullmatch(found.group()):  # a byte that is not UTF-8 (surrogateescape), or its JSON escape
+        problems.add("undecodable", role, f"{_show(study_id)} (byte 0x{code - 0xDC00:02x} {place})")
+    else:  # a JSON escape \ud800-\udfff not paired into a character
+        problems.add("surrogate", role, f"{_show(study_id)} (\\u{code:04x} {place})")
+
+
+def count_words(text: str) -> int:
+    """Words as the length limit counts them: runs of letters/digits, and each punctuation mark on its own."""
+    return sum(1 for _ in _WORD.finditer(text))
+
+
+def check_lengths(texts: dict[str, str], role: str, problems: Problems, *,
+                  max_words: int = DEFAULT_MAX_REPORT_WORDS, max_chars: int = DEFAULT_MAX_REPORT_CHARS,
+                  show_ids: bool = True) -> None:
+    """The per-report length limit: one problem per report over ``max_words`` words or ``max_chars`` characters.
+
+    ``show_ids=False`` (references of a private test set): neither the study id nor the length is named.
+    """
+    for study_id, text in texts.items():
+        if len(text) > max_chars:  # checked first: words are then not counted (a huge text costs no regex pass)
+            over = f"{len(text):,} characters, limit {max_chars:,}"
+        elif len(text) > max_words and (words := count_words(text)) > max_words:  # fewer characters: fewer words
+            over = f"{words:,} words, limit {max_words:,}"
+        else:
+            continue
+        problems.add("too_long", role, f"{_show(study_id)} ({over})" if show_ids else
+                     "a study of the private test set (id and length withheld)")
 
 
 def _brief(value: Any) -> str:

@@ -156,7 +156,7 @@ class RadGraphCombined(_RadGraphMetric):
         hyp_ann, ref_ann = self._pair_annotations(hyps, refs)
         return np.array([combined_scores(h, r)[2] for h, r in zip(hyp_ann, ref_ann)], dtype=np.float64)
 
-    def score_details(self, hyps: Sequence[str], refs: Sequence[str]):
+    def _score_details(self, hyps: Sequence[str], refs: Sequence[str]):
         """Per pair: radgraph (combined), radgraph_entity_f1, radgraph_relation_f1."""
         import pandas as pd
 

@@ -5,6 +5,9 @@ Differences from radgraph 0.1.18 are only in how work is scheduled, never in wha
   spread that padding would exceed a tenth of the batch), padded to the longest encoder segment of the batch
   (attention masks keep padding out of every real position); every per-report step after the encoder (spans,
   NER, pruning, relations) runs on that report's own unpadded rows;
+- relation pairs of short reports share one matrix multiply; a long report's K x K pairs of kept spans are scored
+  in blocks of subject rows (``RELATION_BLOCK_FLOATS``), so memory grows linearly with report length, not with
+  its square; only pairs of two entities are listed (radgraph's decoding drops all others);
 - no autograd, no allennlp data pipeline; wordpieces of each distinct word are computed once.
 
 Long reports: allennlp's mismatched indexer/embedder with ``max_length`` (512 in the RadGraph configs) does not
@@ -36,6 +39,14 @@ Annotation = dict[str, Any]  # {"text": str, "entities": {"1": {"tokens", "label
 # of spread lengths (bench/radgraph.py's subset, BERT-base stand-in) 0.1 was fastest or tied at 1 and 2 threads
 # (0.25: +8-13%, 0.0 i.e. mostly batch 1: +8-35%); full length-sorted sets of 32 stay under it anyway.
 PADDING_SHARE = 0.1
+
+# Relation scoring holds, per scored pair of kept spans, a vector as wide as the widest intermediate (the span
+# product block, 2 x BERT hidden + 20, or a 150-wide hidden layer). All K * K pairs of a report at once grow with
+# the square of its length (K = half its words; BERT-base-sized stand-in: 1,000 words 5.2 GB peak); a report whose
+# pairs would hold more than this many floats is scored in blocks of subject rows (4 MiB per intermediate, at least
+# one row). Smaller blocks were also faster on CPU (cache-resident): 2,000 words on the small stand-in took 5.5 s
+# at 2**20, 9.5 s at 2**22, 14 s at 2**24 (docs/radgraph.md, "Memory").
+RELATION_BLOCK_FLOATS = 1 << 20
 
 # BERT buffers some checkpoints saved as persistent state; they are constants (aranges / zeros), safe to skip.
 _IGNORABLE_ENCODER_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids")
@@ -122,6 +133,7 @@ class Annotator:
         self.encoder.to(self.device).eval()
         self.heads.to(self.device).eval()
         self._piece_cache: dict[str, list[int]] = {}
+        self.relation_block_floats = RELATION_BLOCK_FLOATS  # changes memory and speed, never an annotation
 
     def _load_weights_plainly(self) -> dict[str, torch.Tensor]:
         try:
@@ -266,22 +278,39 @@ class Annotator:
         ner_labels = self.heads.ner_scores(span_vectors).max(dim=-1)[1].cpu()
         mentions = self.heads.mention_scores(span_vectors)
 
-        # Relations per report on its own kept spans (pair scoring grouped across reports to bound memory).
+        # Relations per report on its own kept spans (pair scoring grouped across reports, or cut into blocks of
+        # subject rows for a long report, to bound memory).
         kept = [self.kept_spans(len(doc.words), mentions[b, :len(spans[b])]) for b, doc in enumerate(batch)]
-        relations = self._relations(span_vectors, mentions, kept, spans)
+        labels = [ner_labels[b, :len(spans[b])] for b in range(len(batch))]
+        relations = self._relations(span_vectors, mentions, kept, spans, [lab != 0 for lab in labels])
 
         out = []
         for b, doc in enumerate(batch):
-            labels = ner_labels[b, :len(spans[b])].tolist()
-            entities = [(spans[b][k], self.cfg.ner_labels[lab]) for k, lab in enumerate(labels) if lab != 0]
+            entities = [(spans[b][k], self.cfg.ner_labels[lab]) for k, lab in enumerate(labels[b].tolist()) if lab != 0]
             out.append(build_annotation(doc.words, entities, relations[b]))
         return out
 
-    def _relations(self, span_vectors, mentions, kept, spans, budget: int = 4096) -> list[list[tuple]]:
-        """(subject span, object span, label) per report, in the package's order (row-major over kept pairs)."""
+    def _relations(self, span_vectors, mentions, kept, spans, is_entity, budget: int = 4096) -> list[list[tuple]]:
+        """(subject span, object span, label) per report, in the package's order (row-major over kept pairs).
+
+        Only pairs of two entity spans are listed: build_annotation drops every other relation (its subject or
+        object is no entity), so leaving them out early changes no annotation and keeps the list as small as the
+        output. Reports whose K * K pairs would hold more than ``relation_block_floats`` floats in the widest
+        intermediate are scored in blocks of subject rows (``DyGIEHeads.relation_score_rows``): memory linear in
+        the report.
+        """
         results: list[list[tuple]] = [[] for _ in kept]
+        max_pairs = max(self.relation_block_floats // self.heads.relation_pair_width(), 1)
         b = 0
         while b < len(kept):
+            k = len(kept[b][0])
+            if k * k > max(budget, max_pairs):
+                blocks = self.heads.relation_score_rows(span_vectors[b, kept[b][0]], mentions[b, kept[b][0]],
+                                                        max(max_pairs // k, 1))
+                for start, scores in blocks:
+                    self._collect(results[b], scores, start, kept[b], spans[b], is_entity[b])
+                b += 1
+                continue
             group, pairs = [], 0
             while b < len(kept) and (not group or pairs + len(kept[b][0]) ** 2 <= budget):
                 group.append(b)
@@ -289,16 +318,22 @@ class Annotator:
                 b += 1
             scored = self.heads.relation_scores([(span_vectors[g, kept[g][0]], mentions[g, kept[g][0]]) for g in group])
             for g, scores in zip(group, scored):
-                top, keep = kept[g]
-                labels = scores.max(dim=-1)[1].cpu() - 1  # scorer index 0 is "no relation"
-                # relation.py _predict_sentence masks columns beyond `keep` (rows equal `keep` whenever keep >= 1).
-                valid = labels >= 0
-                valid[:, keep:] = False
-                top_list = top.tolist()
-                for i, j in valid.nonzero().tolist():
-                    results[g].append((spans[g][top_list[i]], spans[g][top_list[j]],
-                                       self.cfg.relation_labels[int(labels[i, j])]))
+                self._collect(results[g], scores, 0, kept[g], spans[g], is_entity[g])
         return results
+
+    def _collect(self, out: list[tuple], scores: torch.Tensor, start: int, kept: tuple[torch.Tensor, int],
+                 spans: list[tuple[int, int]], is_entity: torch.Tensor) -> None:
+        """Append the relations of score rows ``start..start + len(scores)`` of one report's kept-pair matrix."""
+        top, keep = kept
+        labels = scores.max(dim=-1)[1].cpu() - 1  # scorer index 0 is "no relation"
+        # relation.py _predict_sentence masks columns beyond `keep` (rows equal `keep` whenever keep >= 1).
+        valid = labels >= 0
+        valid[:, keep:] = False
+        entity = is_entity[top.cpu()]
+        valid &= entity[start:start + len(labels)].unsqueeze(1) & entity.unsqueeze(0)
+        top_list = top.tolist()
+        for i, j in valid.nonzero().tolist():
+            out.append((spans[top_list[start + i]], spans[top_list[j]], self.cfg.relation_labels[int(labels[i, j])]))
 
 
 def build_annotation(words: list[str], entities: list[tuple[tuple[int, int], str]],

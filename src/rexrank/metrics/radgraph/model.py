@@ -109,6 +109,34 @@ class DyGIEHeads(nn.Module):
             out.append(self.with_null(chunk.view(k, k, -1) + (m.view(k, 1, 1) + m.view(1, k, 1))))
         return out
 
+    def relation_pair_width(self) -> int:
+        """Floats held per scored pair by the widest intermediate (the [s_i * s_j] block or a hidden layer)."""
+        first = self.relation_ff.layers[0]
+        return max(first.in_features // 3, *(layer.out_features for layer in self.relation_ff.layers))
+
+    def relation_score_rows(self, top: torch.Tensor, m: torch.Tensor, rows_per_block: int):
+        """One report's relation scores in blocks of subject rows: yields (first row, scores (r, K, n_relations + 1)).
+
+        Row i of the result is ``relation_scores([(top, m)])[0][i]`` (same formula, each pair independent); only
+        ``rows_per_block * K`` pairs are held at once instead of K * K, so memory grows linearly with the report.
+        """
+        first, rest = self.relation_ff.layers[0], self.relation_ff.layers[1:]
+        k, dim = top.shape
+        w_subject, w_object, w_product = first.weight.split(dim, dim=1)
+        subject, obj = top @ w_subject.T, top @ w_object.T
+        for start in range(0, k, max(rows_per_block, 1)):
+            block = top[start:start + rows_per_block]
+            r = block.size(0)
+            hidden = (block.unsqueeze(1) * top.unsqueeze(0)).reshape(-1, dim) @ w_product.T + first.bias
+            pair_sum = (subject[start:start + r].unsqueeze(1) + obj.unsqueeze(0)).reshape(-1, subject.size(1))
+            hidden = torch.relu(hidden + pair_sum)
+            del pair_sum
+            for layer in rest:
+                hidden = torch.relu(layer(hidden))
+            scores = self.relation_out(hidden).view(r, k, -1)
+            del hidden
+            yield start, self.with_null(scores + (m[start:start + r].view(r, 1, 1) + m.view(1, k, 1)))
+
 
 def _head_key_map(cfg: ArchiveConfig) -> dict[str, str]:
     """radgraph 0.1.18 DyGIE state-dict key -> our DyGIEHeads key."""
