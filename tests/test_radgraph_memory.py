@@ -13,6 +13,7 @@ import torch
 
 from rexrank.metrics.radgraph.inference import RELATION_BLOCK_FLOATS, Annotator
 from rexrank.testing.corpus import SENTENCES
+from test_radgraph import annotator, archive  # noqa: F401 - the same stand-in fixtures
 
 
 def synthetic_report(n_words: int, offset: int = 0) -> str:
@@ -20,14 +21,6 @@ def synthetic_report(n_words: int, offset: int = 0) -> str:
     return " ".join(words[(offset + i) % len(words)] for i in range(n_words))
 
 
-@pytest.fixture(scope="module")
-def archive(standins):
-    return standins("radgraph")["radgraph"]
-
-
-@pytest.fixture(scope="module")
-def annotator(archive):
-    return Annotator(archive, device="cpu")
 
 
 def test_blocked_relation_scores_equal_the_full_matrix(annotator):

@@ -134,27 +134,25 @@ class Metric:
         hyps, refs = check_pairs(hyps, refs)
         if not hyps:
             return np.zeros(0, dtype=np.float64)
-        if not parallel.would_shard(self.spec.across_processes):
-            return self._checked_score(hyps, refs)
-        distinct_hyps, distinct_refs, keys, inverse = _distinct_pairs(hyps, refs)
-        values = parallel.map_distinct(
-            self.spec.name, self.spec.across_processes, keys,
-            lambda pos: self._checked_score([distinct_hyps[i] for i in pos], [distinct_refs[i] for i in pos]),
-            _merge_arrays)
-        return values[inverse]
+        return self._across_processes(self._checked_score, _merge_arrays, hyps, refs)
 
     def score_details(self, hyps: Sequence[str], refs: Sequence[str]):
         """Per-pair extra columns (e.g. GREEN error counts) as a DataFrame, the score first; shared across
         processes like ``score``."""
         hyps, refs = check_pairs(hyps, refs)
-        if not hyps or not parallel.would_shard(self.spec.across_processes):
+        if not hyps:
             return self._score_details(hyps, refs)
+        return self._across_processes(self._score_details, _merge_frames, hyps, refs)
+
+    def _across_processes(self, compute, merge, hyps: list[str], refs: list[str]):
+        """``compute(hyps, refs)`` here, or over this process's share of the distinct pairs (rexrank.parallel)."""
+        if not parallel.would_shard(self.spec.across_processes):
+            return compute(hyps, refs)
         distinct_hyps, distinct_refs, keys, inverse = _distinct_pairs(hyps, refs)
-        frame = parallel.map_distinct(
+        result = parallel.map_distinct(
             self.spec.name, self.spec.across_processes, keys,
-            lambda pos: self._score_details([distinct_hyps[i] for i in pos], [distinct_refs[i] for i in pos]),
-            _merge_frames)
-        return frame.iloc[inverse].reset_index(drop=True)
+            lambda pos: compute([distinct_hyps[i] for i in pos], [distinct_refs[i] for i in pos]), merge)
+        return result[inverse] if isinstance(result, np.ndarray) else result.iloc[inverse].reset_index(drop=True)
 
     def _checked_score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
         values = np.asarray(self._score(hyps, refs), dtype=np.float64)
