@@ -38,6 +38,7 @@ def test_specs_carry_direction_and_columns():
         (["a", "b"], ["a", float("nan")], "refs[1] is missing"),
         (["a", 3], ["a", "b"], "hyps[1] is a int, not a string"),
         ("abc", ["a", "b", "c"], "not a single string"),
+        (["ok", "bad \ud800 text"], ["a", "b"], "hyps[1] contains a lone UTF-16 surrogate"),
     ],
 )
 def test_check_pairs_rejects_bad_input(hyps, refs, fragment):

@@ -35,7 +35,18 @@ def check_pairs(hyps: Sequence[Any], refs: Sequence[Any]) -> tuple[list[str], li
                 raise InputError(f"{side}[{i}] is missing ({value!r}); every pair needs two report strings")
             if not isinstance(value, str):
                 raise InputError(f"{side}[{i}] is a {type(value).__name__}, not a string: {value!r:.80}")
+            if not value.isascii():
+                _check_encodable(side, i, value)
     return hyps, refs
+
+
+def _check_encodable(side: str, index: int, value: str) -> None:
+    """A lone UTF-16 surrogate ("\\ud800" in JSON) encodes no character: every tokenizer fails on it later."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{side}[{index}] contains a lone UTF-16 surrogate (U+{ord(value[exc.start]):04X} at "
+                         f"character {exc.start}), an escape that encodes no character: remove it") from None
 
 
 def fingerprint_of(payload: dict[str, Any]) -> str:
