@@ -2,7 +2,8 @@
 
 datasets 5 no longer runs dataset scripts, so a Hub copy of a ReXrank test set is plain Parquet with a card whose
 YAML declares the configs and the access form (extra_gated_fields). `build_folder` writes exactly the repo's
-content locally (what `--dry-run` stops at); `push_folder` creates the private repo, turns gating on and uploads.
+content locally (what `--dry-run` stops at); `push_folder` creates the private repo (or makes an existing one
+private), turns gating on and uploads.
 After that, `datasets.load_dataset("<org>/<name>", token=...)` (or rexrank.data.hub.load_from_hub) works.
 """
 
@@ -65,14 +66,29 @@ def _relative_paths(record: dict, root: str, embed: bool) -> dict:
 
 
 def push_folder(folder: str | os.PathLike, repo_id: str, *, token: str | None = None, gated: str = "manual",
-                private: bool = True) -> str:
-    """Create `repo_id` (private by default), switch on gating, upload the folder. Returns the repo URL."""
-    from huggingface_hub import HfApi
+                private: bool = True, api=None) -> str:
+    """Create `repo_id` (private by default), switch on gating, upload the folder. Returns the repo URL.
 
-    api = HfApi(token=token)
+    ``private``: the repo is made private before anything is uploaded, also when it already exists as a public
+    repo (``create_repo(exist_ok=True)`` leaves an existing repo's visibility as it was), and the upload is refused
+    unless the Hub then reports it private. ``private=False`` (``--public``) leaves the visibility as it is.
+    ``api``: an ``HfApi``-like client (tests); by default ``HfApi(token=token)``.
+    """
+    from rexrank.errors import RexrankError
+
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi(token=token)
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    settings = {"private": True} if private else {}
     if gated:
-        api.update_repo_settings(repo_id, repo_type="dataset", gated=gated)
+        settings["gated"] = gated
+    if settings:
+        api.update_repo_settings(repo_id, repo_type="dataset", **settings)
+    if private and getattr(api.repo_info(repo_id, repo_type="dataset"), "private", None) is not True:
+        raise RexrankError(f"the Hub does not report {repo_id} as private after making it private: nothing was "
+                           "uploaded (check the repo's settings and that your token may change them)")
     api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
                       commit_message="ReXrank test set (rexrank dataset_scripts)")
     return f"https://huggingface.co/datasets/{repo_id}"

@@ -34,6 +34,7 @@ from rexrank.evaluation.bootstrap import (
     count_blocks,
     percentile_interval,
 )
+from rexrank.evaluation.disclosure import REFERENCE_KEY_COLUMNS
 from rexrank.evaluation.subgroups import ERROR_FREE_COLUMN, SITE_COLUMN, normal_mask, site_masks
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.aggregation import (
@@ -122,10 +123,13 @@ def align(runs: list[Run]) -> tuple[list[str], list[pd.DataFrame], list[str]]:
             raise InputError(f"{run.source}: duplicate study ids in the per-study table")
         frames.append(run.frame.set_index("study_id").loc[ids].reset_index())
     notes = []
-    if all("ref_sha256" in f.columns for f in frames):
-        base = frames[0]["ref_sha256"].to_numpy()
+    # An open set's plain reference hashes, or a private set's keyed ones (same host secret, same keys).
+    for key in REFERENCE_KEY_COLUMNS:
+        if not all(key in f.columns for f in frames):
+            continue
+        base = frames[0][key].to_numpy()
         for run, frame in zip(runs[1:], frames[1:]):
-            differ = int((frame["ref_sha256"].to_numpy() != base).sum())
+            differ = int((frame[key].to_numpy() != base).sum())
             if differ:
                 raise InputError(f"{run.name} and {runs[0].name} were scored against different references for "
                                  f"{differ} shared studies: compare runs on the same ground truth")

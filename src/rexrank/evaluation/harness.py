@@ -1,7 +1,12 @@
 """`rexrank score` as a function: validated inputs -> cached, sharded scoring -> per_study.parquet + results.json.
 
 Writes nothing until every study is scored; the result files are written to temporary names and renamed, so a
-results folder never holds a half-written or mismatched pair of files.
+results folder never holds a half-written or mismatched pair of files. They get the permissions any new file gets
+(0666 less the umask), like every other file the user writes.
+
+A private test set (``rexrank.data.catalog.is_private``) goes through ``rexrank.evaluation.disclosure``: its
+results are rounded and small subgroups suppressed, and its per-study table carries no reference labels, no
+free text and no unkeyed reference hash (docs/harness.md, "What each output reveals").
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +25,21 @@ import pandas as pd
 
 from rexrank import parallel
 from rexrank.errors import ConfigError, InputError
+from rexrank.evaluation import disclosure
 from rexrank.evaluation.aggregate import build_results
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rexrank.evaluation.inputs import Inputs
 from rexrank.evaluation.plan import plan
-from rexrank.evaluation.runner import DEFAULT_CHUNK_PAIRS, build_metrics, combine_composites, score_pairs, to_frame
+from rexrank.evaluation.runner import (
+    DEFAULT_CHUNK_PAIRS,
+    LABEL_PREFIX,
+    build_metrics,
+    combine_composites,
+    score_pairs,
+    to_frame,
+)
 from rexrank.evaluation.subgroups import (
+    NORMAL_COLUMN,
     add_error_free_column,
     add_normal_column,
     metric_agreement,
@@ -41,9 +55,11 @@ PER_STUDY = "per_study.parquet"
 RESULTS = "results.json"
 MARKDOWN = "results.md"
 MODEL_INDEX = "model_index.yaml"
-# Free-text judge outputs may quote the reference: they stay in the private cache, never in per_study.parquet,
-# which must be safe to share even for a private test set.
+# Free-text judge outputs may quote the reference: they stay in the private cache, never in per_study.parquet.
 PRIVATE_DETAIL_SUFFIXES = ("_analysis",)
+# Columns a private set's per_study.parquet keeps whatever their type (every other text column is left out: a
+# judge's raw answer or error message may quote the reference).
+_PRIVATE_TEXT_KEPT = ("study_id", "hyp_sha256", disclosure.REFERENCE_HMAC_COLUMN, "site")
 
 
 @dataclass
@@ -72,9 +88,10 @@ class ScoreOptions:
 
 @dataclass
 class Evaluation:
-    per_study: pd.DataFrame
-    results: dict[str, Any]
+    per_study: pd.DataFrame  # what per_study.parquet holds (for a private set: the shareable columns only)
+    results: dict[str, Any]  # what results.json holds (for a private set: disclosed)
     stats: dict[str, dict[str, int]]  # per metric: pairs, cached, computed (summed over processes)
+    private: bool = False  # scored against a private test set
 
 
 def expand_metrics(names: Sequence[str] | str | None) -> list[str]:
@@ -126,6 +143,9 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
     options.check()
     if len(inputs) == 0:
         raise InputError("no study has both a prediction and a reference: nothing to score")
+    private = inputs.private or disclosure.is_private(dataset)
+    secret = disclosure.host_secret() if private else None  # a bad secret fails now, not after scoring
+    min_group = disclosure.min_group_size() if private else None
     names = expand_metrics(options.metrics)
     base, composites = plan(names)
     ctx = parallel.context()
@@ -149,20 +169,27 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
         frame, info, stats = _assemble(parts, len(inputs))
     finally:
         parallel.teardown(created)
-    per_study = per_study_table(inputs, frame)
+    # Statistics use every column (subgroups need the references' labels); the outputs get what may be shared.
+    full = _full_table(inputs, frame)
     order = names + [b for b in base if b not in names]
+    sources: dict[str, Any] = {"predictions": inputs.predictions_source, "references": inputs.references_source,
+                               "predictions_sha256": _digest(inputs.hyps, inputs.study_ids)}
+    if not private:
+        sources["references_sha256"] = _digest(inputs.refs, inputs.study_ids)
+    elif secret is not None:
+        sources["references_hmac_sha256"] = disclosure.references_digest(inputs.study_ids, inputs.refs, secret)
     results = build_results(
-        per_study, info, model=model, dataset=dataset, split=split, track=track, order=order,
+        full, info, model=model, dataset=dataset, split=split, track=track, order=order,
         dropped=inputs.dropped,
-        subgroups=subgroup_summary(per_study, order, resamples=options.resamples, seed=options.seed,
+        subgroups=subgroup_summary(full, order, resamples=options.resamples, seed=options.seed,
                                    confidence=options.confidence),
-        analyses={**metric_agreement(per_study, order), "processes": ctx.world_size,
+        analyses={**metric_agreement(full, order), "processes": ctx.world_size,
                   "cache": {n: s for n, s in stats.items()}},
-        inputs={"predictions": inputs.predictions_source, "references": inputs.references_source,
-                "predictions_sha256": _digest(inputs.hyps, inputs.study_ids),
-                "references_sha256": _digest(inputs.refs, inputs.study_ids)},
-        resamples=options.resamples, seed=options.seed, confidence=options.confidence)
-    return Evaluation(per_study, results, stats)
+        inputs=sources, resamples=options.resamples, seed=options.seed, confidence=options.confidence)
+    if private:
+        results = disclosure.disclose_results(results, min_group, private=True)
+    per_study = shareable(full, private=private, refs=inputs.refs, secret=secret)
+    return Evaluation(per_study, results, stats, private)
 
 
 def _assemble(parts, n: int):
@@ -192,10 +219,22 @@ def _digest(texts: Sequence[str], ids: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def per_study_table(inputs: Inputs, scores: pd.DataFrame) -> pd.DataFrame:
-    """ids, text hashes (never the texts: references may be private), site, every metric and detail column."""
+def per_study_table(inputs: Inputs, scores: pd.DataFrame, *, private: bool | None = None) -> pd.DataFrame:
+    """What per_study.parquet holds: ids, text hashes (never the texts), site, every metric and detail column.
+
+    Open set: ``ref_sha256`` and the references' CheXbert labels (``ref_chexbert_*``, ``ref_normal``) included.
+    Private set (``private``, default ``inputs.private``): see ``shareable``.
+    """
+    private = inputs.private if private is None else private
+    secret = disclosure.host_secret() if private else None
+    return shareable(_full_table(inputs, scores), private=private, refs=inputs.refs, secret=secret)
+
+
+def _full_table(inputs: Inputs, scores: pd.DataFrame) -> pd.DataFrame:
+    """Every column the statistics use, plain reference hashes and labels included: never written as such for a
+    private set."""
     head = {"study_id": inputs.study_ids, "hyp_sha256": [text_key(t) for t in inputs.hyps],
-            "ref_sha256": [text_key(t) for t in inputs.refs]}
+            disclosure.REFERENCE_HASH_COLUMN: [text_key(t) for t in inputs.refs]}
     sites = [inputs.attributes.get(i, {}).get("site") for i in inputs.study_ids]
     if any(s not in (None, "") for s in sites):
         head["site"] = [None if s in (None, "") else str(s) for s in sites]
@@ -206,10 +245,53 @@ def per_study_table(inputs: Inputs, scores: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def shareable(frame: pd.DataFrame, *, private: bool, refs: Sequence[str] | None = None,
+              secret: bytes | None = None) -> pd.DataFrame:
+    """The per-study table as it may leave the scorer. Open set: unchanged. Private set: no plain reference hash
+    (``ref_hmac_sha256``, an HMAC-SHA256 under the host's secret, instead: only with ``refs`` and ``secret``; no
+    reference key at all otherwise), no reference labels (``ref_chexbert_*``, ``ref_normal``), no free text."""
+    if not private:
+        return frame
+    drop = [c for c in frame.columns if c == disclosure.REFERENCE_HASH_COLUMN or c == NORMAL_COLUMN
+            or str(c).startswith(LABEL_PREFIX) or str(c).endswith(PRIVATE_DETAIL_SUFFIXES)
+            or (c not in _PRIVATE_TEXT_KEPT and _is_text(frame[c]))]
+    out = frame.drop(columns=drop)
+    if refs is not None and secret is not None and disclosure.REFERENCE_HMAC_COLUMN not in out.columns:
+        out.insert(min(2, len(out.columns)), disclosure.REFERENCE_HMAC_COLUMN,
+                   [disclosure.reference_key(t, secret) for t in refs])
+    return out
+
+
+def _is_text(column: pd.Series) -> bool:
+    if pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(column.dtype):
+        return True
+    return bool(pd.api.types.is_object_dtype(column.dtype) and column.map(lambda v: isinstance(v, str)).any())
+
+
+def _new_file(directory: Path, name: str) -> Path:
+    """A new empty file for staging ``name``, created the way any new file is (0666 less the umask), unlike
+    ``tempfile.mkstemp`` (always 0600): the renamed result then has normal permissions."""
+    for _ in range(100):
+        path = directory / f".{name}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return path
+    raise FileExistsError(f"cannot create a staging file for {name} in {directory}")
+
+
 def write_outputs(evaluation: Evaluation, out_dir: str | os.PathLike) -> dict[str, Path]:
-    """per_study.parquet, results.json, results.md, model_index.yaml — each written whole, then renamed."""
+    """per_study.parquet, results.json, results.md, model_index.yaml — each written whole, then renamed.
+
+    A private set's outputs go through the disclosure policy here too (idempotent), whoever built the Evaluation.
+    """
     from rexrank.evaluation.report import markdown_table, model_index
 
+    private = evaluation.private or disclosure.is_private(evaluation.results.get("dataset"))
+    results = disclosure.disclose_results(evaluation.results, private=True) if private else evaluation.results
+    per_study = shareable(evaluation.per_study, private=private)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     targets = {"per_study": out / PER_STUDY, "results": out / RESULTS, "markdown": out / MARKDOWN,
@@ -217,18 +299,16 @@ def write_outputs(evaluation: Evaluation, out_dir: str | os.PathLike) -> dict[st
     staged: list[tuple[Path, Path]] = []
     try:
         for key, target in targets.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=out)
-            os.close(fd)
-            tmp_path = Path(tmp)
+            tmp_path = _new_file(out, target.name)
             staged.append((tmp_path, target))
             if key == "per_study":
-                _to_parquet(evaluation.per_study, tmp_path)
+                _to_parquet(per_study, tmp_path)
             elif key == "results":
-                tmp_path.write_text(json.dumps(evaluation.results, indent=2, allow_nan=False) + "\n")
+                tmp_path.write_text(json.dumps(results, indent=2, allow_nan=False) + "\n")
             elif key == "markdown":
-                tmp_path.write_text(markdown_table(evaluation.results))
+                tmp_path.write_text(markdown_table(results))
             else:
-                tmp_path.write_text(model_index(evaluation.results))
+                tmp_path.write_text(model_index(results))
         for tmp_path, target in staged:
             os.replace(tmp_path, target)
     finally:

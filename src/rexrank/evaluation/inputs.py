@@ -33,6 +33,7 @@ class Inputs:
     dropped: dict[str, int] = field(default_factory=dict)
     predictions_source: str = ""
     references_source: str = ""
+    private: bool = False  # the references are a private test set (rexrank.evaluation.disclosure applies)
 
     def __len__(self) -> int:
         return len(self.study_ids)
@@ -65,19 +66,21 @@ def load_inputs(predictions: str | os.PathLike, *, track: str, references: str |
         if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1:
             raise ConfigError(f"{name} must be a whole number of at least 1, got {limit!r}")
     limits = {"max_words": max_report_words, "max_chars": max_report_chars}
-    problems = Problems(max_listed=max_listed)
+    from rexrank.evaluation.disclosure import is_private
+
+    # A private test set (the catalog's flag; also when its references come from a file): validation names no id of
+    # it, tells neither its size nor which studies the track excludes, and only its own sites make subgroups
+    # (DESIGN.md, "Trust boundaries"; Problems(private=True)).
+    private = is_private(dataset)
+    problems = Problems(max_listed=max_listed, private=private)
     pred_file = read_report_file(predictions, "predictions", problems, pick=refs_mod.prediction_picker(),
                                  text_fields=("report", "model_prediction"), max_file_size_mb=max_file_size_mb)
     hyps = check_values(pred_file, "predictions", problems)
     check_lengths(hyps, "predictions", problems, **limits)
     if references is not None:
         ref_set = refs_mod.from_file(references, track, problems, max_file_size_mb=max_file_size_mb)
-        private = False
     else:
         ref_set = refs_mod.from_dataset(dataset, split, track, data_dir, problems)
-        from rexrank.data.catalog import is_private
-
-        private = is_private(dataset)
     # A private test set's study ids and reference lengths are not named (DESIGN.md, "Trust boundaries").
     check_lengths(ref_set.texts, "references", problems, **limits, show_ids=not private)
     keep: list[str] = []
@@ -85,16 +88,17 @@ def load_inputs(predictions: str | os.PathLike, *, track: str, references: str |
     if pred_file.ok and ref_set.ok:
         predicted_ids = list(dict.fromkeys(r.study_id for r in pred_file.records))
         keep, dropped = check_ids(predicted_ids, ref_set.ids, problems, allow_missing=allow_missing,
-                                  ignored=ref_set.excluded)
+                                  ignored=frozenset() if private else ref_set.excluded)
     problems.raise_if_any()
     if not keep:
         raise InputError("no study has both a prediction and a reference: nothing to score")
     attributes: dict[str, dict[str, Any]] = {}
-    for record in pred_file.records:
+    # A submitter's own `site` field would let them choose subgroups of a private set (one study each): ignored.
+    for record in () if private else pred_file.records:
         if record.extra:
             attributes.setdefault(record.study_id, {}).update(record.extra)
     for study_id, extra in ref_set.attributes.items():  # the reference's site wins over a prediction's
         attributes.setdefault(study_id, {}).update(extra)
     return Inputs(study_ids=keep, hyps=[hyps[i] for i in keep], refs=[ref_set.texts[i] for i in keep],
                   attributes={i: attributes[i] for i in keep if i in attributes}, dropped=dropped,
-                  predictions_source=str(predictions), references_source=ref_set.source)
+                  predictions_source=str(predictions), references_source=ref_set.source, private=private)

@@ -77,21 +77,44 @@ KINDS: dict[str, tuple[str, str]] = {
                    "{n} reference studies have no prediction (score the rest with --allow-missing)"),
     "extra_id": ("1 prediction has no reference study (check --dataset/--split/--track, or use --allow-missing)",
                  "{n} predictions have no reference study (check --dataset/--split/--track, or use --allow-missing)"),
+    # Private test sets only (Problems(private=True)): every id problem in one category, and every problem of the
+    # host's references in another, neither naming an id or a count (see PRIVATE_KINDS).
+    "id_mismatch": ("the study ids do not match this test set and track: submit exactly one prediction per study "
+                    "of the track (a private test set: which ids, and how many, are not shown)",) * 2,
+    "reference_withheld": ("the host's copy of this private test set failed validation (details are not shown; "
+                           "the host can check it with `rexrank data verify`)",) * 2,
 }
 _ONE = {"predictions": "prediction", "references": "reference"}
+# What a private set's id problems become: missing ids, extra ids and ids the track excludes are one category, so a
+# message can tell neither membership, exclusion by the track, nor the set's size.
+PRIVATE_KINDS = {"missing_id": "id_mismatch", "extra_id": "id_mismatch"}
 
 
 @dataclass
 class Problems:
-    """Every problem found, grouped by (kind, role); rendered as one message."""
+    """Every problem found, grouped by (kind, role); rendered as one message.
+
+    ``private`` (the references are a private test set): id problems become one ``id_mismatch`` entry and every
+    problem of the references one ``reference_withheld`` entry, without ids or counts, so the message is the same
+    whichever ids are members, excluded by the track or absent, and whatever the set's size. Problems of the
+    submitted file itself (duplicates, empty or over-long reports...) are checked on every record alike and are
+    reported as usual.
+    """
 
     max_listed: int = DEFAULT_MAX_LISTED
     items: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     where: dict[str, str] = field(default_factory=dict)  # role -> file name shown in headlines
+    private: bool = False
 
     def add(self, kind: str, role: str, item: str) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown problem kind {kind!r}")
+        if self.private and kind in PRIVATE_KINDS:
+            self.items.setdefault((PRIVATE_KINDS[kind], "predictions"), [""])  # one entry, whatever the number
+            return
+        if self.private and role == "references":
+            self.items.setdefault(("reference_withheld", "references"), [""])
+            return
         self.items.setdefault((kind, role), []).append(item)
 
     def count(self) -> int:
@@ -110,9 +133,9 @@ class Problems:
             where = self.where.get(role, role)
             template = KINDS[kind][0 if len(entries) == 1 else 1]
             head = template.format(n=len(entries), role=role, one=_ONE.get(role, role), where=where)
-            shown = entries[: self.max_listed]
-            more = f" ... and {len(entries) - len(shown)} more" if len(entries) > len(shown) else ""
-            lines.append(f"- {head}: {'; '.join(shown)}{more}")
+            shown = [e for e in entries[: self.max_listed] if e]
+            more = f" ... and {len(entries) - len(shown)} more" if len(entries) > len(shown) and shown else ""
+            lines.append(f"- {head}: {'; '.join(shown)}{more}" if shown else f"- {head}")
         total = self.count()
         noun = "problem" if total == 1 else "problems"
         return f"input validation failed ({total} {noun}); nothing was scored:\n" + "\n".join(lines)
@@ -401,7 +424,8 @@ def check_ids(predicted: list[str], referenced: list[str], problems: Problems, *
     """Compare the id sets. Returns (ids to score in reference order, counts of what was dropped).
 
     ``ignored``: ids the track excludes (e.g. studies without findings on the findings track); predictions for them
-    are dropped and counted rather than reported as extra.
+    are dropped and counted rather than reported as extra. A private set passes none: there, an id the track
+    excludes is treated exactly like an id that is not in the set (``Problems(private=True)``).
     """
     pred_set, ref_set = set(predicted), set(referenced)
     missing = [i for i in referenced if i not in pred_set]

@@ -1,4 +1,8 @@
-"""Results for people: a terminal table, a Markdown table and a Hugging Face ``model-index`` block."""
+"""Results for people: a terminal table, a Markdown table and a Hugging Face ``model-index`` block.
+
+Every table of a private test set's result is made from its disclosed results (``rexrank.evaluation.disclosure``:
+3 decimals, small subgroups suppressed) and printed at that resolution.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 
 from rexrank.data import catalog
 from rexrank.errors import UnknownNameError
+from rexrank.evaluation import disclosure
 from rexrank.metrics import REGISTRY
 
 # model-index `type` per metric: Hub metric ids where one exists (evaluate's bleu, bertscore), else our own slug.
@@ -18,9 +23,17 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}f}"
 
 
+def _disclosed(results: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """(results as they may be shown, digits to print): a private set's disclosed results at its resolution."""
+    if disclosure.is_private(results.get("dataset")) or isinstance(results.get("disclosure"), dict):
+        return disclosure.disclose_results(results, private=True), disclosure.PRIVATE_DECIMALS
+    return results, 4
+
+
 def rows(results: dict[str, Any]) -> list[dict[str, str]]:
     """One row per metric: leaderboard column, value with its 95% CI, and the per-report mean."""
     out = []
+    results, digits = _disclosed(results)
     confidence = results.get("bootstrap", {}).get("confidence", 0.95)
     for name, entry in results["metrics"].items():
         label = entry.get("leaderboard_column") or name
@@ -29,9 +42,9 @@ def rows(results: dict[str, Any]) -> list[dict[str, str]]:
         out.append({
             "metric": label,
             "name": name,
-            "value": _fmt(value),
-            "ci": f"[{_fmt(low)}, {_fmt(high)}]",
-            "mean": _fmt(entry.get("mean")),
+            "value": _fmt(value, digits),
+            "ci": f"[{_fmt(low, digits)}, {_fmt(high, digits)}]",
+            "mean": _fmt(entry.get("mean"), digits),
             "direction": "higher" if _higher(name) else "lower",
             "n": str(entry.get("n", "")),
         })
@@ -71,6 +84,7 @@ def print_summary(results: dict[str, Any], console=None) -> None:
     from rich.table import Table
 
     console = console or Console()
+    results, _ = _disclosed(results)
     table = Table(title=title(results), title_justify="left")
     table.add_column("Metric")
     table.add_column("Value", justify="right")
@@ -88,6 +102,7 @@ def print_summary(results: dict[str, Any], console=None) -> None:
 
 
 def markdown_table(results: dict[str, Any]) -> str:
+    results, _ = _disclosed(results)
     confidence = results.get("bootstrap", {}).get("confidence", 0.95)
     lines = [f"**{title(results)}**", "", f"| Metric | Value | {confidence:.0%} CI | Per-report mean | Better |",
              "|---|---:|---:|---:|---|"]
@@ -97,6 +112,8 @@ def markdown_table(results: dict[str, Any]) -> str:
     lines += [f"Warning: {note}." for note in flag_notes(results)]
     boot = results.get("bootstrap", {})
     lines.append(f"CIs: percentile bootstrap over studies, {boot.get('resamples')} resamples, seed {boot.get('seed')}.")
+    if isinstance(results.get("disclosure"), dict) and results["disclosure"].get("note"):
+        lines.append(f"Disclosure: {results['disclosure']['note']}.")
     return "\n".join(lines) + "\n"
 
 
@@ -115,6 +132,7 @@ def model_index(results: dict[str, Any]) -> str:
     """A ``model-index`` YAML block for a model card (the Hub's evaluation-results metadata)."""
     import yaml
 
+    results, _ = _disclosed(results)
     dataset, label, split = _model_index_dataset(results)
     track = results.get("track")
     metrics = []
