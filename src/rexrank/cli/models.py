@@ -23,12 +23,22 @@ def list_models() -> None:
 def download(
     only: Optional[list[str]] = typer.Option(None, "--only", help="Model keys to fetch (default: all)."),
     cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Hugging Face cache directory to fill."),
+    record_official: bool = typer.Option(
+        False, "--record-official", help="Also record the sha256 of each official weight file (from the official "
+        "Hub repo) in this host's official-weights file, which `rexrank leaderboard add` and the Space worker "
+        "compare results with. A download that differs from a published digest is refused."),
 ) -> None:
     """Fetch every default model into one cache so later runs work offline (HF_HUB_OFFLINE=1)."""
-    from rexrank.metrics.weights import resolve
-
-    from rexrank.metrics.weights import SOURCES
+    from rexrank.metrics.weights import SOURCES, resolve
 
     for key in only or list(SOURCES):
         path = resolve(key, hf_cache_dir=cache_dir)
         typer.echo(f"{key}: {path}")
+    if record_official:
+        from rexrank.metrics.official import host_file, record_official as record
+
+        for key, entry in record(only, hf_cache_dir=cache_dir).items():
+            where = f"{entry['repo_id']}@{entry['revision'] or '?'}"
+            for name, digest in entry["files"].items():
+                typer.echo(f"official {key}: {name} sha256 {digest} ({where})")
+        typer.echo(f"recorded in {host_file()}")

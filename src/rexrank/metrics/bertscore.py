@@ -43,7 +43,7 @@ from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, fingerprint_of
 from rexrank.metrics.batching import padded_batches
 from rexrank.metrics.semb import _default_device, _digest
-from rexrank.metrics.weights import resolve
+from rexrank.metrics.weights import file_sha256, resolve, weight_digests
 
 # bert_score 0.3.13, bert_score/rescale_baseline/en/distilroberta-base.tsv: LAYER -> (P, R, F).
 # Row 5 is the one ReXrank uses (also in ../shared/reference/radcliq_constants.json).
@@ -134,7 +134,7 @@ class BertScore(Metric):
             return f"hub:{self.model_id}@{path.name}"
         for name in ("model.safetensors", "pytorch_model.bin"):
             if (path / name).is_file():
-                return f"sha256:{_digest(path / name)}"
+                return f"sha256:{file_sha256(path / name)}"
         raise ModelNotAvailableError(f"bertscore: no model.safetensors or pytorch_model.bin in {path}")
 
     def config(self) -> dict[str, Any]:
@@ -145,6 +145,8 @@ class BertScore(Metric):
             self._config = {
                 "model": self.model_id or "local",
                 "weights": self._weights_identity(),
+                # sha256 of the weight files loaded (a Hub blob's name, else hashed once): the official-weights check
+                "weight_digests": {"bertscore": weight_digests("bertscore", self.model_path)},
                 "files": files,
                 "num_layers": self.num_layers,
                 "baseline": ({"source": "bert_score 0.3.13 rescale_baseline/en/distilroberta-base.tsv",

@@ -424,18 +424,23 @@ class Green(Metric):
         self._generator = generator
         self._tokenizer = None
         self._weights_fingerprint: str | None = None
+        self._weight_digests: dict[str, dict[str, str]] = {}
         self.last_parsed: list[dict[str, Any]] = []
         self.n_parse_failures = 0
 
     # Everything that can change an analysis: weights, decoding length, prompt, backend numerics, parser.
     def config(self) -> dict[str, Any]:
         from rexrank.llm.hf_local import model_fingerprint
+        from rexrank.metrics.weights import weight_digests
 
         if self._weights_fingerprint is None:
             self._weights_fingerprint = model_fingerprint(self.model_dir)
+            # sha256 of each weight shard: the Hub cache's blob names (free), else hashed once per machine
+            self._weight_digests = {"green": weight_digests("green", self.model_dir)}
         prompt_hash = hashlib.sha256((PROMPT_TEMPLATE + CHAT_TEMPLATE).encode()).hexdigest()[:12]
         return {"model": Path(self.model_name).name if Path(self.model_name).exists() else self.model_name,
-                "weights": self._weights_fingerprint, "backend": self.backend, "dtype": self.dtype,
+                "weights": self._weights_fingerprint, "weight_digests": self._weight_digests,
+                "backend": self.backend, "dtype": self.dtype,
                 "max_length": self.max_length, "max_words": self.max_words, "decoding": "greedy",
                 "prompt": prompt_hash, "parser": PARSER_VERSION,
                 **({"max_new_tokens": self.max_new_tokens} if self.max_new_tokens is not None else {})}

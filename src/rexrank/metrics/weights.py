@@ -6,8 +6,12 @@ and how to get it, never a stack trace from inside transformers or huggingface_h
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import tarfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +28,17 @@ class ModelSource:
     repo_type: str = "model"
     # Snapshot filter: only what rexrank reads (repos also hold TF/Flax/ONNX copies of the same weights).
     allow_patterns: tuple[str, ...] | None = None
+    # The files whose sha256 identifies the weights (``weight_digests``): alternatives in order of preference, each a
+    # tuple of globs; the first alternative that matches anything is used (safetensors before .bin, as transformers
+    # loads them). Compared with the official digests by ``rexrank.metrics.official``.
+    digest_files: tuple[tuple[str, ...], ...] = ()
 
 
 _WEIGHTS = ("*.json", "*.txt", "*.model", "*.safetensors", "*.py")
 _BIN_WEIGHTS = ("pytorch_model*.bin",)  # fetched only when a repo has no safetensors
 _TOKENIZER_ONLY = ("config.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "tokenizer.json")
+_HF_WEIGHTS = (("*.safetensors",), ("pytorch_model*.bin",))  # what from_pretrained loads, in its order
+_ARCHIVE_WEIGHTS = (("weights.th", "*/weights.th"),)  # archives are sometimes extracted one level down
 
 
 # Official sources (METRICS.md): bert_score's model_type for ReXrank is distilroberta-base; CheXbert and the
@@ -37,20 +47,22 @@ SOURCES: dict[str, ModelSource] = {
     s.key: s
     for s in (
         ModelSource("bertscore", "bertscore", "distilroberta-base", what="RoBERTa encoder for BERTScore",
-                    allow_patterns=_WEIGHTS),
-        ModelSource("chexbert", "semb", "StanfordAIMI/RRG_scorers", "chexbert.pth", "CheXbert checkpoint"),
+                    allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
+        ModelSource("chexbert", "semb", "StanfordAIMI/RRG_scorers", "chexbert.pth", "CheXbert checkpoint",
+                    digest_files=(("chexbert.pth",),)),
         # CheXbert's weights are all in chexbert.pth: of bert-base-uncased only the config and tokenizer are read.
         ModelSource("chexbert_backbone", "semb", "bert-base-uncased", what="BERT config + tokenizer for CheXbert",
-                    allow_patterns=_TOKENIZER_ONLY),
-        ModelSource("radgraph", "radgraph", "StanfordAIMI/RRG_scorers", "radgraph.tar.gz", "RadGraph DyGIE++ archive"),
+                    allow_patterns=_TOKENIZER_ONLY, digest_files=(("config.json", "vocab.txt"),)),
+        ModelSource("radgraph", "radgraph", "StanfordAIMI/RRG_scorers", "radgraph.tar.gz", "RadGraph DyGIE++ archive",
+                    digest_files=_ARCHIVE_WEIGHTS),
         ModelSource("radgraph_xl", "radgraph", "StanfordAIMI/RRG_scorers", "radgraph-xl.tar.gz",
-                    "RadGraph-XL DyGIE++ archive"),
+                    "RadGraph-XL DyGIE++ archive", digest_files=_ARCHIVE_WEIGHTS),
         ModelSource("ratescore_ner", "ratescore", "Angelakeke/RaTE-NER-Deberta", what="RaTEScore NER model",
-                    allow_patterns=_WEIGHTS),
+                    allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
         ModelSource("ratescore_embed", "ratescore", "FremyCompany/BioLORD-2023-C", what="RaTEScore entity encoder",
-                    allow_patterns=_WEIGHTS),
+                    allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
         ModelSource("green", "green", "StanfordAIMI/GREEN-RadLlama2-7b", what="GREEN judge LLM",
-                    allow_patterns=_WEIGHTS),
+                    allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
     )
 }
 
@@ -86,6 +98,19 @@ def resolve(key: str, override: str | os.PathLike | None = None, *, hf_cache_dir
             )
         repo_id = text  # another Hub repo holding the same file layout
     return _maybe_extract(_download(src, repo_id, filename, hf_cache_dir), src)
+
+
+def fetch(key: str, *, hf_cache_dir: str | None = None) -> Path:
+    """The official download of ``key`` as the Hub cache holds it (an archive is NOT extracted): a file or a
+    snapshot folder under ``models--ORG--NAME/snapshots/<commit>/``. ``rexrank models download --record-official``
+    reads the official digests from here."""
+    src = source(key)
+    return _download(src, src.repo_id, src.filename, hf_cache_dir)
+
+
+def extract(key: str, archive: Path) -> Path:
+    """The extracted folder of a downloaded archive (extracted once, as ``resolve`` does)."""
+    return _maybe_extract(archive, source(key))
 
 
 def _download(src: ModelSource, repo_id: str, filename: str | None, hf_cache_dir: str | None) -> Path:
@@ -137,3 +162,97 @@ def _maybe_extract(path: Path, src: ModelSource) -> Path:
 def download_all(keys: list[str] | None = None, hf_cache_dir: str | None = None) -> dict[str, Path]:
     """Fetch every default model into the cache so later runs work with HF_HUB_OFFLINE=1."""
     return {key: resolve(key, hf_cache_dir=hf_cache_dir) for key in (keys or list(SOURCES))}
+
+
+# -- digests of weight files -------------------------------------------------------------------------------------
+# huggingface_hub stores an LFS file once, as blobs/<sha256 of its content> (the Hub's LFS oid), and links it from
+# snapshots/<commit>/<name>: the digest of a Hub download is its blob's name, no 14 GB hashing needed. Any other
+# file is hashed once per process (and, when large, once per machine: a memo keyed by path, size and mtime).
+_BLOB_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SNAPSHOT = re.compile(r"models--(?P<repo>[^/]+)/snapshots/(?P<commit>[0-9a-f]{40})(/|$)")
+_MEMO_MIN_BYTES = 256 << 20
+_memo: dict[tuple[str, int, int], str] = {}
+_memo_lock = threading.Lock()
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 of a file's content: a Hub-cache blob's name, else hashed (memoised by path, size and mtime)."""
+    real = Path(path).resolve()
+    if real.parent.name == "blobs" and _BLOB_SHA256.fullmatch(real.name):
+        return real.name
+    stat = real.stat()
+    key = (str(real), stat.st_size, stat.st_mtime_ns)
+    with _memo_lock:
+        if key in _memo:
+            return _memo[key]
+    persistent = stat.st_size >= _MEMO_MIN_BYTES
+    memo_key = f"{key[0]}|{key[1]}|{key[2]}"
+    digest = _read_memo().get(memo_key) if persistent else None
+    if digest is None:
+        h = hashlib.sha256()
+        with open(real, "rb") as fh:
+            while block := fh.read(1 << 22):
+                h.update(block)
+        digest = h.hexdigest()
+        if persistent:
+            _write_memo(memo_key, digest)
+    with _memo_lock:
+        _memo[key] = digest
+    return digest
+
+
+def _memo_path() -> Path:
+    return cache_dir() / "file_sha256.json"
+
+
+def _read_memo() -> dict[str, str]:
+    try:
+        data = json.loads(_memo_path().read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_memo(key: str, digest: str) -> None:
+    try:
+        path = _memo_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = _read_memo()
+        data[key] = digest
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=0, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)  # atomic: a concurrent writer loses at most its own entry
+    except OSError:
+        pass  # the memo only saves time
+
+
+def weight_files(key: str, path: str | os.PathLike) -> dict[str, Path]:
+    """The files of source ``key`` at a resolved ``path`` whose digests identify its weights, by file name.
+
+    A single-file source given as a file is named by its official file name (a renamed chexbert.pth is still the
+    chexbert.pth role)."""
+    src = source(key)
+    path = Path(path)
+    if path.is_file():
+        return {src.filename or path.name: path}
+    for alternative in src.digest_files:
+        found = {}
+        for pattern in alternative:
+            for file in sorted(path.glob(pattern)):
+                if file.is_file():
+                    found.setdefault(file.name, file)
+        if found:
+            return found
+    return {}
+
+
+def weight_digests(key: str, path: str | os.PathLike) -> dict[str, str]:
+    """{file name: sha256} of the weight files of source ``key`` at ``path`` (what a metric's config reports as
+    ``weight_digests`` and the registry of official weights compares)."""
+    return {name: file_sha256(file) for name, file in weight_files(key, path).items()}
+
+
+def hub_snapshot(path: str | os.PathLike) -> tuple[str, str] | None:
+    """(repo id, commit) when ``path`` lies in a Hub cache snapshot, else None."""
+    match = _SNAPSHOT.search(Path(path).absolute().as_posix())
+    return (match["repo"].replace("--", "/"), match["commit"]) if match else None
