@@ -124,7 +124,7 @@ def test_size_limit_and_rate_limit(tmp_path):
     first = iu_predictions(tmp_path / "one.json", n_shift=1)
     second = iu_predictions(tmp_path / "two.json", n_shift=2)
     service.submit(first, {"name": "m1"}, "iu_xray", "findings", user="alice")
-    with pytest.raises(InputError, match="rate limit: at most 1 submissions"):
+    with pytest.raises(InputError, match="quota reached: at most 1 submissions per user"):
         service.submit(second, {"name": "m2"}, "iu_xray", "findings", user="alice")
     service.submit(second, {"name": "m2"}, "iu_xray", "findings", user="bob")
     assert store.counts()["submissions"] == 2
@@ -145,7 +145,7 @@ def test_private_set_errors_reveal_no_ids(tmp_path, monkeypatch):
     path = tmp_path / "p.json"
     path.write_text("{}")
     with pytest.raises(InputError) as err:
-        service.submit(path, {"name": "m"}, "rexgradient", "findings")
+        service.submit(path, {"name": "m"}, "rexgradient", "findings", user="alice")  # private sets need a login
     assert "secret" not in str(err.value) and "1 problems" in str(err.value)
 
 
@@ -182,8 +182,8 @@ WORKER_SCRIPT = textwrap.dedent("""
     service = Submissions(store, sys.argv[2], lease_seconds=float(sys.argv[3]), n_resamples=50)
     if sys.argv[4] == "die":
         real = store.add_result
-        def dying(record, conn=None):
-            real(record, conn)      # the row is written inside the open transaction...
+        def dying(record, conn=None, **provenance):
+            real(record, conn, **provenance)  # the row is written inside the open transaction...
             os._exit(9)             # ...and the process dies before COMMIT
         store.add_result = dying
     print(service.work_once())

@@ -105,3 +105,31 @@ def test_page_overview_filter_and_submission(browser, space, tmp_path):
     assert page.evaluate("() => document.querySelectorAll('img[src=x]').length") == 0
     page.screenshot(path=str(SHOTS / "after_submission.png"), full_page=True)
     page.close()
+
+
+def test_submission_under_a_taken_name_is_refused_with_a_clear_message(browser, space, tmp_path):
+    """A desktop browser submits under a published model's name (anonymously): a clear refusal, nothing changed."""
+    url, store, _ = space
+    before = store.model("MedVersa")
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(url, wait_until="load")
+    page.get_by_role("tab", name="Submit").click()
+    preds = iu_predictions(tmp_path / "taken.json", n_shift=9)
+    page.locator("#submit-file input[type=file]").set_input_files(str(preds))
+    page.locator("#submit-name textarea, #submit-name input").first.fill("MedVersa")
+    page.locator("#submit-institution textarea, #submit-institution input").first.fill("Evil Corp")
+    page.wait_for_timeout(500)
+    page.locator("#submit-button").click()
+    status = page.locator("#submit-status")
+    status.get_by_text("already registered", exact=False).wait_for(timeout=60_000)
+    text = status.inner_text()
+    assert "Submission rejected" in text and "'MedVersa' is already registered by the leaderboard host" in text
+    assert "Choose another name, or log in with Hugging Face as its owner" in text
+    status.scroll_into_view_if_needed()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path="/tmp/refused_name.png")
+    page.screenshot(path=str(SHOTS / "refused_name.png"))
+    after = store.model("MedVersa")
+    assert (after["institution"], after["url"], after["owner"]) == (before["institution"], before["url"], "host")
+    assert not any(j["model"].get("name") == "MedVersa" for j in store.submissions())
+    page.close()

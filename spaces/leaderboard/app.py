@@ -1,10 +1,25 @@
-"""Hugging Face Space entry point: the ReXrank leaderboard (all logic lives in rexrank.leaderboard)."""
+"""Hugging Face Space entry point: the ReXrank leaderboard (all logic lives in rexrank.leaderboard).
+
+Host settings (Space variables): REXRANK_STORE, REXRANK_MAX_UPLOAD_MB (largest predictions file, default 50),
+REXRANK_PRIVATE_QUOTA (submissions per user per private test set per day, default 3), REXRANK_RATE_LIMIT
+(per user per day on the public sets, default 5), REXRANK_ANONYMOUS_LIMIT (anonymous submissions per day, all
+together, default 100). Hugging Face login is on when the card sets `hf_oauth: true`.
+"""
 
 import os
 
 from rexrank.leaderboard.app import serve
 
+
+def _number(name: str, default: float) -> float:
+    return float(os.environ.get(name) or default)
+
+
 if __name__ == "__main__":
     demo, _, _ = serve(os.environ.get("REXRANK_STORE", "data/leaderboard.sqlite"), host="0.0.0.0",
-                       port=int(os.environ.get("PORT", "7860")), prevent_thread_lock=True)
+                       port=int(os.environ.get("PORT", "7860")), prevent_thread_lock=True,
+                       max_bytes=int(_number("REXRANK_MAX_UPLOAD_MB", 50) * 1_000_000),
+                       private_quota=int(_number("REXRANK_PRIVATE_QUOTA", 3)),
+                       rate_limit=int(_number("REXRANK_RATE_LIMIT", 5)),
+                       anonymous_limit=int(_number("REXRANK_ANONYMOUS_LIMIT", 100)))
     demo.block_thread()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+import os
+from pathlib import Path
+from typing import Any, Optional
 
 import pandas as pd
 
@@ -23,36 +25,54 @@ TITLE = "ReXrank leaderboard"
 METRIC_CHOICES = [(board.column_label(m), m) for m in LEADERBOARD_METRICS]
 
 
-def _check(dataset: str, track: str) -> None:
+def _check(dataset: str, track: str) -> tuple[str, str]:
+    """The canonical (dataset, track) of what an API caller typed: any alias the catalog knows ("gradienthealth",
+    "MIMIC-CXR", "chexpert", "Findings") resolves; an unknown name is a gr.Error listing the choices."""
     import gradio as gr
 
-    if dataset not in DATASETS:  # gr.Error reaches the client as a message, never a traceback
-        raise gr.Error(f"Unknown dataset {str(dataset)[:40]!r}. Available: {', '.join(DATASETS)}")
-    if track not in TRACKS:
+    from rexrank.data import catalog, tracks
+    from rexrank.errors import UnknownNameError
+
+    try:
+        canonical_dataset = catalog.canonical_dataset(dataset)
+    except UnknownNameError:
+        canonical_dataset = None
+    if canonical_dataset not in DATASETS:  # gr.Error reaches the client as a message, never a traceback
+        raise gr.Error(f"Unknown dataset {str(dataset)[:40]!r}. Available: {', '.join(DATASETS)} "
+                       "(or any of their aliases)")
+    try:
+        canonical_track = tracks.canonical_track(track)
+    except UnknownNameError:
+        canonical_track = None
+    if canonical_track not in TRACKS:
         raise gr.Error(f"Unknown track {str(track)[:40]!r}. Available: {', '.join(TRACKS)}")
+    return canonical_dataset, canonical_track
 
 
 def _escape_md(text: str) -> str:
     return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
 
 
-def build_app(store: Store, submissions=None):
+def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl: int = 3600):
     """Build the Space. ``submissions``: a ``Submissions`` service (None hides the Submit tab).
 
-    One function per tab builds its components and wires its events; the views they call read the store through
-    ``board`` (see ``_Views``).
+    ``oauth``: the Space has Hugging Face login (``hf_oauth`` in its card): the Submit tab gets a login button and
+    submissions carry the user's identity. ``upload_ttl``: uploads never submitted are deleted after this many
+    seconds (handled ones are deleted at once). One function per tab builds its components and wires its events;
+    the views they call read the store through ``board`` (see ``_Views``).
     """
     import gradio as gr
 
     views = _Views(store, submissions)
-    with gr.Blocks(title=TITLE) as demo:
+    delete_cache = (upload_ttl, upload_ttl) if submissions is not None else None
+    with gr.Blocks(title=TITLE, delete_cache=delete_cache) as demo:
         gr.Markdown(f"# {TITLE}\nAI-written chest X-ray reports ranked by the eight ReXrank metrics, with 95% "
                     "confidence intervals for results scored by rexrank.")
         _overview_tab(gr, views)
         _dataset_tabs(gr, views)
         _models_tab(gr, demo, views)
         if submissions is not None:
-            _submit_tab(gr, views, submissions)
+            _submit_tab(gr, demo, views, submissions, oauth=oauth)
         _about_tab(gr)
         _api_endpoints(gr, views)
     return demo
@@ -79,7 +99,8 @@ class _Views:
         return board.display_table(df, shown, sort_by=sort_by or "radcliq_v1")
 
     def results_json(self, dataset: str, track: str) -> str:
-        """Aggregates only (means and CIs), never per-study data: safe for private test sets too.
+        """Aggregates only (means and CIs), never per-study data. A private test set's values come from
+        ``board.numeric_table``, which discloses them (3 decimals: the JSON shows no more digits than that).
 
         The serialised text is cached per store version: under load the API's cost is mostly this JSON.
         """
@@ -200,23 +221,40 @@ def _models_tab(gr, demo, views: _Views) -> None:
                           concurrency_limit=None)
 
 
-def _submit_tab(gr, views: _Views, submissions) -> None:
-    def submit(file, name, institution, url, year, model_type, trained_on, dataset, track,
-               request: gr.Request = None):
-        user = getattr(request, "username", None) if request is not None else None
+def _submit_tab(gr, demo, views: _Views, submissions, *, oauth: bool = False) -> None:
+    def submit(file, name, institution, url, year, model_type, trained_on, dataset, track, profile=None):
+        # profile: gradio injects the logged-in user's gr.OAuthProfile (None when logged out or without OAuth).
+        user = getattr(profile, "username", None) if oauth else None
         path = file if isinstance(file, str) or file is None else getattr(file, "name", None)
         try:
-            job_id = submissions.submit(path, {"name": name, "institution": institution, "url": url,
-                                               "year": year or None, "model_type": model_type,
-                                               "trained_on": trained_on or []}, dataset, track, user=user)
+            job_id, note = submissions.submit_with_note(
+                path, {"name": name, "institution": institution, "url": url, "year": year or None,
+                       "model_type": model_type, "trained_on": trained_on or []}, dataset, track, user=user)
         except RexrankError as exc:
             return f"**Submission rejected.**\n\n{_escape_md(exc)}", views.queue_view()
-        return f"Submission #{job_id} queued: it will appear on the board once scored.", views.queue_view()
+        finally:
+            _discard_upload(demo, path)  # accepted (copied into the queue) or rejected: the upload is gone
+        message = f"Submission #{job_id} queued: it will appear on the board once scored."
+        return message + (f"\n\n{_escape_md(note)}" if note else ""), views.queue_view()
+
+    # Real objects, not the module's postponed (string) annotations: gradio resolves the hints to inject the profile.
+    submit.__annotations__ = {"profile": Optional[gr.OAuthProfile]}
 
     with gr.Tab("Submit"):
         gr.Markdown(submissions.instructions())
+        if oauth:
+            with gr.Row():
+                gr.LoginButton(elem_id="login-button")
+                gr.Markdown(f"Logged in, you own the model names you register and have your own quota ("
+                            f"{submissions.private_quota}/day per private test set, {submissions.rate_limit}/day on "
+                            "the public ones; rejected submissions count). Anonymous submissions may only register "
+                            "new names.")
+        else:
+            gr.Markdown("This board has no Hugging Face login: submissions are anonymous and may only register new "
+                        "model names (never submit under an existing one); private test sets need a login.")
         with gr.Row():
-            sub_file = gr.File(label="Predictions file (.json, .jsonl or .csv)", type="filepath", elem_id="submit-file")
+            sub_file = _single_use_file(gr, label="Predictions file (.json, .jsonl or .csv)", type="filepath",
+                                        elem_id="submit-file")
             with gr.Column():
                 sub_name = gr.Textbox(label="Model name", elem_id="submit-name")
                 sub_inst = gr.Textbox(label="Institution", elem_id="submit-institution")
@@ -233,8 +271,55 @@ def _submit_tab(gr, views: _Views, submissions) -> None:
         queue_table = gr.Dataframe(value=views.queue_view, interactive=False, elem_id="queue-table")
         refresh = gr.Button("Refresh queue")
         sub_button.click(submit, [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained,
-                                  sub_dataset, sub_track], [sub_status, queue_table], api_name="submit")
+                                  sub_dataset, sub_track], [sub_status, queue_table], api_name="submit").then(
+            lambda: None, None, sub_file, api_visibility="private")  # the upload was used (and deleted): clear it
         refresh.click(views.queue_view, None, queue_table, api_name="queue")
+
+
+def _single_use_file(gr, **kwargs):
+    """A gr.File whose filepath input is the uploaded file itself. gradio's File leaves an empty temporary file in
+    its cache on every event (``tempfile.NamedTemporaryFile(delete=False)`` in ``_process_single_file``); this one
+    makes no copy, so deleting the upload after the submission (``_discard_upload``) leaves nothing behind.
+
+    The instance's method is replaced rather than subclassing: gradio writes a ``.pyi`` stub next to the module of
+    every component subclass. (If gradio renames the method, the upload-cleanup test fails.)
+    """
+    import types
+
+    from gradio.utils import NamedString
+
+    component = gr.File(**kwargs)
+    component._process_single_file = types.MethodType(lambda self, f: NamedString(f.path), component)
+    return component
+
+
+def _discard_upload(demo, path: str | None) -> None:
+    """Delete an uploaded file and its folder, if (and only if) they are inside gradio's upload folder."""
+    if not path:
+        return
+    from gradio.utils import get_upload_folder
+
+    root = Path(get_upload_folder()).resolve()
+    target = Path(path).resolve()
+    if root not in target.parents:  # not an upload (e.g. a host-side path): never delete it
+        return
+    target.unlink(missing_ok=True)
+    for name in (str(path), str(target)):
+        demo.upload_file_set.discard(name)
+    folder = target.parent  # gradio keeps each upload in a folder named after its hash
+    while folder != root and root in folder.parents:
+        try:
+            folder.rmdir()  # only if empty: the same file uploaded by someone else at the same moment stays
+        except OSError:
+            break
+        folder = folder.parent
+
+
+def oauth_configured() -> bool:
+    """Hugging Face login is available: running in a Space whose card sets ``hf_oauth`` (which sets these)."""
+    from gradio.utils import get_space
+
+    return get_space() is not None and bool(os.environ.get("OAUTH_CLIENT_ID"))
 
 
 def _about_tab(gr) -> None:
@@ -250,16 +335,16 @@ def _api_endpoints(gr, views: _Views) -> None:
     """
 
     def results_api(dataset: str, track: str) -> str:
-        """JSON aggregates (means, CIs) of every model on one dataset and track."""
-        _check(dataset, track)
+        """JSON aggregates (means, CIs) of every model on one dataset and track (aliases accepted)."""
+        dataset, track = _check(dataset, track)
         return views.results_json(dataset, track)
 
     def table_api(dataset: str, track: str, search: str = "", institutions: list[str] | None = None,
                   years: list[int] | None = None, model_types: list[str] | None = None, trained: str = "all",
                   sources: list[str] | None = None, columns: list[str] | None = None,
                   sort_by: str = "radcliq_v1") -> dict:
-        """The dataset/track table as shown on the page, filtered and sorted: {headers, data}."""
-        _check(dataset, track)
+        """The dataset/track table as shown on the page, filtered and sorted: {headers, data} (aliases accepted)."""
+        dataset, track = _check(dataset, track)
         df = views.table_view(dataset, track, search, institutions, years, model_types, trained, sources, columns,
                               sort_by)
         return {"headers": list(df.columns), "data": df.to_numpy().tolist()}
@@ -269,11 +354,15 @@ def _api_endpoints(gr, views: _Views) -> None:
 
 
 def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: bool = True, worker: bool = True,
-          submissions_dir: str | None = None, prevent_thread_lock: bool = False, **submission_options: Any):
-    """Open (and seed) the store, start the scoring worker, launch the Space."""
-    from pathlib import Path
+          submissions_dir: str | None = None, prevent_thread_lock: bool = False, oauth: bool | None = None,
+          upload_ttl: int = 3600, **submission_options: Any):
+    """Open (and seed) the store, start the scoring worker, launch the Space.
 
+    ``oauth``: Hugging Face login (None: on when the Space card sets ``hf_oauth``). ``submission_options`` go to
+    ``Submissions`` (``max_bytes``: the largest predictions file, also gradio's upload limit; quotas ...).
+    """
     from rexrank.leaderboard.published import bundled_tables, import_published
+    from rexrank.leaderboard.submissions import DEFAULT_MAX_UPLOAD_MB
 
     store = Store(store_path)
     if seed and store.counts()["results"] == 0:
@@ -288,8 +377,10 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
             service.start_worker()
     except ImportError:  # the harness is optional for a read-only board
         service = None
-    demo = build_app(store, service)
+    demo = build_app(store, service, oauth=oauth_configured() if oauth is None else oauth, upload_ttl=upload_ttl)
     demo.queue(default_concurrency_limit=8)
+    # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
+    max_bytes = service.max_bytes if service is not None else DEFAULT_MAX_UPLOAD_MB * 1_000_000
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=prevent_thread_lock, show_error=False,
-                quiet=True)
+                quiet=True, max_file_size=int(max_bytes))
     return demo, store, service

@@ -4,6 +4,10 @@ Values shown are the leaderboard's: means, except 1/RadCliQ-v1 and 1/FineRadScor
 A reciprocal's CI is the reciprocal of the mean's CI bounds, swapped (a percentile bootstrap commutes with a
 monotone transform, so this equals the CI of each resample's reciprocal). Value, interval and direction all come
 from ``rexrank.metrics.aggregation``.
+
+Every store row goes through ``rexrank.evaluation.disclosure`` before a view uses it (``_rows``): a private test
+set's means, CIs, shown values and subgroup analyses leave here rounded to 3 decimals with small groups suppressed,
+whatever precision the row was stored with.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, PRIVATE_DATASETS, TRACKS
+from rexrank.evaluation import disclosure
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.aggregation import leaderboard_higher_is_better, leaderboard_interval, leaderboard_values
@@ -32,18 +37,25 @@ def _shown_higher_is_better(metric: str) -> bool:
     return leaderboard_higher_is_better(REGISTRY.spec(metric))
 
 
-def shown_value(metric: str, entry: dict[str, Any] | None) -> tuple[float, float, float]:
+def shown_value(metric: str, entry: dict[str, Any] | None, private: bool = False) -> tuple[float, float, float]:
     """(value, ci_low, ci_high) as the board shows them; NaN where missing.
 
     The store keeps means and the mean's CI; value and interval come from ``rexrank.metrics.aggregation``
-    (a reciprocal's CI is its bounds' reciprocals, swapped; NaN when the mean's CI reaches 0).
+    (a reciprocal's CI is its bounds' reciprocals, swapped; NaN when the mean's CI reaches 0). ``private``: a
+    private test set's (disclosed) entry, and the values rounded as its policy says (``disclosure.bounded``).
     """
     if not entry or entry.get("mean") is None:
         return (math.nan, math.nan, math.nan)
     spec = REGISTRY.spec(metric)
     low, high = (math.nan if entry.get(k) is None else entry[k] for k in ("ci_low", "ci_high"))
     shown_low, shown_high = leaderboard_interval(low, high, spec)
-    return float(leaderboard_values(entry["mean"], spec)), shown_low, shown_high
+    shown = (float(leaderboard_values(entry["mean"], spec)), shown_low, shown_high)
+    return tuple(disclosure.bounded(v) for v in shown) if private else shown
+
+
+def _rows(store: Store, dataset: str | None = None, track: str | None = None, **kwargs) -> list[dict[str, Any]]:
+    """The store's rows as a view may use them: every private set's row disclosed (rexrank.evaluation.disclosure)."""
+    return disclosure.disclose_records(store.results(dataset, track, **kwargs))
 
 
 def fmt(value: float, low: float, high: float, digits: int = 3) -> str:
@@ -74,14 +86,16 @@ def numeric_table(store: Store, dataset: str, track: str, metrics: Iterable[str]
 
 def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, ...]) -> pd.DataFrame:
     rows = []
-    for item in store.results(dataset, track):
+    private = is_private(dataset)
+    for item in _rows(store, dataset, track):
         row: dict[str, Any] = {"model": item["model_name"], "institution": item["institution"] or "",
                                "year": item["year"], "model_type": item["model_type"] or "",
                                "trained_on_this": dataset in (item["trained_on"] or []),
                                "source": item["source"], "n_studies": item["n_studies"], "url": item["url"] or "",
-                               "note": item["note"] or "", "split": item["split"]}
+                               "note": item["note"] or "", "split": item["split"],
+                               "weights": weights_label(item)}
         for metric in metrics:
-            value, low, high = shown_value(metric, item["metrics"].get(metric))
+            value, low, high = shown_value(metric, item["metrics"].get(metric), private)
             row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = value, low, high
         rows.append(row)
     df = pd.DataFrame(rows)
@@ -131,6 +145,10 @@ def display_table(df: pd.DataFrame, metrics: Iterable[str] = LEADERBOARD_METRICS
     out = pd.DataFrame({
         "Rank": df["rank"].map(lambda r: "–" if pd.isna(r) else str(int(r))), "Model": df["model"], "Institution": df["institution"],
         "Year": df["year"].map(lambda y: "" if pd.isna(y) else str(int(y))), "Source": df["source"]})
+    if "weights" in df.columns:  # a marker on rows scored with unofficial/unverified weights, the label beside it
+        label = df["weights"].fillna("").astype(str)
+        out["Model"] = out["Model"].where(label == "", out["Model"] + " ⚠")
+        out["Source"] = out["Source"].where(label == "", out["Source"] + " · " + label)
     for metric in metrics:
         out[column_label(metric)] = [fmt(v, lo, hi) for v, lo, hi in
                                      zip(df[metric], df[f"{metric}_low"], df[f"{metric}_high"])]
@@ -165,20 +183,29 @@ def overview(store: Store, track: str = "findings") -> pd.DataFrame:
 def model_page(store: Store, model: str) -> pd.DataFrame:
     """Every dataset and track of one model, with all metrics (strings with CIs)."""
     rows = []
-    for item in store.results(model=model):
+    for item in _rows(store, model=model):
         row = {"Dataset": DATASET_LABELS.get(item["dataset"], item["dataset"]), "Split": item["split"],
                "Track": item["track"], "Source": item["source"],
-               "Studies": "" if item["n_studies"] is None else str(item["n_studies"])}
+               "Studies": "" if item["n_studies"] is None else str(item["n_studies"]),
+               "Weights": weights_label(item) or ("official" if (item.get("extra") or {}).get("weights") else "")}
         for metric in LEADERBOARD_METRICS:
-            row[column_label(metric)] = fmt(*shown_value(metric, item["metrics"].get(metric)))
+            row[column_label(metric)] = fmt(*shown_value(metric, item["metrics"].get(metric),
+                                                         is_private(item["dataset"])))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+def weights_label(item: dict[str, Any]) -> str:
+    """'unofficial weights: semb; unverified weights: radgraph' when a result was added with
+    --allow-unofficial-weights ('' otherwise): stored in the record's extra JSON by `rexrank leaderboard add`."""
+    return str(((item.get("extra") or {}).get("weights") or {}).get("label") or "")
+
+
 def model_analyses(store: Store, model: str) -> list[dict[str, Any]]:
-    """Subgroup results, per-site ranks and error-free rates stored with a model's rexrank results."""
+    """Subgroup results, per-site ranks and error-free rates stored with a model's rexrank results (a private
+    set's rounded, with groups under the minimum size suppressed)."""
     out = []
-    for item in store.results(model=model):
+    for item in _rows(store, model=model):
         extra = item["extra"] or {}
         keep = {k: extra[k] for k in ("subgroups", "analyses") if k in extra}
         if keep:
@@ -217,7 +244,7 @@ def ranks_across_datasets(store: Store, track: str = "findings") -> pd.DataFrame
 
 
 def is_private(dataset: str) -> bool:
-    return dataset in PRIVATE_DATASETS
+    return disclosure.is_private(dataset)
 
 
 __all__ = ["DATASETS", "TRACKS", "column_label", "display_table", "filter_table", "fmt", "metric_agreement",

@@ -3,6 +3,14 @@
 Layout in the repo: ``results/<content_hash>.json``, one ``ResultRecord`` each (aggregates only). A result's
 file name is its content hash, so pushing and pulling are idempotent and two boards never overwrite each
 other's files. The SQLite store stays the working copy; the repo is the durable, shareable copy.
+
+What is pushed is the disclosed record (``rexrank.evaluation.disclosure.disclose_record``): a private test set's
+numbers rounded to 3 decimals and small subgroups suppressed, even where the local row holds more, and the file is
+named after the disclosed record's hash (a row already disclosed keeps its own hash).
+
+Each file also holds the row's ``provenance`` (who added it, how, when, its submission id and its model name's
+owner; not part of the record or its hash), so a board rebuilt from the repo keeps every name's owner and shows
+the same rows.
 """
 
 from __future__ import annotations
@@ -13,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from rexrank.errors import RexrankError
-from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
+from rexrank.evaluation.disclosure import disclose_record
+from rexrank.leaderboard.records import HOST, MetricValue, ModelInfo, Provenance, ResultRecord
 from rexrank.leaderboard.store import Store
 
 PREFIX = "results/"
@@ -28,6 +37,17 @@ def record_from_row(row: dict[str, Any]) -> ResultRecord:
     return ResultRecord(model=model, dataset=row["dataset"], split=row["split"], track=row["track"],
                         source=row["source"], metrics={k: MetricValue(**v) for k, v in row["metrics"].items()},
                         n_studies=row["n_studies"], note=row["note"], extra=row["extra"])
+
+
+def shared_record(row: dict[str, Any]) -> tuple[ResultRecord, str]:
+    """(record, content hash) as it may leave this host: ``record_from_row`` disclosed; an open set's record, or
+    a row already stored disclosed, unchanged with the row's own hash."""
+    record = record_from_row(row)
+    disclosed = disclose_record(record.to_json())
+    if disclosed == record.to_json():
+        return record, row["content_hash"]
+    record = ResultRecord.from_json(disclosed)
+    return record, record.content_hash()
 
 
 class HubSync:
@@ -52,10 +72,15 @@ class HubSync:
 
         remote = self._remote_names()
         ops = []
-        for row in self.store.results(latest=False):
-            name = f"{row['content_hash']}.json"
+        for row in self.store.results(latest=False, include_hidden=True):
+            record, digest = shared_record(row)
+            name = f"{digest}.json"
             if name not in remote:
-                payload = json.dumps(record_from_row(row).to_json(), indent=1, sort_keys=True).encode()
+                remote.add(name)  # two local rows that disclose to one record are pushed once
+                data = {**record.to_json(), "provenance": {
+                    "submitted_by": row["submitted_by"], "via": row["submitted_via"],
+                    "submission_id": row["submission_id"], "submitted_at": row["submitted_at"], "owner": row["owner"]}}
+                payload = json.dumps(data, indent=1, sort_keys=True).encode()
                 ops.append(CommitOperationAdd(path_in_repo=PREFIX + name, path_or_fileobj=payload))
         if ops:
             self.api.create_commit(self.repo_id, operations=ops, repo_type="dataset",
@@ -64,15 +89,27 @@ class HubSync:
 
     def pull(self) -> int:
         """Add every repo result missing from the store. Returns how many were new."""
-        known = {row["content_hash"] for row in self.store.results(latest=False)}
+        rows = self.store.results(latest=False, include_hidden=True)
+        # A local row is known under its own hash and under its disclosed record's (the name it was pushed as).
+        known = {row["content_hash"] for row in rows} | {shared_record(row)[1] for row in rows}
         added = 0
         with tempfile.TemporaryDirectory() as tmp:
             for name in sorted(self._remote_names()):
                 if name[:-5] in known:
                     continue
                 path = self.api.hf_hub_download(self.repo_id, PREFIX + name, repo_type="dataset", local_dir=tmp)
-                record = ResultRecord.from_json(json.loads(Path(path).read_text()))
-                added += self.store.add_result(record)[1]
+                data = json.loads(Path(path).read_text())
+                record = ResultRecord.from_json(data)
+                # The repo is the host's own copy: rows come back as they were (provenance and owners kept; the
+                # board's owner rule decides what is shown). A file without provenance predates it: a result the
+                # host added, or a submission from no one known (kept, not shown).
+                given = data.get("provenance") or {}
+                provenance = Provenance(
+                    submitted_by=given.get("submitted_by") or (HOST if record.source != "submission" else "unknown"),
+                    via=given.get("via") or "hub-sync", submission_id=given.get("submission_id"),
+                    submitted_at=given.get("submitted_at"))
+                added += self.store.add_result(record, provenance=provenance, enforce_owner=False,
+                                               owner_if_new=given.get("owner") or HOST)[1]
         return added
 
     def sync(self) -> dict[str, int]:

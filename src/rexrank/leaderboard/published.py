@@ -20,8 +20,8 @@ from pathlib import Path
 
 from rexrank.data.catalog import dataset_for_published_table, leaderboard_split
 from rexrank.data.tracks import TRACKS
-from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
-from rexrank.leaderboard.store import Store
+from rexrank.leaderboard.records import MetricValue, ModelInfo, Provenance, ResultRecord
+from rexrank.leaderboard.store import NameTaken, Store
 
 # Published column -> (registry metric, whether the column is the reciprocal of the metric's mean).
 COLUMNS = {
@@ -89,7 +89,10 @@ def import_published(store: Store, directory: str | Path) -> dict[str, object]:
             notes.extend(table_notes)
             for record in records:
                 seen += 1
-                added += store.add_result(record, conn)[1]
+                try:  # the host's rows; a name someone else registered first is skipped, with a note
+                    added += store.add_result(record, conn, provenance=Provenance(via="published"))[1]
+                except NameTaken as exc:
+                    notes.append(f"{dataset}/{track}: {record.model.name} not imported: {exc}")
     return {"files": len(files), "rows": seen, "added": added, "notes": notes}
 
 

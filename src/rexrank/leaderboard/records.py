@@ -11,6 +11,7 @@ import html
 import json
 import math
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,20 +31,46 @@ _MAX_TEXT = {"name": 120, "institution": 120, "url": 300, "model_type": 60, "not
 # Angle brackets become look-alike guillemets: no markup can be stored, and a crafted name is still shown as
 # the text its author typed rather than silently shortened.
 _ANGLES = str.maketrans({"<": "‹", ">": "›"})
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Ordinary whitespace (ASCII and the Unicode space separators): collapsed to one space.
+_SPACES = re.compile(r"[\t\n\r\f\v \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
+# Characters that render as nothing (or reorder what follows) but are not categorised as format/control
+# characters: Hangul fillers, braille blank, combining grapheme joiner, Mongolian and other variation selectors.
+_INVISIBLE = frozenset(map(ord, "\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180b\u180c\u180d\u180f"))
+
+
+def _hidden(char: str) -> bool:
+    """A control, format (bidi, zero-width), private-use, surrogate, unassigned, line/paragraph-separator or
+    otherwise invisible character: text containing one may not look like what it is."""
+    code = ord(char)
+    return (unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp") or code in _INVISIBLE
+            or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF)
+
+
+def hidden_characters(text: str) -> list[str]:
+    """The hidden characters of ``text`` (see ``_hidden``), as U+XXXX NAME, in order of first appearance."""
+    found = dict.fromkeys(c for c in text if _hidden(c))
+    return [f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed character')}" for c in found]
 
 
 def clean_text(value: Any, field_name: str, *, required: bool = False) -> str | None:
-    """Metadata sanitiser: no markup (angle brackets replaced), no control characters, trimmed, length-capped.
+    """Metadata sanitiser: no markup (angle brackets replaced), whitespace collapsed, trimmed, length-capped.
 
+    Hidden characters (controls, bidi overrides, zero-width and other invisible characters) are refused in a
+    model name (a name must look like what it is: it identifies the model and its owner) and dropped elsewhere.
     The page also shows these only as plain text; sanitising here keeps stored data safe whatever renders it later.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         text = ""
     else:
         text = str(value)
-    text = _CONTROL.sub("", html.unescape(text)).translate(_ANGLES).strip()
-    text = re.sub(r"\s+", " ", text)
+    text = _SPACES.sub(" ", html.unescape(text))
+    hidden = hidden_characters(text)
+    if hidden and field_name == "name":
+        raise InputError(f"the model name contains invisible or control characters ({', '.join(hidden[:5])}): "
+                         "remove them and type the name as plain text")
+    if hidden:
+        text = "".join(c for c in text if not _hidden(c))
+    text = _SPACES.sub(" ", text.translate(_ANGLES)).strip()
     if len(text) > _MAX_TEXT.get(field_name, 200):
         raise InputError(f"{field_name} is longer than {_MAX_TEXT.get(field_name, 200)} characters")
     if required and not text:
@@ -56,6 +83,62 @@ def clean_url(value: Any) -> str | None:
     if text and not re.match(r"^https?://[^\s\"'<>]+$", text):
         raise InputError(f"url must start with http:// or https:// (got {text[:60]!r})")
     return text
+
+
+# Latin look-alikes among Cyrillic and Greek letters (after casefolding): "МedVersa" with a Cyrillic М is MedVersa.
+_CONFUSABLES = str.maketrans({
+    "а": "a", "в": "b", "с": "c", "ԁ": "d", "е": "e", "һ": "h", "н": "h", "і": "i", "ј": "j", "к": "k", "ӏ": "l",
+    "м": "m", "о": "o", "р": "p", "ԛ": "q", "ѕ": "s", "т": "t", "у": "y", "ү": "y", "х": "x", "ԝ": "w",
+    "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "h", "ι": "i", "κ": "k", "μ": "m", "ν": "n", "ο": "o", "ρ": "p",
+    "τ": "t", "υ": "y", "χ": "x"})
+
+
+def name_key(name: str) -> str:
+    """What makes two model names the same name: NFKC (full-width and compatibility forms), hidden characters
+    removed, casefolded, Cyrillic/Greek look-alikes of Latin letters folded, whitespace collapsed and trimmed.
+
+    "MedVersa ", "ＭedVersa", "Med\u200bVersa", "medversa" and "МedVersa" (Cyrillic М) all have MedVersa's key.
+    """
+    text = unicodedata.normalize("NFKC", str(name))
+    text = "".join(c for c in text if not _hidden(c)).casefold()
+    text = unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
+    return _SPACES.sub(" ", text).strip()
+
+
+# Who added a result or owns a model name ("identity"): the leaderboard host (published tables, `rexrank leaderboard
+# add`, Hub sync), a Hugging Face user logged in to the Space (OAuth), or one anonymous Space submission.
+HOST = "host"
+
+
+def hf_identity(username: str) -> str:
+    """The identity of a Hugging Face user (Hub usernames are case-insensitive)."""
+    username = str(username).strip()
+    if not username or hidden_characters(username):
+        raise InputError("invalid Hugging Face username")
+    return f"hf:{username.lower()}"
+
+
+def anonymous_identity(submission_id: int) -> str:
+    """An anonymous Space submission's identity: its own, so it matches no other submission."""
+    return f"anon:{submission_id}"
+
+
+def describe_identity(identity: str | None) -> str:
+    if identity == HOST:
+        return "the leaderboard host"
+    if identity and identity.startswith("hf:"):
+        return f"Hugging Face user {identity[3:]}"
+    return "an anonymous submission" if identity and identity.startswith("anon:") else "an unknown submitter"
+
+
+@dataclass
+class Provenance:
+    """Where one stored result came from: who added it, when, how (published, cli, space, hub-sync), which job."""
+
+    submitted_by: str = HOST
+    via: str = "host"
+    submission_id: int | None = None
+    submitted_at: float | None = None
 
 
 @dataclass

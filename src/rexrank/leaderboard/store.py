@@ -1,8 +1,14 @@
 """The results store: SQLite by default (WAL; every write is one transaction; schema versioned and migrated).
 
-Tables: models, results (every result ever added: the board shows the newest per model/dataset/split/track/
-source, older ones are history) and submissions (the queue). Readers never block writers (WAL), and each
-write commits or rolls back whole, so a process killed mid-write leaves the store as it was.
+Tables: models (one per name: its details and its owner), results (every result ever added, each with its
+provenance: the board shows the newest the owner or the host added per model/dataset/split/track/source, older
+ones are history), submissions (the queue) and attempts (every submission attempt, rejected ones included: the
+quotas count them). Readers never block writers (WAL), and each write commits or rolls back whole, so a process
+killed mid-write leaves the store as it was.
+
+Ownership: a model name (compared by ``records.name_key``: NFKC, casefold, hidden characters and look-alikes
+folded) belongs to whoever first registered it, the host for the published rows. Only its owner may add results
+under it; nothing but ``edit_model`` (the host's CLI) changes its details or its owner.
 """
 
 from __future__ import annotations
@@ -16,10 +22,22 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from rexrank.data import catalog, tracks
+from rexrank.evaluation.disclosure import disclose_record
 from rexrank.errors import InputError, RexrankError, UnknownNameError
-from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord, canonical_datasets, canonical_names
+from rexrank.leaderboard.records import (
+    HOST,
+    MetricValue,
+    ModelInfo,
+    Provenance,
+    ResultRecord,
+    anonymous_identity,
+    canonical_datasets,
+    canonical_names,
+    describe_identity,
+    name_key,
+)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def _canonical_names_v3(conn: sqlite3.Connection) -> None:
@@ -109,6 +127,79 @@ def _canonical_or_same(canonical: Callable[[str], str], name: str | None) -> str
     return name if name is None else (_lenient(canonical, name) or name)
 
 
+def _ownership_v4(conn: sqlite3.Connection) -> None:
+    """Version 4: model names have owners, results their provenance, attempts are recorded for the quotas.
+
+    Provenance is rebuilt from what the store knows: published and rexrank rows were added by the host; a
+    submission row by its job's user (``user:NAME``, a name the Space took from the request) or, without one, by
+    that anonymous job (``anon:ID``). A name belongs to whoever first registered it: the adder of its oldest row
+    (the host for the published rows and for a name with no rows). So a published model stays the host's and a
+    team's first submission keeps its name, while rows that others added later under it stay in the history but
+    leave the board. Model details that a submission overwrote (the old merge let any submission replace a
+    published model's institution and link) are rebuilt from the owner's own results (the host's when the host
+    owns the name), earliest first. Names that differ only by case, width, invisible characters or look-alikes
+    keep their rows; the first model of such a group holds the name.
+    """
+    for statement in (
+            "ALTER TABLE models ADD COLUMN name_key TEXT",
+            f"ALTER TABLE models ADD COLUMN owner TEXT NOT NULL DEFAULT '{HOST}'",
+            f"ALTER TABLE results ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '{HOST}'",
+            "ALTER TABLE results ADD COLUMN submitted_via TEXT NOT NULL DEFAULT 'host'",
+            "ALTER TABLE results ADD COLUMN submission_id INTEGER",
+            "ALTER TABLE results ADD COLUMN submitted_at REAL",
+            "ALTER TABLE submissions ADD COLUMN identity TEXT",
+            "CREATE TABLE attempts (id INTEGER PRIMARY KEY, identity TEXT NOT NULL, dataset TEXT NOT NULL,"
+            " split TEXT NOT NULL, track TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT,"
+            " submission_id INTEGER, created_at REAL NOT NULL, updated_at REAL NOT NULL)",
+            "CREATE INDEX attempts_quota ON attempts(identity, created_at)"):
+        conn.execute(statement)
+    for row in conn.execute("SELECT id, user FROM submissions").fetchall():
+        identity = f"user:{row['user']}" if row["user"] else anonymous_identity(row["id"])
+        conn.execute("UPDATE submissions SET identity = ? WHERE id = ?", (identity, row["id"]))
+    jobs = {row["result_id"]: row for row in conn.execute(
+        "SELECT id, identity, created_at, result_id FROM submissions WHERE result_id IS NOT NULL ORDER BY id")}
+    for row in conn.execute("SELECT id, source, created_at FROM results").fetchall():
+        if row["source"] == "submission":
+            job = jobs.get(row["id"])
+            provenance = ((job["identity"], "space", job["id"], job["created_at"]) if job is not None
+                          else ("unknown", "unknown", None, row["created_at"]))
+        else:
+            provenance = (HOST, "published" if row["source"] == "published" else "host", None, row["created_at"])
+        conn.execute("UPDATE results SET submitted_by=?, submitted_via=?, submission_id=?, submitted_at=? WHERE id=?",
+                     (*provenance, row["id"]))
+    taken: set[str] = set()
+    for model in conn.execute("SELECT id, name FROM models ORDER BY id").fetchall():
+        key = name_key(model["name"])
+        conn.execute("UPDATE models SET name_key = ? WHERE id = ?", (None if key in taken else key, model["id"]))
+        taken.add(key)
+        first = conn.execute("SELECT submitted_by FROM results WHERE model_id = ? ORDER BY id LIMIT 1",
+                             (model["id"],)).fetchone()
+        owner = first["submitted_by"] if first is not None and first["submitted_by"] != "unknown" else HOST
+        conn.execute("UPDATE models SET owner = ? WHERE id = ?", (owner, model["id"]))
+        _rebuild_details(conn, model["id"], owner)
+    conn.execute("CREATE UNIQUE INDEX models_name_key ON models(name_key)")
+
+
+def _rebuild_details(conn: sqlite3.Connection, model_id: int, owner: str) -> None:
+    """A model's details as its owner's own results gave them (later rows filling in), else its first row's."""
+    rows = conn.execute("SELECT submitted_by, record FROM results WHERE model_id = ? ORDER BY id", (model_id,)).fetchall()
+    models = [json.loads(r["record"] or "{}").get("model") for r in rows]
+    own = [m for r, m in zip(rows, models) if m and r["submitted_by"] == owner]
+    chosen = own or [m for m in models if m][:1]
+    if not chosen:
+        return
+    details: dict[str, Any] = {}
+    for model in chosen:
+        for key in ("institution", "url", "year", "model_type"):
+            if model.get(key) is not None:
+                details[key] = model[key]
+        if model.get("trained_on"):
+            details["trained_on"] = json.dumps(model["trained_on"])
+    conn.execute("UPDATE models SET institution=?, url=?, year=?, model_type=?, trained_on=? WHERE id=?",
+                 (details.get("institution"), details.get("url"), details.get("year"), details.get("model_type"),
+                  details.get("trained_on", "[]"), model_id))
+
+
 # Each migration takes the store from version i to i+1: SQL statements, or a function of the connection for a
 # step that rewrites data. Never edit a released step; append a new one.
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
@@ -135,6 +226,7 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     CREATE INDEX submissions_user ON submissions(user, created_at);
     """,
     _canonical_names_v3,
+    _ownership_v4,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -154,6 +246,35 @@ class StoreError(RexrankError):
 
 class DuplicateSubmission(StoreError, InputError):
     pass
+
+
+class NameTaken(StoreError, InputError):
+    """A model name (or a look-alike of it) registered by someone else."""
+
+
+class QuotaExceeded(StoreError, InputError):
+    pass
+
+
+# A row is on the board when its model's owner added it, or the host did (the published rows, `leaderboard add`).
+_SHOWN = f"(r.submitted_by = m.owner OR r.submitted_by = '{HOST}')"
+
+
+def check_owner(row: sqlite3.Row | dict, name: str, identity: str | None) -> None:
+    """``NameTaken`` unless ``identity`` owns the registered model ``row``. An anonymous submission's identity
+    (``anon:ID``) is its own, so it owns only the name it registered itself (its result may be stored under it)."""
+    owner = row["owner"]
+    if identity is not None and identity == owner:
+        return
+    same = "" if row["name"] == name else f" (as {row['name']!r}: names are compared ignoring case, width, " \
+                                          "spacing, invisible characters and look-alike letters)"
+    if identity is None or identity.startswith("anon:"):
+        fix = "Choose another name, or log in with Hugging Face as its owner to submit under it."
+    elif identity == HOST:
+        fix = "Choose another name, or hand the name over with `rexrank leaderboard edit-model NAME --owner host`."
+    else:
+        fix = "Choose another name, or log in as its owner to submit under it."
+    raise NameTaken(f"the model name {name!r} is already registered by {describe_identity(owner)}{same}. {fix}")
 
 
 class Store:
@@ -213,60 +334,149 @@ class Store:
         return self._conn().execute("PRAGMA integrity_check").fetchone()[0]
 
     # -- models and results -----------------------------------------------------------------------------
-    def _model_id(self, conn: sqlite3.Connection, model: ModelInfo) -> int:
-        row = conn.execute("SELECT id FROM models WHERE name = ?", (model.name,)).fetchone()
-        fields = (model.institution, model.url, model.year, model.model_type, json.dumps(model.trained_on))
-        if row:
-            # Later metadata fills gaps but never erases what is known.
-            conn.execute(
-                "UPDATE models SET institution=COALESCE(?, institution), url=COALESCE(?, url),"
-                " year=COALESCE(?, year), model_type=COALESCE(?, model_type),"
-                " trained_on=CASE WHEN ?='[]' THEN trained_on ELSE ? END WHERE id=?",
-                (*fields[:4], fields[4], fields[4], row["id"]))
-            return row["id"]
-        cur = conn.execute(
-            "INSERT INTO models(name, institution, url, year, model_type, trained_on, created_at)"
-            " VALUES (?,?,?,?,?,?,?)", (model.name, *fields, time.time()))
-        return cur.lastrowid
+    def _find_model(self, conn: sqlite3.Connection, name: str) -> sqlite3.Row | None:
+        """The model registered under ``name`` or a name with the same key (case, width, invisible characters...)."""
+        return conn.execute("SELECT * FROM models WHERE name_key = ? OR name = ? ORDER BY name = ? DESC,"
+                            " name_key IS NULL, id LIMIT 1", (name_key(name), name, name)).fetchone()
 
-    def add_result(self, record: ResultRecord, conn: sqlite3.Connection | None = None) -> tuple[int, bool]:
-        """Insert a result; returns (result id, whether it was new). The same content twice is stored once."""
+    def _model_id(self, conn: sqlite3.Connection, model: ModelInfo, identity: str, *, enforce: bool = True,
+                  owner_if_new: str | None = None) -> int:
+        """The id of ``model``'s name, registering it to ``identity`` (or ``owner_if_new``) if it is new.
+
+        A registered name may be used only by its owner (``NameTaken`` otherwise, unless ``enforce`` is False: the
+        host mirroring its own Hub copy). Its details never change here, except that the host's own additions
+        fill details still unknown (the published tables give a model's link in one table and not in another).
+        """
+        row = self._find_model(conn, model.name)
+        if row is None:
+            cur = conn.execute(
+                "INSERT INTO models(name, name_key, owner, institution, url, year, model_type, trained_on, created_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                (model.name, name_key(model.name), owner_if_new or identity, model.institution, model.url,
+                 model.year, model.model_type, json.dumps(model.trained_on), time.time()))
+            return cur.lastrowid
+        if enforce:
+            check_owner(row, model.name, identity)
+        if identity == HOST and row["owner"] == HOST:
+            conn.execute(
+                "UPDATE models SET institution=COALESCE(institution, ?), url=COALESCE(url, ?),"
+                " year=COALESCE(year, ?), model_type=COALESCE(model_type, ?),"
+                " trained_on=CASE WHEN trained_on='[]' THEN ? ELSE trained_on END WHERE id=?",
+                (model.institution, model.url, model.year, model.model_type, json.dumps(model.trained_on), row["id"]))
+        return row["id"]
+
+    def model(self, name: str) -> dict[str, Any] | None:
+        """The registered model of ``name`` (compared by name key): details, owner; None if the name is free."""
+        row = self._find_model(self._conn(), name)
+        return None if row is None else dict(row, trained_on=json.loads(row["trained_on"] or "[]"))
+
+    def model_info(self, name: str) -> ModelInfo | None:
+        """The registered details of ``name`` as a ModelInfo (what a submission's result is stored with)."""
+        row = self.model(name)
+        if row is None:
+            return None
+        return ModelInfo(name=row["name"], institution=row["institution"], url=row["url"], year=row["year"],
+                         model_type=row["model_type"], trained_on=row["trained_on"])
+
+    def check_name(self, name: str, identity: str | None) -> dict[str, Any] | None:
+        """Raise ``NameTaken`` unless ``identity`` may submit under ``name``; the registered model, or None if free."""
+        row = self._find_model(self._conn(), name)
+        if row is not None:
+            check_owner(row, name, identity)
+        return None if row is None else dict(row)
+
+    def edit_model(self, name: str, *, owner: str | None = None, **details: Any) -> dict[str, Any]:
+        """The host's explicit edit of a model's details or owner (``rexrank leaderboard edit-model``).
+
+        ``details``: institution, url, year, model_type, trained_on; values None are left as they are.
+        """
+        allowed = ("institution", "url", "year", "model_type", "trained_on")
+        unknown = set(details) - set(allowed)
+        if unknown:
+            raise InputError(f"unknown model fields: {', '.join(sorted(unknown))}")
+        with self.transaction() as conn:
+            row = self._find_model(conn, name)
+            if row is None:
+                raise InputError(f"no model named {name!r}")
+            sets, args = [], []
+            for key in allowed:
+                if details.get(key) is not None:
+                    value = details[key]
+                    sets.append(f"{key} = ?")
+                    args.append(json.dumps(value) if key == "trained_on" else value)
+            if owner is not None:
+                sets.append("owner = ?")
+                args.append(owner)
+            if sets:
+                conn.execute(f"UPDATE models SET {', '.join(sets)} WHERE id = ?", (*args, row["id"]))
+        return self.model(row["name"])
+
+    def add_result(self, record: ResultRecord, conn: sqlite3.Connection | None = None, *,
+                   provenance: Provenance | None = None, enforce_owner: bool = True,
+                   owner_if_new: str | None = None) -> tuple[int, bool]:
+        """Insert a result; returns (result id, whether it was new). The same content twice is stored once.
+
+        ``provenance``: who adds it and how (default: the host). Only the owner of the model's name may add a
+        result under it (``NameTaken`` otherwise); a new name is registered to ``provenance.submitted_by``.
+        """
         if conn is None:
             with self.transaction() as tx:
-                return self.add_result(record, tx)
+                return self.add_result(record, tx, provenance=provenance, enforce_owner=enforce_owner,
+                                       owner_if_new=owner_if_new)
+        provenance = provenance or Provenance()
+        # A private set's result is stored as it may be disclosed (rounded, small groups suppressed): the store is
+        # synced to the Hub and read by the Space, so full precision must never enter it.
+        # Rows stored before disclosure existed carry the undisclosed record's hash: either one means "stored".
+        as_given = record.content_hash()
+        record = ResultRecord.from_json(disclose_record(record.to_json()))
         digest = record.content_hash()
-        found = conn.execute("SELECT id FROM results WHERE content_hash = ?", (digest,)).fetchone()
+        found = conn.execute("SELECT id FROM results WHERE content_hash IN (?, ?)", (digest, as_given)).fetchone()
         if found:
             return found["id"], False
-        model_id = self._model_id(conn, record.model)
+        model_id = self._model_id(conn, record.model, provenance.submitted_by, enforce=enforce_owner,
+                                  owner_if_new=owner_if_new)
         metrics = {k: vars(v) for k, v in record.metrics.items()}
+        now = time.time()
         cur = conn.execute(
             "INSERT INTO results(model_id, dataset, split, track, source, n_studies, metrics, extra, note,"
-            " record, content_hash, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " record, content_hash, created_at, submitted_by, submitted_via, submission_id, submitted_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (model_id, record.dataset, record.split, record.track, record.source, record.n_studies,
              json.dumps(metrics), json.dumps(record.extra, default=str), record.note,
-             json.dumps(record.to_json(), default=str), digest, time.time()))
+             json.dumps(record.to_json(), default=str), digest, now, provenance.submitted_by, provenance.via,
+             provenance.submission_id, provenance.submitted_at or now))
         return cur.lastrowid, True
 
     def results(self, dataset: str | None = None, track: str | None = None, *, latest: bool = True,
-                model: str | None = None) -> list[dict[str, Any]]:
-        """Rows joined with model metadata. ``latest``: newest per (model, dataset, split, track, source).
+                model: str | None = None, include_hidden: bool = False) -> list[dict[str, Any]]:
+        """Rows joined with model metadata and owner. ``latest``: newest per (model, dataset, split, track, source).
 
+        Only rows the model's owner or the host added are returned (what the board may show), and ``latest``
+        picks the newest among those; ``include_hidden`` adds the others (history, Hub sync). Each row carries
+        its provenance: submitted_by, submitted_via, submission_id, submitted_at.
         ``dataset`` and ``track`` may be aliases ("chexpert", "Findings"): rows are stored under canonical names.
+        ``model`` is compared as names are (``records.name_key``).
         """
         dataset, track = _canonical_or_same(catalog.canonical_dataset, dataset), _canonical_or_same(
             tracks.canonical_track, track)
         where, args = [], []
-        for column, value in (("r.dataset", dataset), ("r.track", track), ("m.name", model)):
+        for column, value in (("r.dataset", dataset), ("r.track", track)):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
-        sql = ("SELECT r.*, m.name AS model_name, m.institution, m.url, m.year, m.model_type, m.trained_on"
-               " FROM results r JOIN models m ON m.id = r.model_id")
+        if model is not None:
+            found = self._find_model(self._conn(), model)
+            where.append("m.id = ?")
+            args.append(found["id"] if found is not None else -1)
+        if not include_hidden:
+            where.append(_SHOWN)
+        sql = ("SELECT r.*, m.name AS model_name, m.institution, m.url, m.year, m.model_type, m.trained_on,"
+               " m.owner FROM results r JOIN models m ON m.id = r.model_id")
         if latest:
+            shown = "" if include_hidden else " AND " + _SHOWN.replace("r.", "r2.")
             where.append("r.id = (SELECT MAX(r2.id) FROM results r2 WHERE r2.model_id = r.model_id AND"
                          " r2.dataset = r.dataset AND r2.split = r.split AND r2.track = r.track AND"
-                         " r2.source = r.source)")
+                         f" r2.source = r.source{shown})")
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.id"
@@ -296,7 +506,13 @@ class Store:
 
     # -- submissions queue ------------------------------------------------------------------------------
     def enqueue(self, *, content_hash: str, user: str | None, model: ModelInfo, dataset: str, split: str,
-                track: str, predictions_path: str, metrics: list[str]) -> int:
+                track: str, predictions_path: str, metrics: list[str], identity: str | None = None) -> int:
+        """Queue a job and, in the same transaction, register its model name to its submitter if the name is new.
+
+        ``identity``: the submitter (``hf:NAME``); None for an anonymous submission, whose identity is its own
+        (``anon:ID``): it may register a new name but never use an existing one. ``NameTaken`` if the name (or a
+        look-alike) belongs to someone else, ``DuplicateSubmission`` if the same predictions were queued before.
+        """
         dataset, split, track = canonical_names(dataset, split, track)
         now = time.time()
         try:
@@ -306,16 +522,58 @@ class Store:
                     " metrics, status, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?, 'queued', ?, ?)",
                     (content_hash, user, json.dumps(vars(model)), dataset, split, track, predictions_path,
                      json.dumps(list(metrics)), now, now))
-                return cur.lastrowid
+                job_id = cur.lastrowid
+                identity = identity or anonymous_identity(job_id)
+                conn.execute("UPDATE submissions SET identity = ? WHERE id = ?", (identity, job_id))
+                self._model_id(conn, model, identity)
+                return job_id
         except sqlite3.IntegrityError:
             row = self._conn().execute("SELECT id, status FROM submissions WHERE content_hash = ?",
                                        (content_hash,)).fetchone()
+            if row is None:
+                raise
             raise DuplicateSubmission(
-                f"this predictions file was already submitted (submission #{row['id']}, {row['status']})") from None
+                f"these predictions were already submitted (submission #{row['id']}, {row['status']}); files that "
+                "differ only in format or whitespace count as the same predictions") from None
 
     def submissions_since(self, user: str, since: float) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM submissions WHERE user = ? AND created_at >= ?",
                                     (user, since)).fetchone()[0]
+
+    # -- attempts (quotas) ------------------------------------------------------------------------------
+    def reserve_attempt(self, identity: str, dataset: str, split: str, track: str, *, limit: int, window: float,
+                        scope: tuple[str, ...] | None = None, what: str = "submissions") -> int:
+        """Count ``identity``'s attempts on the datasets of ``scope`` (None: all) in the last ``window`` seconds and,
+        if under ``limit``, record this one; atomically, so concurrent attempts cannot all pass. Every recorded
+        attempt counts, whatever its outcome (``finish_attempt``). ``QuotaExceeded`` otherwise (not recorded)."""
+        now = time.time()
+        with self.transaction() as conn:
+            sql, args = "SELECT COUNT(*), MIN(created_at) FROM attempts WHERE identity = ? AND created_at > ?", [
+                identity, now - window]
+            if scope is not None:
+                sql += f" AND dataset IN ({','.join('?' * len(scope))})"
+                args += list(scope)
+            count, oldest = conn.execute(sql, args).fetchone()
+            if count >= limit:
+                wait = max(0.0, (oldest or now) + window - now)
+                raise QuotaExceeded(f"quota reached: at most {limit} {what} per {window / 3600:g} h, rejected ones "
+                                    f"included; try again in {wait / 3600:.1f} h")
+            cur = conn.execute("INSERT INTO attempts(identity, dataset, split, track, outcome, created_at, updated_at)"
+                               " VALUES (?,?,?,?, 'pending', ?, ?)", (identity, dataset, split, track, now, now))
+            return cur.lastrowid
+
+    def finish_attempt(self, attempt_id: int, outcome: str, reason: str | None = None,
+                       submission_id: int | None = None) -> None:
+        with self.transaction() as conn:
+            conn.execute("UPDATE attempts SET outcome=?, reason=?, submission_id=?, updated_at=? WHERE id=?",
+                         (outcome, None if reason is None else reason[:500], submission_id, time.time(), attempt_id))
+
+    def attempts(self, identity: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        sql, args = "SELECT * FROM attempts", []
+        if identity is not None:
+            sql, args = sql + " WHERE identity = ?", [identity]
+        rows = self._conn().execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
+        return [dict(r) for r in rows]
 
     def claim(self, lease_seconds: float = 600.0, max_attempts: int = 3) -> dict[str, Any] | None:
         """Take the oldest queued job, or one whose worker died (lease expired). Atomic across processes."""
@@ -338,9 +596,17 @@ class Store:
         return job
 
     def finish(self, job_id: int, record: ResultRecord) -> int:
-        """Add the result and mark the job done in ONE transaction: a crash in between loses neither."""
+        """Add the result and mark the job done in ONE transaction: a crash in between loses neither.
+
+        The result carries the job's provenance (its submitter, "space", the job id and time); only the owner of
+        the model's name may add it (``NameTaken`` otherwise, and nothing is written).
+        """
         with self.transaction() as conn:
-            result_id, _ = self.add_result(record, conn)
+            job = conn.execute("SELECT identity, created_at FROM submissions WHERE id = ?", (job_id,)).fetchone()
+            provenance = Provenance(submitted_by=(job["identity"] if job and job["identity"]
+                                                  else anonymous_identity(job_id)),
+                                    via="space", submission_id=job_id, submitted_at=job["created_at"] if job else None)
+            result_id, _ = self.add_result(record, conn, provenance=provenance)
             conn.execute("UPDATE submissions SET status='done', result_id=?, error=NULL, lease_until=NULL,"
                          " updated_at=? WHERE id=?", (result_id, time.time(), job_id))
         return result_id

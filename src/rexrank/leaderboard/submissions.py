@@ -1,40 +1,56 @@
 """Submissions: upload -> validate (the harness's own checks) -> queue -> score (worker) -> board.
 
 Rules the page relies on:
-- a file's content hash identifies it: the same predictions twice are rejected as a duplicate;
-- files over ``max_bytes`` are rejected before they are read;
+- a model name belongs to whoever first registered it (the host for the published rows): a submission under a
+  name registered by someone else (or a look-alike of it, ``records.name_key``) is refused; an anonymous
+  submission may only register a new name; a submission never changes a registered model's details;
+- the parsed predictions identify a submission (``canonical_digest``: study ids and NFC, whitespace-collapsed
+  reports): the same predictions twice, in any format or spacing, are rejected as a duplicate;
+- files over ``max_bytes`` are rejected before they are read (the Space also refuses larger uploads outright);
 - metadata is sanitised (``ModelInfo.from_dict``) before it is stored, and escaped again when shown;
-- with Hub login, one user may submit at most ``rate_limit`` times per ``rate_window`` seconds;
-- private test sets (ReXGradient): validation messages give counts only, never study ids or text, and only
-  aggregates are stored.
+- quotas, counting every attempt (rejected ones included) in a rolling ``rate_window``: per logged-in user
+  ``private_quota`` per private test set and ``rate_limit`` over the public ones; anonymous submissions share
+  ``anonymous_limit`` over the public sets and are refused on private sets (log in first);
+- private test sets (ReXGradient): validation says only that the ids do not match (no ids, no counts, no text),
+  and only aggregates, rounded as published, are stored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import re
 import shutil
 import threading
-import time
+import unicodedata
+import uuid
 from pathlib import Path
 from typing import Any
 
 from rexrank.data.catalog import DATASETS, canonical_dataset
 from rexrank.errors import InputError, RexrankError
-from rexrank.leaderboard.records import PRIVATE_DATASETS, ModelInfo, canonical_names, from_results_json
+from rexrank.leaderboard.records import PRIVATE_DATASETS, ModelInfo, canonical_names, from_results_json, hf_identity
 from rexrank.leaderboard.store import Store
 
 log = logging.getLogger(__name__)
 
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".csv")
+DEFAULT_MAX_UPLOAD_MB = 50  # decimal MB, as evaluation.predictions counts them; the Space's upload limit too
+ANONYMOUS = "anonymous"  # the quota bucket all anonymous submissions share
+
+
+class LoginRequired(InputError):
+    pass
 
 
 class Submissions:
     def __init__(self, store: Store, upload_dir: str | Path, *, metrics: list[str] | tuple[str, ...] = ("bleu2",),
                  model_paths: dict[str, str] | None = None, data_dir: str | None = None,
-                 datasets: tuple[str, ...] | None = None, max_bytes: int = 200 * 1024 * 1024,
-                 rate_limit: int = 5, rate_window: float = 24 * 3600.0, lease_seconds: float = 1800.0,
-                 n_resamples: int = 1000, poll_seconds: float = 2.0):
+                 datasets: tuple[str, ...] | None = None, max_bytes: int = DEFAULT_MAX_UPLOAD_MB * 1_000_000,
+                 rate_limit: int = 5, private_quota: int = 3, anonymous_limit: int = 100,
+                 rate_window: float = 24 * 3600.0, lease_seconds: float = 1800.0, n_resamples: int = 1000,
+                 poll_seconds: float = 2.0):
         self.store = store
         self.upload_dir = Path(upload_dir)
         self.upload_dir.mkdir(parents=True, exist_ok=True)
@@ -46,6 +62,7 @@ class Submissions:
         self.datasets = tuple(dict.fromkeys(canonical_dataset(d) for d in (datasets or open_sets)))
         self.max_bytes = max_bytes
         self.rate_limit, self.rate_window = rate_limit, rate_window
+        self.private_quota, self.anonymous_limit = private_quota, anonymous_limit
         self.lease_seconds = lease_seconds
         self.n_resamples = n_resamples
         self.poll_seconds = poll_seconds
@@ -60,7 +77,9 @@ class Submissions:
         return ("Upload one report per study of the test set (ReXrank JSON with `model_prediction`, "
                 "`{study_id: report}` JSON, JSONL or CSV with `study_id,report`). The file is checked at once; "
                 f"valid files are queued and scored with {', '.join(self.metrics)}. Files over "
-                f"{self.max_bytes // (1024 * 1024)} MB and files submitted before are rejected.")
+                f"{self.max_bytes / 1e6:g} MB and predictions submitted before are rejected. A model name belongs "
+                "to whoever registered it first: log in to keep submitting under yours (anonymous submissions may "
+                "only register new names, and a registered model's details never change through a submission).")
 
     def queue(self, limit: int = 50) -> list[dict[str, Any]]:
         return self.store.submissions(limit)
@@ -68,44 +87,95 @@ class Submissions:
     # -- submit -------------------------------------------------------------------------------------------
     def submit(self, path: str | Path | None, metadata: dict[str, Any], dataset: str, track: str,
                user: str | None = None) -> int:
+        """Validate and queue a predictions file; the job id. ``user``: the submitter's Hugging Face username
+        (None: anonymous). Raises ``InputError`` (its subclasses) with a message for the submitter."""
+        return self.submit_with_note(path, metadata, dataset, track, user=user)[0]
+
+    def submit_with_note(self, path: str | Path | None, metadata: dict[str, Any], dataset: str, track: str,
+                         user: str | None = None) -> tuple[int, str | None]:
+        """``submit``, and a note for the submitter (e.g. that a registered model's details were kept)."""
         # The form (or the API) may send an alias; the queue and the store only ever see canonical names.
         # split None: the split the leaderboard scores (the catalog's leaderboard_split).
         dataset, split, track = canonical_names(dataset, None, track)
         if dataset not in self.datasets:
             raise InputError(f"this board does not accept submissions for {dataset}. "
                              f"Available: {', '.join(self.public_datasets())}")
+        identity = hf_identity(user) if user else None
+        attempt = self._reserve(identity, dataset, split, track)
+        try:
+            job_id, note = self._submit(path, metadata, dataset, split, track, identity, user)
+        except Exception as exc:
+            reason = str(exc) if isinstance(exc, RexrankError) else f"internal error ({type(exc).__name__})"
+            self.store.finish_attempt(attempt, "rejected", reason)
+            raise
+        self.store.finish_attempt(attempt, "queued", submission_id=job_id)
+        return job_id, note
+
+    def _reserve(self, identity: str | None, dataset: str, split: str, track: str) -> int:
+        """Record the attempt against the submitter's quota (it counts whatever comes of it), or refuse it."""
+        window = self.rate_window
+        if dataset in PRIVATE_DATASETS:
+            if identity is None:  # a quota needs an identity: without one, private sets could be probed at will
+                raise LoginRequired(f"{dataset} is a private test set: log in with Hugging Face to submit to it "
+                                    f"(each user may submit {self.private_quota} times per {window / 3600:g} h)")
+            return self.store.reserve_attempt(identity, dataset, split, track, limit=self.private_quota,
+                                              window=window, scope=(dataset,),
+                                              what=f"submissions per user to {dataset}")
+        public = tuple(d for d in self.datasets if d not in PRIVATE_DATASETS)
+        if identity is None:
+            return self.store.reserve_attempt(ANONYMOUS, dataset, split, track, limit=self.anonymous_limit,
+                                              window=window, scope=public,
+                                              what="anonymous submissions (all anonymous users together; log in "
+                                                   "for your own quota)")
+        return self.store.reserve_attempt(identity, dataset, split, track, limit=self.rate_limit, window=window,
+                                          scope=public, what="submissions per user")
+
+    def _submit(self, path: str | Path | None, metadata: dict[str, Any], dataset: str, split: str, track: str,
+                identity: str | None, user: str | None) -> tuple[int, str | None]:
         if not path:
             raise InputError("no predictions file was uploaded")
         path = Path(path)
         if path.suffix.lower() not in ALLOWED_SUFFIXES:
             raise InputError(f"predictions must be a .json, .jsonl or .csv file (got {path.suffix or 'no suffix'!r})")
+        if not path.is_file():
+            raise InputError("the uploaded file is no longer available (each upload is used once): upload it again")
         size = path.stat().st_size
         if size > self.max_bytes:
-            raise InputError(f"the file is {size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:.0f} MB limit")
+            raise InputError(f"the file is {size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:g} MB limit")
         model = ModelInfo.from_dict(metadata)
-        if user and self.rate_limit and self.store.submissions_since(user, time.time() - self.rate_window) >= \
-                self.rate_limit:
-            raise InputError(f"rate limit: at most {self.rate_limit} submissions per "
-                             f"{self.rate_window / 3600:.0f} h per user")
-        digest = _sha256(path)
-        self._validate(path, dataset, split, track)
-        stored = self.upload_dir / f"{digest}{path.suffix.lower()}"
-        if not stored.exists():
-            tmp = stored.with_suffix(stored.suffix + ".part")
+        registered = self.store.check_name(model.name, identity)  # before the (slower) validation
+        digest = canonical_digest(self._validate(path, dataset, split, track), dataset, split, track)
+        # This attempt's own copy (no other job shares it, so a refusal can always delete it).
+        stored = self.upload_dir / f"{digest}-{uuid.uuid4().hex[:12]}{path.suffix.lower()}"
+        tmp = stored.with_name(stored.name + ".part")
+        try:
             shutil.copyfile(path, tmp)
             tmp.replace(stored)  # atomic: the worker never sees half a file
-        return self.store.enqueue(content_hash=digest, user=user, model=model, dataset=dataset,
-                                  split=split, track=track, predictions_path=str(stored),
-                                  metrics=self.metrics)
+            job_id = self.store.enqueue(content_hash=digest, user=user, identity=identity, model=model,
+                                        dataset=dataset, split=split, track=track, predictions_path=str(stored),
+                                        metrics=self.metrics)
+        except BaseException:  # refused (duplicate, name taken meanwhile) or failed: keep nothing of it
+            tmp.unlink(missing_ok=True)
+            stored.unlink(missing_ok=True)
+            raise
+        note = None
+        if registered is not None and _details(registered) != _details(vars(model)):
+            note = (f"{registered['name']!r} is a registered model: its details (institution, link, year, type, "
+                    "training sets) stay as registered; the host can change them")
+        return job_id, note
 
-    def _validate(self, path: Path, dataset: str, split: str, track: str) -> None:
+    def _validate(self, path: Path, dataset: str, split: str, track: str):
+        """The harness's checks (the same as `rexrank score`); the validated inputs."""
         from rexrank.evaluation.inputs import load_inputs
         from rexrank.evaluation.predictions import ValidationError
 
         try:
-            load_inputs(path, track=track, dataset=dataset, split=split, data_dir=self._data_dir(dataset))
+            return load_inputs(path, track=track, dataset=dataset, split=split, data_dir=self._data_dir(dataset),
+                               max_file_size_mb=self.max_bytes / 1e6)
         except ValidationError as exc:
-            if dataset in PRIVATE_DATASETS:  # never echo ids or text of a private reference set
+            # Validation on a private set already reports id problems as one category without ids or counts
+            # (evaluation/predictions.py); this layer still never echoes its text, in case a check ever does.
+            if dataset in PRIVATE_DATASETS:
                 kinds = sorted(exc.problems.kinds())
                 raise InputError(f"the predictions do not match the test set ({exc.problems.count()} problems: "
                                  f"{', '.join(kinds)})") from None
@@ -125,7 +195,12 @@ class Submissions:
             return False
         try:
             results = self._score(job)
-            record = from_results_json(results, ModelInfo(**job["model"]), source="submission")
+            from rexrank.metrics.official import refuse_unofficial  # the worker stores official weights only
+
+            refuse_unofficial(results, log=log, context=f"submission {job['id']}")  # else: host log + job error
+            # The result is stored with the model's registered details, never the submission's own.
+            model = self.store.model_info(job["model"]["name"]) or ModelInfo(**job["model"])
+            record = from_results_json(results, model, source="submission")
             self.store.finish(job["id"], record)
         except RexrankError as exc:
             self.store.fail(job["id"], _public_error(exc, job["dataset"]))
@@ -165,12 +240,29 @@ class Submissions:
             self._thread.join(timeout)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
+_WHITESPACE = re.compile(r"\s+")
+
+
+def canonical_report(text: str) -> str:
+    """A report as duplicate detection compares it: NFC, whitespace runs as one space, trimmed."""
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFC", str(text))).strip()
+
+
+def canonical_digest(inputs: Any, dataset: str, split: str, track: str) -> str:
+    """Identity of a submission: sha256 of the test set, track and sorted {study_id: canonical report} that will
+    be scored. The same predictions as JSON, JSONL or CSV, re-indented, reordered or with extra whitespace give
+    the same digest; the same file for another track does not. Reference text never enters it."""
+    pairs = sorted((str(sid), canonical_report(hyp)) for sid, hyp in zip(inputs.study_ids, inputs.hyps))
+    payload = json.dumps({"dataset": dataset, "split": split, "track": track, "predictions": pairs},
+                         ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _details(model: dict[str, Any]) -> tuple:
+    trained = model.get("trained_on") or []
+    if isinstance(trained, str):
+        trained = json.loads(trained)
+    return (model.get("institution"), model.get("url"), model.get("year"), model.get("model_type"), list(trained))
 
 
 def _public_error(exc: Exception, dataset: str) -> str:

@@ -1,0 +1,443 @@
+"""Submissions are safe by construction: model names have owners, results their provenance, quotas count every
+attempt, uploads are size-limited and deleted once handled, names are plain text, duplicates are parsed content."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from leaderboard_helpers import iu_predictions, running_space
+from rexrank.errors import InputError
+from rexrank.leaderboard import board
+from rexrank.leaderboard.published import bundled_tables, import_published
+from rexrank.leaderboard.records import (
+    HOST,
+    MetricValue,
+    ModelInfo,
+    Provenance,
+    ResultRecord,
+    hidden_characters,
+    name_key,
+)
+from rexrank.leaderboard.store import MIGRATIONS, DuplicateSubmission, NameTaken, QuotaExceeded, Store, _apply
+from rexrank.leaderboard.submissions import LoginRequired, Submissions
+
+EVIL = {"name": "MedVersa", "institution": "Evil Corp", "url": "https://phish.example/login", "year": 2099}
+
+
+@pytest.fixture
+def seeded(tmp_path):
+    store = Store(tmp_path / "board.sqlite")
+    import_published(store, bundled_tables())
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def service(seeded, tmp_path):
+    return Submissions(seeded, tmp_path / "queue", n_resamples=50)
+
+
+def _medversa(store: Store) -> tuple[dict, list[tuple]]:
+    """MedVersa's registered details and its board rows (dataset, track, source, BLEU-2 mean)."""
+    model = store.model("MedVersa")
+    rows = sorted((r["dataset"], r["track"], r["source"], r["metrics"]["bleu2"]["mean"])
+                  for r in store.results(model="MedVersa"))
+    return {k: model[k] for k in ("name", "owner", "institution", "url", "year")}, rows
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+# -- identity and ownership ---------------------------------------------------------------------------------------
+def test_published_name_cannot_be_hijacked_through_a_submission(seeded, service, tmp_path):
+    before = _medversa(seeded)
+    assert before[0]["owner"] == HOST and before[0]["institution"] != "Evil Corp"
+    path = iu_predictions(tmp_path / "x.json", n_shift=4)
+    for user in (None, "mallory"):
+        with pytest.raises(NameTaken) as err:
+            service.submit(path, EVIL, "iu_xray", "findings", user=user)
+        message = str(err.value)
+        assert "'MedVersa' is already registered by the leaderboard host" in message
+        assert "Choose another name" in message and "log in" in message
+    assert _medversa(seeded) == before  # details (institution, link, year) and rows untouched
+    assert seeded.counts()["submissions"] == 0 and _files(tmp_path / "queue") == []
+    with pytest.raises(NameTaken):  # the store refuses it too, whatever path a result takes
+        seeded.add_result(ResultRecord(model=ModelInfo.from_dict(EVIL), dataset="iu_xray", split="test",
+                                       track="findings", source="submission", metrics={"bleu2": MetricValue(0.0)}),
+                          provenance=Provenance("hf:mallory", "space"))
+    assert _medversa(seeded) == before
+
+
+@pytest.mark.parametrize("name", ["MedVersa ", " medversa", "MedVersa\u00a0", "ＭedVersa", "MEDVERSA", "МedVersa",
+                                  "MedVеrsa", "Ｍｅｄｖｅｒｓａ"])
+def test_lookalike_names_are_the_same_name(seeded, service, tmp_path, name):
+    """Case, width, spacing and Cyrillic/Greek look-alike letters: all MedVersa."""
+    assert name_key(name) == name_key("MedVersa")
+    with pytest.raises(NameTaken, match="already registered by the leaderboard host"):
+        service.submit(iu_predictions(tmp_path / "x.json", n_shift=4), {**EVIL, "name": name}, "iu_xray",
+                       "findings", user="mallory")
+    assert seeded.counts()["submissions"] == 0 and _medversa(seeded)[0]["institution"] != "Evil Corp"
+
+
+@pytest.mark.parametrize("name", ["Med\u200bVersa", "MedVersa\u202e", "\u2066MedVersa\u2069", "Med\u00adVersa",
+                                  "MedVersa\x00", "Med\ufe0fVersa", "Med\u3164Versa", "Good\u202eledoM"])
+def test_names_with_invisible_or_bidi_characters_are_refused(service, tmp_path, name):
+    assert hidden_characters(name)
+    with pytest.raises(InputError, match="invisible or control characters \\(U\\+[0-9A-F]{4}"):
+        ModelInfo.from_dict({"name": name})
+    with pytest.raises(InputError, match="invisible or control characters"):
+        service.submit(iu_predictions(tmp_path / "x.json", n_shift=4), {"name": name}, "iu_xray", "findings")
+
+
+def test_other_fields_lose_hidden_characters():
+    info = ModelInfo.from_dict({"name": "Plain", "institution": "Uni\u202eversity\u200b", "model_type": "V\u2066LM"})
+    assert (info.institution, info.model_type) == ("University", "VLM")
+
+
+def test_another_teams_name_details_and_provenance(seeded, service, tmp_path):
+    """alice registers TeamX; bob (or anyone anonymous) cannot submit under it; alice can, but the model's details
+    stay as registered; every row keeps its own provenance and the board shows alice's newest."""
+    first = iu_predictions(tmp_path / "a1.json", n_shift=1)
+    job1 = service.submit(first, {"name": "TeamX", "institution": "Team X Lab", "year": 2025}, "iu_xray",
+                          "findings", user="Alice")
+    assert service.work_once()
+    model = seeded.model("teamx")
+    assert model["name"] == "TeamX" and model["owner"] == "hf:alice"
+
+    garbage = iu_predictions(tmp_path / "x.json", n_shift=2, corrupt=None)
+    garbage.write_text(json.dumps({sid: "x" for sid in json.loads(garbage.read_text())}))
+    for user in ("bob", None):
+        for name in ("TeamX", "teamx ", "ТeamX"):  # the last with a Cyrillic Т
+            with pytest.raises(NameTaken, match="already registered by Hugging Face user alice"):
+                service.submit(garbage, {"name": name, "institution": "Bob Inc"}, "iu_xray", "findings", user=user)
+
+    second = iu_predictions(tmp_path / "a2.json", n_shift=5)
+    job2, note = service.submit_with_note(second, {"name": "TeamX", "institution": "Renamed", "url":
+                                                   "https://other.example"}, "iu_xray", "findings", user="alice")
+    assert "details" in note and "stay as registered" in note
+    assert service.work_once()
+    jobs = {j["id"]: j for j in seeded.submissions()}
+    assert jobs[job1]["status"] == jobs[job2]["status"] == "done", [j["error"] for j in jobs.values()]
+    model = seeded.model("TeamX")
+    assert (model["institution"], model["url"], model["year"]) == ("Team X Lab", None, 2025)
+
+    history = seeded.results("iu_xray", "findings", model="TeamX", latest=False, include_hidden=True)
+    assert [(r["submitted_by"], r["submitted_via"], r["submission_id"]) for r in history] == [
+        ("hf:alice", "space", job1), ("hf:alice", "space", job2)]
+    assert all(r["submitted_at"] == jobs[r["submission_id"]]["created_at"] for r in history)
+    assert all(r["record"]["model"]["institution"] == "Team X Lab" for r in history)  # stored with registered details
+    shown = board.numeric_table(seeded, "iu_xray", "findings")
+    row = shown[shown["model"] == "TeamX"]
+    assert len(row) == 1 and row.iloc[0]["institution"] == "Team X Lab"
+    assert row.iloc[0]["bleu2"] == pytest.approx(history[-1]["metrics"]["bleu2"]["mean"])
+
+
+def test_anonymous_may_register_a_new_name_but_never_reuse_one(seeded, service, tmp_path):
+    job = service.submit(iu_predictions(tmp_path / "a.json", n_shift=1), {"name": "Anon Model"}, "iu_xray",
+                         "findings")
+    assert seeded.model("Anon Model")["owner"] == f"anon:{job}"
+    for user in (None, "alice"):
+        with pytest.raises(NameTaken, match="already registered by an anonymous submission"):
+            service.submit(iu_predictions(tmp_path / "b.json", n_shift=2), {"name": "anon model"}, "iu_xray",
+                           "findings", user=user)
+    assert service.work_once() and seeded.submissions()[0]["status"] == "done"  # its own result is stored
+    assert [r["submitted_by"] for r in seeded.results(model="Anon Model")] == [f"anon:{job}"]
+
+
+def test_board_shows_only_rows_the_owner_added(seeded):
+    """A row under a name that its owner (or the host) did not add never reaches the board, even when newer."""
+    owner_row = seeded.results("iu_xray", "findings", model="MedVersa")[0]
+    with seeded.transaction() as conn:  # as an old store may hold it: a submission that replaced the row
+        conn.execute("INSERT INTO results(model_id, dataset, split, track, source, metrics, content_hash, created_at,"
+                     " submitted_by, submitted_via) VALUES (?, 'iu_xray', 'test', 'findings', 'published',"
+                     " '{\"bleu2\": {\"mean\": 0.0}}', 'forged', 0, 'anon:9', 'space')", (owner_row["model_id"],))
+    assert seeded.results("iu_xray", "findings", model="MedVersa")[0]["id"] == owner_row["id"]
+    df = board.numeric_table(seeded, "iu_xray", "findings")
+    assert df[df["model"] == "MedVersa"]["bleu2"].tolist() == [pytest.approx(owner_row["metrics"]["bleu2"]["mean"])]
+    assert len(seeded.results("iu_xray", "findings", model="MedVersa", latest=False, include_hidden=True)) == 2
+
+
+def test_host_edits_details_and_hands_over_names_explicitly(seeded):
+    with pytest.raises(NameTaken):
+        seeded.add_result(ResultRecord(model=ModelInfo(name="MedVersa"), dataset="iu_xray", split="test",
+                                       track="findings", source="rexrank", metrics={"bleu2": MetricValue(0.3)}),
+                          provenance=Provenance("hf:alice", "space"))
+    seeded.edit_model("medversa", institution="Microsoft Research", owner="hf:alice")
+    model = seeded.model("MedVersa")
+    assert (model["institution"], model["owner"]) == ("Microsoft Research", "hf:alice")
+    seeded.add_result(ResultRecord(model=ModelInfo(name="MedVersa", institution="ignored"), dataset="iu_xray",
+                                   split="test", track="findings", source="rexrank",
+                                   metrics={"bleu2": MetricValue(0.3)}), provenance=Provenance("hf:alice", "space"))
+    assert seeded.model("MedVersa")["institution"] == "Microsoft Research"
+    sources = {r["source"]: r["submitted_by"] for r in seeded.results("iu_xray", "findings", model="MedVersa")}
+    assert sources == {"published": HOST, "rexrank": "hf:alice"}  # the host's published row stays on the board
+
+
+def test_cli_add_acts_as_the_host(seeded, tmp_path):
+    from typer.testing import CliRunner
+
+    from rexrank.cli.leaderboard import app
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"dataset": "iu_xray", "split": "test", "track": "findings", "n_studies": 590,
+                                   "metrics": {"bleu2": {"mean": 0.2, "ci_low": 0.18, "ci_high": 0.22}}}))
+    seeded.add_result(ResultRecord(model=ModelInfo(name="Alices"), dataset="iu_xray", split="test", track="findings",
+                                   source="submission", metrics={"bleu2": MetricValue(0.1)}),
+                      provenance=Provenance("hf:alice", "space"))
+    runner = CliRunner()
+    taken = runner.invoke(app, ["add", str(results), "--name", "alices", "--store", str(seeded.path),
+                                "--allow-unofficial-weights"])
+    assert taken.exit_code != 0 and "registered by Hugging Face user alice" in str(taken.exception)
+    edited = runner.invoke(app, ["edit-model", "MedVersa", "--institution", "Host Edit", "--store", str(seeded.path)])
+    assert edited.exit_code == 0, edited.output
+    assert seeded.model("MedVersa")["institution"] == "Host Edit"
+
+
+# -- migration ----------------------------------------------------------------------------------------------------
+def _v3_store_with_hijacks(path: Path) -> None:
+    """A schema-3 store as the old code left it after the two attacks of the issue."""
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    for step in range(3):
+        _apply(conn, MIGRATIONS[step])
+    conn.execute("PRAGMA user_version = 3")
+
+    def record(name, institution, url, year, source, mean):
+        return json.dumps({"model": {"name": name, "institution": institution, "url": url, "year": year,
+                                     "model_type": None, "trained_on": []}, "dataset": "iu_xray", "split": "test",
+                           "track": "findings", "source": source, "metrics": {"bleu2": {"mean": mean}}})
+
+    # MedVersa: published, then overwritten by an anonymous submission (models row merged to Evil Corp).
+    conn.execute("INSERT INTO models(id, name, institution, url, year, created_at) VALUES"
+                 " (1, 'MedVersa', 'Evil Corp', 'https://phish.example', 2099, 0)")
+    conn.execute("INSERT INTO results(id, model_id, dataset, split, track, source, metrics, record, content_hash,"
+                 " created_at) VALUES (1, 1, 'iu_xray', 'test', 'findings', 'published', '{\"bleu2\": {\"mean\": 0.2}}',"
+                 " ?, 'h1', 0)", (record("MedVersa", "Harvard", "https://medversa.example", 2024, "published", 0.2),))
+    # TeamX: alice's submission, then a file of "x" under her name from mallory.
+    conn.execute("INSERT INTO models(id, name, institution, created_at) VALUES (2, 'TeamX', 'Team X Lab', 0)")
+    conn.execute("INSERT INTO models(id, name, institution, created_at) VALUES (3, 'medversa', 'Lookalike', 0)")
+    for rid, model, source, mean, rec in (
+            (2, 1, "submission", 0.0, record("MedVersa", "Evil Corp", "https://phish.example", 2099, "submission", 0.0)),
+            (3, 2, "submission", 0.183, record("TeamX", "Team X Lab", None, None, "submission", 0.183)),
+            (4, 2, "submission", 0.0, record("TeamX", None, None, None, "submission", 0.0))):
+        conn.execute("INSERT INTO results(id, model_id, dataset, split, track, source, metrics, record, content_hash,"
+                     " created_at) VALUES (?, ?, 'iu_xray', 'test', 'findings', ?, ?, ?, ?, ?)",
+                     (rid, model, source, json.dumps({"bleu2": {"mean": mean}}), rec, f"h{rid}", rid))
+    for sid, user, result in ((1, None, 2), (2, "alice", 3), (3, "mallory", 4)):
+        conn.execute("INSERT INTO submissions(id, content_hash, user, model, dataset, split, track, predictions_path,"
+                     " metrics, status, result_id, created_at, updated_at) VALUES (?, ?, ?, '{}', 'iu_xray', 'test',"
+                     " 'findings', 'p', '[]', 'done', ?, ?, ?)", (sid, f"s{sid}", user, result, sid * 10, sid * 10))
+    conn.commit()
+    conn.close()
+
+
+def test_migration_gives_each_name_to_its_first_registrant_and_restores_details(tmp_path):
+    """A name belongs to whoever first registered it: the published MedVersa stays the host's (the later
+    anonymous hijack leaves the board), TeamX stays alice's (mallory's later file of \"x\" leaves the board)."""
+    path = tmp_path / "old.sqlite"
+    _v3_store_with_hijacks(path)
+    store = Store(path)
+    assert store.schema_version() == 4 and store.integrity_check() == "ok"
+    medversa = store.model("MedVersa")
+    assert (medversa["owner"], medversa["institution"], medversa["url"], medversa["year"]) == (
+        HOST, "Harvard", "https://medversa.example", 2024)  # the published row's details, not Evil Corp's
+    assert store.model("TeamX")["owner"] == "user:alice"
+    history = {r["id"]: (r["submitted_by"], r["submitted_via"], r["submission_id"])
+               for r in store.results(latest=False, include_hidden=True)}
+    assert history == {1: (HOST, "published", None), 2: ("anon:1", "space", 1), 3: ("user:alice", "space", 2),
+                       4: ("user:mallory", "space", 3)}
+    # Shown: the host's MedVersa row and alice's TeamX row; hidden: the hijacks (2: anonymous, 4: mallory).
+    assert sorted(r["id"] for r in store.results("iu_xray", "findings")) == [1, 3]
+    assert store.model("medversa")["name"] == "medversa"  # the older look-alike keeps its rows; MedVersa holds the key
+    assert store.model("MEDVERSA")["name"] == "MedVersa"
+    assert store.model("TeamX")["institution"] == "Team X Lab"
+    store.edit_model("TeamX", owner="user:mallory")  # only the host can hand a name over: then mallory's row shows
+    assert [r["id"] for r in store.results("iu_xray", "findings", model="TeamX")] == [4]
+    store.close()
+
+
+# -- quotas -------------------------------------------------------------------------------------------------------
+@pytest.fixture
+def failing_validation(monkeypatch):
+    from rexrank.evaluation import inputs
+    from rexrank.evaluation.predictions import Problems, ValidationError
+
+    def fake_load_inputs(*args, **kwargs):
+        problems = Problems(max_listed=5)
+        problems.add("missing_id", "predictions", "secret-study-0001")
+        raise ValidationError("predictions lack study secret-study-0001", problems)
+
+    monkeypatch.setattr(inputs, "load_inputs", fake_load_inputs)
+
+
+def test_private_quota_counts_rejected_attempts(tmp_path, failing_validation):
+    store = Store(tmp_path / "s.sqlite")
+    service = Submissions(store, tmp_path / "up", datasets=("iu_xray", "rexgradient"), private_quota=3)
+    path = tmp_path / "p.json"
+    path.write_text("{}")
+    with pytest.raises(LoginRequired, match="private test set: log in with Hugging Face"):
+        service.submit(path, {"name": "m"}, "rexgradient", "findings")
+    for _ in range(3):
+        with pytest.raises(InputError, match="do not match the test set"):
+            service.submit(path, {"name": "m"}, "rexgradient", "findings", user="alice")
+    with pytest.raises(QuotaExceeded, match="at most 3 submissions per user to rexgradient per 24 h, rejected ones"):
+        service.submit(path, {"name": "m"}, "rexgradient", "findings", user="alice")
+    with pytest.raises(QuotaExceeded):  # a refusal for the quota is not itself counted, but nothing passes
+        service.submit(path, {"name": "other"}, "rexgradient", "findings", user="ALICE")
+    with pytest.raises(InputError, match="do not match"):  # another user has their own quota
+        service.submit(path, {"name": "m"}, "rexgradient", "findings", user="bob")
+    attempts = store.attempts("hf:alice")
+    assert [a["outcome"] for a in attempts] == ["rejected"] * 3 and all("1 problems" in a["reason"] for a in attempts)
+    assert store.counts()["submissions"] == 0
+
+
+def test_public_quota_counts_rejections_and_holds_under_concurrency(tmp_path, failing_validation):
+    store = Store(tmp_path / "s.sqlite")
+    service = Submissions(store, tmp_path / "up", rate_limit=2, anonymous_limit=4)
+    path = tmp_path / "p.json"
+    path.write_text("{}")
+    with pytest.raises(InputError, match="invisible"):  # a bad name is an attempt too
+        service.submit(path, {"name": "bad\u202e"}, "iu_xray", "findings", user="carol")
+    with pytest.raises(InputError, match="\\.json, \\.jsonl or \\.csv"):
+        service.submit(tmp_path / "p.txt", {"name": "m"}, "iu_xray", "findings", user="carol")
+    with pytest.raises(QuotaExceeded, match="at most 2 submissions per user per 24 h"):
+        service.submit(path, {"name": "m"}, "iu_xray", "findings", user="carol")
+    outcomes: list[str] = []
+
+    def anonymous():
+        try:
+            service.submit(path, {"name": "m"}, "iu_xray", "findings")
+        except QuotaExceeded:
+            outcomes.append("quota")
+        except InputError:
+            outcomes.append("rejected")
+
+    threads = [threading.Thread(target=anonymous) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["quota"] * 6 + ["rejected"] * 4  # all anonymous users share one daily budget
+
+
+# -- duplicates ---------------------------------------------------------------------------------------------------
+def test_duplicates_compare_parsed_predictions(tmp_path):
+    import unicodedata
+
+    store = Store(tmp_path / "s.sqlite")
+    service = Submissions(store, tmp_path / "queue")
+    original = iu_predictions(tmp_path / "orig.json", n_shift=7)
+    preds = json.loads(original.read_text())
+    service.submit(original, {"name": "Dup"}, "iu_xray", "findings")
+    variants = {"newline.json": original.read_text() + "\n",
+                "indented.json": json.dumps(dict(reversed(list(preds.items()))), indent=2),
+                "spaces.json": json.dumps({k: f"  {v.replace(' ', '   ')}\n" for k, v in preds.items()}),
+                "nfd.json": json.dumps({k: unicodedata.normalize("NFD", v + " café") for k, v in preds.items()}),
+                "lines.jsonl": "\n".join(json.dumps({"study_id": k, "report": v}) for k, v in preds.items()),
+                "table.csv": "study_id,report\n" + "\n".join(f'{k},"{v.replace(chr(34), 2 * chr(34))}"'
+                                                              for k, v in preds.items())}
+    service.submit(_write(tmp_path / "cafe.json", json.dumps({k: v + " café" for k, v in preds.items()})),
+                   {"name": "Dup2"}, "iu_xray", "findings")
+    for name, text in variants.items():
+        with pytest.raises(DuplicateSubmission, match="already submitted"):
+            service.submit(_write(tmp_path / name, text), {"name": f"V {name}"}, "iu_xray", "findings")
+    assert store.counts()["submissions"] == 2
+    assert len(_files(tmp_path / "queue")) == 2  # refused copies are deleted, queued ones kept
+    changed = dict(preds)
+    changed[next(iter(changed))] = "A different report."
+    service.submit(_write(tmp_path / "changed.json", json.dumps(changed)), {"name": "Changed"}, "iu_xray", "findings")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- the running Space: upload limit, upload cleanup, identity ------------------------------------------------------
+LIMIT = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory):
+    """The Space with its own gradio upload folder (GRADIO_TEMP_DIR), so what it leaves there can be listed."""
+    root = tmp_path_factory.mktemp("space")
+    uploads = root / "gradio-uploads"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRADIO_TEMP_DIR", str(uploads))
+        with running_space(root / "board.sqlite", max_bytes=LIMIT) as (url, store, service):
+            yield url, store, service, uploads
+
+
+def test_oversized_upload_is_refused_and_nothing_is_left(space):
+    import httpx
+
+    url, _, _, uploads = space
+    response = httpx.post(f"{url}gradio_api/upload", files={"files": ("big.json", b"{" + b" " * (3 * LIMIT) + b"}")},
+                          timeout=60)
+    assert response.status_code == 413 and "maximum allowed size" in response.text
+    assert _files(uploads) == []
+    small = httpx.post(f"{url}gradio_api/upload", files={"files": ("small.json", b"{}")}, timeout=60)
+    assert small.status_code == 200 and len(_files(uploads)) == 1  # under the limit: accepted (deleted when used)
+    for leftover in _files(uploads):
+        leftover.unlink()
+
+
+def test_handled_uploads_are_deleted_accepted_or_rejected(space, tmp_path):
+    from gradio_client import Client, handle_file
+
+    url, store, _, uploads = space
+    client = Client(url, verbose=False)
+    params = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/submit"]["parameters"]
+    assert len(params) == 9  # the OAuth profile is injected by gradio, never an API argument
+    path = iu_predictions(tmp_path / "mine.json", n_shift=11)
+    refused, _ = client.predict(handle_file(str(path)), "MedVersa", "Evil Corp", "https://phish.example", 2099, "",
+                                [], "iu_xray", "findings", api_name="/submit")
+    assert "Submission rejected" in refused and "already registered by the leaderboard host" in refused
+    assert "Choose another name" in refused
+    assert _files(uploads) == []
+    invalid = iu_predictions(tmp_path / "bad.json", corrupt={"not-a-study": "x"})
+    status, _ = client.predict(handle_file(str(invalid)), "Fresh", "", "", None, "", [], "iu_xray", "findings",
+                               api_name="/submit")
+    assert "Submission rejected" in status and _files(uploads) == []
+    accepted, _ = client.predict(handle_file(str(path)), "Fresh name", "QA", "", None, "", [], "iu_xray",
+                                 "findings", api_name="/submit")
+    assert "queued" in accepted and _files(uploads) == []
+    assert store.model("MedVersa")["institution"] != "Evil Corp"
+
+
+def test_login_button_and_profile_identity(seeded, tmp_path, monkeypatch):
+    """With OAuth (hf_oauth) the Submit tab has a login button and the logged-in user's profile is the identity."""
+    import gradio as gr
+
+    from rexrank.leaderboard.app import build_app
+
+    # gradio's OAuth routes need gradio[oauth] and a Space (or a local HF login); our wiring is what is tested here.
+    monkeypatch.setattr("gradio.routes.attach_oauth", lambda app: None)
+
+    service = Submissions(seeded, tmp_path / "queue")
+    demo = build_app(seeded, service, oauth=True)
+    assert any(isinstance(block, gr.LoginButton) for block in demo.blocks.values())
+    assert not any(isinstance(b, gr.LoginButton) for b in build_app(seeded, service).blocks.values())
+    submit = next(f.fn for f in demo.fns.values() if f.api_name == "submit")
+    from gradio.utils import get_type_hints
+
+    assert get_type_hints(submit)["profile"] == gr.OAuthProfile | None  # what makes gradio inject the profile
+
+    def profile(user):
+        return gr.OAuthProfile({"name": user, "preferred_username": user, "profile": "", "picture": ""})
+
+    path = iu_predictions(tmp_path / "p.json", n_shift=2)
+    status, _ = submit(str(path), "Alice Model", "", "", None, "", [], "iu_xray", "findings", profile("alice"))
+    assert "queued" in status and seeded.model("Alice Model")["owner"] == "hf:alice"
+    other = iu_predictions(tmp_path / "q.json", n_shift=3)
+    status, _ = submit(str(other), "alice model", "", "", None, "", [], "iu_xray", "findings", profile("bob"))
+    assert "already registered by Hugging Face user alice" in status and "log in as its owner" in status
+    status, _ = submit(str(other), "Alice Model", "", "", None, "", [], "iu_xray", "findings", profile("alice"))
+    assert "queued" in status
+    assert path.exists() and other.exists()  # files outside gradio's upload folder are never deleted
