@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The reference virtualenv (.venv-ref): the upstream packages that parity tests compare against, on the old
 # stack they need (bert-score 0.3.13 and radgraph 0.1.18 break on transformers 5; RaTEScore's medspacy needs numpy 1).
+# requirements.txt: installed with their dependencies (f1chexbert 0.0.2 for SembScore/CheXbert, ...);
+# requirements-nodeps.txt: installed with --no-deps (radeval 2.2.1 declares transformers>=5, but its GREEN module,
+# the only part used, runs on 4.57 with what requirements.txt provides). tests/README.md lists which test uses what.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,14 +12,16 @@ if [ ! -x .venv-ref/bin/python ]; then
   "$PY" -m venv .venv-ref
 fi
 stamp=.venv-ref/.rexrank-setup
-want=$(cat "$req" scripts/setup_ref.sh | sha256sum | cut -c1-16)
+nodeps=tests/reference/requirements-nodeps.txt
+want=$(cat "$req" "$nodeps" scripts/setup_ref.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv-ref/bin/pip install -q --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
   .venv-ref/bin/pip install -q --disable-pip-version-check -r "$req" 2>&1 | grep -v "^WARNING: Location" || true
-  if [ -f tests/reference/requirements-nodeps.txt ]; then
-    .venv-ref/bin/pip install -q --disable-pip-version-check --no-deps -r tests/reference/requirements-nodeps.txt 2>&1 | grep -v "^WARNING: Location" || true
-  fi
-  .venv-ref/bin/python -c "import bert_score, radgraph, transformers; assert transformers.__version__.startswith('4.')"
+  .venv-ref/bin/pip install -q --disable-pip-version-check --no-deps -r "$nodeps" 2>&1 | grep -v "^WARNING: Location" || true
+  .venv-ref/bin/python -c "
+import nltk; nltk.download = lambda *a, **k: True  # radeval.utils fetches punkt_tab at import (unused by GREEN)
+import bert_score, radgraph, transformers, numpy, f1chexbert, radeval.metrics.green_score.green
+assert transformers.__version__.startswith('4.') and numpy.__version__.startswith('1.')"
   echo "$want" > "$stamp"
 fi
 # RaTEScore 0.5.0 and 0.6.0 side by side, each in its own --target folder: one site-packages cannot hold two

@@ -1,7 +1,8 @@
 """GREEN end to end: stand-in layout, the transformers backend, the vLLM path, caching, data parallelism, parity.
 
-The stand-in is a tiny random Llama: it proves plumbing and identical token ids / greedy outputs against the official
-settings on transformers 4.x, never the real model's numbers.
+The stand-in is a tiny random Llama: it proves plumbing and identical token ids / greedy outputs against radeval 2.2.1's
+GREEN (= the official Stanford-AIMI/GREEN code but for one parser rule, tested against the official rule) on
+transformers 4.57, never the real model's numbers.
 """
 
 from __future__ import annotations
@@ -184,15 +185,83 @@ def test_standin_runs_end_to_end_and_failures_are_counted(standin_run):
     assert details["green_analysis"].str.len().gt(0).all()
 
 
-def test_transformers_backend_matches_official_settings_on_transformers_4(standin_run, green_dir, run_reference):
-    """Same prompt token ids and the same greedy analyses as the official call sequence run on transformers 4.57."""
-    metric, details = standin_run
-    prompts = [make_prompt(r, h) for r, h in zip(REFS, HYPS)]
-    ref = run_reference("green_upstream.py", {"model_dir": green_dir, "prompts": prompts,
-                                              "chat_template": CHAT_TEMPLATE, "generate": True})
-    ours = encode_prompts(metric.tokenizer, prompts, add_bos=adds_bos(green_dir))
-    assert ours == ref["input_ids"]
-    assert details["green_analysis"].tolist() == ref["analyses"]
+# Parity with radeval 2.2.1's GREEN (tests/reference/green_radeval_ref.py): the three pairs above, the five official
+# test pairs, and a pair longer than the 300-word cut; nine pairs make a full batch of 8 and a batch of 1.
+LONG = " ".join(["Stable small left pleural effusion with adjacent atelectasis."] * 50)  # 400 words
+NEW_TOKENS = 24  # greedy budget of the parity run: max_length = longest prompt + 24 (upstream: 2048)
+
+
+def _parse_cases(fx) -> list[str]:
+    """Analyses for the parser comparison: the five official outputs, well-formed synthetic ones, the (1)-(6)
+    fallback, and one where radeval and the official code disagree (last)."""
+    numbered = "\n".join(f"({i}) Error: {i - 1}." for i in range(1, 7))
+    return ([c["model_output"] for c in fx["cases"]] + [synthetic_output(i) for i in range(4)]
+            + [f"\n[Clinically Significant Errors]:\n{numbered}\n\n[Clinically Insignificant Errors]:\n"
+               f"(b) Missing: 1. X.\n\n[Matched Findings]:\n3. A; B; C.",
+               synthetic_output(2).replace("[Matched Findings]:\n2.", "[Matched Findings]:\nThe findings:\n2.")])
+
+
+@pytest.fixture(scope="module")
+def radeval_run(green_dir, fx, run_reference):
+    refs = REFS + [c["reference"] for c in fx["cases"]] + [LONG]
+    hyps = HYPS + [c["candidate"] for c in fx["cases"]] + [LONG[: len(LONG) // 2]]
+    probe = Green(model=green_dir, device="cpu")
+    longest = max(len(i) for i in encode_prompts(probe.tokenizer, [make_prompt(r, h) for r, h in zip(refs, hyps)]))
+    budget = longest + NEW_TOKENS
+    runs = [{"max_length": 2048, "generate": False}, {"max_length": 256, "generate": False},
+            {"max_length": budget, "generate": True}]
+    ref = run_reference("green_radeval_ref.py", {"model_dir": green_dir, "refs": refs, "hyps": hyps, "runs": runs,
+                                                  "parse": _parse_cases(fx)})
+    assert ref["versions"]["radeval"] == "2.2.1"
+    return refs, hyps, budget, ref
+
+
+def test_prompt_and_token_ids_match_radeval(green_dir, radeval_run):
+    """radeval's make_prompt (= official, 300-word cut) gives our prompts; its tokenizer settings and chat template
+    (rendering = the official template's, pinned in the reference script) give our token ids, untruncated at 2048
+    and truncated at 256. A changed prompt word or template in rexrank fails here."""
+    refs, hyps, _, ref = radeval_run
+    prompts = [make_prompt(r, h) for r, h in zip(refs, hyps)]
+    assert prompts == ref["prompts"]
+    assert len(LONG.split()) > 300 and " ".join(LONG.split()[:300]) + "\n" in prompts[-1]
+    assert ref["chat_template_official"]
+    tok, bos = Green(model=green_dir).tokenizer, adds_bos(green_dir)
+    for run in ref["runs"][:2]:
+        assert encode_prompts(tok, prompts, add_bos=bos, max_length=run["max_length"]) == run["input_ids"]
+    assert max(len(i) for i in ref["runs"][0]["input_ids"]) > 256  # the second run did truncate
+
+
+def test_greedy_analyses_match_radeval(green_dir, radeval_run):
+    """Same greedy analyses as radeval's generate/batch_decode/clean_responses with the same max_length (prompt +
+    output on the padded batch; a small budget for speed), batches of 8 then 1, fp32 on CPU."""
+    refs, hyps, budget, ref = radeval_run
+    run = ref["runs"][2]
+    metric = Green(model=green_dir, device="cpu", max_length=budget)
+    details = metric.score_details(hyps, refs)
+    assert details["green_analysis"].tolist() == run["analyses"]
+    assert min(len(a) for a in run["analyses"]) > 0
+    # Gibberish has no [Matched Findings]: radeval (like the official code) scores a silent 0, rexrank a counted NaN.
+    assert run["scores"] == [0.0] * len(refs) and details["green"].isna().all()
+
+
+def test_parser_matches_radeval_and_the_official_matched_rule(fx, radeval_run):
+    """Counts and scores equal radeval's parse_error_counts/compute_green on every well-formed analysis. The one
+    rule where radeval differs from Stanford-AIMI/GREEN @d72c195 ([Matched Findings] read with re.MULTILINE) is
+    compared with the official rule: rexrank never takes a count that does not open the section."""
+    *same, differs = list(zip(_parse_cases(fx), [p["radeval"] for p in radeval_run[3]["parse"]],
+                              [p["official"] for p in radeval_run[3]["parse"]]))
+    for text, theirs, official in same:
+        ours = parse_output(text)
+        assert theirs == official
+        assert ours["significant_errors"] == theirs["significant"]
+        assert ours["insignificant_errors"] == theirs["insignificant"]
+        assert ours["matched_findings"] == theirs["matched"]
+        assert ours["score"] == pytest.approx(theirs["score"], abs=1e-12)
+    text, theirs, official = differs
+    assert theirs["matched"] == 2 and official["matched"] == 0 and official["score"] == 0  # radeval != official
+    ours = parse_output(text)
+    # Official: a silent 0 (rexrank's documented rule: unreadable -> NaN, never radeval's 2).
+    assert ours["matched_findings"] is None and math.isnan(ours["score"]) and "Matched" in ours["parse_error"]
 
 
 class FakeParams:

@@ -1,4 +1,8 @@
-"""SembScore and the CheXbert labeller against a plain transformers 4.57 computation of the official procedure."""
+"""SembScore and the CheXbert labeller against the upstream package f1chexbert 0.0.2 run on transformers 4.57.
+
+tests/reference/semb_f1chexbert_ref.py runs f1chexbert's own model class, tokenisation, condition list and label
+mapping on the stand-in chexbert.pth (loaded strictly); this file compares rexrank with it, condition by NAME.
+"""
 
 from __future__ import annotations
 
@@ -41,53 +45,102 @@ def pairs(iu_xray_test):
 
 
 @pytest.fixture(scope="module")
-def reference(run_reference, chexbert_files, pairs):
-    hyps, refs = pairs
-    return run_reference("semb_ref.py", {"model": chexbert_files["semb"], "backbone": chexbert_files["semb_backbone"],
-                                         "hyps": hyps, "refs": refs})
-
-
-@pytest.fixture(scope="module")
 def metric(chexbert_files):
     return metrics.get("semb", model=chexbert_files["semb"], backbone=chexbert_files["semb_backbone"], device="cpu")
 
 
-def test_parity_cosines_embeddings_labels(metric, pairs, reference):
-    """Per-pair cosines (1e-6), [CLS] embeddings (1e-6 of their norm) and the 14 labels match the official
-    procedure run with plain transformers 4.57 on the same chexbert.pth."""
+@pytest.fixture(scope="module")
+def parity_files(chexbert_files, metric, pairs, tmp_path_factory):
+    """The stand-in with each head's bias set to -W @ mean([CLS]) over the parity texts (weights untouched).
+
+    On the random stand-in the [CLS] vectors of all reports are close, so most heads give one class for every report
+    and a swap of two condition names (or of two codes) would be invisible; centred, every head splits the reports
+    over its classes and any two heads disagree on many of them. Any bias is a valid checkpoint: both sides load
+    this same file, and the embeddings (and so the cosines) are those of the plain stand-in.
+    """
     hyps, refs = pairs
-    np.testing.assert_allclose(metric.score(hyps, refs), reference["cosine"], rtol=0, atol=1e-6)
+    mean = torch.from_numpy(metric.embeddings(list(dict.fromkeys(refs + hyps))).mean(axis=0)).double()
+    state = torch.load(chexbert_files["semb"], map_location="cpu", weights_only=True)["model_state_dict"]
+    for k in range(len(CONDITIONS)):
+        weight = state[f"module.linear_heads.{k}.weight"].double()
+        state[f"module.linear_heads.{k}.bias"] = (-(weight @ mean)).float()
+    path = tmp_path_factory.mktemp("semb_parity") / "chexbert.pth"
+    torch.save({"model_state_dict": state}, path)
+    return {"semb": str(path), "semb_backbone": chexbert_files["semb_backbone"]}
+
+
+@pytest.fixture(scope="module")
+def reference(run_reference, parity_files, pairs):
+    hyps, refs = pairs
+    return run_reference("semb_f1chexbert_ref.py", {"model": parity_files["semb"],
+                                                    "backbone": parity_files["semb_backbone"],
+                                                    "hyps": hyps, "refs": refs})
+
+
+@pytest.fixture(scope="module")
+def parity_metric(parity_files):
+    return metrics.get("semb", model=parity_files["semb"], backbone=parity_files["semb_backbone"], device="cpu")
+
+
+def _decided(reference) -> np.ndarray:
+    """(texts, 14) mask of heads whose top-2 logits differ by > 1e-4: only near-ties may differ by float noise."""
+    logits = [[np.array([x for x in head if x is not None]) for head in per_text] for per_text in reference["logits"]]
+    return np.array([[np.sort(h)[-1] - np.sort(h)[-2] > 1e-4 for h in per_text] for per_text in logits])
+
+
+def test_parity_cosines_and_embeddings_with_f1chexbert(parity_metric, pairs, reference):
+    """Per-pair cosines (1e-6) and [CLS] embeddings (1e-6 of their norm) equal f1chexbert's on the same chexbert.pth
+    (its bert_labeler, one report per forward pass, vs rexrank's padded batches)."""
+    assert reference["versions"]["f1chexbert"] == "0.0.2"
+    hyps, refs = pairs
+    np.testing.assert_allclose(parity_metric.score(hyps, refs), reference["cosine"], rtol=0, atol=1e-6)
     assert np.std(reference["cosine"]) > 0.01  # the stand-in separates reports
 
     texts = reference["texts"]
-    ours = metric.embeddings(texts)
+    ours = parity_metric.embeddings(texts)
     theirs = np.asarray(reference["embeddings"], dtype=np.float64)
     assert ours.shape == theirs.shape
     assert (np.abs(ours - theirs).max(axis=1) / np.linalg.norm(theirs, axis=1)).max() < 1e-6
 
-    classes = metric.labels(texts, codes=False).to_numpy()
-    expected = np.asarray(reference["classes"])
-    logits = [[np.array([x for x in head if x is not None]) for head in per_text] for per_text in reference["logits"]]
-    decided = np.array([[np.sort(h)[-1] - np.sort(h)[-2] > 1e-4 for h in per_text] for per_text in logits])
-    assert decided.mean() > 0.99  # only near-ties may differ by float noise
-    assert (classes[decided] == expected[decided]).all()
-    assert len({tuple(row) for row in expected}) > 5  # labels vary between reports
+
+def test_parity_labels_by_condition_name_with_f1chexbert(parity_metric, reference):
+    """Every condition, looked up by its NAME in f1chexbert's target_names, has f1chexbert's head class and its
+    CheXpert code (get_label mode="classification": blank "", 1, 0, -1). A swapped condition name or class -> code
+    mapping in rexrank fails here: the checks below make sure the data can show either."""
+    names = reference["target_names"]
+    assert sorted(names) == sorted(CONDITIONS)
+    texts = reference["texts"]
+    decided = _decided(reference)
+    assert decided.mean() > 0.99
+    theirs = np.asarray(reference["classes"])
+    codes = np.array([[np.nan if c is None else float(c) for c in row] for row in reference["codes"]])
+
+    ours_classes = parity_metric.labels(texts, codes=False)
+    ours_codes = parity_metric.labels(texts)
+    for k, name in enumerate(names):
+        ok = decided[:, k]
+        assert (ours_classes[name].to_numpy()[ok] == theirs[ok, k]).all(), name
+        np.testing.assert_array_equal(ours_codes[name].to_numpy()[ok], codes[ok, k], err_msg=name)
+    assert tuple(names) == CONDITIONS  # and so the frame's columns are in head order too
+
+    # Sensitivity: any two conditions' columns differ on some decided text (a name swap cannot go unseen), and the
+    # 4-class heads use all four classes (a code swap cannot go unseen).
+    for a in range(len(names)):
+        for b in range(a + 1, len(names)):
+            both = decided[:, a] & decided[:, b]
+            assert (theirs[both, a] != theirs[both, b]).any(), (names[a], names[b])
+    assert set(theirs[:, :13][decided[:, :13]].tolist()) == {0, 1, 2, 3}
+    assert len({tuple(row) for row in theirs}) > 5  # labels vary between reports
 
 
-def test_label_frame_uses_official_names_and_codes(metric):
-    """Columns are CheXbert's 14 conditions in head order; values are the labeller's CheXpert codes."""
+def test_label_frame_layout(metric):
+    """Columns are CheXbert's 14 conditions in head order; values are CheXpert codes; No Finding is blank/positive."""
     frame = metric.labels(["No acute disease.", "", "Large right pleural effusion."])
     assert list(frame.columns) == list(CONDITIONS) and CONDITIONS[-1] == "No Finding" and len(CONDITIONS) == 14
     values = frame.to_numpy()
     assert set(values[~np.isnan(values)].tolist()) <= {1.0, 0.0, -1.0}
     no_finding = frame["No Finding"].to_numpy()
     assert set(no_finding[~np.isnan(no_finding)].tolist()) <= {1.0}  # a 2-class head: blank or positive
-    raw = metric.labels(["No acute disease."], codes=False)
-    code_of = {0: None, 1: 1.0, 2: 0.0, 3: -1.0}
-    for name in CONDITIONS:
-        expected = code_of[int(raw[name].iloc[0])]
-        got = frame[name].iloc[0]
-        assert (np.isnan(got) if expected is None else got == expected)
 
 
 def test_each_unique_text_runs_once(chexbert_files, monkeypatch):
