@@ -31,21 +31,13 @@ REPO = Path(__file__).resolve().parents[1]
 def make_studies(root: Path, n: int, size: int = 256) -> Path:
     """A ReXrank-style JSON of n studies with 2 PNGs each (relative paths)."""
     import numpy as np
-    from PIL import Image
 
-    entries = {}
-    for i in range(n):
-        paths = []
-        for j in range(2):
-            rel = f"s{i}/{j}.png"
-            (root / "img" / f"s{i}").mkdir(parents=True, exist_ok=True)
-            pixels = np.random.RandomState(10 * i + j).randint(0, 255, (size, size), dtype=np.uint8)
-            Image.fromarray(pixels).save(root / "img" / rel)
-            paths.append(rel)
-        entries[f"s{i}"] = {"image_path": paths, "key_image_path": paths[0], "section_findings": f"Finding {i}.",
-                            "section_impression": "Normal.", "context": "Indication: cough.", "split": "test"}
-    (root / "studies.json").write_text(json.dumps(entries))
-    return root / "studies.json"
+    from rexrank.testing.standin_generate import write_image_studies
+
+    return write_image_studies(
+        root, n, lambda i, j: np.random.RandomState(10 * i + j).randint(0, 255, (size, size), dtype=np.uint8),
+        lambda i: {"section_findings": f"Finding {i}.", "section_impression": "Normal.",
+                   "context": "Indication: cough.", "split": "test"})
 
 
 def bare_loop(adapter, studies, batch_size: int) -> tuple[float, list[str]]:

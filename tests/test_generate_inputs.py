@@ -231,18 +231,12 @@ def test_hf_adapters_receive_only_allowed_fields(standins, canary_records, tmp_p
 
 
 def _rel_study_json(root: Path) -> None:
-    entries = {}
-    for i in range(N):
-        paths = []
-        for j in range(2):
-            rel = f"s{i}/view{j}.png"
-            (root / "img" / f"s{i}").mkdir(parents=True, exist_ok=True)
-            Image.fromarray(np.full((32, 32, 3), 10 * i + j, dtype=np.uint8)).save(root / "img" / rel)
-            paths.append(rel)
-        entries[f"s{i}"] = {"image_path": paths, "key_image_path": paths[0], "frontal_lateral": list(VIEWS),
-                            "report": f"Findings: {GT_CANARY}", "section_findings": f"{GT_CANARY} f{i}",
-                            "section_impression": f"{GT_CANARY} i{i}", "secret": EXTRA_CANARY}
-    (root / "studies.json").write_text(json.dumps(entries))
+    from rexrank.testing.standin_generate import write_image_studies
+
+    write_image_studies(root, N, lambda i, j: np.full((32, 32, 3), 10 * i + j, dtype=np.uint8),
+                        lambda i: {"frontal_lateral": list(VIEWS), "report": f"Findings: {GT_CANARY}",
+                                   "section_findings": f"{GT_CANARY} f{i}",
+                                   "section_impression": f"{GT_CANARY} i{i}", "secret": EXTRA_CANARY})
 
 
 def test_inference_script_with_relative_paths(cli, tmp_path, monkeypatch):

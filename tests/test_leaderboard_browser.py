@@ -78,13 +78,8 @@ def test_page_overview_filter_and_submission(browser, space, tmp_path):
     page.screenshot(path=str(SHOTS / "iu_xray_filtered.png"), full_page=True)
 
     # Submit an IU-Xray predictions file through the form; a crafted name must stay text.
-    page.get_by_role("tab", name="Submit").click()
-    preds = iu_predictions(tmp_path / "browser.json", n_shift=5)
-    page.locator("#submit-file input[type=file]").set_input_files(str(preds))
-    page.locator("#submit-name textarea, #submit-name input").first.fill("<script>window.__pwned=1</script>Browser")
-    page.locator("#submit-institution textarea, #submit-institution input").first.fill("QA <img src=x onerror=alert(1)>")
-    page.wait_for_timeout(500)
-    page.locator("#submit-button").click()
+    _submit(page, iu_predictions(tmp_path / "browser.json", n_shift=5), "<script>window.__pwned=1</script>Browser",
+            "QA <img src=x onerror=alert(1)>")
     page.wait_for_selector("#submit-status :text('queued')", timeout=60_000)
     page.screenshot(path=str(SHOTS / "submitted.png"), full_page=True)
 
@@ -107,19 +102,23 @@ def test_page_overview_filter_and_submission(browser, space, tmp_path):
     page.close()
 
 
+def _submit(page, preds, name: str, institution: str) -> None:
+    """Fill and send the Submit tab's form as a person would."""
+    page.get_by_role("tab", name="Submit").click()
+    page.locator("#submit-file input[type=file]").set_input_files(str(preds))
+    page.locator("#submit-name textarea, #submit-name input").first.fill(name)
+    page.locator("#submit-institution textarea, #submit-institution input").first.fill(institution)
+    page.wait_for_timeout(500)
+    page.locator("#submit-button").click()
+
+
 def test_submission_under_a_taken_name_is_refused_with_a_clear_message(browser, space, tmp_path):
     """A desktop browser submits under a published model's name (anonymously): a clear refusal, nothing changed."""
     url, store, _ = space
     before = store.model("MedVersa")
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.goto(url, wait_until="load")
-    page.get_by_role("tab", name="Submit").click()
-    preds = iu_predictions(tmp_path / "taken.json", n_shift=9)
-    page.locator("#submit-file input[type=file]").set_input_files(str(preds))
-    page.locator("#submit-name textarea, #submit-name input").first.fill("MedVersa")
-    page.locator("#submit-institution textarea, #submit-institution input").first.fill("Evil Corp")
-    page.wait_for_timeout(500)
-    page.locator("#submit-button").click()
+    _submit(page, iu_predictions(tmp_path / "taken.json", n_shift=9), "MedVersa", "Evil Corp")
     status = page.locator("#submit-status")
     status.get_by_text("already registered", exact=False).wait_for(timeout=60_000)
     text = status.inner_text()

@@ -138,9 +138,13 @@ def test_warm_cache_on_one_rank_only_gives_the_same_result_without_a_hang(tmp_pa
 
 
 @pytest.mark.slow
-def test_different_inputs_on_different_ranks_are_refused_on_every_rank(tmp_path):
-    for rank in launch("mismatch", tmp_path, 2):
-        assert not rank["ok"] and "different inputs on different processes" in rank["error"]
+@pytest.mark.parametrize("scenario, message", [
+    ("mismatch", "different inputs on different processes"),  # ranks passed other pairs: refused, not mixed
+    ("failure", "process 1 failed: ValueError: boom on purpose"),  # one rank failed: every rank says so
+])
+def test_a_broken_call_fails_on_every_rank_with_one_clear_error(tmp_path, scenario, message):
+    for rank in launch(scenario, tmp_path, 2):
+        assert not rank["ok"] and message in rank["error"]
 
 
 @pytest.mark.slow
@@ -148,12 +152,6 @@ def test_a_call_made_on_one_rank_only_is_a_clear_error_not_a_hang(tmp_path):
     ranks = launch("lonely", tmp_path, 2, timeout=120, REXRANK_PARALLEL_HANDSHAKE_S="3")
     assert not ranks[0]["ok"] and "not every process called it" in ranks[0]["error"]
     assert "rexrank.parallel.local()" in ranks[0]["error"]
-
-
-@pytest.mark.slow
-def test_a_failing_rank_fails_every_rank_with_its_error(tmp_path):
-    for rank in launch("failure", tmp_path, 2):
-        assert not rank["ok"] and "process 1 failed: ValueError: boom on purpose" in rank["error"]
 
 
 @pytest.mark.slow

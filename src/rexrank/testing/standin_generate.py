@@ -127,3 +127,19 @@ def _write_bpe_tokenizer(directory: Path) -> dict[str, int]:
               "padding_side": "left", "add_prefix_space": False}
     (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
     return bpe.get_vocab()
+
+
+def write_image_studies(root: Path, n: int, pixels, fields) -> Path:
+    """A ReXrank-style studies JSON at ``root/studies.json``: study ``s<i>`` has 2 PNGs under ``root/img``
+    (``pixels(i, j)`` gives each image's array) with relative paths, plus ``fields(i)`` (sections, context...)."""
+    from PIL import Image
+
+    entries = {}
+    for i in range(n):
+        (root / "img" / f"s{i}").mkdir(parents=True, exist_ok=True)
+        paths = [f"s{i}/{j}.png" for j in range(2)]
+        for j, rel in enumerate(paths):
+            Image.fromarray(pixels(i, j)).save(root / "img" / rel)
+        entries[f"s{i}"] = {"image_path": paths, "key_image_path": paths[0], **fields(i)}
+    (root / "studies.json").write_text(json.dumps(entries))
+    return root / "studies.json"
