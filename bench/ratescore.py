@@ -150,7 +150,8 @@ def table(result: dict, label: str) -> list[str]:
         f"**Speed-up: {off['score_s'] / ours['score_s']:.1f}x** (cold cache). Per-run scoring times (s): official "
         f"{[round(r['score_s'], 1) for r in result['runs']['official']]}, ours "
         f"{[round(r['score_s'], 1) for r in result['runs']['ours']]}. Pair scores equal to 1e-6: {result['agree']:.1%}"
-        " (the rest: rounding-decided ties, docs/ratescore.md).",
+        " (rexrank reproduces the official default NER batch_size=1; a larger official batch_size pads sentences,"
+        " which can move a near-tie label: docs/ratescore.md).",
         "",
     ]
 

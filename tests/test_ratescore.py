@@ -19,6 +19,7 @@ from rexrank.errors import ConfigError, InputError, ModelNotAvailableError, Rexr
 from rexrank.metrics.ratescore import constants  # noqa: E402
 from rexrank.metrics.ratescore.entities import decode_spans  # noqa: E402
 from rexrank.metrics.ratescore.score import pair_score  # noqa: E402
+from rexrank.metrics.ratescore.sentences import split_reports  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -80,23 +81,47 @@ def test_matrices_cover_every_type_pair_and_variants_are_distinct():
     assert constants.variant(None) is v05 and constants.variant("0.6.0") is long6
 
 
-def test_pair_score_formula_on_hand_made_vectors():
-    """The formula itself: with orthogonal/identical vectors the score is computable by hand."""
+@pytest.mark.parametrize("official", [False, True])
+def test_pair_score_formula_on_hand_made_vectors(official):
+    """The formula itself, on both paths: with orthogonal/identical vectors the score is computable by hand."""
     e = np.eye(3, dtype=np.float32)
     m, neg = constants.LONG_MATRIX, 0.3612
     # identical single entity of the same type: cos 1, both directions 1 -> F1 1
-    score, r2h, h2r = pair_score(e[:1], ["DISEASE"], e[:1], ["DISEASE"], m, neg)
+    score, r2h, h2r = pair_score(e[:1], ["DISEASE"], e[:1], ["DISEASE"], m, neg, official)[:3]
     assert score == pytest.approx(1.0) and r2h == pytest.approx(1.0)
     # same vector, contradicting polarity (DISEASE vs NON-DISEASE): each direction = neg weight
-    score, r2h, h2r = pair_score(e[:1], ["DISEASE"], e[:1], ["NON-DISEASE"], m, neg)
+    score, r2h, h2r = pair_score(e[:1], ["DISEASE"], e[:1], ["NON-DISEASE"], m, neg, official)[:3]
     assert r2h == pytest.approx(neg) and h2r == pytest.approx(neg) and score == pytest.approx(neg)
     # ref has two entities, one matched exactly, one orthogonal to everything: weighted by W[(type, matched type)]
-    score, r2h, h2r = pair_score(e[:2], ["DISEASE", "ANATOMY"], e[:1], ["DISEASE"], m, neg)
+    score, r2h, h2r = pair_score(e[:2], ["DISEASE", "ANATOMY"], e[:1], ["DISEASE"], m, neg, official)[:3]
     w1, w2 = m[("DISEASE", "DISEASE")], m[("ANATOMY", "DISEASE")]
     assert r2h == pytest.approx(w1 / (w1 + w2)) and h2r == pytest.approx(1.0)
     assert score == pytest.approx(2 * r2h * h2r / (r2h + h2r))
     # a side without entities scores 0.5
-    assert pair_score(e[:0], [], e[:1], ["DISEASE"], m, neg)[0] == 0.5
+    assert pair_score(e[:0], [], e[:1], ["DISEASE"], m, neg, official)[0] == 0.5
+
+
+def test_fast_path_hands_near_ties_between_types_to_the_official_path():
+    """Copies of one vector with different types are a tie the fast path must not decide; same type is decided,
+    and where the fast path decides, both paths give the same score."""
+    rng = np.random.default_rng(0)
+    m, neg = constants.LONG_MATRIX, 0.3612
+    a, other = rng.normal(size=(2, 8)).astype(np.float32)
+    tie = np.stack([a, other, a])
+    assert not pair_score(a[None], ["DISEASE"], tie, ["DISEASE", "ANATOMY", "NON-DISEASE"], m, neg).decided
+    assert pair_score(a[None], ["DISEASE"], tie, ["DISEASE", "ANATOMY", "DISEASE"], m, neg).decided
+    # cosines 1 and 1 - 2e-5 (inside the margin, as batching noise could swap them) vs 1 and 1 - 1e-3 (outside)
+    e = np.eye(3, dtype=np.float32)
+    for gap, decided in ((2e-5, False), (1e-3, True)):
+        c = 1 - gap
+        near = np.stack([e[0], np.array([c, np.sqrt(1 - c * c), 0], np.float32), e[2]])
+        assert pair_score(e[:1], ["DISEASE"], near, ["DISEASE", "ABNORMALITY", "ANATOMY"], m, neg).decided is decided
+    for _ in range(20):
+        ref, hyp = rng.normal(size=(5, 8)).astype(np.float32), rng.normal(size=(4, 8)).astype(np.float32)
+        ref_types, hyp_types = list(rng.choice(constants.TYPES, 5)), list(rng.choice(constants.TYPES, 4))
+        fast = pair_score(ref, ref_types, hyp, hyp_types, m, neg)
+        assert fast.decided
+        assert fast.score == pytest.approx(pair_score(ref, ref_types, hyp, hyp_types, m, neg, True).score, abs=1e-6)
 
 
 # --- options and errors ------------------------------------------------------------------------------------------
@@ -216,6 +241,24 @@ def test_bad_input_gives_defined_results_in_place(metric):
     assert list(details.columns[:1]) == ["ratescore"] and details["ratescore_n_entities_hyp"].iloc[0] == 0
     assert math.isnan(details["ratescore_ref_to_hyp"].iloc[0])
     assert details["ratescore_n_entities_hyp"].iloc[4] > 100  # the long report keeps all its sentences
+
+
+def test_official_paths_give_the_same_numbers(paths, monkeypatch):
+    """Forcing every sentence through the one-by-one NER run and every pair through the official scoring path
+    changes nothing beyond float noise: they only matter where a near tie must be decided as officially."""
+    from rexrank.metrics.ratescore import entities as entities_module
+
+    hyps, refs = REPORTS + REPORTS[:2], REPORTS[::-1] + REPORTS[2:]
+    default = M.get("ratescore", model=paths)
+    expected, expected_entities = default.score(hyps, refs), default.entities(hyps)
+    monkeypatch.setattr(entities_module, "NER_TIE_MARGIN", float("inf"))
+    forced = M.get("ratescore", model=paths)
+    forced._all_official = True
+    assert forced.entities(hyps) == expected_entities
+    assert forced._ner.sentences_rerun == len({s for report in split_reports(hyps) for s in report})
+    details = forced._details(hyps, refs)
+    assert details["official_path"].all()
+    np.testing.assert_allclose(details["score"], expected, atol=1e-6)
 
 
 def test_empty_input_and_batch_sizes(paths):

@@ -1,18 +1,19 @@
 """RaTEScore parity with the official package (PyPI RaTEScore 0.5.0 and 0.6.0) on identical stand-in weights.
 
 The reference runs in .venv-ref (transformers 4.57, CPU, batch size 1) through tests/reference/ratescore_ref.py;
-ours runs here (transformers 5.x, batched, per-text cached). Inputs: IU-Xray findings, each scored against another
-study's findings, plus awkward texts (Unicode, a > 512-token sentence, literal special tokens, no entities).
+ours runs here (transformers 5.x, batched, per-text cached), with torch pinned to the reference's thread count.
+Inputs: IU-Xray findings, each scored against another study's findings; awkward texts (Unicode, a > 512-token
+sentence, literal special tokens, no entities); reports built to fire every rule of the official span decoding;
+and reports that repeat one entity text with different types (negated on one side, present on the other).
 
-One thing cannot be reproduced bit for bit, by design: when an entity's nearest neighbour is one of several copies
-of the same encoder input with different types, the official pick is decided by float rounding (score.py explains).
-For those pairs the test checks that the official score is one of the scores the possible picks give; every other
-pair must match to 1e-6. The official misalignment bug is the other, deliberate difference (last test).
+Every pair must equal the official score to 1e-6, and bit for bit where our scorer took the official path (near
+ties between types: the official floats decide them, score.py). The one deliberate difference is the official
+misalignment bug (last test).
 """
 
 from __future__ import annotations
 
-import itertools
+import os
 
 import numpy as np
 import pytest
@@ -20,8 +21,12 @@ import pytest
 pytest.importorskip("medspacy", reason="RaTEScore needs the optional medspacy dependency")
 pytestmark = [pytest.mark.refvenv, pytest.mark.slow]
 
+import torch  # noqa: E402
+
 import rexrank.metrics as M  # noqa: E402
 from rexrank.metrics.ratescore import constants  # noqa: E402
+from rexrank.metrics.ratescore.entities import decode_spans  # noqa: E402
+from rexrank.metrics.ratescore.sentences import split_reports  # noqa: E402
 
 N_IU = 24
 MISALIGNED = 6  # pairs of the misalignment demonstration
@@ -32,7 +37,42 @@ EDGE_HYPS = [
     "Normal.",  # a sentence with no entity (checked below)
     "abc",
 ]
+# (hypothesis, reference). IU-Xray sentences on which the stand-in NER fires every rule of post_process, the rare
+# "span still open at the end" among them (checked by test_parity_inputs_exercise_every_rule_and_repeated_entities).
+RULE_PAIRS = [
+    ("Heart size, mediastinal contour, and pulmonary vascularity are within normal limits. "
+     "PA and lateral views were obtained.",
+     "Normal cardiomediastinal contours. Remaining lungs are clear without evidence of focal opacification."),
+    ("Visualized XXXX of the chest XXXX are within normal limits. No evidence of pneumothorax.",
+     "PA and lateral views were obtained. Heart size, mediastinal contour, and pulmonary vascularity are within "
+     "normal limits."),
+]
+# One entity text with several types. With the stand-in NER: "disease" is NON-DISEASE in "Airspace disease." and
+# DISEASE in "Mild airspace disease is present."; "Left" takes three types; "evidence" NON-ABNORMALITY/ABNORMALITY.
+REPEAT_PAIRS = [
+    ("Mild airspace disease is present.", "Airspace disease. Mild airspace disease is present."),
+    ("Airspace disease. Mild airspace disease is present.", "Mild airspace disease is present."),
+    ("Mild airspace disease is present.", "Airspace disease."),
+    ("Left atelectasis. No evidence of pneumothorax.", "Left pneumothorax. Left edema. Left atelectasis."),
+    ("No evidence of opacity. Left edema.", "No evidence of pneumothorax. No evidence of opacity."),
+]
+DECODING_RULES = (
+    "B I: span opens", "B I of another type: span keeps the B type", "B B: single-token span, start and end stay set",
+    "B O: single-token span", "I B: span closes, restarts at the I", "I B without an open span", "I O: span closes",
+    "I O without an open span: dropped", "I I of another type: span keeps its type",
+    "span open at the end: closes before the last token", "span open at the end with end set: dropped",
+    "entity label on [CLS]/[SEP] ignored",
+)
 VARIANTS = (("0.5.0", None, "v0.5"), ("0.6.0", "long", "v0.6-long"), ("0.6.0", "short", "v0.6-short"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def reference_threads():
+    """Thread count changes float rounding in the encoders; the reference runs with OMP_NUM_THREADS (default 2)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +85,9 @@ def pairs(iu_xray_test):
     refs = [study["section_findings"] for study in iu_xray_test.values()][:N_IU]
     hyps = refs[7:] + refs[:7]  # another study's reference, as in the benchmark
     edge_refs = refs[: len(EDGE_HYPS)]
-    return hyps + EDGE_HYPS + edge_refs, refs + edge_refs + EDGE_HYPS
+    built = RULE_PAIRS + REPEAT_PAIRS
+    return (hyps + EDGE_HYPS + edge_refs + [h for h, _ in built],
+            refs + edge_refs + EDGE_HYPS + [r for _, r in built])
 
 
 def with_empty_reports(pairs):
@@ -68,45 +110,6 @@ def official(run_reference, paths, pairs):
     jobs = result["jobs"]
     return {"v0.5": jobs[0][0], "misaligned": jobs[0][1], "v0.6-long": jobs[1][0], "v0.6-short": jobs[2][0],
             "entities": result["entities"], "constants": result["constants"]}
-
-
-def possible_scores(metric, hyp: str, ref: str, variant) -> list[float]:
-    """Every score the official code can return for this pair, given which tied copy its topk happens to pick.
-
-    Nearest-neighbour candidates are the distinct encoder inputs within 1e-6 of the best cosine; each candidate
-    offers every type its copies carry. Independent of our scorer's own tie rule (plain numpy, exhaustive).
-    """
-    ref_ents, hyp_ents = metric.entities([ref, hyp])
-    if not ref_ents or not hyp_ents:
-        return [constants.NO_ENTITY_SCORE]
-    names = list(dict.fromkeys(n for n, _ in ref_ents + hyp_ents))
-    encoded = dict(zip(names, metric.per_text("entity_embedding", names, metric._embed)))
-
-    def options(side_a, side_b):
-        groups: dict = {}
-        for name, kind in side_b:
-            key, vec = encoded[name]
-            groups.setdefault(key, [vec.astype(np.float64) / np.linalg.norm(vec), set()])[1].add(kind)
-        per_entity = []
-        for name, kind in side_a:
-            vec = encoded[name][1].astype(np.float64)
-            vec /= np.linalg.norm(vec)
-            sims = {key: float(g[0] @ vec) for key, g in groups.items()}
-            best = max(sims.values())
-            choices = {(sims[k], t) for k in sims if sims[k] >= best - 1e-6 for t in groups[k][1]}
-            per_entity.append([(s * variant.matrix[(kind, t)] * (variant.neg_weight if (kind, t) in
-                                constants.NEGATION_PAIRS else 1.0), variant.matrix[(kind, t)]) for s, t in choices])
-        assert np.prod([len(o) for o in per_entity]) <= 100_000
-        values = set()
-        for combo in itertools.product(*per_entity):
-            den = sum(w for _, w in combo)
-            values.add(round(sum(n for n, _ in combo) / den, 12) if den else 0.0)
-        return values
-
-    out = set()
-    for p, r in itertools.product(options(ref_ents, hyp_ents), options(hyp_ents, ref_ents)):
-        out.add(0.0 if p + r == 0 else 2 * p * r / (p + r))
-    return sorted(out)
 
 
 def test_constants_match_the_installed_packages(official):
@@ -132,26 +135,64 @@ def test_entities_match_the_official_ner_and_decoding(official, paths, pairs):
     assert ours[refs.index(EDGE_HYPS[3])] == []  # "Normal." really has no entity: the 0.5 rule is exercised
 
 
+def test_parity_inputs_exercise_every_rule_and_repeated_entities(paths, pairs):
+    """The inputs are what make the parity tests bite: every decoding rule fires on them, one entity text occurs
+    with different types within a report and negated on one side / present on the other, and both scoring paths
+    (fast, and official for near ties) are taken."""
+    hyps, refs = pairs
+    metric = M.get("ratescore", model=paths)
+    metric._load()
+    fired: set[str] = set()
+    for tokens, labels in metric._ner.tag(list(dict.fromkeys(s for r in split_reports(refs + hyps) for s in r))):
+        decode_spans(tokens, labels, fired)
+    assert set(DECODING_RULES) <= fired, sorted(set(DECODING_RULES) - fired)
+
+    n_built = len(REPEAT_PAIRS)
+    rep_hyps, rep_refs = hyps[-n_built:], refs[-n_built:]
+    assert (rep_hyps, rep_refs) == ([h for h, _ in REPEAT_PAIRS], [r for _, r in REPEAT_PAIRS])
+    ents = metric.entities(rep_refs + rep_hyps)
+
+    def types_of(report):
+        out: dict[str, set[str]] = {}
+        for text, kind in report:
+            out.setdefault(text, set()).add(kind)
+        return out
+
+    assert types_of(ents[0])["disease"] == {"NON-DISEASE", "DISEASE"}  # twice in one report, two types
+    assert types_of(ents[2])["disease"] == {"NON-DISEASE"} and types_of(ents[n_built + 2])["disease"] == {"DISEASE"}
+    assert len(types_of(ents[3])["Left"]) == 3
+    assert {"NON-ABNORMALITY", "ABNORMALITY"} <= types_of(ents[4])["evidence"] | types_of(ents[n_built + 4])["evidence"]
+    taken = metric._details(hyps, refs)["official_path"]
+    assert taken[-n_built:][[0, 1, 3]].all()  # a text with two types in one report: a tie the official floats decide
+    assert 0 < taken.sum() < len(taken)
+
+
 @pytest.mark.parametrize("version, affinity, variant_name", VARIANTS)
 def test_scores_match_the_official_package(official, paths, pairs, version, affinity, variant_name):
-    """Per-pair scores equal RaTEScore <version> (affinity <affinity>) to 1e-6, except rounding-decided ties."""
+    """Every pair equals RaTEScore <version> (affinity <affinity>) to 1e-6; bit for bit where the official path
+    decided a near tie."""
     hyps, refs = pairs
     metric = M.get("ratescore", model=paths, variant=variant_name)
     ours = metric.score(hyps, refs)
     theirs = np.asarray(official[variant_name])
     assert theirs.shape == ours.shape
-    variant = constants.variant(variant_name)
-    strict = 0
-    for i, (h, r) in enumerate(zip(hyps, refs)):
-        possible = np.asarray(possible_scores(metric, h, r, variant))
-        assert np.min(np.abs(possible - ours[i])) < 1e-6, f"pair {i}: ours {ours[i]} not in {possible}"
-        assert np.min(np.abs(possible - theirs[i])) < 1e-6, f"pair {i}: official {theirs[i]} not in {possible}"
-        if len(possible) == 1:
-            assert abs(ours[i] - theirs[i]) < 1e-6, f"pair {i}: ours {ours[i]} vs official {theirs[i]}"
-            strict += 1
-    assert strict >= 0.6 * len(hyps)  # most pairs have no tie at all and are compared strictly
-    agree = np.abs(ours - theirs) < 1e-6
-    assert agree.mean() >= 0.8
+    bad = {i: (float(ours[i]), float(theirs[i])) for i in np.flatnonzero(np.abs(ours - theirs) > 1e-6)}
+    assert not bad, f"pairs differing from the official package (ours, official): {bad}"
+    taken = metric._details(hyps, refs)["official_path"]
+    assert np.array_equal(ours[taken], theirs[taken])
+
+
+@pytest.mark.parametrize("variant_name", ["v0.5", "v0.6-short"])
+def test_official_path_reproduces_the_package_bit_for_bit(official, paths, pairs, variant_name):
+    """Forcing every pair through the official path (per-report embedding batches, one matrix-vector product and
+    torch.topk per entity, sums in order) gives the package's floats exactly, not just to 1e-6."""
+    hyps, refs = pairs
+    metric = M.get("ratescore", model=paths, variant=variant_name)
+    metric._all_official = True
+    details = metric._details(hyps, refs)
+    assert details["official_path"].all()
+    theirs = np.asarray(official[variant_name])
+    assert [i for i in range(len(theirs)) if details["score"][i] != theirs[i]] == []
 
 
 def test_empty_report_misaligns_the_official_output_but_not_ours(official, paths, pairs):
@@ -164,10 +205,9 @@ def test_empty_report_misaligns_the_official_output_but_not_ours(official, paths
     assert len(ours) == MISALIGNED and len(theirs) == MISALIGNED - 2  # two pairs silently lost
     assert ours[1] == ours[4] == 0.5
     kept = [h for h in hyps if h not in ("", "ok")]
-    variant = constants.variant("v0.5")
     # official pair i = (i-th hypothesis that has sentences, i-th reference): shifted from index 1 on
-    for i, (h, r) in enumerate(zip(kept, refs)):
-        assert np.min(np.abs(np.asarray(possible_scores(metric, h, r, variant)) - theirs[i])) < 1e-6
-    correct = [ours[0], ours[2], ours[3], ours[5]]  # the pairs the user meant, in ours
-    assert abs(theirs[0] - ours[0]) < 1e-6 or len(possible_scores(metric, hyps[0], refs[0], variant)) > 1
-    assert not np.allclose(theirs[1:], correct[1:], atol=1e-6)
+    shifted = metric.score(kept, refs[: len(kept)])
+    assert np.abs(shifted - theirs).max() <= 1e-6
+    correct = np.asarray([ours[0], ours[2], ours[3], ours[5]])  # the pairs the user meant, in ours
+    assert abs(theirs[0] - ours[0]) <= 1e-6
+    assert np.abs(theirs[1:] - correct[1:]).max() > 1e-3

@@ -1,11 +1,13 @@
 """Entity embeddings: the encoder's last-layer [CLS] vector of each entity text, max 30 tokens.
 
-Official (RaTEScore 0.5.0/0.6.0 ``score.process_embedding``): per report, all its entity texts in one padded batch,
-``truncation=True, max_length=30``, ``last_hidden_state[:, 0, :]``. We embed each distinct entity text once,
-in length-sorted batches over all reports; padding changes the vector by float noise only.
+Official (RaTEScore 0.5.0/0.6.0 ``score.process_embedding``): per report, all its entity texts (duplicates
+included, in order) in one padded batch, ``truncation=True, max_length=30``, ``last_hidden_state[:, 0, :]``.
 
-Each value is ``(key, vector)``: the key (the encoder's input ids) tells the scorer which entities are the same
-encoder input and therefore exact ties (score.py). Texts with the same ids share one forward pass and one vector.
+Two ways, used by score.py's two paths:
+- ``__call__``: each distinct entity text once, in length-sorted batches over all reports (fast; padding and
+  batch shape change the vector by float noise, ~1e-6).
+- ``report_batch``: one report's entity texts as the official code batches them, giving the official vectors bit for
+  bit (same device, library and thread count). Used only for pairs whose nearest-neighbour choice is a near tie.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ class EntityEncoder:
         self.device = device
         self.batch_size = batch_size
 
-    def __call__(self, texts: list[str]) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    def __call__(self, texts: list[str]) -> list[np.ndarray]:
+        """One vector per text (fast path). Texts with the same input ids share one forward pass."""
         if not texts:
             return []
         keys = [tuple(ids) for ids in self.tokenizer(texts, max_length=EMBED_MAX_LENGTH, truncation=True)["input_ids"]]
         distinct = list(dict.fromkeys(keys))
         vectors = dict(zip(distinct, self._encode([list(k) for k in distinct])))
-        return [(key, vectors[key]) for key in keys]
+        return [vectors[key] for key in keys]
 
     def _encode(self, encoded: list[list[int]]) -> list[np.ndarray]:
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
@@ -43,3 +46,12 @@ class EntityEncoder:
             for row, i in enumerate(batch):
                 out[i] = cls[row].copy()
         return out  # type: ignore[return-value]
+
+    def report_batch(self, texts: list[str]) -> np.ndarray:
+        """[len(texts), dim] float32: one report's entity texts in the official batch (process_embedding)."""
+        if not texts:
+            return np.zeros((0, self.model.config.hidden_size), np.float32)
+        encoded = self.tokenizer(texts, truncation=True, padding=True, return_tensors="pt", max_length=EMBED_MAX_LENGTH)
+        with torch.no_grad():
+            hidden = self.model(**encoded.to(self.device)).last_hidden_state
+        return hidden[:, 0, :].cpu().numpy().copy()

@@ -7,8 +7,11 @@ span starting at that B-; an I- followed by B- restarts the span at the I- token
 the sentence closes at the token before [SEP]). ``decode_spans`` reproduces that behaviour exactly — it is what
 the metric was defined and validated with — written as our own code.
 
-We run the model on each distinct sentence once, in length-sorted batches; only padding differs from the official
-per-sentence runs, which changes logits by float noise only.
+We run the model on each distinct sentence once, in length-sorted batches; padding changes the logits from the
+official per-sentence runs (batch_size=1, no padding) by float noise only (~1e-5). That noise can flip an argmax
+only where a token's two best logits are that close, so a sentence with a token whose top-two gap is below
+``NER_TIE_MARGIN`` is run again alone, exactly as the official code runs it (same tokenizer call, batch of one):
+its labels are then the official ones bit for bit (same device, library and thread count).
 """
 
 from __future__ import annotations
@@ -18,48 +21,65 @@ from collections.abc import Sequence
 import torch
 
 from rexrank.metrics.batching import padded_batches
-from rexrank.metrics.ratescore.constants import NER_MAX_LENGTH
+from rexrank.metrics.ratescore.constants import NER_MAX_LENGTH, NER_TIE_MARGIN
 
 SKIPPED_TOKENS = ("[CLS]", "[SEP]")  # post_process skips tokens by these strings
 
 
-def decode_spans(tokens: Sequence[str], labels: Sequence[str]) -> list[tuple[int, int, str]]:
+def decode_spans(tokens: Sequence[str], labels: Sequence[str], rules: set[str] | None = None,
+                 ) -> list[tuple[int, int, str]]:
     """(start, end, type) token spans, inclusive, as RaTEScore's ``post_process`` yields them.
 
     ``labels`` has one label per position of the model input and may be longer than ``tokens`` (the official code
-    keeps the labels of the whole padded row; only the one after the last token is ever read).
+    keeps the labels of the whole padded row; only the one after the last token is ever read). ``rules``, if
+    given, collects the names of the rules that fired (the parity tests check their inputs exercise every rule).
     """
+    note = rules.add if rules is not None else (lambda name: None)
     spans: list[tuple[int, int, str]] = []
     start: int | None = None
     end: int | None = None
     kind: str | None = None
     last = len(labels) - 1
     for i, (token, label) in enumerate(zip(tokens, labels)):
-        if token in SKIPPED_TOKENS or label == "O" or i >= last:
+        if token in SKIPPED_TOKENS:
+            if label != "O":
+                note("entity label on [CLS]/[SEP] ignored")
+            continue
+        if label == "O" or i >= last:
             continue
         nxt = labels[i + 1]
         if label.startswith("B-"):
             if nxt.startswith("I-"):
+                note("B I: span opens" if nxt[2:] == label[2:] else "B I of another type: span keeps the B type")
                 start, kind = i, label[2:]
             elif nxt.startswith("B-"):
+                note("B B: single-token span, start and end stay set")
                 spans.append((i, i, label[2:]))
                 start, end, kind = i, i, label[2:]
             elif nxt.startswith("O"):
+                note("B O: single-token span")
                 spans.append((i, i, label[2:]))
                 start = end = kind = None
         elif label.startswith("I-"):
             if nxt.startswith("B-"):
+                note("I B: span closes, restarts at the I" if start is not None else "I B without an open span")
                 end = i
                 if start is not None:
                     spans.append((start, end, kind))
                 start, kind = i, label[2:]
             elif nxt.startswith("O"):
+                note("I O: span closes" if start is not None else "I O without an open span: dropped")
                 end = i
                 if start is not None:
                     spans.append((start, end, kind))
                 start = end = kind = None
+            elif start is not None and nxt[2:] != kind:
+                note("I I of another type: span keeps its type")
     if start is not None and end is None:
+        note("span open at the end: closes before the last token")
         spans.append((start, len(tokens) - 2, kind))
+    elif start is not None:
+        note("span open at the end with end set: dropped")
     return spans
 
 
@@ -73,28 +93,49 @@ class NerRunner:
         self.batch_size = batch_size
         config = model.config
         self.id2label = {int(k): v for k, v in config.id2label.items()}
+        self.sentences_rerun = 0  # sentences run again alone because of a near-tie logit (diagnostics, tests)
 
     def __call__(self, sentences: list[str]) -> list[list[tuple[str, str]]]:
+        return [[(self.tokenizer.convert_tokens_to_string(tokens[s : e + 1]), kind)
+                 for s, e, kind in decode_spans(tokens, labels)] for tokens, labels in self.tag(sentences)]
+
+    def tag(self, sentences: list[str]) -> list[tuple[list[str], list[str]]]:
+        """(tokens, labels) per sentence: the tokens post_process sees and one label per model input position."""
         if not sentences:
             return []
         tok = self.tokenizer
         encoded = tok(sentences, max_length=NER_MAX_LENGTH, truncation=True)["input_ids"]
         order = sorted(range(len(sentences)), key=lambda i: len(encoded[i]))
         pad_id = tok.pad_token_id
-        results: list[list[tuple[str, str]] | None] = [None] * len(sentences)
+        results: list[tuple[list[str], list[str]] | None] = [None] * len(sentences)
         for batch, ids, mask in padded_batches(encoded, order, self.batch_size, pad_id):
             with torch.inference_mode():
                 logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
             predicted = logits.argmax(dim=-1).cpu().tolist()
+            gaps = self._top_two_gaps(logits)
             for row, i in enumerate(batch):
-                results[i] = self._entities(encoded[i], predicted[row][: len(encoded[i])], pad_id)
+                label_ids = predicted[row][: len(encoded[i])]
+                if float(gaps[row, : len(encoded[i])].min()) < NER_TIE_MARGIN:
+                    label_ids = self._alone(sentences[i])
+                    self.sentences_rerun += 1
+                # run_ner keeps the first (#ids != pad id) ids: identical to the real length unless the text itself
+                # contains the literal "[PAD]" token, where we follow the official truncation too.
+                kept = encoded[i][: sum(1 for t in encoded[i] if t != pad_id)]
+                results[i] = (tok.convert_ids_to_tokens(kept), [self.id2label[j] for j in label_ids])
         return results  # type: ignore[return-value]
 
-    def _entities(self, ids: list[int], label_ids: list[int], pad_id: int) -> list[tuple[str, str]]:
-        # run_ner keeps the first (#ids != pad id) ids: identical to the real length unless the text itself
-        # contains the literal "[PAD]" token, where we follow the official truncation too.
-        kept = ids[: sum(1 for t in ids if t != pad_id)]
-        tokens = self.tokenizer.convert_ids_to_tokens(kept)
-        labels = [self.id2label[j] for j in label_ids]
-        return [(self.tokenizer.convert_tokens_to_string(tokens[s : e + 1]), kind)
-                for s, e, kind in decode_spans(tokens, labels)]
+    @staticmethod
+    def _top_two_gaps(logits: torch.Tensor) -> torch.Tensor:
+        """Per token: best minus second-best logit (+inf with a single label)."""
+        if logits.shape[-1] < 2:
+            return torch.full(logits.shape[:-1], float("inf"))
+        top = torch.topk(logits.float(), 2, dim=-1).values
+        return (top[..., 0] - top[..., 1]).cpu()
+
+    def _alone(self, sentence: str) -> list[int]:
+        """Label ids of one sentence run as the official run_ner runs it (batch_size=1, hence no padding)."""
+        inputs = self.tokenizer([sentence], max_length=NER_MAX_LENGTH, padding=True, truncation=True,
+                                return_tensors="pt").to(self.device)
+        with torch.no_grad():
+            logits = self.model(**inputs).logits
+        return torch.argmax(logits, dim=2)[0].tolist()

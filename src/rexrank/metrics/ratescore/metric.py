@@ -2,7 +2,10 @@
 
 Flow for a batch of pairs: every distinct report text is split into sentences (medspaCy PyRuSH) and every distinct
 sentence goes through the NER model once, in length-sorted batches (``per_text("entities")``); every distinct
-entity text is embedded once (``per_text("entity_embedding")``); then each pair is scored on CPU.
+entity text is embedded once (``per_text("entity_embedding")``); then each pair is scored on CPU. A pair whose
+nearest-neighbour picks meet a near tie between entity types is scored again on the official path, from its two
+reports' entity embeddings computed as the official code batches them (``per_text("report_entity_embeddings")``),
+so that the same candidate wins as officially (score.py).
 
 Unlike the official package, a report that yields no sentence (empty, whitespace, only < 3-character pieces)
 keeps its place: it has no entities, so its pair scores 0.5. The official ``run_ner`` drops it from the entity
@@ -24,9 +27,10 @@ from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, check_pairs, file_digest
 from rexrank.metrics.ratescore import sentences
-from rexrank.metrics.ratescore.constants import EMBED_MAX_LENGTH, NER_MAX_LENGTH, variant as get_variant
+from rexrank.metrics.ratescore.constants import (EMBED_MAX_LENGTH, NER_MAX_LENGTH, NER_TIE_MARGIN,
+                                                 SIMILARITY_TIE_MARGIN, variant as get_variant)
 from rexrank.metrics.ratescore.score import pair_score
-from rexrank.metrics.weights import resolve
+from rexrank.metrics.weights import resolve, weight_digests
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # Small files that also change the numbers (labels, tokenisation).
@@ -102,18 +106,24 @@ class RaTEScore(Metric):
         self._ner = None
         self._encoder = None
         self._config: dict[str, Any] | None = None
+        self._all_official = False  # tests: score every pair on the official path (same numbers, slower)
 
     def config(self) -> dict[str, Any]:
         if self._config is None:
             self._config = {
                 "ner_model": _model_identity(self.ner_path),
                 "embed_model": _model_identity(self.embed_path),
+                # sha256 of the weight files loaded (a Hub blob's name, else hashed once): the official-weights check
+                "weight_digests": {"ratescore_ner": weight_digests("ratescore_ner", self.ner_path),
+                                   "ratescore_embed": weight_digests("ratescore_embed", self.embed_path)},
                 "variant": self.variant.name,
                 "affinity_matrix": self.variant.matrix_name,
                 "neg_weight": self.variant.neg_weight,
                 "ner_max_length": NER_MAX_LENGTH,
                 "embed_max_length": EMBED_MAX_LENGTH,
                 "embedding": "last_hidden_state[CLS]",
+                # near ties are redone in the official computation order (entities.py, score.py)
+                "tie_margins": {"ner_logit": NER_TIE_MARGIN, "cosine": SIMILARITY_TIE_MARGIN},
                 "sentence_splitter": {"pipeline": "medspacy_pyrush", **sentences.splitter_versions()},
             }
         return self._config
@@ -168,9 +178,15 @@ class RaTEScore(Metric):
         found = dict(zip(unique, self._ner(unique)))
         return [[entity for s in report for entity in found[s]] for report in per_report]
 
-    def _embed(self, entity_texts: list[str]) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    def _embed(self, entity_texts: list[str]) -> list[np.ndarray]:
         self._load()
         return self._encoder(entity_texts)
+
+    def _embed_reports(self, texts: list[str]) -> list[np.ndarray]:
+        """Each report's entity matrix as the official code computes it (one batch per report, duplicates kept)."""
+        self._load()
+        ents = self.per_text("entities", texts, self._extract)
+        return [self._encoder.report_batch([name for name, _ in report]) for report in ents]
 
     def entities(self, texts: list[str]) -> list[list[tuple[str, str]]]:
         """Public helper: the (entity text, type) list RaTEScore extracts from each text."""
@@ -178,20 +194,36 @@ class RaTEScore(Metric):
 
     # --- scoring ----------------------------------------------------------------------------------------------
     def _details(self, hyps: list[str], refs: list[str]) -> dict[str, np.ndarray]:
+        """Fast path for every pair; pairs whose nearest-neighbour picks are not decided there (near ties between
+        types, score.py) are scored again on the official path, from the official per-report embeddings."""
         ents = self.per_text("entities", refs + hyps, self._extract)
         ref_ents, hyp_ents = ents[: len(refs)], ents[len(refs):]
         names = list(dict.fromkeys(name for report in ents for name, _ in report))
-        encoded = dict(zip(names, self.per_text("entity_embedding", names, self._embed))) if names else {}
-        dim = next(iter(encoded.values()))[1].shape[0] if encoded else 0
+        vectors = dict(zip(names, self.per_text("entity_embedding", names, self._embed))) if names else {}
+        dim = next(iter(vectors.values())).shape[0] if vectors else 0
         out = {k: np.empty(len(refs)) for k in ("score", "ref_to_hyp", "hyp_to_ref", "n_ref", "n_hyp")}
+        out["official_path"] = np.zeros(len(refs), dtype=bool)
         matrix, neg = self.variant.matrix, self.variant.neg_weight
+
+        def stack(report):
+            return np.stack([vectors[n] for n, _ in report]) if report else np.zeros((0, dim), np.float32)
+
+        undecided = []
         for i, (r, h) in enumerate(zip(ref_ents, hyp_ents)):
-            r_emb = np.stack([encoded[n][1] for n, _ in r]) if r else np.zeros((0, dim), np.float32)
-            h_emb = np.stack([encoded[n][1] for n, _ in h]) if h else np.zeros((0, dim), np.float32)
-            score, r2h, h2r = pair_score(r_emb, [t for _, t in r], h_emb, [t for _, t in h], matrix, neg,
-                                         [encoded[n][0] for n, _ in r], [encoded[n][0] for n, _ in h])
-            out["score"][i], out["ref_to_hyp"][i], out["hyp_to_ref"][i] = score, r2h, h2r
+            result = pair_score(stack(r), [t for _, t in r], stack(h), [t for _, t in h], matrix, neg)
+            out["score"][i], out["ref_to_hyp"][i], out["hyp_to_ref"][i] = result[:3]
             out["n_ref"][i], out["n_hyp"][i] = len(r), len(h)
+            if not result.decided or self._all_official:
+                undecided.append(i)
+        if undecided:
+            texts = [refs[i] for i in undecided] + [hyps[i] for i in undecided]
+            exact = self.per_text("report_entity_embeddings", texts, self._embed_reports)
+            for k, i in enumerate(undecided):
+                r, h = ref_ents[i], hyp_ents[i]
+                result = pair_score(exact[k], [t for _, t in r], exact[len(undecided) + k], [t for _, t in h],
+                                    matrix, neg, official=True)
+                out["score"][i], out["ref_to_hyp"][i], out["hyp_to_ref"][i] = result[:3]
+                out["official_path"][i] = True
         return out
 
     def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
