@@ -88,6 +88,14 @@ def test_rexrank_record_has_the_upstream_fields():
     assert entry["report"] == "Findings: Clear. Impression: None" and entry["frontal_lateral"] == ["PA", "LATERAL"]
 
 
+@pytest.mark.parametrize("dataset", ["rexgradient", "ReXGradient"])
+def test_private_sets_keep_their_reference_out_of_the_run_folder(dataset):
+    """predictions.json sits where code under test works: a private set's sections never go into it."""
+    entry = rexrank_record(_study(0, findings="SECRET-FINDINGS", impression="SECRET-IMPRESSION", dataset=dataset))
+    assert "SECRET" not in repr(entry) and entry["image_path"] == ["/data/s0/0.png", "/data/s0/1.png"]
+    assert "SECRET-FINDINGS" in repr(rexrank_record(_study(0, findings="SECRET-FINDINGS", dataset="iu_xray")))
+
+
 @pytest.mark.parametrize("world", [1, 2, 3, 5])
 def test_batches_are_the_same_whatever_the_process_count(world):
     """Batches are formed before they are dealt, so every process count runs the same batches, and together the

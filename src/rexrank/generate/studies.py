@@ -154,7 +154,9 @@ def build_inputs(records: Iterable[Mapping[str, Any]], *, image_mode: str, use_c
 def rexrank_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """The ReXrank-JSON entry of a Study record (the shape of data/IU-Xray/ReXRank_IUXray_*.json), absolute paths.
 
-    Holds the reference sections: written to the run's predictions.json by the harness, never given to a model.
+    Holds the reference sections of open test sets: written to the run's predictions.json by the harness, never
+    given to a model. A private set's sections are left out: the run folder is where code under test works, so a
+    resumed run's script could otherwise read an earlier pass's file (score against the dataset instead).
     """
     from rexrank.data.study import findings_impression_text
 
@@ -163,13 +165,24 @@ def rexrank_record(record: Mapping[str, Any]) -> dict[str, Any]:
         "key_image_path": record.get("key_image"),
         "image_path": image_paths_of(record),
     }
-    if findings is not None or impression is not None:
-        entry["report"] = findings_impression_text(findings, impression)
-    entry.update({"section_findings": findings, "section_impression": impression})
+    if not _private(record.get("dataset")):
+        if findings is not None or impression is not None:
+            entry["report"] = findings_impression_text(findings, impression)
+        entry.update({"section_findings": findings, "section_impression": impression})
     for source, target in (("split", "split"), ("view_positions", "frontal_lateral"), ("context", "context")):
         if record.get(source) is not None:
             entry[target] = record[source]
     return entry
+
+
+def _private(dataset: Any) -> bool:
+    from rexrank.data.catalog import canonical_dataset, is_private
+    from rexrank.errors import UnknownNameError
+
+    try:
+        return dataset is not None and is_private(canonical_dataset(str(dataset)))
+    except UnknownNameError:  # a user's own input JSON names no catalog dataset
+        return False
 
 
 def script_entry(study: StudyInput, root: str) -> dict[str, Any]:
