@@ -45,11 +45,20 @@ EXTRA_FIELDS = ("site",)
 _SURROGATE = re.compile("[\udc80-\udcff]")  # what surrogateescape makes of an undecodable byte
 _ANY_SURROGATE = re.compile("[\ud800-\udfff]")
 _WORD = re.compile(r"\w+|[^\w\s]")
-# Whitespace and Unicode's Default_Ignorable_Code_Point characters (zero-width space/joiners, word joiner, BOM, soft
-# hyphen, direction marks, variation selectors, Hangul fillers, tags...): a report made only of these is empty.
-_BLANK = re.compile("[\\s\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-                    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
-                    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]*")
+# Characters that render as nothing: Unicode's Default_Ignorable_Code_Point set (zero-width space/joiners, word
+# joiner, BOM, soft hyphen, direction marks, variation selectors, Hangul fillers, tags...) and the braille blank.
+# The one definition of "invisible": a report made only of these and whitespace is empty; a model name holding one
+# is refused (leaderboard.records).
+_INVISIBLE_CLASS = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                    "\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+                    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
+_INVISIBLE = re.compile(f"[{_INVISIBLE_CLASS}]")
+_BLANK = re.compile(f"[\\s{_INVISIBLE_CLASS}]*")
+
+
+def is_invisible(char: str) -> bool:
+    """Whether ``char`` renders as nothing (see _INVISIBLE_CLASS)."""
+    return _INVISIBLE.fullmatch(char) is not None
 
 
 # -- the problem report -----------------------------------------------------------------------------------------

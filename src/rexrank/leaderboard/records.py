@@ -17,6 +17,7 @@ from typing import Any
 
 from rexrank.data import catalog, tracks
 from rexrank.errors import InputError, UnknownNameError
+from rexrank.evaluation.predictions import is_invisible
 
 # Views of the catalog (rexrank.data.catalog / rexrank.data.tracks own these facts), in leaderboard order.
 DATASETS = catalog.leaderboard_datasets()
@@ -33,17 +34,12 @@ _MAX_TEXT = {"name": 120, "institution": 120, "url": 300, "model_type": 60, "not
 _ANGLES = str.maketrans({"<": "‹", ">": "›"})
 # Ordinary whitespace (ASCII and the Unicode space separators): collapsed to one space.
 _SPACES = re.compile(r"[\t\n\r\f\v \u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+")
-# Characters that render as nothing (or reorder what follows) but are not categorised as format/control
-# characters: Hangul fillers, braille blank, combining grapheme joiner, Mongolian and other variation selectors.
-_INVISIBLE = frozenset(map(ord, "\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180b\u180c\u180d\u180f"))
 
 
 def _hidden(char: str) -> bool:
     """A control, format (bidi, zero-width), private-use, surrogate, unassigned, line/paragraph-separator or
     otherwise invisible character: text containing one may not look like what it is."""
-    code = ord(char)
-    return (unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp") or code in _INVISIBLE
-            or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF)
+    return unicodedata.category(char) in ("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp") or is_invisible(char)
 
 
 def hidden_characters(text: str) -> list[str]:
