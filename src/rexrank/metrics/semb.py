@@ -21,9 +21,9 @@ import numpy as np
 
 from rexrank.metrics import REGISTRY
 from rexrank.errors import ConfigError, InputError, ModelNotAvailableError
-from rexrank.metrics.base import Metric, file_digest
+from rexrank.metrics.base import Metric
 from rexrank.metrics import chexbert
-from rexrank.metrics.weights import resolve, source
+from rexrank.metrics.weights import file_sha256, resolve, source
 
 DEFAULT_BATCH_SIZE = 32
 
@@ -41,16 +41,9 @@ def _default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
 def _digest(path: Path) -> str:
-    """sha256 of a file, memoised by (path, size, mtime): a 440 MB checkpoint is hashed once per process."""
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _DIGESTS:
-        _DIGESTS[key] = file_digest(path)
-    return _DIGESTS[key]
+    """sha256 of a file, memoised (rexrank.metrics.weights.file_sha256): a 440 MB checkpoint is hashed once."""
+    return file_sha256(path)
 
 
 class SembScore(Metric):

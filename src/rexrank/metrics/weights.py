@@ -6,7 +6,6 @@ and how to get it, never a stack trace from inside transformers or huggingface_h
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rexrank.errors import ModelNotAvailableError, UnknownNameError
+from rexrank.metrics.base import file_digest
 
 
 @dataclass(frozen=True)
@@ -189,11 +189,7 @@ def file_sha256(path: str | os.PathLike) -> str:
     memo_key = f"{key[0]}|{key[1]}|{key[2]}"
     digest = _read_memo().get(memo_key) if persistent else None
     if digest is None:
-        h = hashlib.sha256()
-        with open(real, "rb") as fh:
-            while block := fh.read(1 << 22):
-                h.update(block)
-        digest = h.hexdigest()
+        digest = file_digest(real, 1 << 22)
         if persistent:
             _write_memo(memo_key, digest)
     with _memo_lock:

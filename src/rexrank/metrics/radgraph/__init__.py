@@ -25,7 +25,7 @@ import numpy as np
 
 from rexrank.errors import ConfigError, InputError
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.base import Metric, check_pairs, file_digest
+from rexrank.metrics.base import Metric, check_pairs
 from rexrank.metrics.radgraph.inference import Annotation, Annotator, resolve_device
 from rexrank.metrics.radgraph.scores import REWARD_LEVELS, combined_scores, reward
 
@@ -35,17 +35,14 @@ __all__ = ["Annotation", "Annotator", "RadGraphCombined", "RadGraphRewardComplet
 # model= shorthands for the two official archives (rexrank.metrics.weights.SOURCES keys).
 _ARCHIVE_KEYS = {"radgraph": "radgraph", "radgraph_xl": "radgraph_xl", "radgraph-xl": "radgraph_xl"}
 _ANNOTATORS: dict[tuple, Annotator] = {}
-_DIGESTS: dict[tuple, str] = {}
 _LOCK = threading.Lock()
 
 
 def _digest(path: Path) -> str:
-    """sha256 of a weight file, computed once per (path, size, mtime) in this process."""
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _DIGESTS:
-        _DIGESTS[key] = file_digest(path)
-    return _DIGESTS[key]
+    """sha256 of a weight file, memoised (rexrank.metrics.weights.file_sha256)."""
+    from rexrank.metrics.weights import file_sha256
+
+    return file_sha256(path)
 
 
 class _AnnotationStore(Metric):

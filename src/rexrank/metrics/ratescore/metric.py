@@ -25,19 +25,18 @@ import numpy as np
 
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.base import Metric, check_pairs, file_digest
+from rexrank.metrics.base import Metric, check_pairs
 from rexrank.metrics.ratescore import sentences
 from rexrank.metrics.ratescore.constants import (EMBED_MAX_LENGTH, NER_MAX_LENGTH, NER_TIE_MARGIN,
                                                  SIMILARITY_TIE_MARGIN, variant as get_variant)
 from rexrank.metrics.ratescore.score import pair_score
-from rexrank.metrics.weights import resolve, weight_digests
+from rexrank.metrics.weights import file_sha256, resolve, weight_digests
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # Small files that also change the numbers (labels, tokenisation).
 _SIDE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                "added_tokens.json", "vocab.txt", "spm.model")
 _SNAPSHOT = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<commit>[0-9a-f]{40})")
-_digests: dict[tuple[str, int, int], str] = {}
 
 
 def _model_identity(path: Path) -> str:
@@ -49,11 +48,7 @@ def _model_identity(path: Path) -> str:
     for name in _WEIGHT_FILES + _SIDE_FILES:
         file = path / name
         if file.is_file():
-            stat = file.stat()
-            key = (str(file.resolve()), stat.st_size, int(stat.st_mtime_ns))
-            if key not in _digests:
-                _digests[key] = file_digest(file)
-            parts.append(f"{name}={_digests[key]}")
+            parts.append(f"{name}={file_sha256(file)}")
     if not parts:
         return f"path:{path}"
     return "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
