@@ -29,11 +29,14 @@ def download(
         "compare results with. A download that differs from a published digest is refused."),
 ) -> None:
     """Fetch every default model into one cache so later runs work offline (HF_HUB_OFFLINE=1)."""
-    from rexrank.metrics.weights import SOURCES, resolve
+    from rexrank.metrics.weights import SOURCES, report_all_missing, resolve
 
-    for key in only or list(SOURCES):
-        path = resolve(key, hf_cache_dir=cache_dir)
-        typer.echo(f"{key}: {path}")
+    with report_all_missing() as missing:  # every model that cannot be fetched is reported, not just the first
+        for key in only or list(SOURCES):
+            before = len(missing)
+            path = resolve(key, hf_cache_dir=cache_dir)
+            if len(missing) == before:
+                typer.echo(f"{key}: {path}")
     if record_official:
         from rexrank.metrics.official import host_file, record_official as record
 

@@ -54,9 +54,26 @@ def describe(metric: Metric) -> dict[str, Any]:
 def build_metrics(base: Sequence[str], *, model_paths: Mapping[str, Any] | None = None,
                   metric_configs: Mapping[str, Mapping[str, Any]] | None = None, device: str | None = None,
                   batch_size: int | None = None) -> dict[str, Metric]:
+    """Build every base metric, locating all their weights first: a run with several missing models reports them all
+    at once (``report_all_missing``), before any model loads."""
+    from rexrank.errors import RexrankError
+    from rexrank.metrics.weights import report_all_missing
+
     shared = {"device": device, "batch_size": batch_size}
-    return {name: get(name, **metric_config(name, model_paths=model_paths, metric_configs=metric_configs,
-                                            shared=shared)) for name in base}
+    built: dict[str, Metric] = {}
+    with report_all_missing() as missing:
+        for name in base:
+            before = len(missing)
+            try:
+                metric = get(name, **metric_config(name, model_paths=model_paths, metric_configs=metric_configs,
+                                                   shared=shared))
+                metric.locate_weights()
+            except RexrankError:
+                if len(missing) == before:
+                    raise
+                continue  # it failed on a missing model's placeholder: that model is already reported
+            built[name] = metric
+    return built
 
 
 def _plain(value: Any) -> Any:

@@ -113,6 +113,10 @@ class Metric:
         self.text_cache = cache
         return self
 
+    def locate_weights(self) -> None:
+        """Find (download if needed) every weight file this metric reads, without loading any. Most metrics do it
+        in their constructor; one that resolves lazily overrides this."""
+
     def per_text(self, artifact: str, texts: Sequence[str], compute: Callable[[list[str]], Sequence[Any]]) -> list[Any]:
         """Compute ``artifact`` once per unique text: look up the cache, compute only what is missing, store it.
 

@@ -6,15 +6,19 @@ and how to get it, never a stack trace from inside transformers or huggingface_h
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import re
+import socket
 import tarfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from rexrank.errors import ModelNotAvailableError, UnknownNameError
+from rexrank.errors import ModelNotAvailableError, RexrankError, UnknownNameError
 from rexrank.metrics.base import file_digest
 
 
@@ -32,6 +36,14 @@ class ModelSource:
     # tuple of globs; the first alternative that matches anything is used (safetensors before .bin, as transformers
     # loads them). Compared with the official digests by ``rexrank.metrics.official``.
     digest_files: tuple[tuple[str, ...], ...] = ()
+    # The metric option that overrides this source (``get(metric, <option>=PATH)``): what an error tells the user to set.
+    option: str = "model"
+
+    def fix(self) -> str:
+        """The exact flags that point this source at a local copy, for the Python API and the CLI."""
+        cli = (f"--model-path {self.metric}=PATH" if self.option == "model"
+               else f"--option {self.metric}.{self.option}=PATH")
+        return f"{self.option}=/path (CLI: {cli})"
 
 
 _WEIGHTS = ("*.json", "*.txt", "*.model", "*.safetensors", "*.py")
@@ -52,15 +64,15 @@ SOURCES: dict[str, ModelSource] = {
                     digest_files=(("chexbert.pth",),)),
         # CheXbert's weights are all in chexbert.pth: of bert-base-uncased only the config and tokenizer are read.
         ModelSource("chexbert_backbone", "semb", "bert-base-uncased", what="BERT config + tokenizer for CheXbert",
-                    allow_patterns=_TOKENIZER_ONLY, digest_files=(("config.json", "vocab.txt"),)),
+                    allow_patterns=_TOKENIZER_ONLY, digest_files=(("config.json", "vocab.txt"),), option="backbone"),
         ModelSource("radgraph", "radgraph", "StanfordAIMI/RRG_scorers", "radgraph.tar.gz", "RadGraph DyGIE++ archive",
                     digest_files=_ARCHIVE_WEIGHTS),
         ModelSource("radgraph_xl", "radgraph", "StanfordAIMI/RRG_scorers", "radgraph-xl.tar.gz",
                     "RadGraph-XL DyGIE++ archive", digest_files=_ARCHIVE_WEIGHTS),
         ModelSource("ratescore_ner", "ratescore", "Angelakeke/RaTE-NER-Deberta", what="RaTEScore NER model",
-                    allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
+                    allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS, option="ner_model"),
         ModelSource("ratescore_embed", "ratescore", "FremyCompany/BioLORD-2023-C", what="RaTEScore entity encoder",
-                    allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
+                    allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS, option="embed_model"),
         ModelSource("green", "green", "StanfordAIMI/GREEN-RadLlama2-7b", what="GREEN judge LLM",
                     allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
     )
@@ -85,6 +97,17 @@ def resolve(key: str, override: str | os.PathLike | None = None, *, hf_cache_dir
     once under ``cache_dir()/extracted`` and the extracted folder is returned.
     """
     src = source(key)
+    collector = _COLLECTOR.get()
+    if collector is None:
+        return _resolve(src, override, hf_cache_dir)
+    try:
+        return _resolve(src, override, hf_cache_dir)
+    except ModelNotAvailableError as exc:
+        collector.append(str(exc))
+        return Path(os.devnull) / "missing" / src.key  # never read: the collecting block raises on exit
+
+
+def _resolve(src: ModelSource, override, hf_cache_dir: str | None) -> Path:
     repo_id, filename = src.repo_id, src.filename
     if override is not None:
         candidate = Path(os.fspath(override)).expanduser()
@@ -94,7 +117,8 @@ def resolve(key: str, override: str | os.PathLike | None = None, *, hf_cache_dir
         if text.startswith((".", "/", "~")) or text.count("/") > 1 or text.endswith((".pth", ".tar.gz", ".th")):
             raise ModelNotAvailableError(
                 f"{src.metric}: the {src.what or 'model'} path {text!r} does not exist. "
-                f"Pass an existing local directory/file, or a Hub repo id (default: {src.repo_id})."
+                f"Pass an existing local directory/file, or a Hub repo id (default: {src.repo_id}), as "
+                f"{src.fix()}."
             )
         repo_id = text  # another Hub repo holding the same file layout
     return _maybe_extract(_download(src, repo_id, filename, hf_cache_dir), src)
@@ -114,33 +138,92 @@ def extract(key: str, archive: Path) -> Path:
 
 
 def _download(src: ModelSource, repo_id: str, filename: str | None, hf_cache_dir: str | None) -> Path:
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    # An unreachable Hub is detected once, in seconds, instead of huggingface_hub's retry loop per file: then
+    # only the local cache is read.
+    unreachable = None if offline else _unreachable_hub()
+    local_only = offline or unreachable is not None
     try:
         import huggingface_hub as hub
 
         if filename:
-            return Path(hub.hf_hub_download(repo_id, filename, repo_type=src.repo_type, cache_dir=hf_cache_dir))
+            return Path(hub.hf_hub_download(repo_id, filename, repo_type=src.repo_type, cache_dir=hf_cache_dir,
+                                            local_files_only=local_only))
         patterns = list(src.allow_patterns) if src.allow_patterns else None
         folder = Path(hub.snapshot_download(repo_id, repo_type=src.repo_type, cache_dir=hf_cache_dir,
-                                            allow_patterns=patterns))
+                                            allow_patterns=patterns, local_files_only=local_only))
         if patterns and "*.safetensors" in patterns and not any(folder.glob("*.safetensors")):
             folder = Path(hub.snapshot_download(repo_id, repo_type=src.repo_type, cache_dir=hf_cache_dir,
-                                                allow_patterns=patterns + list(_BIN_WEIGHTS)))
+                                                allow_patterns=patterns + list(_BIN_WEIGHTS),
+                                                local_files_only=local_only))
         return folder
     except Exception as exc:  # noqa: BLE001 - every hub failure becomes one actionable message
-        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
         reason = type(exc).__name__
         detail = str(exc).splitlines()[0][:200] if str(exc) else ""
-        hint = (
-            "HF_HUB_OFFLINE is set and the file is not in the local Hugging Face cache"
-            if offline
-            else f"download failed ({reason}: {detail})"
-        )
+        if offline:
+            hint = "HF_HUB_OFFLINE is set and the file is not in the local Hugging Face cache"
+        elif unreachable is not None:
+            hint = f"the Hub cannot be reached from here ({unreachable}) and the file is not in the local cache"
+        else:
+            hint = f"download failed ({reason}: {detail})"
         what = f"{filename} from {repo_id}" if filename else repo_id
         raise ModelNotAvailableError(
             f"{src.metric}: cannot load the {src.what or 'model'} ({what}): {hint}. "
             f"Run `rexrank models download` on a machine with network access (it fills the cache for offline use), "
-            f"or pass a local copy with model=/path (CLI: --model-path {src.metric}=PATH)."
+            f"or pass a local copy with {src.fix()}."
         ) from None
+
+
+# Seconds to wait for a TCP connection to the Hub before calling it unreachable.
+HUB_PROBE_TIMEOUT_S = 3.0
+_probe: dict[str, str | None] = {}
+_probe_lock = threading.Lock()
+
+
+def _unreachable_hub() -> str | None:
+    """None when the Hub endpoint accepts a TCP connection, else why not (checked once per process and endpoint)."""
+    try:
+        from huggingface_hub import constants
+
+        endpoint = constants.ENDPOINT
+    except Exception:  # noqa: BLE001 - no hub package: the download itself reports it
+        return None
+    with _probe_lock:
+        if endpoint not in _probe:
+            parts = urlsplit(endpoint)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            try:
+                with socket.create_connection((parts.hostname or "", port), timeout=HUB_PROBE_TIMEOUT_S):
+                    _probe[endpoint] = None
+            except OSError as exc:
+                _probe[endpoint] = f"{endpoint}: {exc.strerror or type(exc).__name__}"
+        return _probe[endpoint]
+
+
+_COLLECTOR: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("rexrank_missing_models", default=None)
+
+
+@contextlib.contextmanager
+def report_all_missing():
+    """Inside this block ``resolve`` records each model it cannot find instead of stopping at the first; on leaving,
+    one ModelNotAvailableError lists them all, each with its fix. Paths returned for missing models are placeholders
+    that must not be read (build metrics here, load weights later)."""
+    missing: list[str] = []
+    token = _COLLECTOR.set(missing)
+    try:
+        yield missing
+    except RexrankError as exc:
+        if not missing:
+            raise
+        missing.append(str(exc))  # another problem, reported with the missing models
+    finally:
+        _COLLECTOR.reset(token)
+    if missing:
+        unique = list(dict.fromkeys(missing))
+        if len(unique) == 1:
+            raise ModelNotAvailableError(unique[0])
+        raise ModelNotAvailableError(f"{len(unique)} problems with metric models:\n"
+                                     + "\n".join(f"  - {m}" for m in unique))
 
 
 def _maybe_extract(path: Path, src: ModelSource) -> Path:
@@ -161,7 +244,8 @@ def _maybe_extract(path: Path, src: ModelSource) -> Path:
 
 def download_all(keys: list[str] | None = None, hf_cache_dir: str | None = None) -> dict[str, Path]:
     """Fetch every default model into the cache so later runs work with HF_HUB_OFFLINE=1."""
-    return {key: resolve(key, hf_cache_dir=hf_cache_dir) for key in (keys or list(SOURCES))}
+    with report_all_missing():  # one failure does not hide the next: every missing model is reported
+        return {key: resolve(key, hf_cache_dir=hf_cache_dir) for key in (keys or list(SOURCES))}
 
 
 # -- digests of weight files -------------------------------------------------------------------------------------

@@ -88,6 +88,9 @@ class _RadGraphMetric(Metric):
                 self._archive_dir = resolve("radgraph", text)  # a local folder / .tar.gz, or a Hub repo id
         return self._archive_dir
 
+    def locate_weights(self) -> None:
+        self.archive_dir  # noqa: B018 - resolving the property finds (or downloads) the archive
+
     def _annotator(self) -> Annotator:
         key = (str(self.archive_dir), os.fspath(self.encoder) if self.encoder else None, self.model_type,
                str(self.device))
