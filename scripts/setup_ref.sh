@@ -4,20 +4,27 @@
 # requirements.txt: installed with their dependencies (f1chexbert 0.0.2 for SembScore/CheXbert, ...);
 # requirements-nodeps.txt: installed with --no-deps (radeval 2.2.1 declares transformers>=5, but its GREEN module,
 # the only part used, runs on 4.57 with what requirements.txt provides). tests/README.md lists which test uses what.
+# Installs go through tests/reference/constraints.txt (written by scripts/lock.sh) unless REXRANK_UNLOCKED=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/steps.sh
 PY=${PYTHON:-python3}
+lock=(-c tests/reference/constraints.txt)
+[ "${REXRANK_UNLOCKED:-0}" = "1" ] && lock=()
 req=tests/reference/requirements.txt
 if [ ! -x .venv-ref/bin/python ]; then
-  "$PY" -m venv .venv-ref
+  step "creating the reference virtualenv .venv-ref" "$PY" -m venv .venv-ref
 fi
 stamp=.venv-ref/.rexrank-setup
 nodeps=tests/reference/requirements-nodeps.txt
-want=$(cat "$req" "$nodeps" scripts/setup_ref.sh | sha256sum | cut -c1-16)
+want=$( (cat "$req" "$nodeps" scripts/setup_ref.sh tests/reference/constraints.txt; echo "unlocked=${REXRANK_UNLOCKED:-0}") \
+  | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  .venv-ref/bin/pip install -q --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
-  .venv-ref/bin/pip install -q --disable-pip-version-check -r "$req" 2>&1 | grep -v "^WARNING: Location" || true
-  .venv-ref/bin/pip install -q --disable-pip-version-check --no-deps -r "$nodeps" 2>&1 | grep -v "^WARNING: Location" || true
+  pip=(.venv-ref/bin/pip install -q --disable-pip-version-check "${lock[@]}")
+  step "installing torch 2.13.0 into .venv-ref" "${pip[@]}" "torch==2.13.0"
+  step "installing the reference packages (bert-score, radgraph, f1chexbert, transformers 4.x, ...) into .venv-ref" \
+    "${pip[@]}" -r "$req"
+  step "installing radeval 2.2.1 without its dependencies into .venv-ref" "${pip[@]}" --no-deps -r "$nodeps"
   .venv-ref/bin/python -c "
 import nltk; nltk.download = lambda *a, **k: True  # radeval.utils fetches punkt_tab at import (unused by GREEN)
 import bert_score, radgraph, transformers, numpy, f1chexbert, radeval.metrics.green_score.green
@@ -29,7 +36,8 @@ fi
 # usable dependencies; what it imports (torch, transformers<5, medspacy, pandas) comes from requirements.txt.
 for rv in 0.5.0 0.6.0; do
   if [ ! -f ".venv-ref/ratescore-$rv/RaTEScore/scorer.py" ]; then
-    .venv-ref/bin/pip install -q --disable-pip-version-check --no-deps --target ".venv-ref/ratescore-$rv" "RaTEScore==$rv" 2>&1 | grep -v "^WARNING: Location" || true
+    step "installing RaTEScore $rv into .venv-ref/ratescore-$rv" \
+      .venv-ref/bin/pip install -q --disable-pip-version-check --no-deps --target ".venv-ref/ratescore-$rv" "RaTEScore==$rv"
     test -f ".venv-ref/ratescore-$rv/RaTEScore/scorer.py"
   fi
 done
