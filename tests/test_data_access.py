@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -98,6 +99,9 @@ def test_dry_run_parquet_loads_with_load_dataset(tmp_path):
     assert ds[0]["images"][0].size == (4, 4)  # embedded image bytes decode
     assert sum(x is None for x in ds["findings"]) == 138
     assert "extra_gated_fields" in (out / "README.md").read_text()
+    findings = datasets.load_dataset(str(out), "findings", split="validation", cache_dir=str(tmp_path / "hfcache"))
+    assert len(findings) == 200 - 138 and all(findings["reference"])  # the track config drops what it excludes
+    assert findings[0]["images"][0].size == (4, 4)
 
 
 def test_dry_run_without_images_keeps_relative_paths(tmp_path):
@@ -113,6 +117,39 @@ def test_dry_run_without_images_keeps_relative_paths(tmp_path):
     assert code == 0
     test = datasets.load_dataset(str(out), split="test", cache_dir=str(tmp_path / "hfcache"))
     assert len(test) == 590 and test[0]["images"] == ["CXR3030_IM-1405/0.png", "CXR3030_IM-1405/1.png"]
+
+
+def test_track_configs_are_the_tracks_of_the_open_iu_xray_split(tmp_path, shared_dir):
+    """load_dataset(folder, TRACK) on the published layout of the real IU-Xray split gives, per split, the studies and
+    ground truth rexrank.data.references gives for that track, which are the official JSON's sections; the default
+    config is every study, and an unknown config name lists the tracks."""
+    import datasets
+
+    from rexrank import data
+    from rexrank.data import publish
+
+    out = tmp_path / "hub"
+    code = publish.main("iu_xray", ["--data-dir", str(tmp_path / "imgs"), "--dry-run", "--no-images", "--out",
+                                    str(out), "--card", str(REPO / "dataset_scripts/iu_xray/README.md"),
+                                    "--cache-dir", str(tmp_path / "cache")])
+    assert code == 0
+    meta = yaml.safe_load((out / "README.md").read_text().split("---")[1])
+    assert [c["config_name"] for c in meta["configs"]] == [publish.DEFAULT_CONFIG, *data.track_names()]
+    assert meta["extra_gated_fields"]  # the rest of the card survives the rewritten configs
+    official = {split: json.loads((shared_dir / "data" / "iu_xray" / f"ReXRank_IUXray_{name}.json").read_text())
+                for split, name in (("test", "test"), ("validation", "valid"))}
+    truth = {"findings": lambda entry: entry["section_findings"], "findings_impression": lambda entry: entry["report"]}
+    hub = str(tmp_path / "hfcache")
+    for split, entries in official.items():
+        assert datasets.load_dataset(str(out), split=split, cache_dir=hub)["study_id"] == list(entries)
+        for track in data.track_names():
+            loaded = datasets.load_dataset(str(out), track, split=split, cache_dir=hub)
+            refs = data.references("iu_xray", tmp_path / "imgs", split=split, track=track,
+                                   cache_dir=tmp_path / "cache")
+            assert dict(zip(loaded["study_id"], loaded["reference"], strict=True)) == refs
+            assert refs == {sid: truth[track](entry) for sid, entry in entries.items() if truth[track](entry)}
+    with pytest.raises(ValueError, match="Available.*" + ".*".join(data.track_names())):
+        datasets.load_dataset(str(out), "impression", split="test", cache_dir=hub)
 
 
 @pytest.mark.parametrize("name", list(DATASETS))

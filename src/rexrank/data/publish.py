@@ -5,16 +5,26 @@ YAML declares the configs and the access form (extra_gated_fields). `build_folde
 content locally (what `--dry-run` stops at); `push_folder` creates the private repo (or makes an existing one
 private), turns gating on and uploads.
 After that, `datasets.load_dataset("<org>/<name>", token=...)` (or rexrank.data.hub.load_from_hub) works.
+
+Configs: `default` holds every study of every split (the Study record); one config per track of
+rexrank.data.tracks (`load_dataset(repo, "findings")`) holds the studies that track counts plus its ground truth
+as a `reference` column, exactly what `rexrank.data.load(name, track=...)` returns. The card's `configs` list is
+written here from the catalog's splits and the tracks, never copied from the card template, so a track added to
+tracks.py is published without editing four cards. Parquet has no row filter that expresses "this column is not
+null" portably, so each track config is its own files (the images are embedded once per config: `--no-images`
+keeps repos small).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from rexrank.data.catalog import default_data_dir, get_dataset_spec
-from rexrank.data.load import load
+from rexrank.data.load import apply_track, load
+from rexrank.data.tracks import track_names
+
+DEFAULT_CONFIG = "default"  # datasets' name for the config load_dataset(repo) picks when given none
 
 # Columns that hold machine-local absolute paths; on the Hub they become paths relative to the source root.
 _PATH_COLUMNS = ("image_paths", "key_image")
@@ -28,21 +38,60 @@ def card_template(name: str) -> Path:
 def build_folder(name: str, data_dir: str | os.PathLike, out_dir: str | os.PathLike, *, embed_images: bool = True,
                  card: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None,
                  splits: list[str] | None = None) -> Path:
-    """Write <out_dir>/data/<split>-00000-of-00001.parquet for every split, plus README.md (the card)."""
+    """Write <out_dir>/data/<split>-00000-of-00001.parquet (config `default`) and
+    <out_dir>/data/<track>/<split>-00000-of-00001.parquet (one config per track) for every split, plus README.md:
+    the card with its `configs` list written from the catalog and the tracks."""
     spec = get_dataset_spec(name)
     name = spec.name  # an alias builds the canonical dataset, with its card
     out = Path(out_dir)
-    (out / "data").mkdir(parents=True, exist_ok=True)
     root = str(Path(data_dir).expanduser().absolute())
-    for split in splits or list(spec.splits):
+    splits = splits or list(spec.splits)
+    for split in splits:
         dataset = load(name, data_dir, split=split, cache_dir=cache_dir, require_images=embed_images)
         dataset = dataset.map(_relative_paths, fn_kwargs={"root": root, "embed": embed_images},
                               features=_hub_features(dataset.features, embed_images), desc=f"{name} {split}")
-        dataset.to_parquet(str(out / "data" / f"{split}-00000-of-00001.parquet"))
+        _write_parquet(dataset, out, DEFAULT_CONFIG, split)
+        for track in track_names():  # the same rows and columns `load(name, track=track)` gives
+            _write_parquet(apply_track(dataset, track, dataset_name=name, split=split), out, track, split)
     source = Path(card) if card is not None else card_template(name)
     if source.is_file():
-        shutil.copyfile(source, out / "README.md")
+        (out / "README.md").write_text(with_configs(source.read_text(encoding="utf-8"), splits), encoding="utf-8")
     return out
+
+
+def data_files_folder(config: str) -> str:
+    """Where a config's Parquet files live in the repo: data/ for the default config, data/<track>/ for a track."""
+    return "data" if config == DEFAULT_CONFIG else f"data/{config}"
+
+
+def _write_parquet(dataset, out: Path, config: str, split: str) -> None:
+    folder = out / data_files_folder(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    dataset.to_parquet(str(folder / f"{split}-00000-of-00001.parquet"))
+
+
+def hub_configs(splits: list[str]) -> list[dict]:
+    """The card's `configs`: the default config, then one per track, each with one Parquet glob per split."""
+    return [{"config_name": config,
+             "data_files": [{"split": split, "path": f"{data_files_folder(config)}/{split}-*"} for split in splits]}
+            for config in (DEFAULT_CONFIG, *track_names())]
+
+
+def with_configs(card: str, splits: list[str]) -> str:
+    """The card text with its YAML `configs` replaced by hub_configs(splits); the rest of the card as written."""
+    import yaml
+
+    from rexrank.errors import ConfigError
+
+    _, sep, rest = card.partition("---\n") if card.startswith("---\n") else ("", "", "")
+    header, end, body = rest.partition("\n---")
+    if not sep or not end:
+        raise ConfigError("the dataset card must start with YAML front matter between '---' lines "
+                          "(see dataset_scripts/<name>/README.md)")
+    meta = yaml.safe_load(header) or {}
+    meta["configs"] = hub_configs(splits)
+    text = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
+    return f"---\n{text}---{body}"
 
 
 def _hub_features(features, embed: bool):

@@ -1,10 +1,11 @@
 """The resumable store: one append-only JSONL file per process, one line per finished study.
 
-A line is {"index", "study_id", "report", "raw", "error"} (error None on success). A batch's lines are written
-with one write + flush after the batch finishes, so a process that crashes or is killed loses at most the batch in
-flight (flushed data is in the OS's hands). fsync, for machine crashes, runs at most every FSYNC_SECONDS and on
-close: a per-batch fsync costs ~5 ms, a tenth of a small model's batch on CPU. A torn last line (the process died
-mid-write) is cut off when its owner reopens the file and ignored by readers.
+A line is {"index", "study_id", "report", "raw", "error", "images"} (error None on success; images: [[absolute
+path, size], ...] of what the model got, which a resumed run compares, runner._check_same_images). A batch's lines
+are written with one write + flush after the batch finishes, so a process that crashes or is killed loses at most
+the batch in flight (flushed data is in the OS's hands). fsync, for machine crashes, runs at most every
+FSYNC_SECONDS and on close: a per-batch fsync costs ~5 ms, a tenth of a small model's batch on CPU. A torn last
+line (the process died mid-write) is cut off when its owner reopens the file and ignored by readers.
 """
 
 from __future__ import annotations
