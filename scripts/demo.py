@@ -5,6 +5,9 @@ The example: every IU-Xray test study (findings track) "predicted" with the find
 split, a shuffled-reference baseline. It is scored with BLEU-2, which needs no model weights, so its number is
 real. `--with-standins` also runs every classic metric with offline random-weight stand-ins to show the whole
 pipeline; those numbers mean nothing and are printed only, never added to the board.
+
+Run again, it changes nothing on the board: the published rows and the re-scored baseline (same numbers, only
+its time and cache hits differ) are already stored, and `leaderboard add` says so (docs/leaderboard.md#store).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import pandas as pd
 
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, confidence_intervals
 from rexrank.metrics import REGISTRY
+from rexrank.metrics.aggregation import leaderboard_higher_is_better
 
 FORMAT = "rexrank.results"
 FORMAT_VERSION = 1
@@ -33,7 +34,12 @@ def metric_columns(frame: pd.DataFrame) -> dict[str, str]:
 
 def metric_summary(frame: pd.DataFrame, names: Sequence[str] | None = None, *, resamples: int = DEFAULT_RESAMPLES,
                    seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict[str, Any]]:
-    """Every metric's mean and CI (and leaderboard value with CI), from one shared set of resamples."""
+    """Every metric's mean and CI (and leaderboard value with CI), from one shared set of resamples.
+
+    Each figure carries its own direction: ``higher_is_better`` is the per-report mean's (RadCliQ-v1: false),
+    ``leaderboard_higher_is_better`` the leaderboard value's (1/RadCliQ-v1: true); ``leaderboard_flags`` says
+    why a value is missing or not meaningful (a NaN or negative mean: ``rexrank.metrics.aggregation``).
+    """
     columns = metric_columns(frame)
     names = [n for n in (names or columns) if n in columns]
     specs = {n: REGISTRY.spec(n) for n in names}
@@ -44,7 +50,8 @@ def metric_summary(frame: pd.DataFrame, names: Sequence[str] | None = None, *, r
     for name in names:
         spec = specs[name]
         out[name] = {"column": spec.column, **stats[name], "higher_is_better": spec.higher_is_better,
-                     "leaderboard_column": spec.leaderboard_column, "aggregation": spec.leaderboard_aggregation}
+                     "leaderboard_column": spec.leaderboard_column, "aggregation": spec.leaderboard_aggregation,
+                     "leaderboard_higher_is_better": leaderboard_higher_is_better(spec)}
     return out
 
 

@@ -212,6 +212,24 @@ class ResultRecord:
         payload = {k: v for k, v in self.to_json().items() if k != "note"}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
+    def result_key(self) -> str:
+        """Identity of a result as the board shows it, whenever and however it was scored.
+
+        The content hash also covers what changes with every `rexrank score` run of the same predictions (the
+        time, cache hits, package versions) and the model's details, so re-scoring and re-adding one result
+        would store it again. Two records with the same key say the same thing: the same model name (compared by
+        ``name_key``), test set, split, track, source, study count, numbers, metric fingerprints and weights.
+        """
+        extra = {k: v for k, v in self.extra.items() if k not in _PER_RUN_EXTRA}
+        payload = {"model": name_key(self.model.name), "dataset": self.dataset, "split": self.split,
+                   "track": self.track, "source": self.source, "n_studies": self.n_studies,
+                   "metrics": {k: asdict(v) for k, v in self.metrics.items()}, "extra": extra}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# ``ResultRecord.extra`` entries that describe one scoring run rather than its result (see ``result_key``).
+_PER_RUN_EXTRA = ("created_at", "analyses", "versions")
+
 
 def canonical_names(dataset: Any, split: Any, track: Any) -> tuple[str, str, str]:
     """(dataset, split, track) as the catalog spells them; InputError naming the bad one and the choices."""

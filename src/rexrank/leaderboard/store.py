@@ -414,8 +414,11 @@ class Store:
     def add_result(self, record: ResultRecord, conn: sqlite3.Connection | None = None, *,
                    provenance: Provenance | None = None, enforce_owner: bool = True,
                    owner_if_new: str | None = None) -> tuple[int, bool]:
-        """Insert a result; returns (result id, whether it was new). The same content twice is stored once.
+        """Insert a result; returns (result id, whether it was new). The same result twice is stored once.
 
+        "The same": the same content hash, or (``_same_result``) a result its adder already stored for this
+        model, test set, split, track and source with the same ``ResultRecord.result_key`` (the same numbers,
+        scored at another time: re-running `rexrank score` and `leaderboard add` adds nothing).
         ``provenance``: who adds it and how (default: the host). Only the owner of the model's name may add a
         result under it (``NameTaken`` otherwise); a new name is registered to ``provenance.submitted_by``.
         """
@@ -433,6 +436,9 @@ class Store:
         found = conn.execute("SELECT id FROM results WHERE content_hash IN (?, ?)", (digest, as_given)).fetchone()
         if found:
             return found["id"], False
+        same = self._same_result(conn, record, provenance.submitted_by)
+        if same is not None:
+            return same, False
         model_id = self._model_id(conn, record.model, provenance.submitted_by, enforce=enforce_owner,
                                   owner_if_new=owner_if_new)
         metrics = {k: vars(v) for k, v in record.metrics.items()}
@@ -446,6 +452,31 @@ class Store:
              json.dumps(record.to_json(), default=str), digest, now, provenance.submitted_by, provenance.via,
              provenance.submission_id, provenance.submitted_at or now))
         return cur.lastrowid, True
+
+    def _same_result(self, conn: sqlite3.Connection, record: ResultRecord, submitted_by: str) -> int | None:
+        """The newest row ``submitted_by`` stored with ``record``'s result key for its model/set/split/track/source."""
+        model = self._find_model(conn, record.model.name)
+        if model is None:
+            return None
+        key = record.result_key()
+        rows = conn.execute(
+            "SELECT r.*, m.name AS model_name, m.institution, m.url, m.year, m.model_type, m.trained_on"
+            " FROM results r JOIN models m ON m.id = r.model_id WHERE r.model_id = ? AND r.dataset = ? AND"
+            " r.split = ? AND r.track = ? AND r.source = ? AND r.submitted_by = ? ORDER BY r.id DESC",
+            (model["id"], record.dataset, record.split, record.track, record.source, submitted_by)).fetchall()
+        for row in rows:
+            stored = _record_of_row(row)
+            if stored is not None and stored.result_key() == key:
+                return row["id"]
+        return None
+
+    def is_shown(self, result_id: int) -> bool:
+        """Whether the board shows this row (the newest its model's owner or the host added for its set/track)."""
+        row = self._conn().execute("SELECT dataset, track, model_id FROM results WHERE id = ?", (result_id,)).fetchone()
+        if row is None:
+            return False
+        name = self._conn().execute("SELECT name FROM models WHERE id = ?", (row["model_id"],)).fetchone()["name"]
+        return any(r["id"] == result_id for r in self.results(row["dataset"], row["track"], model=name))
 
     def results(self, dataset: str | None = None, track: str | None = None, *, latest: bool = True,
                 model: str | None = None, include_hidden: bool = False) -> list[dict[str, Any]]:

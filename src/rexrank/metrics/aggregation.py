@@ -8,10 +8,16 @@ The rule, applied by every caller (harness results, bootstrap CIs, ``rexrank.sum
 RadCliQ's helper, compare, the leaderboard board):
 
 - NaN per-report values are left out of the mean and counted (``n_nan``), never dropped silently;
-- the mean of zero valid values (all NaN, or no values) is NaN;
-- the reciprocal of a mean that is NaN, 0 or not finite is NaN (flagged when the mean is 0);
-- the reciprocal of a negative mean is returned, but flagged: no ReXrank metric has a meaningful negative
-  1/mean, so outputs carry the flag for people to see.
+- the mean of zero valid values (all NaN, or no values) is NaN, flagged ``NAN_MEAN`` under either aggregation
+  (JSON writes it as null, which alone does not say why);
+- the reciprocal of a mean that is NaN, 0 or not finite is NaN (flagged ``ZERO_MEAN`` when the mean is 0);
+- the reciprocal of a negative mean is returned, but flagged ``NEGATIVE_MEAN``: no ReXrank metric has a meaningful
+  negative 1/mean (a negative mean RadCliQ is a very good score, its negative reciprocal ranks last), so every
+  output (results.json, results.md, the terminal table, the evaluate modules) carries the flag for people to see.
+
+A reciprocal metric has two figures with opposite directions: the mean (RadCliQ-v1, lower is better; named by
+``mean_label``) and the leaderboard's 1/mean (1/RadCliQ-v1, higher is better; ``leaderboard_higher_is_better``).
+Outputs show both, each with its own direction, never one under the other's.
 
 This module lives in ``metrics`` (not ``evaluation``) because RadCliQ and the evaluate modules need it and the
 metrics layer imports nothing from evaluation or leaderboard.
@@ -31,8 +37,10 @@ MEAN = "mean"
 RECIPROCAL_OF_MEAN = "reciprocal_of_mean"
 AGGREGATIONS = (MEAN, RECIPROCAL_OF_MEAN)
 
-NEGATIVE_MEAN = "negative mean: 1/mean is not meaningful"
+NEGATIVE_MEAN = ("negative mean: its 1/mean is negative and not meaningful (it ranks below every positive value "
+                 "although a lower mean is better); compare the mean itself")
 ZERO_MEAN = "mean is 0: 1/mean is undefined"
+NAN_MEAN = "no valid per-report value (every value NaN, or none): the mean is NaN and no value can be shown"
 
 
 def aggregation_name(how: str | MetricSpec) -> str:
@@ -70,9 +78,15 @@ def leaderboard_values(means: np.ndarray | float, how: str | MetricSpec) -> np.n
         return np.where(usable, 1.0 / np.where(usable, means, 1.0), np.nan)
 
 
-def leaderboard_flags(mean: float, how: str | MetricSpec) -> tuple[str, ...]:
-    """Why a leaderboard value is not to be trusted as shown (empty when it is)."""
-    if aggregation_name(how) == MEAN or not np.isfinite(mean):
+def leaderboard_flags(mean: float | None, how: str | MetricSpec) -> tuple[str, ...]:
+    """Why a leaderboard value is not to be trusted as shown, or is missing (empty when it is fine).
+
+    ``mean`` None (how strict JSON stores NaN) counts as NaN.
+    """
+    name = aggregation_name(how)
+    if mean is None or np.isnan(mean):
+        return (NAN_MEAN,)
+    if name == MEAN or not np.isfinite(mean):
         return ()
     if mean == 0:
         return (ZERO_MEAN,)
@@ -127,12 +141,25 @@ def leaderboard_higher_is_better(metric: str | MetricSpec) -> bool:
     return spec.higher_is_better != (aggregation_name(spec) == RECIPROCAL_OF_MEAN)
 
 
+def mean_label(metric: str | MetricSpec) -> str:
+    """The name of a metric's per-report mean as outputs print it.
+
+    The leaderboard column for a plain mean ("BLEU"); for a reciprocal, the column without its "1/"
+    ("RadCliQ-v1" for "1/RadCliQ-v1"), so the mean is never printed under the reciprocal's name.
+    """
+    spec = metric if hasattr(metric, "leaderboard_aggregation") else _spec(metric)
+    column = spec.leaderboard_column or spec.name
+    if aggregation_name(spec) == RECIPROCAL_OF_MEAN:
+        return column.removeprefix("1/") if column.startswith("1/") else f"mean {column}"
+    return column
+
+
 def _spec(name: str) -> MetricSpec:
     from rexrank.metrics import REGISTRY  # here, not at the top: rexrank.metrics may come to import this module
 
     return REGISTRY.spec(name)
 
 
-__all__ = ["AGGREGATIONS", "Aggregate", "MEAN", "NEGATIVE_MEAN", "RECIPROCAL_OF_MEAN", "ZERO_MEAN", "aggregate",
-           "aggregation_name", "leaderboard_flags", "leaderboard_higher_is_better", "leaderboard_interval",
-           "leaderboard_values", "nan_means"]
+__all__ = ["AGGREGATIONS", "Aggregate", "MEAN", "NAN_MEAN", "NEGATIVE_MEAN", "RECIPROCAL_OF_MEAN", "ZERO_MEAN",
+           "aggregate", "aggregation_name", "leaderboard_flags", "leaderboard_higher_is_better",
+           "leaderboard_interval", "leaderboard_values", "mean_label", "nan_means"]
