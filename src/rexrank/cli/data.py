@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer()
 
 _DATA_DIR = typer.Option(None, "--data-dir", "-d", help="local copy (default: $REXRANK_DATA_DIR/<name>)")
 _SPLIT = typer.Option(None, "--split", help="default: the split the leaderboard scores")
@@ -45,6 +45,10 @@ def prepare(name: str, data_dir: Optional[Path] = _DATA_DIR,
                                                           help="missing images are an error (default: yes, "
                                                           "except iu_xray)")) -> None:
     """Build the Arrow cache of every split (a second run reuses it)."""
+    from rexrank.evaluation.harness import check_writable
+
+    if cache_dir is not None:
+        check_writable(cache_dir, "--cache-dir")
     from rexrank.data.load import prepare as prepare_dataset
 
     builder = prepare_dataset(name, data_dir, cache_dir=cache_dir, require_images=require_images)
@@ -60,6 +64,10 @@ def verify(name: str, data_dir: Optional[Path] = _DATA_DIR, split: Optional[str]
            as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
            max_listed: int = typer.Option(10, "--max-listed")) -> None:
     """Check a local copy against the ReXrank manifest: missing/extra studies, missing/unreadable files."""
+    from rexrank.errors import ConfigError
+
+    if max_listed < 0:
+        raise ConfigError(f"--max-listed must be 0 or more (got {max_listed})")
     from rexrank.data.verify import verify as verify_dataset
 
     report = verify_dataset(name, data_dir, split, open_images=open_images)
@@ -76,6 +84,9 @@ def export(name: str, out: Path = typer.Option(..., "--out", "-o", help="ReXrank
            track: Optional[str] = typer.Option(None, "--track", help="keep only the studies this track counts")) -> None:
     """Write the studies as a ReXrank-style input JSON ({study_id: {image_path, key_image_path, ...}}),
     the file upstream `inference.py <input_json> <output_json> <img_root_dir>` reads."""
+    from rexrank.evaluation.harness import check_writable
+
+    check_writable(out, "--out", file=True)  # before the dataset loads
     from rexrank.data.load import load, track_info
     from rexrank.data.rexrank_json import write_rexrank_json
 

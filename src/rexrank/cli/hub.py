@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer()
 
 
 @app.command("publish-metrics")
@@ -20,9 +20,11 @@ def publish_metrics(
     rexrank_requirement: Optional[str] = typer.Option(
         None, "--rexrank-requirement",
         help='Replace the bare `rexrank` line of each requirements.txt, e.g. "rexrank @ git+https://.../rexrank@v0.1.0" '
-             "(rexrank is not on PyPI yet)."),
+             "(rexrank is not on PyPI yet). Default: build a wheel from this checkout and upload it into each Space."),
+    wheel: Optional[Path] = typer.Option(None, "--wheel", help="Upload this rexrank wheel into each Space instead of "
+                                         "building one."),
     metrics_dir: Optional[Path] = typer.Option(None, "--metrics-dir", help="Folder of evaluate modules (default: "
-                                               "./metrics of the checkout)."),
+                                               "those of the installed rexrank)."),
 ) -> None:
     """Upload each metrics/<slug>/ evaluate module as a Gradio Space ORG/<slug>, so evaluate.load("ORG/<slug>") works.
 
@@ -33,6 +35,6 @@ def publish_metrics(
     slugs = [s for item in (only or []) for s in item.split(",") if s.strip()] or None
     plans = hub_publish.plan(org, only=slugs, private=private, metrics_dir=metrics_dir)
     if dry_run:
-        typer.echo(hub_publish.describe(plans, rexrank_requirement))
+        typer.echo(hub_publish.describe(plans, rexrank_requirement, wheel))
         return
-    hub_publish.publish(plans, rexrank_requirement=rexrank_requirement, log=typer.echo)
+    hub_publish.publish(plans, rexrank_requirement=rexrank_requirement, wheel=wheel, log=typer.echo)

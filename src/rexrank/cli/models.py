@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer()
 
 
 @app.command("list")
@@ -29,8 +29,13 @@ def download(
         "compare results with. A download that differs from a published digest is refused."),
 ) -> None:
     """Fetch every default model into one cache so later runs work offline (HF_HUB_OFFLINE=1)."""
-    from rexrank.metrics.weights import SOURCES, report_all_missing, resolve
+    from rexrank.evaluation.harness import check_writable
+    from rexrank.metrics.weights import SOURCES, report_all_missing, resolve, source
 
+    for key in only or []:  # every name checked before the first download starts
+        source(key)
+    if cache_dir is not None:
+        check_writable(cache_dir, "--cache-dir")
     with report_all_missing() as missing:  # every model that cannot be fetched is reported, not just the first
         for key in only or list(SOURCES):
             before = len(missing)

@@ -31,6 +31,9 @@ def read_rexrank_json(path: str | os.PathLike, image_root: str | os.PathLike | N
         raise InputError(f"ReXrank JSON not found: {path}") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path} is not valid JSON: {exc}") from None
+    except (RecursionError, ValueError) as exc:  # absurd nesting, or a number over Python's int-parsing limit
+        problem = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(":")[0].lower()
+        raise InputError(f"{path} cannot be read as JSON: {problem}") from None
     if not isinstance(entries, dict):
         raise InputError(f"{path}: expected a JSON object {{study_id: {{...}}}}, got {type(entries).__name__}")
     root = Path(image_root) if image_root is not None else path.parent

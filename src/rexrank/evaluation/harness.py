@@ -27,7 +27,7 @@ from rexrank import parallel
 from rexrank.errors import ConfigError, InputError
 from rexrank.evaluation import disclosure
 from rexrank.evaluation.aggregate import build_results
-from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES
 from rexrank.evaluation.inputs import Inputs
 from rexrank.evaluation.plan import plan
 from rexrank.evaluation.runner import (
@@ -62,6 +62,68 @@ PRIVATE_DETAIL_SUFFIXES = ("_analysis",)
 _PRIVATE_TEXT_KEPT = ("study_id", "hyp_sha256", disclosure.REFERENCE_HMAC_COLUMN, "site")
 
 
+# Option checks shared by `rexrank score`, `compare`, `generate` and the data/leaderboard commands: each raises
+# ConfigError naming the option and the fix, and runs before any input is read or model loaded.
+def check_statistics(resamples: int, confidence: float, seed: int, *, permutations: int | None = None) -> None:
+    """Bootstrap (and randomization) settings: counts in [1, MAX_RESAMPLES], confidence in (0, 1), seed >= 0."""
+    counts = {"--resamples": resamples, **({"--permutations": permutations} if permutations is not None else {})}
+    for option, value in counts.items():
+        if not 1 <= value <= MAX_RESAMPLES:
+            raise ConfigError(f"{option} must be between 1 and {MAX_RESAMPLES:,} (the cap; got {value:,})")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"--confidence must be between 0 and 1, e.g. 0.95 (got {confidence})")
+    if seed < 0:  # numpy's generators take non-negative seeds only
+        raise ConfigError(f"--seed must be 0 or more (got {seed})")
+
+
+def _devices_here() -> list[str]:
+    import torch
+
+    found = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    return found + (["mps"] if torch.backends.mps.is_available() else [])
+
+
+def check_device(device: str | None, option: str = "--device") -> None:
+    """cpu, cuda, cuda:N or mps, and only a device this machine has (torch is imported only for an accelerator)."""
+    if device is None or device == "cpu":
+        return
+    kind, _, index = device.partition(":")
+    if kind not in ("cuda", "mps") or (index and (kind != "cuda" or not index.isdigit())):
+        raise ConfigError(f"{option} {device!r} is not a device: use cpu, cuda, cuda:N (N = 0, 1, ...) or mps")
+    import torch
+
+    if kind == "mps" and not torch.backends.mps.is_available():
+        problem = "MPS (Apple GPU) is not available here"
+    elif kind == "cuda" and not torch.cuda.is_available():
+        problem = "CUDA is not available here"
+    elif kind == "cuda" and int(index or 0) >= torch.cuda.device_count():
+        problem = "no such CUDA device"
+    else:
+        return
+    raise ConfigError(f"{option} {device}: {problem}; the devices here are {', '.join(_devices_here())}")
+
+
+def check_writable(path: str | os.PathLike, option: str, *, file: bool = False) -> None:
+    """``path`` can be written: an existing writable folder (``file=True``: file), or a new one whose nearest
+    existing parent is a writable folder (so it can be created, with any missing parents)."""
+    path = Path(path).expanduser()
+    what = "file" if file else "folder"
+    if path.exists():
+        if path.is_dir() == file:
+            raise ConfigError(f"{option} {path} is an existing {'folder' if file else 'file'}; give a {what} path"
+                              + ("" if file else " (it is created if missing)"))
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{option} {path}: no permission to write there; choose another {what}")
+        return
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {path} cannot be created: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path} cannot be created: no permission to write in {parent}")
+
+
 @dataclass
 class ScoreOptions:
     metrics: Sequence[str] = DEFAULT_SCORE_METRICS
@@ -78,12 +140,22 @@ class ScoreOptions:
     confidence: float = DEFAULT_CONFIDENCE
 
     def check(self) -> None:
-        if self.resamples < 1:
-            raise ConfigError(f"--resamples must be at least 1 (got {self.resamples})")
-        if not 0 < self.confidence < 1:
-            raise ConfigError(f"--confidence must be between 0 and 1 (got {self.confidence})")
+        """Every option, before any input is read or model loaded (the CLI calls it first, evaluate() again)."""
+        check_statistics(self.resamples, self.confidence, self.seed)
         if self.chunk_size < 1:
             raise ConfigError(f"--chunk-size must be at least 1 (got {self.chunk_size})")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ConfigError(f"--batch-size must be at least 1 (got {self.batch_size})")
+        check_device(self.device)
+        if self.use_cache:
+            from rexrank.evaluation.cache import default_cache_dir
+
+            check_writable(default_cache_dir() if self.cache_dir is None else self.cache_dir, "--cache-dir")
+        # Each metric's constructor is the one owner of the options it takes (REGISTRY.options).
+        for name, config in self.metric_configs.items():
+            REGISTRY.check_options(name, config, flag="--option")
+        for name in self.model_paths:
+            REGISTRY.check_options(name, ["model"], flag="--model-path")
 
 
 @dataclass

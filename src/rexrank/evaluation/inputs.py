@@ -65,6 +65,8 @@ def load_inputs(predictions: str | os.PathLike, *, track: str, references: str |
     for name, limit in (("max_report_words", max_report_words), ("max_report_chars", max_report_chars)):
         if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1:
             raise ConfigError(f"{name} must be a whole number of at least 1, got {limit!r}")
+    if not max_file_size_mb > 0:  # NaN too
+        raise ConfigError(f"max_file_size_mb (--max-file-size-mb) must be more than 0, got {max_file_size_mb!r}")
     limits = {"max_words": max_report_words, "max_chars": max_report_chars}
     from rexrank.evaluation.disclosure import is_private
 

@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,19 +229,32 @@ def read_report_file(path: str | os.PathLike, role: str, problems: Problems, *,
     return ReportFile(path, records, ok)
 
 
-def _is_json(text: str) -> bool:
+def parse_json(text: str, *, position: bool = True, **options: Any) -> tuple[Any, str | None]:
+    """``json.loads(text)`` as (value, None), or (None, what is wrong): every way a hostile file can make the parser
+    fail is a problem to report, not a traceback. Every JSON input of scoring is parsed here. ``position``: name
+    the line and column of a syntax error (not for one JSONL line, which names its line itself)."""
     try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
+        return json.loads(text, **options), None
+    except json.JSONDecodeError as exc:
+        if not position:
+            return None, f"invalid JSON ({exc.msg})"
+        return None, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    except RecursionError:  # the parser recurses once per nesting level
+        return None, "JSON nested too deeply to read"
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):  # Python's guard against quadratic int parsing
+            return None, f"a number over {sys.get_int_max_str_digits()} digits long, which no report holds"
+        return None, f"unreadable JSON: {exc}"
+
+
+def _is_json(text: str) -> bool:
+    return parse_json(text)[1] is None
 
 
 def _read_json(text, role, problems, pick, text_fields):
-    try:
-        pairs = json.loads(text, object_pairs_hook=_Pairs)
-    except json.JSONDecodeError as exc:
-        problems.add("format", role, f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}")
+    pairs, error = parse_json(text, object_pairs_hook=_Pairs)
+    if error:
+        problems.add("format", role, error)
         return [], False
     if not isinstance(pairs, _Pairs):
         problems.add("format", role, f"expected a JSON object {{study_id: report}}, found a {_json_type(pairs)}")
@@ -280,10 +294,9 @@ def _read_jsonl(text, role, problems, pick, text_fields):
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            bad_lines.append(f"line {lineno}: invalid JSON ({exc.msg})")
+        entry, error = parse_json(line, position=False)
+        if error:
+            bad_lines.append(f"line {lineno}: {error}")
             continue
         if not isinstance(entry, dict):
             bad_lines.append(f"line {lineno}: expected an object, found a {_json_type(entry)}")

@@ -6,10 +6,12 @@ Entries are lazy ("module:Class" strings) so listing metrics never imports torch
 from __future__ import annotations
 
 import importlib
+import inspect
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from rexrank.errors import UnknownNameError
+from rexrank.errors import ConfigError, UnknownNameError
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,26 @@ class Registry:
 
     def names(self) -> list[str]:
         return list(self._entries)
+
+    def options(self, name: str) -> tuple[list[str], bool]:
+        """(the keyword options ``name``'s class takes, whether it also takes any other key), read from its
+        constructor, so the class is the one owner of what it accepts. "Any other key": a ``**kwargs`` it forwards
+        (GREEN's backend options, FineRadScore's HTTP options). Imports the class's module; loads no model."""
+        signature = inspect.signature(self.cls(name))
+        named = [p.name for p in signature.parameters.values()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        open_ended = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        return named, open_ended
+
+    def check_options(self, name: str, keys: Iterable[str], *, flag: str = "--option") -> None:
+        """Raise ConfigError naming every key ``name`` does not take, and the keys it does take."""
+        accepted, open_ended = self.options(name)
+        unknown = [key for key in keys if key not in accepted]
+        if not unknown or open_ended:
+            return
+        canonical = self.canonical(name)
+        takes = f"it takes: {', '.join(accepted)}" if accepted else "it takes no options"
+        raise ConfigError(f"{flag}: {self.kind} {canonical} has no option {', '.join(map(repr, unknown))}; {takes}")
 
     def __contains__(self, name: object) -> bool:
         try:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,11 @@ class GenerationSettings:
             raise ConfigError(f"--num-beams must be at least 1, got {self.num_beams}")
         if not self.do_sample and (self.temperature is not None or self.top_p is not None):
             raise ConfigError("--temperature/--top-p only apply with --do-sample (generation is greedy by default)")
+        # The ranges transformers' logits processors accept (it raises inside generate, after the model loaded).
+        if self.temperature is not None and not (self.temperature > 0 and math.isfinite(self.temperature)):
+            raise ConfigError(f"--temperature must be a positive number, got {self.temperature}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ConfigError(f"--top-p must be in (0, 1], got {self.top_p}")
         return self
 
     def kwargs(self) -> dict[str, Any]:
