@@ -81,6 +81,28 @@ class FakeSlow(Metric):
         return np.array(out)
 
 
+class FakeBatched(Metric):
+    """Character-length ratio in batches of ``batch_size`` pairs, sleeping SLEEP_ENV seconds per batch and reporting
+    progress after each batch, as the model-backed metrics do (for the progress tests)."""
+
+    spec = MetricSpec("fake_batched", "fake_batched", True, "1", "test metric: batched length ratio",
+                      needs_model=True, leaderboard_column="FakeBatched")
+
+    def __init__(self, batch_size=None, **_):
+        self.batch_size = batch_size or 32
+
+    def _score(self, hyps, refs):
+        sleep = float(os.environ.get(SLEEP_ENV, "0"))
+        out = []
+        for start in range(0, len(hyps), self.batch_size):
+            if sleep:
+                time.sleep(sleep)
+            out.extend(min(len(h), len(r)) / max(len(h), len(r), 1)
+                       for h, r in zip(hyps[start:start + self.batch_size], refs[start:start + self.batch_size]))
+            self._report_progress(len(out), len(hyps))
+        return np.array(out)
+
+
 class FakeJudge(Metric):
     """A GREEN-like judge: a score plus per-pair error counts, and NaN when the hypothesis says "unparseable"."""
 
@@ -123,7 +145,7 @@ class FakeLower(Metric):
         return np.array([1.0 + abs(len(h.split()) - len(r.split())) / 10 for h, r in zip(hyps, refs)])
 
 
-FAKES = (FakeLength, FakeSlow, FakeJudge, FakeLower)
+FAKES = (FakeLength, FakeSlow, FakeJudge, FakeLower, FakeBatched)
 
 
 def register() -> None:

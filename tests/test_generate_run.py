@@ -228,21 +228,18 @@ def test_kill_and_resume_gives_the_uninterrupted_file(standins, study_json, help
     assert len(part.read_text().splitlines()) == N_STUDIES  # nothing generated twice
 
 
-def test_failing_study_and_missing_image_are_recorded_not_fatal(records, helpers, cli, study_json, tmp_path):
-    """A model raising on one study of a batch fails only that study (the batch is rerun study by study); a missing
-    image fails only its study; both are reported, left out of the predictions, exit code 3; --retry-errors
-    retries them on resume and --allow-errors exits 0."""
-    broken = [dict(r) for r in records]
-    broken[7] = dict(broken[7], image_paths=["/nonexistent/x.png"], key_image="/nonexistent/x.png")
+def test_failing_study_is_recorded_not_fatal(records, helpers, cli, study_json, tmp_path):
+    """A model raising on one study of a batch fails only that study (the batch is rerun study by study); it is
+    reported, left out of the predictions, exit code 3; --retry-errors retries it on resume and --allow-errors
+    exits 0. (A missing image is no such failure: it stops the run before the model loads, tested below.)"""
     adapter = load_adapter(f"{helpers}:Echo", model_args={"fail_on": "s2"})
-    result = generate(broken, adapter, tmp_path / "run", GenerateOptions(batch_size=4, progress=False))
-    assert set(result.errors) == {"s2", "s7"}
+    result = generate(records, adapter, tmp_path / "run", GenerateOptions(batch_size=4, progress=False))
+    assert set(result.errors) == {"s2"}
     assert "RuntimeError: cannot read s2" in result.errors["s2"]
-    assert "FileNotFoundError" in result.errors["s7"] and "/nonexistent/x.png" in result.errors["s7"]
     reports = json.loads(result.reports_path.read_text())
-    assert list(reports) == [f"s{i}" for i in range(N_STUDIES) if i not in (2, 7)]
+    assert list(reports) == [f"s{i}" for i in range(N_STUDIES) if i != 2]
     assert reports["s3"] == "s3 has 1 image(s)."  # findings track: the findings section of the answer
-    assert json.loads((tmp_path / "run" / "errors.json").read_text()).keys() == {"s2", "s7"}
+    assert json.loads((tmp_path / "run" / "errors.json").read_text()).keys() == {"s2"}
 
     args = _args(study_json, tmp_path / "cli", "--model", f"{helpers}:Echo", "--model-arg", 'fail_on="s2"')
     code, output = cli(*args)
@@ -320,3 +317,176 @@ def test_dataset_to_score_chain(helpers, cli, tmp_path):
     assert code == 0, output
     results = json.loads((tmp_path / "scores" / "results.json").read_text())
     assert results["n_studies"] == 5
+
+
+# ---- images: checked before the model loads, part of a run's settings -----------------------------------------------
+
+MARKED = '''
+import os
+
+open(os.environ["REXRANK_TEST_MARKER"], "a").write("imported\\n")
+
+class Marked:
+    """Writes to the marker when its module is imported and when it is constructed."""
+    def __init__(self):
+        open(os.environ["REXRANK_TEST_MARKER"], "a").write("constructed\\n")
+    def __call__(self, studies):
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+
+class Vanishing:
+    """Deletes the images named in $REXRANK_TEST_VANISH on its first call (an image lost mid-run)."""
+    def __init__(self):
+        self.calls = 0
+    def __call__(self, studies):
+        self.calls += 1
+        if self.calls == 1:
+            for path in filter(None, os.environ["REXRANK_TEST_VANISH"].split(os.pathsep)):
+                os.remove(path)
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+'''
+
+
+@pytest.fixture
+def marked(tmp_path, monkeypatch) -> tuple[Path, Path]:
+    """(module file with Marked/Vanishing, marker file that exists once the module is imported)."""
+    module = tmp_path / "marked_model.py"
+    module.write_text(MARKED)
+    marker = tmp_path / "marker.txt"
+    monkeypatch.setenv("REXRANK_TEST_MARKER", str(marker))
+    return module, marker
+
+
+def _copy_images(study_json: Path, target: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(study_json.parent / "img", target))
+
+
+def test_missing_images_stop_the_run_before_the_model_is_constructed(study_json, marked, cli, tmp_path):
+    """A wrong --image-root (or --data-dir) is one error, exit 2: how many images are missing of how many, the first
+    paths, the option to fix; the model's module is never imported, let alone constructed, and nothing is written."""
+    module, marker = marked
+    images = _copy_images(study_json, tmp_path / "img")
+    (images / "s4" / "view0.png").unlink()
+    (images / "s8" / "view1.png").unlink()
+    out = tmp_path / "out"
+    code, output = cli("generate", "--input-json", str(study_json), "--image-root", str(images), "--out", str(out),
+                       "--model", f"{module}:Marked", "--no-progress")
+    assert code == 2, output
+    assert "2 of the 19 images of 10 studies are missing" in output  # 1, 2, 3, 1, 2, ... images per study
+    assert str(images / "s4" / "view0.png") in output and str(images / "s8" / "view1.png") in output
+    assert "--image-root" in output and "Traceback" not in output
+    assert not marker.exists() and not out.exists()
+
+    code, output = cli("generate", "--input-json", str(study_json), "--image-root", str(tmp_path / "nowhere"),
+                       "--out", str(out), "--model", f"{module}:Marked", "--no-progress")
+    assert code == 2 and "19 of the 19 images of 10 studies are missing" in output
+    assert "... and 14 more" in output  # five paths shown, the rest counted
+    assert not marker.exists() and not out.exists()
+
+
+def test_missing_dataset_images_name_the_data_dir_and_its_layout(marked, cli, tmp_path):
+    """--dataset with a --data-dir that holds no images: the error names --data-dir, the folder it looked in, the
+    layout the catalog declares for the dataset and where the docs say to get the images."""
+    from rexrank.data.catalog import get_dataset_spec
+
+    module, marker = marked
+    code, output = cli("generate", "--dataset", "iu_xray", "--data-dir", str(tmp_path / "empty"), "--split", "test",
+                       "--limit", "4", "--model", f"{module}:Marked", "--out", str(tmp_path / "out"), "--no-progress")
+    assert code == 2, output
+    assert "8 of the 8 images of 4 studies are missing" in output
+    assert f"--data-dir pointing at the folder that holds the IU-Xray images (now: {tmp_path / 'empty'})" in output
+    assert get_dataset_spec("iu_xray").layout.splitlines()[0] in output
+    assert "docs/generate.md" in output and not marker.exists()
+
+
+def test_python_api_checks_images_before_loading_and_reads_the_first_as_an_image(records, tmp_path):
+    """generate() itself refuses missing images before adapter.load, and a first image PIL cannot read (a folder
+    of the wrong files) fails the same way."""
+    from rexrank.errors import InputError
+    from rexrank.generate.adapters.base import Adapter
+
+    class Recording(Adapter):
+        loaded = False
+
+        def config(self):
+            return {"adapter": "recording"}
+
+        def load(self, device):
+            Recording.loaded = True
+
+    broken = [dict(r) for r in records]
+    broken[7] = dict(broken[7], image_paths=["/nonexistent/x.png"], key_image="/nonexistent/x.png")
+    missing = r"1 of the 18 images of 10 studies are missing, e\.g\.\n  /nonexistent/x\.png"
+    with pytest.raises(InputError, match=missing):
+        generate(broken, Recording(), tmp_path / "a", GenerateOptions(progress=False))
+    not_png = tmp_path / "report.png"
+    not_png.write_text("Findings: this is text, not an image.")
+    broken[0] = dict(broken[0], image_paths=[str(not_png)], key_image=str(not_png))
+    broken[7] = records[7]
+    with pytest.raises(InputError, match="report.png is not an image PIL can read"):
+        generate(broken, Recording(), tmp_path / "b", GenerateOptions(progress=False))
+    assert not Recording.loaded and not (tmp_path / "a").exists()
+
+
+def test_an_image_lost_mid_run_fails_only_its_study(study_json, marked, cli, tmp_path, monkeypatch):
+    """The up-front check does not replace the per-study one: an image deleted while the run goes on fails its
+    study only (recorded, exit 3); a rerun while it is still missing stops at the up-front check, and once the image
+    is back the next run retries it without --retry-errors (its images changed since the failure)."""
+    module, _ = marked
+    images = _copy_images(study_json, tmp_path / "img")
+    lost = images / "s9" / "view0.png"  # batch 3 of 3 (size 4): prepared after the first call returns
+    monkeypatch.setenv("REXRANK_TEST_VANISH", str(lost))
+    saved = lost.read_bytes()
+    args = ["generate", "--input-json", str(study_json), "--image-root", str(images), "--out", str(tmp_path / "out"),
+            "--model", f"{module}:Vanishing", "--batch-size", "4", "--no-progress"]
+    code, output = cli(*args)
+    assert code == 3 and "1 studies failed" in output and f"s9: FileNotFoundError: image(s) not found: {lost}" in output
+    monkeypatch.setenv("REXRANK_TEST_VANISH", "")  # nothing to delete on the reruns
+    code, output = cli(*args)  # still missing: the up-front check stops the rerun, the recorded failure stands
+    assert code == 2 and "1 of the" in output and "images" in output and str(lost) in output
+    lost.write_bytes(saved)
+    code, output = cli(*args)
+    assert code == 0 and f"{N_STUDIES - 1} from an earlier run, 1 generated now" in output
+
+
+def test_a_rerun_with_other_images_is_refused_but_a_limit_trial_resumes(study_json, helpers, cli, tmp_path):
+    """The images a study was generated from are part of the run's settings: rerunning into the same --out with
+    another --image-root (identical copies, other files) is refused naming both paths and the fix, before any
+    model work; the same images resume (a --limit trial included) and --overwrite starts afresh."""
+    first, other = _copy_images(study_json, tmp_path / "first"), _copy_images(study_json, tmp_path / "other")
+    out = tmp_path / "out"
+
+    def run(root: Path, *extra: str):
+        return cli("generate", "--input-json", str(study_json), "--image-root", str(root), "--out", str(out),
+                   "--model", f"{helpers}:Echo", "--no-progress", *extra)
+
+    code, output = run(first, "--limit", "3")
+    assert code == 0 and "0 from an earlier run, 3 generated now" in output
+    code, output = run(other)
+    assert code == 2, output
+    assert f"{out} holds reports generated from other image files than this run's (3 of 3 finished studies" in output
+    assert str(first / "s0" / "view0.png") in output and str(other / "s0" / "view0.png") in output
+    assert "--data-dir (or --image-root)" in output and "--overwrite" in output
+    code, output = run(first)
+    assert code == 0 and f"3 from an earlier run, {N_STUDIES - 3} generated now" in output
+    whole = (out / "predictions.json").read_bytes()
+    code, output = run(other, "--overwrite")
+    assert code == 0 and f"0 from an earlier run, {N_STUDIES} generated now" in output
+    code, output = run(other)
+    assert code == 0 and f"{N_STUDIES} from an earlier run, 0 generated now" in output
+    assert (out / "predictions.json").read_bytes() == whole.replace(str(first).encode(), str(other).encode())
+
+
+def test_a_rerun_with_another_data_dir_is_refused(helpers, cli, tmp_path):
+    """The issue's case through --dataset: a second complete copy of the IU-Xray images in another --data-dir does
+    not silently resume the first copy's run."""
+    from rexrank.data.synthetic import write_iu_xray_images
+
+    out = tmp_path / "gen"
+    for name, expected in (("a", 0), ("b", 2)):
+        data_dir = write_iu_xray_images(tmp_path / name, splits=("test",))
+        code, output = cli("generate", "--dataset", "iu_xray", "--data-dir", str(data_dir), "--split", "test",
+                           "--limit", "2", "--model", f"{helpers}:Echo", "--out", str(out), "--no-progress")
+        assert code == expected, output
+    assert "holds reports generated from other image files" in output and str(tmp_path / "a") in output

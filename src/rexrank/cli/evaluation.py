@@ -6,21 +6,23 @@ Both run on one process or many: `torchrun --nproc_per_node N -m rexrank score .
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from rexrank.errors import ConfigError
-from rexrank.evaluation.predictions import DEFAULT_MAX_REPORT_CHARS, DEFAULT_MAX_REPORT_WORDS
+from rexrank.evaluation.predictions import (
+    DEFAULT_MAX_FILE_SIZE_MB,
+    DEFAULT_MAX_REPORT_CHARS,
+    DEFAULT_MAX_REPORT_WORDS,
+)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's top-level commands to the main app."""
-    app.command("score", no_args_is_help=True)(score_command)
-    app.command("compare", no_args_is_help=True)(compare_command)
+    app.command("score")(score_command)
+    app.command("compare")(compare_command)
 
 
 def _model_paths(values: list[str] | None) -> dict[str, str]:
@@ -50,17 +52,17 @@ def _metric_options(values: list[str] | None) -> dict[str, dict[str, object]]:
                               f"got {item!r}")
         try:
             value: object = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON (or absurdly nested / long): the text itself
             value = raw
         out.setdefault(REGISTRY.canonical(metric.strip()), {})[key.strip()] = value
     return out
 
 
-def _progress_default() -> bool:
-    flag = os.environ.get("REXRANK_PROGRESS")
-    if flag is not None:
-        return flag.lower() in ("1", "true", "yes")
-    return sys.stderr.isatty()
+def _progress_default(flag: bool | None, quiet: bool) -> bool:
+    """--progress/--no-progress wins; --quiet means off; else rexrank.progress's rule (REXRANK_PROGRESS, else on)."""
+    from rexrank.progress import enabled
+
+    return enabled(False if quiet and flag is None else flag)
 
 
 def score_command(
@@ -91,7 +93,8 @@ def score_command(
     chunk_size: int = typer.Option(256, "--chunk-size", help="Pairs scored between cache commits."),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Score the studies present on both sides "
                                        "instead of failing on missing or extra ids."),
-    max_file_size_mb: float = typer.Option(200.0, "--max-file-size-mb", help="Refuse input files above this size."),
+    max_file_size_mb: float = typer.Option(DEFAULT_MAX_FILE_SIZE_MB, "--max-file-size-mb",
+                                           help="Refuse input files above this size."),
     max_report_words: int = typer.Option(DEFAULT_MAX_REPORT_WORDS, "--max-report-words", help="Refuse reports "
                                          "(predictions or references) over this many words; punctuation marks "
                                          "count as words."),
@@ -100,23 +103,28 @@ def score_command(
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples for the CIs."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     confidence: float = typer.Option(0.95, "--confidence", help="CI level."),
-    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress bars with ETA "
-                                            "(default: when stderr is a terminal)."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress with ETA: a bar "
+                                            "on a terminal, else a log line every REXRANK_PROGRESS_INTERVAL_S "
+                                            "(default 10) s. Default: on unless --quiet or REXRANK_PROGRESS=0."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the results folder."),
 ) -> None:
     """Score predictions against references: per_study.parquet, results.json, results.md, model_index.yaml."""
     from rexrank import parallel
-    from rexrank.evaluation.harness import ScoreOptions, evaluate, expand_metrics, write_outputs
+    from rexrank.evaluation.harness import ScoreOptions, check_writable, evaluate, expand_metrics, write_outputs
     from rexrank.evaluation.inputs import load_inputs
 
+    # Every option is checked here, before any input is read, any model loads or any pair is scored.
     if references is None and dataset is None:
         raise ConfigError("give the ground truth: --references FILE, or --dataset NAME [--split SPLIT]")
     dataset, split, track = _canonical_names(dataset, split, track, references is None)
+    model = model_name or _default_model_name(predictions)
+    out_dir = out or Path("results") / model
+    check_writable(out_dir, "--out")
     names = expand_metrics(metrics)
     options = ScoreOptions(metrics=names, model_paths=_model_paths(model_path), metric_configs=_metric_options(option),
                            device=device, batch_size=batch_size,
                            use_cache=not no_cache, cache_dir=cache_dir, chunk_size=chunk_size,
-                           progress=_progress_default() if progress is None else progress, resamples=resamples,
+                           progress=_progress_default(progress, quiet), resamples=resamples,
                            seed=seed, confidence=confidence)
     options.check()
     if max_report_words < 1 or max_report_chars < 1:
@@ -128,24 +136,24 @@ def score_command(
     note = inputs.drop_note()
     if note and ctx.is_main:
         typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
-    model = model_name or _default_model_name(predictions)
-    evaluation = evaluate(inputs, model=model, track=track, dataset=dataset, split=split, options=options)
+    from rexrank.progress import switched
+
+    with switched(options.progress):  # the bootstrap after scoring follows the same switch
+        evaluation = evaluate(inputs, model=model, track=track, dataset=dataset, split=split, options=options)
     if evaluation is None:  # not rank 0: rank 0 writes the results
         return
-    out_dir = out or Path("results") / model
     paths = write_outputs(evaluation, out_dir)
     if quiet:
         typer.echo(str(out_dir))
         return
     from rich.console import Console
 
-    from rexrank.evaluation.report import print_summary
+    from rexrank.evaluation.report import pair_counts, print_summary
 
     console = Console(width=max(100, Console().width))
     print_summary(evaluation.results, console)
-    computed = sum(s["computed"] for s in evaluation.stats.values())
-    cached = sum(s["cached"] for s in evaluation.stats.values())
-    console.print(f"pairs computed: {computed}, from cache: {cached}")
+    for line in pair_counts(evaluation.results, evaluation.stats):  # studies vs distinct pairs, per metric
+        console.print(line, markup=False)
     console.print("wrote " + ", ".join(str(p) for p in paths.values()))
 
 
@@ -191,11 +199,13 @@ def compare_command(
     from rich.console import Console
 
     from rexrank.evaluation.compare import compare_runs, load_run, markdown, print_report
+    from rexrank.evaluation.harness import check_writable, check_statistics
 
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs")
-    if resamples < 1 or permutations < 1:
-        raise ConfigError("--resamples and --permutations must be at least 1")
+    check_statistics(resamples, confidence, seed, permutations=permutations)
+    if out is not None:
+        check_writable(out, "--out")
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     report = compare_runs([load_run(p) for p in runs], names, resamples=resamples, permutations=permutations,
                           seed=seed, confidence=confidence)

@@ -16,7 +16,7 @@ EXIT_STUDIES_FAILED = 3
 
 def register(app: typer.Typer) -> None:
     """Add this module's top-level commands to the main app."""
-    app.command("generate", no_args_is_help=True)(generate_command)
+    app.command("generate")(generate_command)
 
 
 def generate_command(
@@ -61,23 +61,31 @@ def generate_command(
     retry_errors: bool = typer.Option(False, "--retry-errors", help="On resume, try failed studies again."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard an earlier run in --out."),
     allow_errors: bool = typer.Option(False, "--allow-errors", help="Exit 0 even if some studies failed."),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    progress: bool | None = typer.Option(None, "--progress/--no-progress", help="Progress with ETA: a bar on a "
+                                            "terminal, else a log line every REXRANK_PROGRESS_INTERVAL_S (default "
+                                            "10) s. Default: on unless REXRANK_PROGRESS=0."),
 ) -> None:
     """Generate one report per study into OUT/predictions.json (ReXrank JSON) and OUT/reports.json."""
     from rexrank.errors import ConfigError
+    from rexrank.evaluation.harness import check_device, check_writable
     from rexrank.generate import GenerateOptions, GenerationSettings, generate, load_adapter
+    from rexrank.progress import enabled as progress_enabled
 
     # Absolute paths from here on: an inference.py model runs in its own folder, and every path it gets must hold.
     data_dir, input_json, image_root, out = (None if p is None else p.expanduser().absolute()
                                              for p in (data_dir, input_json, image_root, out))
-    records = _studies(dataset, split, data_dir, input_json, image_root, track, limit)
+    # Options first: a bad value fails before any study is read or any model loads.
+    check_device(device)
+    check_writable(out, "--out")
     settings = None
     if any(v is not None for v in (max_new_tokens, num_beams, temperature, top_p)) or do_sample or gen_arg:
         defaults = GenerationSettings()
         settings = GenerationSettings(
             max_new_tokens=defaults.max_new_tokens if max_new_tokens is None else max_new_tokens,
             num_beams=defaults.num_beams if num_beams is None else num_beams, do_sample=do_sample,
-            temperature=temperature, top_p=top_p, extra=_key_values(gen_arg, "--gen-arg"))
+            temperature=temperature, top_p=top_p, extra=_key_values(gen_arg, "--gen-arg")).check()
+    records = _studies(dataset, split, data_dir, input_json, image_root, track, limit)
+    _check_images(records, dataset, data_dir, input_json, image_root)  # before any adapter or model exists
     if prompt is not None and prompt.startswith("@"):
         path = Path(prompt[1:]).expanduser()
         if not path.is_file():
@@ -87,7 +95,8 @@ def generate_command(
                            dtype=dtype, trust_remote_code=trust_remote_code, chat_template=chat_template,
                            script_python=script_python)
     options = GenerateOptions(track=track, images=images, context=context, prompt=prompt, batch_size=batch_size,
-                              retry_errors=retry_errors, overwrite=overwrite, progress=progress, device=device)
+                              retry_errors=retry_errors, overwrite=overwrite,
+                              progress=progress_enabled(progress), device=device)
     result = generate(records, adapter, out, options)
     # SystemExit rather than typer.Exit: rexrank.cli.main runs click with standalone_mode=False, where click turns
     # typer.Exit into a return value that main() does not pass on, so the exit status would be lost.
@@ -135,6 +144,29 @@ def _studies(dataset, split, data_dir, input_json, image_root, track, limit) -> 
     return kept[:limit] if limit is not None else kept
 
 
+def _check_images(records, dataset, data_dir, input_json, image_root) -> None:
+    """Every image of every study (all of them, whatever --images picks later: the adapter that decides does not
+    exist yet) must be there; else one error naming the option that points at them."""
+    from rexrank.generate.images import check_images
+    from rexrank.generate.studies import image_paths_of
+
+    if dataset is not None:
+        from rexrank.data import default_data_dir, get_dataset_spec
+
+        spec = get_dataset_spec(dataset)
+        where = data_dir if data_dir is not None else default_data_dir(spec.name)
+        layout = "\n".join(f"    {line}" for line in spec.layout.splitlines())
+        fix = (f"Pass --data-dir pointing at the folder that holds the {spec.label} images (now: {where}), laid "
+               f"out as:\n{layout}\nWhere to get them and how to check a copy: docs/generate.md, \"Where the images "
+               "come from\".")
+    else:
+        root = image_root if image_root is not None else input_json.parent
+        fix = (f"Pass --image-root pointing at the folder that the image paths in {input_json.name} are relative to "
+               f"(now: {root}); see docs/generate.md, \"Where the images come from\".")
+    check_images(((r.get("study_id"), [*image_paths_of(r), *([r["key_image"]] if r.get("key_image") else [])])
+                  for r in records), fix)
+
+
 def _key_values(items: list[str], option: str) -> dict:
     from rexrank.errors import ConfigError
 
@@ -145,7 +177,7 @@ def _key_values(items: list[str], option: str) -> dict:
             raise ConfigError(f"{option} expects KEY=VALUE, got {item!r}")
         try:
             values[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON (or absurdly nested / long): the text itself
             values[key.strip()] = raw
     return values
 

@@ -6,8 +6,11 @@ For two models on the studies both scored, for every metric:
   least the observed size, |d* - d| >= |d| (the shift method of Berg-Kirkpatrick et al., 2012, both tails);
 - approximate randomization: swap the two models' values of each study with probability 1/2, count permuted
   differences at least as large as the observed one, |d'| >= |d|.
-Both p-values are (k + 1) / (n + 1), never exactly 0. No metric is rescored: a permutation of per-study values
-moves each model's mean by a matrix product, so 10,000 permutations take well under a second.
+Both p-values are (k + 1) / (n + 1), never exactly 0. A side is named better only when the difference is
+significant at alpha = 1 - confidence by every measure: the CI excludes 0 and both p-values are below alpha
+(``SIGNIFICANCE_RULE``); otherwise the verdict is "no significant difference". No metric is rescored: a
+permutation of per-study values moves each model's mean by a matrix product, so 10,000 permutations take well under
+a second.
 For many models: each model's rank per metric with a bootstrap CI of the rank, all pairwise tests, per-site ranks,
 normal/abnormal subgroups, GREEN error-free rates, and agreement between metrics (Kendall tau of model rankings).
 """
@@ -25,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rexrank import progress
 from rexrank.errors import InputError
 from rexrank.evaluation.aggregate import json_safe, metric_columns
 from rexrank.evaluation.bootstrap import (
@@ -40,12 +44,18 @@ from rexrank.metrics import REGISTRY
 from rexrank.metrics.aggregation import (
     MEAN,
     aggregate,
+    leaderboard_flags,
     leaderboard_higher_is_better,
     leaderboard_values,
     nan_means,
 )
 
 DEFAULT_PERMUTATIONS = 10_000
+NO_SIGNIFICANT_DIFFERENCE = "no significant difference"
+# Conservative on purpose: a reader acts on a named winner, so all three measures must agree before one is named.
+SIGNIFICANCE_RULE = ("a model is named better only when the {confidence:.0%} CI of the difference excludes 0 and "
+                     "both p-values (paired bootstrap, approximate randomization) are below alpha = {alpha:g}; "
+                     f"otherwise '{NO_SIGNIFICANT_DIFFERENCE}'")
 _BLOCK_CELLS = 4_000_000
 
 
@@ -73,7 +83,14 @@ def load_run(path: str | os.PathLike) -> Run:
     if "study_id" not in frame.columns:
         raise InputError(f"{parquet} has no study_id column: not a rexrank per-study table")
     results_path = parquet.parent / RESULTS
-    results = json.loads(results_path.read_text()) if results_path.is_file() else None
+    results = None
+    if results_path.is_file():
+        from rexrank.evaluation.predictions import parse_json
+
+        results, problem = parse_json(results_path.read_text(encoding="utf-8", errors="replace"))
+        if problem or not isinstance(results, dict):
+            raise InputError(f"{results_path}: {problem or 'not a JSON object'}; pass a `rexrank score` results "
+                             "folder, or its per_study.parquet alone")
     name = (results or {}).get("model") or (parquet.parent.name if parquet.name == PER_STUDY else parquet.stem)
     return Run(str(name), frame, results, str(path))
 
@@ -187,6 +204,8 @@ def paired_test(a: np.ndarray, b: np.ndarray, *, aggregation: str = "mean", resa
         k_perm += int(np.sum(np.abs(perm) >= abs(observed) - tol))
     return {**out, "value_a": float(leaderboard_values(mean_a, aggregation)),
             "value_b": float(leaderboard_values(mean_b, aggregation)),
+            "flags_a": list(leaderboard_flags(float(mean_a), aggregation)),
+            "flags_b": list(leaderboard_flags(float(mean_b), aggregation)),
             "difference": observed, "ci_low": float(low), "ci_high": float(high),
             "p_bootstrap": (k_boot + 1) / (resamples + 1), "p_randomization": (k_perm + 1) / (permutations + 1),
             "resamples": resamples, "permutations": permutations}
@@ -258,8 +277,12 @@ def compare_runs(runs: list[Run], metrics: Sequence[str] | None = None, *, resam
     """Rankings with rank CIs, all pairwise tests, subgroups and metric agreement of runs on their shared studies."""
     aligned, ids, notes = _align_runs(runs, metrics)
     boot = {"resamples": resamples, "seed": seed, "confidence": confidence}
+    alpha = significance_level(confidence)
     report: dict[str, Any] = {"models": aligned.models, "n_studies": len(ids), "metrics": aligned.names,
-                              "settings": {**boot, "permutations": permutations}, "notes": notes}
+                              "settings": {**boot, "permutations": permutations, "alpha": alpha,
+                                           "significance_rule": SIGNIFICANCE_RULE.format(confidence=confidence,
+                                                                                         alpha=alpha)},
+                              "notes": notes}
     first = runs[0].results or {}
     report.update({k: first.get(k) for k in ("dataset", "split", "track")})
     report["ranking"] = _rankings(aligned, **boot)
@@ -296,15 +319,19 @@ def _pairwise_tests(aligned: _Aligned, *, permutations: int, resamples: int, see
     """Paired bootstrap and randomization tests of every pair of models on every metric."""
     models = aligned.models
     pairs = []
-    for i, j in itertools.combinations(range(len(models)), 2):
-        tests = {}
-        for name in aligned.names:
-            values = aligned.matrix(name)
-            tests[name] = paired_test(values[:, i], values[:, j],
-                                      aggregation=REGISTRY.spec(name).leaderboard_aggregation, resamples=resamples,
-                                      permutations=permutations, seed=seed, confidence=confidence)
-            tests[name]["better"] = _better(tests[name], name, models[i], models[j])
-        pairs.append({"a": models[i], "b": models[j], "tests": tests})
+    n_tests = len(models) * (len(models) - 1) // 2 * len(aligned.names)
+    with progress.task(n_tests, "compare: paired tests", unit="test") as task:
+        for i, j in itertools.combinations(range(len(models)), 2):
+            tests = {}
+            for name in aligned.names:
+                values = aligned.matrix(name)
+                tests[name] = paired_test(values[:, i], values[:, j],
+                                          aggregation=REGISTRY.spec(name).leaderboard_aggregation,
+                                          resamples=resamples, permutations=permutations, seed=seed,
+                                          confidence=confidence)
+                tests[name].update(verdict(tests[name], name, models[i], models[j], significance_level(confidence)))
+                task.update(1)
+            pairs.append({"a": models[i], "b": models[j], "tests": tests})
     return pairs
 
 
@@ -365,11 +392,31 @@ def _agreement(aligned: _Aligned, ranking: dict[str, Any]) -> dict[str, Any]:
     return agreement
 
 
-def _better(test: dict[str, Any], name: str, a: str, b: str) -> str | None:
-    if test.get("difference") is None or test["difference"] == 0:
-        return None
-    higher = leaderboard_higher_is_better(name)
-    return a if (test["difference"] > 0) == higher else b
+def significance_level(confidence: float) -> float:
+    """alpha of the tests: the complement of the CI level, so the CI and the p-values answer the same question."""
+    return round(1.0 - confidence, 12)  # 1 - 0.95 is 0.050000000000000044 in floats
+
+
+def verdict(test: dict[str, Any], name: str, a: str, b: str, alpha: float) -> dict[str, Any]:
+    """Which of A and B is better on one metric, by ``SIGNIFICANCE_RULE``; the fields compare.json holds.
+
+    ``significant``: true/false, or None when the test could not decide (no usable study, a flagged value);
+    ``better``: the better model's name when significant, else None; ``verdict``: the same in words.
+    """
+    if test.get("difference") is None:
+        return {"significant": None, "better": None, "verdict": "not tested: no study has values for both"}
+    flagged = [f"{model}: {flag}" for model, key in ((a, "flags_a"), (b, "flags_b")) for flag in test.get(key) or ()]
+    if flagged:
+        # A negative or zero mean under 1/mean has no meaningful leaderboard value to compare.
+        return {"significant": None, "better": None, "verdict": "not decided: " + "; ".join(flagged)}
+    low, high = test.get("ci_low"), test.get("ci_high")
+    excludes_zero = low is not None and high is not None and (low > 0 or high < 0)
+    significant = bool(test["difference"] != 0 and excludes_zero and test["p_bootstrap"] < alpha
+                       and test["p_randomization"] < alpha)
+    if not significant:
+        return {"significant": False, "better": None, "verdict": NO_SIGNIFICANT_DIFFERENCE}
+    better = a if (test["difference"] > 0) == leaderboard_higher_is_better(name) else b
+    return {"significant": True, "better": better, "verdict": f"{better} is better"}
 
 
 def _shared_normal_mask(frames: list[pd.DataFrame]) -> np.ndarray | None:
@@ -418,6 +465,19 @@ def _p(value: Any) -> str:
     return "n/a" if value is None else (f"{value:.4f}" if value >= 1e-4 else f"{value:.1e}")
 
 
+def _alpha(settings: dict[str, Any]) -> str:
+    return f"{settings.get('alpha', significance_level(settings['confidence'])):g}"
+
+
+def _rule(settings: dict[str, Any]) -> str:
+    return settings.get("significance_rule") or SIGNIFICANCE_RULE.format(
+        confidence=settings["confidence"], alpha=significance_level(settings["confidence"]))
+
+
+def _verdict_text(test: dict[str, Any]) -> str:
+    return test.get("verdict") or NO_SIGNIFICANT_DIFFERENCE
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"**Comparison of {', '.join(report['models'])}** on {report['n_studies']} shared studies", ""]
     lines += ["| Metric | " + " | ".join(f"{m} (rank, {report['settings']['confidence']:.0%} CI)"
@@ -429,18 +489,19 @@ def markdown(report: dict[str, Any]) -> str:
             cells.append(f"{_fmt(entry['models'][model]['value'])} {_rank(entry['models'][model])}")
         lines.append(f"| {entry['leaderboard_column'] or name} | " + " | ".join(cells) + " |")
     lines.append("")
-    lines += ["| A | B | Metric | A - B | CI | p (bootstrap) | p (randomization) | Better |",
+    s = report["settings"]
+    lines += [f"| A | B | Metric | A - B | CI | p (bootstrap) | p (randomization) | Verdict (alpha {_alpha(s)}) |",
               "|---|---|---|---:|---:|---:|---:|---|"]
     for pair in report["pairwise"]:
         for name, t in pair["tests"].items():
             label = REGISTRY.spec(name).leaderboard_column or name
             lines.append(f"| {pair['a']} | {pair['b']} | {label} | {_fmt(t['difference'])} | "
                          f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}] | {_p(t['p_bootstrap'])} | "
-                         f"{_p(t['p_randomization'])} | {t['better'] or '-'} |")
+                         f"{_p(t['p_randomization'])} | {_verdict_text(t)} |")
     lines.append("")
-    s = report["settings"]
     lines.append(f"Paired bootstrap: {s['resamples']} resamples; approximate randomization: {s['permutations']} "
                  f"permutations; seed {s['seed']}; p = (k+1)/(n+1). No correction for multiple comparisons.")
+    lines.append(f"Verdict: {_rule(s)}.")
     for note in report.get("notes", []):
         lines.append(f"\nNote: {note}")
     return "\n".join(lines) + "\n"
@@ -448,6 +509,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 def print_report(report: dict[str, Any], console=None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
@@ -461,13 +523,16 @@ def print_report(report: dict[str, Any], console=None) -> None:
         table.add_row(entry["leaderboard_column"] or name, *cells)
     console.print(table)
     tests = Table(title="Paired tests", title_justify="left")
-    for column in ("A", "B", "Metric", "A - B", "CI", "p boot", "p rand", "Better"):
+    verdict_column = f"Verdict (alpha {_alpha(report['settings'])})"
+    for column in ("A", "B", "Metric", "A - B", "CI", "p boot", "p rand", verdict_column):
         tests.add_column(column, justify="right" if column in ("A - B", "CI", "p boot", "p rand") else "left")
     for pair in report["pairwise"]:
         for name, t in pair["tests"].items():
-            tests.add_row(pair["a"], pair["b"], REGISTRY.spec(name).leaderboard_column or name, _fmt(t["difference"]),
-                          f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}]", _p(t["p_bootstrap"]),
-                          _p(t["p_randomization"]), t["better"] or "-")
+            cells = (pair["a"], pair["b"], REGISTRY.spec(name).leaderboard_column or name, _fmt(t["difference"]),
+                     f"[{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}]", _p(t["p_bootstrap"]), _p(t["p_randomization"]),
+                     _verdict_text(t))
+            tests.add_row(*(escape(cell) for cell in cells))  # "[n/a, n/a]" would otherwise be read as markup
     console.print(tests)
+    console.print(f"verdict: {_rule(report['settings'])}", markup=False)
     for note in report.get("notes", []):
         console.print(f"note: {note}")

@@ -9,7 +9,6 @@ so a killed run loses at most the chunk in flight. Metrics keep their per-text a
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rexrank import parallel
 from rexrank.evaluation.plan import metric_config
 from rexrank.metrics import REGISTRY, get
 from rexrank.metrics.base import Metric, text_key
+from rexrank.progress import enabled as progress_enabled, task as progress_task
 
 log = logging.getLogger("rexrank.evaluation")
 
@@ -107,21 +108,15 @@ def _column(values: list[Any]):
         return pd.array(values, dtype=object)
 
 
-def _progress(total: int, desc: str, enabled: bool):
-    if not enabled or total == 0:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="pair", file=sys.stderr, dynamic_ncols=True, leave=False)
-
-
 def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, Metric], *, cache=None,
-                chunk_size: int | None = None, progress: bool = False, reference_labels: bool = False,
+                chunk_size: int | None = None, progress: bool | None = False, reference_labels: bool = False,
                 label: str = "") -> ScoredPairs:
     """Score aligned pairs with already built base metrics.
 
     ``cache``: a ScoreCache/MemoryPairCache (pair rows + per-text artefacts), or None for a throwaway in-memory one.
     ``chunk_size``: pairs per call to a metric (None: all missing pairs in one call, as ``rexrank.score`` does).
+    ``progress``: show each metric's progress (None: rexrank.progress's default), moved by the metric's batches
+    within a chunk; only the main process of a launched job shows it.
     """
     from rexrank.evaluation.cache import MemoryPairCache
 
@@ -137,6 +132,7 @@ def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, 
     by_name: dict[str, np.ndarray] = {}
     stats: dict[str, dict[str, int]] = {}
     labels = None
+    shown = progress_enabled(progress) and parallel.context().is_main
     for name, metric in metrics.items():
         metric.use_text_cache(store)
         fingerprint = metric.fingerprint
@@ -146,20 +142,20 @@ def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, 
         if missing:
             log.info("%s: %d distinct pairs, %d from the cache, %d to compute", name, len(unique),
                      len(unique) - len(missing), len(missing))
-        bar = _progress(len(missing), f"{name}{label}", progress)
         step = chunk_size or len(missing) or 1
-        try:
+        with progress_task(len(missing), f"{name}{label}", unit="pair", enabled=shown) as task:
             for start in range(0, len(missing), step):
                 chunk = missing[start : start + step]
-                rows = _rows(metric, [unique[k][0] for k in chunk], [unique[k][1] for k in chunk])
+                if shown:
+                    metric.progress_hook = task.span(len(chunk))
+                try:
+                    rows = _rows(metric, [unique[k][0] for k in chunk], [unique[k][1] for k in chunk])
+                finally:
+                    metric.progress_hook = None
                 new = dict(zip(chunk, rows))
                 store.put_pairs(fingerprint, new)  # committed: a restart will not compute these again
                 found.update(new)
-                if bar is not None:
-                    bar.update(len(chunk))
-        finally:
-            if bar is not None:
-                bar.close()
+                task.update(len(chunk))
         column = metric.spec.column
         values = np.array([found[k][column] for k in keys], dtype=np.float64)
         columns[column] = values

@@ -22,6 +22,7 @@ from typing import Any
 
 from rexrank.errors import ConfigError, InputError
 from rexrank.generate.adapters.base import Adapter
+from rexrank.generate.images import check_images, image_identity
 from rexrank.generate.lock import RunLock
 from rexrank.generate.prompts import DEFAULT_PROMPTS, check_template, format_report
 from rexrank.generate.sharding import batches_for_process, in_input_order, make_batches
@@ -36,6 +37,9 @@ REPORTS_FILE = "reports.json"  # {study_id: report}
 ERRORS_FILE = "errors.json"  # {study_id: error message}
 WORK_DIR = "work"
 DEFAULT_BATCH_SIZE = 8
+# What to do when a study's images are missing (the CLI passes a sharper, dataset-specific sentence).
+IMAGES_FIX = ("Point every study's image paths at existing files (rexrank generate: --data-dir with --dataset, "
+              "--image-root with --input-json; see docs/generate.md, \"Where the images come from\").")
 
 
 @dataclass
@@ -79,7 +83,8 @@ def generate(records: Iterable[Mapping[str, Any]], adapter: Adapter, out_dir: st
     """Generate reports for `records` (Study dicts, in the order the outputs will have) into `out_dir`.
 
     Adapters get StudyInputs built from the allow-listed fields of each record only (studies.model_view); the full
-    records are read here again only to write predictions.json. Raises ConfigError when another run holds out_dir.
+    records are read here again only to write predictions.json. Raises ConfigError when another run holds out_dir,
+    and InputError, before the adapter loads its model, when an image of a study is missing.
     """
     options = options or GenerateOptions()
     from rexrank.data.tracks import get_track
@@ -98,6 +103,7 @@ def generate(records: Iterable[Mapping[str, Any]], adapter: Adapter, out_dir: st
     inputs = build_inputs(records, image_mode=image_mode, use_context=use_context, prompt_template=template)
     if not inputs:
         raise InputError("no studies to generate reports for")
+    check_images(((s.study_id, s.images) for s in inputs), IMAGES_FIX)
 
     state = state or _partial_state(options.device)
     fingerprint = {"adapter": adapter.config(), "track": options.track, "images": image_mode,
@@ -138,8 +144,12 @@ def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Pa
     state.wait_for_everyone()
 
     done = latest_by_id(_gather(state, read_parts(out) if state.is_local_main_process else []))
-    wanted = {s.study_id for s in inputs}
-    finished = {i for i, r in done.items() if i in wanted and (r.get("error") is None or not options.retry_errors)}
+    by_id = {s.study_id: s for s in inputs}
+    # A failed study is kept as failed (until --retry-errors) only while its images are the same files: a rerun
+    # that fixes --data-dir retries it without being asked.
+    finished = {i for i, r in done.items() if i in by_id and (
+        r.get("error") is None or not (options.retry_errors or _images_changed(r, by_id[i])))}
+    _check_same_images(out, [s for s in inputs if s.study_id in finished], done)
     pending = [s for s in inputs if s.study_id not in finished]
     batches = make_batches(pending, batch_size)
     mine = batches_for_process(batches, rank, world)
@@ -171,6 +181,38 @@ def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Pa
         _write_outputs(out, inputs, records, ordered)
     state.wait_for_everyone()
     return GenerateResult(out, len(inputs), len(finished), len(pending), errors, n_empty, seconds)
+
+
+def _check_same_images(out: Path, kept: list[StudyInput], done: dict[str, dict]) -> None:
+    """A finished study is kept only if it was generated from the very files this run gives it (path and size):
+    the image folder is part of a run's settings, study by study, so a `--limit` trial still resumes into the full
+    run while a rerun with another --data-dir is refused. Failed studies (no report to mix) and records written
+    before images were recorded are not compared."""
+    changed = []
+    for study in kept:
+        record = done[study.study_id]
+        before = record.get("images")
+        if record.get("error") is None and before is not None and before != image_identity(study.images):
+            changed.append((study.study_id, before))
+    if changed:
+        study_id, before = changed[0]
+        now = image_identity(next(s.images for s in kept if s.study_id == study_id))
+        raise ConfigError(
+            f"{out} holds reports generated from other image files than this run's ({len(changed)} of {len(kept)} "
+            f"finished studies; {study_id}: {_describe_images(before)} then, {_describe_images(now)} now): its "
+            "reports would be mixed with this run's. Resume with that run's --data-dir (or --image-root), or use "
+            "another --out, or pass --overwrite to discard it.")
+
+
+def _images_changed(record: dict, study: StudyInput) -> bool:
+    """The study's images resolve to other files (or ones that were absent now exist) since ``record`` was written
+    (a record from before images were recorded counts as unchanged)."""
+    before = record.get("images")
+    return before is not None and before != image_identity(study.images)
+
+
+def _describe_images(identity: list) -> str:
+    return ", ".join(f"{path} ({'absent' if size is None else f'{size} bytes'})" for path, size in identity)
 
 
 def _context_setting(requested: bool | None, adapter: Adapter) -> bool:
@@ -238,11 +280,11 @@ def _start_run_folder(out: Path, fingerprint: dict, overwrite: bool) -> None:
 
 def _run_batches(adapter: Adapter, batches: list[list[StudyInput]], writer: PartWriter, track: str, *,
                  progress: bool, world: int) -> None:
-    from tqdm.auto import tqdm
+    from rexrank.progress import task
 
     total = sum(len(b) for b in batches)
     desc = "generate" if world == 1 else f"generate (process 0 of {world})"
-    with tqdm(total=total, unit="study", desc=desc, disable=not progress, dynamic_ncols=True) as bar, \
+    with task(total, desc, unit="study", enabled=progress) as bar, \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="rexrank-prepare") as pool:
         # Prepare batch k+1 (read images, tokenise) while batch k generates.
         upcoming = pool.submit(_prepare, adapter, batches[0])
@@ -285,7 +327,8 @@ def _finish(adapter: Adapter, batch: list[StudyInput], prepared, track: str) -> 
         answers = {s.study_id: o for s, o in zip(runnable, outputs, strict=True)}
     records = []
     for study in batch:
-        record = {"index": study.index, "study_id": study.study_id, "report": None, "raw": None, "error": None}
+        record = {"index": study.index, "study_id": study.study_id, "report": None, "raw": None, "error": None,
+                  "images": image_identity(study.images)}
         answer = answers.get(study.study_id)
         if study.study_id in errors:
             record["error"] = errors[study.study_id]

@@ -104,6 +104,8 @@ class Metric:
 
     spec: MetricSpec
     text_cache: TextCache | None = None
+    # Set by the harness while a call runs (rexrank.progress); display only, so never part of config().
+    progress_hook: Callable[[float, float], None] | None = None
 
     def config(self) -> dict[str, Any]:
         return {}
@@ -137,6 +139,12 @@ class Metric:
             self.text_cache.put_many(namespace, new)
             found.update(new)
         return [found[k] for k in keys]
+
+    def _report_progress(self, done: float, total: float) -> None:
+        """Model-backed metrics call this from their batch loops: ``done`` of ``total`` units (any unit) of the
+        current call are finished. Display only: it must never change what is computed."""
+        if self.progress_hook is not None and total > 0:
+            self.progress_hook(done, total)
 
     @property
     def fingerprint(self) -> str:

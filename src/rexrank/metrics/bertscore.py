@@ -58,6 +58,10 @@ DISTILROBERTA_BASELINES = {
 }
 DEFAULT_LAYERS = 5  # bert_score utils.model2layers["distilroberta-base"]
 DEFAULT_BATCH_SIZE = 64  # BERTScorer.score's batch_size default (ReXrank's 256 goes to an unused attribute)
+# score_details columns beside the F1: bert-score's P and R per pair, rescaled like the F1 (the evaluate module's
+# precision/recall lists read them).
+PRECISION_COLUMN = "bertscore_precision"
+RECALL_COLUMN = "bertscore_recall"
 
 _SPACES = re.compile(r" +")
 
@@ -216,6 +220,7 @@ class BertScore(Metric):
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
         results: list[Any] = [None] * len(ids)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        done = 0
         with torch.inference_mode():
             for chunk, input_ids, mask in padded_batches(ids, order, self.batch_size, pad):
                 hidden = model(input_ids=input_ids.to(device=self.device),
@@ -224,19 +229,43 @@ class BertScore(Metric):
                 hidden = hidden.cpu().numpy()
                 for row, i in enumerate(chunk):
                     results[i] = (np.asarray(ids[i], dtype=np.int32), hidden[row, :len(ids[i])].copy())
+                done += len(chunk)
+                self._report_progress(done, len(ids))
         return results
 
     # ---------------------------------------------------------------- scoring
+    def _embed_pass(self, texts: list[str], before: int, total: int):
+        """``_embed(texts)``, its progress reported as ``before`` + its own count of ``total`` texts."""
+        outer = self.progress_hook
+        if outer is None:
+            return self._embed(texts)
+        self.progress_hook = lambda done, _: outer(before + done, total)
+        try:
+            return self._embed(texts)
+        finally:
+            self.progress_hook = outer
+
     def _scores(self, hyps: list[str], refs: list[str]) -> np.ndarray:
         """(n, 3) rescaled (or raw) P, R, F."""
         import torch
 
         _, tokenizer = self._load()
-        ref_out = self.per_text("tokens", refs, self._embed) if self.cache_refs else None
+        # Progress counts the texts this call embeds as one count: the references missing from the cache, then
+        # the rest (each _embed pass reports its own count; _embed_pass shifts it into the whole).
+        ref_set = set(refs) if self.cache_refs else set()
+        n_rest = len(dict.fromkeys(t for t in hyps if t not in ref_set))
+        n_refs = 0
+
+        def embed_refs(texts: list[str]):
+            nonlocal n_refs
+            n_refs = len(texts)
+            return self._embed_pass(texts, 0, n_refs + n_rest)
+
+        ref_out = self.per_text("tokens", refs, embed_refs) if self.cache_refs else None
         # Every text not already embedded for the references is run once (hypotheses repeating a reference too).
         known = dict(zip(refs, ref_out)) if ref_out is not None else {}
         todo = list(dict.fromkeys(t for t in (hyps if ref_out is not None else refs + hyps) if t not in known))
-        known.update(zip(todo, self._embed(todo)) if todo else ())
+        known.update(zip(todo, self._embed_pass(todo, n_refs, n_refs + len(todo))) if todo else ())
         ref_out = [known[t] for t in refs]
         hyp_out = [known[t] for t in hyps]
 
@@ -273,8 +302,7 @@ class BertScore(Metric):
 
         hyps, refs = check_pairs(hyps, refs)
         values = self._scores(hyps, refs) if hyps else np.zeros((0, 3))
-        return pd.DataFrame({"bertscore": values[:, 2], "bertscore_precision": values[:, 0],
-                             "bertscore_recall": values[:, 1]})
+        return pd.DataFrame({"bertscore": values[:, 2], PRECISION_COLUMN: values[:, 0], RECALL_COLUMN: values[:, 1]})
 
 
 def _force_prefix_space(tokenizer) -> None:

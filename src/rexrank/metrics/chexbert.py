@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import pickle
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,14 +128,18 @@ class TextOutputs:
     classes: np.ndarray  # int8, (14,), indices into CLASS_NAMES
 
 
-def run(model, tokenizer, texts: Sequence[str], batch_size: int = 32, device: str = "cpu") -> list[TextOutputs]:
-    """Embed and label ``texts`` in length-sorted batches (one forward pass gives both)."""
+def run(model, tokenizer, texts: Sequence[str], batch_size: int = 32, device: str = "cpu",
+        progress: Callable[[int, int], None] | None = None) -> list[TextOutputs]:
+    """Embed and label ``texts`` in length-sorted batches (one forward pass gives both).
+
+    ``progress(done, total)``: called after each batch with the texts finished so far (display only)."""
     import torch
 
     ids = encode_reports(tokenizer, texts)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
     results: list[TextOutputs | None] = [None] * len(ids)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    done = 0
     with torch.inference_mode():
         for chunk, input_ids, mask in padded_batches(ids, order, batch_size, pad):
             cls = model.bert(input_ids.to(device), attention_mask=mask.to(device))[0][:, 0, :]
@@ -143,6 +147,9 @@ def run(model, tokenizer, texts: Sequence[str], batch_size: int = 32, device: st
             cls, classes = cls.float().cpu().numpy(), classes.cpu().numpy().astype(np.int8)
             for row, i in enumerate(chunk):
                 results[i] = TextOutputs(cls[row].copy(), classes[row].copy())
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(ids))
     return results  # type: ignore[return-value]
 
 

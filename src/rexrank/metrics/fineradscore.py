@@ -24,7 +24,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -282,19 +282,29 @@ def _ask(backend: Any, conversations: list[list[dict[str, str]]]) -> list[tuple[
     return [(text, None if text is not None else "request failed") for text in backend.complete(conversations)]
 
 
-def judge(conversations: Sequence[list[dict[str, str]]], backend: Any, max_retries: int = 5
-          ) -> list[dict[str, Any]]:
+def judge(conversations: Sequence[list[dict[str, str]]], backend: Any, max_retries: int = 5, *,
+          step: int | None = None, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Ask ``backend.complete`` until each answer is valid: at most 1 + ``max_retries`` rounds (upstream: 5 retries).
 
     A pair stops early when the judge repeats the same invalid reply (a deterministic judge would only repeat it).
     Returns per pair {"answer": dict|None, "raw": last reply, "attempts": n, "error": None|why}.
+    ``step``: conversations per backend call in the first round (None: all at once); ``progress(done, total)`` is
+    called after each of those calls (display only; retries are few and not counted).
     """
     state = [{"answer": None, "raw": None, "attempts": 0, "error": "not judged"} for _ in conversations]
     pending = list(range(len(conversations)))
-    for _ in range(max_retries + 1):
+    for round_ in range(max_retries + 1):
         if not pending:
             break
-        replies = _ask(backend, [conversations[i] for i in pending])
+        asked = [conversations[i] for i in pending]
+        if round_ == 0 and step:
+            replies = []
+            for start in range(0, len(asked), step):
+                replies.extend(_ask(backend, asked[start:start + step]))
+                if progress is not None:
+                    progress(min(start + step, len(asked)), len(asked))
+        else:
+            replies = _ask(backend, asked)
         if len(replies) != len(pending):
             raise RuntimeError(f"judge backend returned {len(replies)} replies for {len(pending)} requests")
         still = []
@@ -409,6 +419,15 @@ class FineRadScore(Metric):
             self.client = TransformersChat(self._model_path, metric="fineradscore", **self._local)
         return self.client
 
+    def _judge_step(self) -> int | None:
+        """Conversations per judge call, so progress moves while a chunk is judged: a local model's batch (its
+        batches are the same either way); for an HTTP judge a few rounds of its concurrency (requests are
+        independent); a custom client gets everything at once."""
+        if self.backend == "transformers":
+            return self._local["batch_size"]
+        concurrency = getattr(self.client, "max_concurrency", None) if self.backend == "openai" else None
+        return 4 * concurrency if concurrency else None
+
     def results(self, hyps: Sequence[str], refs: Sequence[str]) -> list[dict[str, Any]]:
         """Judge every pair (valid answers cached per (judge config, reference, candidate); failures are not)."""
         keys = [json.dumps([r, h], ensure_ascii=False) for h, r in zip(hyps, refs)]
@@ -424,7 +443,9 @@ class FineRadScore(Metric):
         judged: dict[str, dict[str, Any]] = {}
         if missing:
             conversations = [build_messages(*reversed(json.loads(unique[h])), self.prompt) for h in missing]
-            for h, outcome in zip(missing, judge(conversations, self._client(), self.max_retries)):
+            judged_all = judge(conversations, self._client(), self.max_retries, step=self._judge_step(),
+                               progress=self._report_progress)
+            for h, outcome in zip(missing, judged_all):
                 judged[h] = outcome
             self.text_cache.put_many(namespace, {h: o for h, o in judged.items() if o["answer"] is not None})
         out = []

@@ -484,7 +484,14 @@ class Green(Metric):
         prompt_ids = encode_prompts(self.tokenizer, prompts, add_bos=adds_bos(self.model_dir),
                                     max_length=self.max_length)
         generator = self._make_generator()
-        completions = generator.generate(prompt_ids)
+        # The transformers backend runs batch_size prompts at a time anyway: one batch per call gives the same
+        # batches (same padding, same outputs) and lets progress move per batch. vLLM and custom generators
+        # schedule their own batches, so they get every prompt at once.
+        step = (self.batch_size if self.backend == "transformers" else len(prompt_ids)) or 1
+        completions: list[Any] = []
+        for start in range(0, len(prompt_ids), step):
+            completions.extend(generator.generate(prompt_ids[start:start + step]))
+            self._report_progress(len(completions), len(prompt_ids))
         tok = self.tokenizer
         # As upstream: decode prompt + output without special tokens (with the 4.x space clean-up), keep the analysis.
         return [clean_response(cleanup_spaces(tok.decode(list(p) + list(c), skip_special_tokens=True,

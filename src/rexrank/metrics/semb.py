@@ -94,7 +94,8 @@ class SembScore(Metric):
 
     def _compute(self, texts: list[str]) -> list[chexbert.TextOutputs]:
         model, tokenizer = self._load()
-        return chexbert.run(model, tokenizer, texts, batch_size=self.batch_size, device=self.device)
+        return chexbert.run(model, tokenizer, texts, batch_size=self.batch_size, device=self.device,
+                            progress=self._report_progress)
 
     def outputs(self, texts: Sequence[str]) -> list[chexbert.TextOutputs]:
         """Embedding and labels of each text (cached per unique text)."""

@@ -137,10 +137,17 @@ class _RadGraphMetric(Metric):
         if self._store is None:
             self._store = _AnnotationStore(self.annotation_config())
         self._store.text_cache = self.text_cache
-        values = self._store.per_text("annotations", texts,
-                                      lambda unique: self._annotator().annotate(unique, self.batch_size))
+        values = self._store.per_text("annotations", texts, self._annotate_unique)
         self.text_cache = self._store.text_cache
         return values
+
+    def _annotate_unique(self, texts: list[str]) -> list[Annotation]:
+        annotator = self._annotator()
+        annotator.progress = self._report_progress
+        try:
+            return annotator.annotate(texts, self.batch_size)
+        finally:
+            annotator.progress = None
 
     def _pair_annotations(self, hyps: list[str], refs: list[str]) -> tuple[list[Annotation], list[Annotation]]:
         annotations = self._annotations(hyps + refs)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,9 @@ def resolve_device(device: str | int | torch.device | None) -> torch.device:
 
 class Annotator:
     """Loads one archive and annotates reports. Thread-unsafe; one per (archive, device)."""
+
+    # Reports annotated so far, after each batch (display only; the metric sets it around a call).
+    progress: Callable[[int, int], None] | None = None
 
     def __init__(self, archive_dir: str | os.PathLike, device: str | torch.device | None = None,
                  encoder: str | os.PathLike | None = None, model_type: str | None = None):
@@ -176,12 +180,17 @@ class Annotator:
     # ---- model ----------------------------------------------------------------------------------------------
     @torch.inference_mode()
     def annotate(self, texts: list[str], batch_size: int = 32) -> list[Annotation]:
+        """One annotation per text; ``self.progress(done, total)``, when set, hears of each finished batch."""
         if batch_size < 1:
             raise ConfigError(f"radgraph: batch_size must be >= 1, got {batch_size}")
         results, docs = self.prepare(list(texts))
+        done = 0
         for batch in self.batches(docs, batch_size):
             for doc, annotation in zip(batch, self._annotate_batch(batch)):
                 results[doc.index] = annotation
+            done += len(batch)
+            if self.progress is not None:
+                self.progress(done, len(docs))
         return results  # type: ignore[return-value]
 
     def _rows(self, doc: _Doc) -> list[int]:

@@ -16,7 +16,7 @@ its labels are then the official ones bit for bit (same device, library and thre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -95,12 +95,15 @@ class NerRunner:
         self.id2label = {int(k): v for k, v in config.id2label.items()}
         self.sentences_rerun = 0  # sentences run again alone because of a near-tie logit (diagnostics, tests)
 
-    def __call__(self, sentences: list[str]) -> list[list[tuple[str, str]]]:
+    def __call__(self, sentences: list[str],
+                 progress: Callable[[int, int], None] | None = None) -> list[list[tuple[str, str]]]:
         return [[(self.tokenizer.convert_tokens_to_string(tokens[s : e + 1]), kind)
-                 for s, e, kind in decode_spans(tokens, labels)] for tokens, labels in self.tag(sentences)]
+                 for s, e, kind in decode_spans(tokens, labels)] for tokens, labels in self.tag(sentences, progress)]
 
-    def tag(self, sentences: list[str]) -> list[tuple[list[str], list[str]]]:
-        """(tokens, labels) per sentence: the tokens post_process sees and one label per model input position."""
+    def tag(self, sentences: list[str],
+            progress: Callable[[int, int], None] | None = None) -> list[tuple[list[str], list[str]]]:
+        """(tokens, labels) per sentence: the tokens post_process sees and one label per model input position.
+        ``progress(done, total)``: sentences tagged so far, after each batch (display only)."""
         if not sentences:
             return []
         tok = self.tokenizer
@@ -108,6 +111,7 @@ class NerRunner:
         order = sorted(range(len(sentences)), key=lambda i: len(encoded[i]))
         pad_id = tok.pad_token_id
         results: list[tuple[list[str], list[str]] | None] = [None] * len(sentences)
+        done = 0
         for batch, ids, mask in padded_batches(encoded, order, self.batch_size, pad_id):
             with torch.inference_mode():
                 logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
@@ -122,6 +126,9 @@ class NerRunner:
                 # contains the literal "[PAD]" token, where we follow the official truncation too.
                 kept = encoded[i][: sum(1 for t in encoded[i] if t != pad_id)]
                 results[i] = (tok.convert_ids_to_tokens(kept), [self.id2label[j] for j in label_ids])
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(sentences))
         return results  # type: ignore[return-value]
 
     @staticmethod

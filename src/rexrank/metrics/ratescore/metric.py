@@ -170,7 +170,8 @@ class RaTEScore(Metric):
         self._load()
         per_report = sentences.split_reports(texts)
         unique = list(dict.fromkeys(s for report in per_report for s in report))
-        found = dict(zip(unique, self._ner(unique)))
+        # Progress follows the NER pass, the bulk of the work (entity embedding and scoring follow it).
+        found = dict(zip(unique, self._ner(unique, progress=self._report_progress)))
         return [[entity for s in report for entity in found[s]] for report in per_report]
 
     def _embed(self, entity_texts: list[str]) -> list[np.ndarray]:
