@@ -34,11 +34,11 @@ NAN = float("nan")
 CASES = {
     "plain": ([1.0, 2.0, 3.0], 2.0, 0.5, ()),
     "some_nan": ([NAN, 2.0, NAN, 4.0], 3.0, 1 / 3, ()),
-    "all_nan": ([NAN, NAN], NAN, NAN, ()),
+    "all_nan": ([NAN, NAN], NAN, NAN, (agg.NAN_MEAN,)),
     "mean_zero": ([1.0, -1.0], 0.0, NAN, (agg.ZERO_MEAN,)),
     "negative_mean": ([-1.0, -3.0], -2.0, -0.5, (agg.NEGATIVE_MEAN,)),
     "straddles_zero": ([-1.0, 2.0, 3.0], 4 / 3, 0.75, ()),  # 1/mean, never mean(1/x)
-    "empty": ([], NAN, NAN, ()),
+    "empty": ([], NAN, NAN, (agg.NAN_MEAN,)),
 }
 
 
@@ -62,10 +62,12 @@ def test_rule_reciprocal_of_mean(case):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_rule_mean_is_the_mean_and_never_flagged(case):
+def test_rule_mean_is_the_mean_and_flagged_only_when_nan(case):
+    """A plain mean may be 0 or negative (rescaled BERTScore); only a mean of nothing is flagged."""
     values, mean, _, _ = CASES[case]
     out = agg.aggregate(values, agg.MEAN)
-    assert _same(out.mean, mean) and _same(out.leaderboard_value, mean) and out.flags == ()
+    assert _same(out.mean, mean) and _same(out.leaderboard_value, mean)
+    assert out.flags == ((agg.NAN_MEAN,) if math.isnan(mean) else ())
 
 
 def test_spec_and_name_give_the_same_aggregate():
@@ -136,7 +138,10 @@ def _via_summarize(values, how):
 
 def _via_evaluate_module(values, how):
     out = module_results("x", values, reciprocal=how == agg.RECIPROCAL_OF_MEAN)
-    return out["x"], out.get("inverse_x", out["x"]), tuple(out.get("leaderboard_flags", ()))
+    if how == agg.MEAN:  # a plain-mean module has no 1/mean, but returns its flags (a NaN mean) all the same
+        assert "inverse_x" not in out
+        return out["x"], out["x"], tuple(out["leaderboard_flags"])
+    return out["x"], out["inverse_x"], tuple(out["leaderboard_flags"])
 
 
 def _via_radcliq_helper(values, how):

@@ -426,3 +426,155 @@ def test_evaluate_load_from_hub_namespace_without_models(fake_hub, tmp_path):
     _only_space_files_requested(seen, "bleu2")
     # evaluate 0.4.6 asks for the tag of its own version first, then falls back to main.
     assert seen[0][1].startswith("/spaces/rexrank/bleu2/resolve/v"), seen
+
+
+# ---- what each module returns besides rexrank's own keys (the field's usual module's keys) --------------------
+
+def test_module_paths_name_every_folder():
+    """module_path(slug) is the folder evaluate.load takes, for every module; an unknown slug names the real ones."""
+    from rexrank.errors import UnknownNameError
+    from rexrank.evaluate_modules import module_path, module_paths
+
+    assert module_paths() == {slug: (METRICS_DIR / slug).resolve() for slug in sorted(SLUGS)}
+    assert module_path("radcliq") == (METRICS_DIR / "radcliq").resolve()
+    with pytest.raises(UnknownNameError, match="Unknown evaluate module 'bleu3'. Available: bertscore, bleu2"):
+        module_path("bleu3")
+
+
+def test_bleu_keys_match_corpus_bleu():
+    """The keys of evaluate's `bleu` equal NLTK's corpus BLEU-2 (no smoothing) on ReXrank's tokens: the same
+    computation evaluate's module does, checked against an independent implementation. `bleu2` stays the mean of
+    sentence BLEU-2 (the leaderboard's), a different number."""
+    import evaluate
+    from nltk.translate.bleu_score import corpus_bleu
+
+    from rexrank.metrics.bleu import tokenize
+
+    predictions = ["No acute cardiopulmonary process.", "Small left pleural effusion with atelectasis.",
+                   "Heart size is normal. Lungs are clear.", "Mild cardiomegaly."]
+    references = ["No acute cardiopulmonary abnormality.", "Large right pleural effusion.",
+                  "The heart size is normal. The lungs are clear.", "Mild cardiomegaly, unchanged."]
+    result = evaluate.load(str(METRICS_DIR / "bleu2")).compute(predictions=predictions, references=references)
+    hyps, refs = [tokenize(p) for p in predictions], [tokenize(r) for r in references]
+    assert result["bleu"] == pytest.approx(corpus_bleu([[r] for r in refs], hyps, weights=(0.5, 0.5)), abs=1e-12)
+    assert result["translation_length"] == sum(map(len, hyps))
+    assert result["reference_length"] == sum(map(len, refs))
+    assert result["length_ratio"] == pytest.approx(result["translation_length"] / result["reference_length"])
+    assert result["brevity_penalty"] < 1.0 and len(result["precisions"]) == 2
+    assert result["bleu2"] == pytest.approx(sum(result["scores"]) / 4) and result["bleu2"] != result["bleu"]
+
+
+def test_bertscore_keys_are_the_metrics_p_r_f(hub_shim, monkeypatch):
+    """precision/recall/f1 are the rexrank metric's per-pair P, R, F1 (rescaled alike); f1 is the scored column."""
+    import evaluate
+
+    _require("bertscore")
+    monkeypatch.setattr(evaluate, "load", hub_shim)
+    module = evaluate.load("rexrank/bertscore")
+    pairs = {"predictions": ["Small left pleural effusion.", "No acute process.", ""],
+             "references": ["Large right pleural effusion.", "No acute abnormality.", "Clear lungs."]}
+    result = module.compute(**pairs)
+    frame = module.metric.score_details(pairs["predictions"], pairs["references"])
+    assert result["precision"] == pytest.approx(frame["bertscore_precision"].tolist(), abs=0)
+    assert result["recall"] == pytest.approx(frame["bertscore_recall"].tolist(), abs=0)
+    assert result["f1"] == result["scores"] == pytest.approx(module.metric.score(**dict(
+        zip(("hyps", "refs"), pairs.values()))).tolist(), abs=0)
+    assert result["precision"] != result["recall"]
+    assert re.fullmatch(r".+_L5_no-idf_version=rexrank-[\w.]+\(hug_trans=[\w.]+\)-rescaled", result["hashcode"])
+
+
+def test_radgraph_keys_follow_f1radgraph(hub_shim, monkeypatch):
+    """Annotations for every config; mean_reward/reward_list only for the radgraph package's reward levels."""
+    import evaluate
+
+    _require("radgraph")
+    monkeypatch.setattr(evaluate, "load", hub_shim)
+    pair = {"predictions": ["Small left pleural effusion.", "No pneumothorax."],
+            "references": ["Large right pleural effusion.", "No pneumothorax."]}
+    combined = evaluate.load("rexrank/radgraph").compute(**pair)
+    assert "mean_reward" not in combined and "reward_list" not in combined
+    partial_module = evaluate.load("rexrank/radgraph", "partial")
+    partial = partial_module.compute(**pair)
+    assert partial["reward_list"] == partial["scores"] and partial["mean_reward"] == partial["radgraph_partial"]
+    for result in (combined, partial):
+        assert result["hypothesis_annotation_lists"] == partial_module.metric.annotate(pair["predictions"])
+        assert result["reference_annotation_lists"] == partial_module.metric.annotate(pair["references"])
+        assert {"text", "entities"} <= set(result["hypothesis_annotation_lists"][0])
+
+
+def test_green_std_and_summary_come_from_the_metric(hub_shim, monkeypatch):
+    """green_std and summary are GREEN's own summary (rexrank.metrics.green.summarize) of this call's outputs."""
+    import evaluate
+
+    _require("green")
+    monkeypatch.setattr(evaluate, "load", hub_shim)
+    module = evaluate.load("rexrank/green")
+    result = module.compute(predictions=["Small effusion.", "No acute process."],
+                            references=["Large effusion.", "No acute abnormality."])
+    expected = module.metric.summary()  # summarize() of the outputs the same call parsed
+    assert json.dumps(result["summary"], sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert result["green_std"] == pytest.approx(expected["std"], nan_ok=True)
+    assert result["summary"]["n"] == 2
+
+
+def test_green_summary_reads_counts_from_the_per_pair_table():
+    """From the per-pair table (what every process returns), GREEN's summary equals summarize() of the parsed
+    outputs, for a readable output with counts and an unreadable one."""
+    import types
+
+    from rexrank.evaluate_modules import conventions
+    from rexrank.metrics import green
+
+    readable = "\n".join(["[Clinically Significant Errors]:"]
+                         + [f"({c}) {text}: {1 if c == 'b' else 0}." for c, _, text in green.CATEGORIES]
+                         + ["[Clinically Insignificant Errors]:", "(a) None: 0.", "[Matched Findings]:", "2. x"])
+    parsed = [green.parse_output("unreadable"), green.parse_output(readable)]
+    assert parsed[1]["significant_errors"] == [0, 1, 0, 0, 0, 0]
+    metric = types.SimpleNamespace(spec=types.SimpleNamespace(name="green"))
+    out = conventions.green(metric, [], [], green.details_frame(parsed, ["", readable]))
+    assert out["summary"] == green.summarize(parsed) and out["summary"]["n_parse_failures"] == 1
+    assert out["summary"]["error_free_rate_by_category"]["(b) missing_finding"] == 0.0
+    assert out["green_std"] == 0.0
+
+
+@pytest.mark.parametrize("values, flag, words", [
+    ([-1.2, -0.8, 0.5], "NEGATIVE_MEAN", "radcliq_v1 = -0.5, inverse_radcliq_v1 = -2"),
+    ([float("nan"), float("nan")], "NAN_MEAN", "radcliq_v1 = nan"),
+])
+def test_bad_reciprocal_mean_comes_with_flag_and_warning(values, flag, words):
+    """A negative or NaN mean is never returned without a word: leaderboard_flags from aggregate(), and a warning
+    that names the numbers (the issue: `inverse_radcliq_v1: -7.47` came back silently)."""
+    from rexrank.evaluate_modules.common import results
+    from rexrank.metrics import aggregation
+
+    out = results("radcliq_v1", values, reciprocal=True)
+    expected = aggregation.aggregate(values, aggregation.RECIPROCAL_OF_MEAN).flags
+    assert out["leaderboard_flags"] == list(expected) and getattr(aggregation, flag) in expected
+    assert out["warning"].startswith(words) and getattr(aggregation, flag) in out["warning"]
+
+
+def test_warning_counts_pairs_without_a_score():
+    """NaN pairs left out of a finite mean are said in words too; a clean result has warning None."""
+    from rexrank.evaluate_modules.common import results
+
+    out = results("green", [0.5, float("nan"), 1.0])
+    assert out["green"] == 0.75 and out["n_nan"] == 1 and out["leaderboard_flags"] == []
+    assert out["warning"] == "1 of 3 pairs have no score (NaN in scores) and are left out of green"
+    assert results("green", [0.5, 1.0])["warning"] is None
+
+
+def test_radcliq_names_its_own_options():
+    """`model=` (which a component's message suggests) is refused with the options RadCliQ takes, read from its
+    signature, and where each component's weights go."""
+    import evaluate
+
+    from rexrank.errors import ConfigError
+    from rexrank.evaluate_modules.common import module_options
+
+    with pytest.raises(ConfigError) as err:
+        evaluate.load(str(METRICS_DIR / "radcliq"), model="/models/radgraph.tar.gz")
+    message = str(err.value)
+    own = message.split("its own options: ", 1)[1].split(";", 1)[0].split(", ")
+    assert own == list(module_options(_main_class(_module_file("radcliq")))) == \
+        ["radgraph", "bertscore", "semb", "device", "batch_size"]
+    assert "radgraph={'model': PATH}" in message and "semb={'model': PATH, 'backbone': PATH}" in message

@@ -10,6 +10,7 @@ from rexrank.evaluate_modules import publish as hub_publish
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS_DIR = REPO / "metrics"
+WHEEL_NAME = "rexrank-0.1.0-py3-none-any.whl"
 TOKEN = "hf_TESTtokenNEVERprinted123"
 
 
@@ -52,7 +53,10 @@ def test_dry_run_lists_every_space_and_file(cli, no_network_api, monkeypatch):
         assert f"my-org/{slug} (space, sdk gradio) <- {METRICS_DIR / slug}" in out
         for name in (f"{slug}.py", "README.md", "app.py", "requirements.txt"):
             size = (METRICS_DIR / slug / name).stat().st_size
-            assert any(line.split() == [name, str(size), "B"] for line in out.splitlines()), (slug, name)
+            assert any(line.split()[:3] == [name, str(size), "B"] for line in out.splitlines()), (slug, name)
+        # The `rexrank` line becomes the URL of the wheel built at publish time and uploaded into the Space.
+        assert f"becomes 'rexrank @ https://huggingface.co/spaces/my-org/{slug}/resolve/main/wheels/rexrank-" in out
+    assert out.count("built at publish time") == 8
     assert "public" in out and "__pycache__" not in out
 
 
@@ -117,6 +121,7 @@ def test_hub_refusal_names_the_space_not_the_token(monkeypatch):
     plans = hub_publish.plan("their-org", only=["bleu2"], metrics_dir=METRICS_DIR)
     with pytest.raises(hub_publish.HubAuthError) as err:
         hub_publish.publish(plans, token=TOKEN, api_factory=lambda t: FakeApi(t, Forbidden("403 Forbidden")),
+                            rexrank_requirement="rexrank @ git+https://example.org/rexrank@v0.1.0",
                             log=lambda _: None)
     message = str(err.value)
     assert "their-org/bleu2" in message and "write access" in message and TOKEN not in message
@@ -145,3 +150,83 @@ def test_plan_skips_bytecode_and_hidden_files(tmp_path):
     (folder / "app.py").unlink()
     with pytest.raises(Exception, match="missing app.py"):
         hub_publish.plan("o", metrics_dir=tmp_path / "metrics")
+
+
+def _fake_wheel(folder: Path) -> Path:
+    """Stands in for build_wheel (tests/test_wheel.py builds the real one): a file with the wheel's name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / WHEEL_NAME
+    path.write_bytes(b"PK fake wheel")
+    return path
+
+
+def test_default_publish_uploads_a_built_wheel_and_names_it(monkeypatch):
+    """No --rexrank-requirement: a wheel is built once, uploaded into every Space under wheels/, and each
+    requirements.txt names it by its Hub URL (the Space build installs requirements before the repo's files exist)."""
+    from huggingface_hub import constants
+
+    built = []
+    api = FakeApi(TOKEN)
+    plans = hub_publish.plan("my-org", only=["bleu2", "radcliq"], metrics_dir=METRICS_DIR)
+    hub_publish.publish(plans, token=TOKEN, api_factory=lambda t: api, log=lambda _: None,
+                        wheel_builder=lambda out: built.append(out) or _fake_wheel(out))
+    assert len(built) == 1  # one build for all Spaces
+    for slug in ("bleu2", "radcliq"):
+        files = api.uploaded[f"my-org/{slug}"]
+        assert sorted(files) == sorted(["README.md", "app.py", f"{slug}.py", "requirements.txt",
+                                        f"wheels/{WHEEL_NAME}"])
+        assert files[f"wheels/{WHEEL_NAME}"] == b"PK fake wheel"
+        lines = [line.strip() for line in files["requirements.txt"].decode().splitlines()]
+        url = f"{constants.ENDPOINT}/spaces/my-org/{slug}/resolve/main/wheels/{WHEEL_NAME}"
+        assert f"rexrank @ {url}" in lines and "rexrank" not in lines
+
+
+def test_given_wheel_is_uploaded_and_listed(cli, tmp_path, monkeypatch, no_network_api):
+    """--wheel PATH: the dry run lists it with its size; a real run uploads that file (nothing is built)."""
+    wheel = _fake_wheel(tmp_path / "dist")
+    code, out = cli("hub", "publish-metrics", "--org", "o", "--only", "bleu2", "--dry-run", "--wheel", str(wheel),
+                    "--metrics-dir", str(METRICS_DIR))
+    assert code == 0, out
+    assert any(line.split() == [f"wheels/{WHEEL_NAME}", str(wheel.stat().st_size), "B"] for line in out.splitlines())
+    assert f"/spaces/o/bleu2/resolve/main/wheels/{WHEEL_NAME}" in out
+    api = FakeApi(TOKEN)
+    plans = hub_publish.plan("o", only=["bleu2"], metrics_dir=METRICS_DIR)
+    hub_publish.publish(plans, token=TOKEN, wheel=wheel, api_factory=lambda t: api, log=lambda _: None,
+                        wheel_builder=lambda out: pytest.fail("a given wheel is not rebuilt"))
+    assert api.uploaded["o/bleu2"][f"wheels/{WHEEL_NAME}"] == wheel.read_bytes()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--rexrank-requirement", "rexrank"], "would install rexrank from a package index"),
+    (["--rexrank-requirement", "rexrank[space]>=0.1"], "would install rexrank from a package index"),
+    (["--private"], "a private Space cannot install a wheel uploaded into it"),
+    (["--wheel", "dist/not-a-wheel.zip"], "is not a rexrank wheel file"),
+    (["--wheel", "x.whl", "--rexrank-requirement", "rexrank @ git+https://x/r@v1"], "not both"),
+])
+def test_no_uninstallable_rexrank_line_is_published(cli, args, fragment, monkeypatch, no_network_api):
+    """A bare `rexrank` line (no index serves rexrank), or a wheel a private Space cannot download, is refused with
+    one `error:` line, in the dry run already, before any token or Hub client is needed."""
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    for dry in (["--dry-run"], []):
+        code, out = cli("hub", "publish-metrics", "--org", "o", "--only", "bleu2", *dry, *args,
+                        "--metrics-dir", str(METRICS_DIR))
+        assert code == 2 and out.startswith("error: ") and fragment in out, out
+        assert "Traceback" not in out
+
+
+def test_staging_refuses_a_bare_requirement(tmp_path):
+    """The last gate before upload: stage() never writes a requirements.txt that installs rexrank from an index."""
+    (space,) = hub_publish.plan("o", only=["bleu2"], metrics_dir=METRICS_DIR)
+    with pytest.raises(hub_publish.ConfigError, match="package index"):
+        hub_publish.stage(space, tmp_path, "rexrank>=0.1")
+    staged = hub_publish.stage(space, tmp_path, "rexrank @ https://example.org/rexrank-0.1.0-py3-none-any.whl")
+    assert "rexrank @ https://example.org/rexrank-0.1.0-py3-none-any.whl" in \
+        (staged / "requirements.txt").read_text().splitlines()
+
+
+def test_default_metrics_dir_is_the_installed_modules():
+    """Without --metrics-dir, the modules published are those of the installed rexrank (module_paths)."""
+    from rexrank.evaluate_modules import module_paths
+
+    folders = hub_publish.metric_folders()
+    assert folders == module_paths() and len(folders) == 8

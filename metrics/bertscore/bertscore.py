@@ -7,6 +7,7 @@ import datasets
 import evaluate
 
 import rexrank.evaluate_modules.common as support
+import rexrank.evaluate_modules.conventions as conventions
 import rexrank.metrics
 
 _CITATION = """\
@@ -49,10 +50,18 @@ Args:
     predictions (`list` of `str`): generated reports, one per study.
     references (`list` of `str`): reference reports, same length and order as `predictions`.
 Returns:
-    bertscore (`float`): mean over the pairs without NaN.
-    scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
+    bertscore (`float`): mean F1 over the pairs without NaN (the leaderboard's BertScore column).
+    leaderboard_flags (`list` of `str`): rexrank's aggregation flags for the mean (a NaN mean: no pair has a
+        score); empty when there is none.
+    warning (`str` or None): the flags and any pairs without a score, in words; None when all is well.
+    scores (`list` of `float`): F1 per pair, in input order (NaN where a pair has no score).
     n_nan (`int`): pairs without a score.
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
+    What huggingface/evaluate's `bertscore` returns, rescaled with the same baseline as the F1:
+    precision (`list` of `float`): BERTScore precision per pair.
+    recall (`list` of `float`): BERTScore recall per pair.
+    f1 (`list` of `float`): BERTScore F1 per pair (equal to `scores`).
+    hashcode (`str`): bert-score's setting string (model, layers, idf, rescaling), with rexrank's version.
 Examples:
     >>> import evaluate
     >>> bertscore = evaluate.load("rexrank/bertscore", device="cpu")
@@ -60,10 +69,11 @@ Examples:
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
     ... )
-    >>> sorted(results)
-    ['bertscore', 'fingerprint', 'n_nan', 'scores']
-    >>> len(results["scores"])
-    2
+    >>> sorted(results)  # doctest: +NORMALIZE_WHITESPACE
+    ['bertscore', 'f1', 'fingerprint', 'hashcode', 'leaderboard_flags', 'n_nan', 'precision', 'recall', 'scores',
+     'warning']
+    >>> len(results["precision"]), len(results["recall"]), results["f1"] == results["scores"]
+    (2, 2, True)
 """
 
 
@@ -74,7 +84,7 @@ class BertScore(evaluate.Metric):
     def __init__(self, model=None, device=None, batch_size=None, idf=None, options=None, **evaluate_options):
         # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
         # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/bertscore", evaluate_options))
+        super().__init__(**support.init_kwargs("rexrank/bertscore", evaluate_options, owner=type(self)))
         self.metric_config = support.metric_config(
             model=model, device=device, batch_size=batch_size, idf=idf, **(options or {}))
 
@@ -97,4 +107,4 @@ class BertScore(evaluate.Metric):
 
     def _compute(self, predictions, references):
         return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
-                               processes=self.num_process)
+                               processes=self.num_process, field_keys=conventions.bertscore)

@@ -7,6 +7,7 @@ import datasets
 import evaluate
 
 import rexrank.evaluate_modules.common as support
+import rexrank.evaluate_modules.conventions as conventions
 import rexrank.metrics
 
 _CITATION = """\
@@ -45,10 +46,17 @@ Args:
     predictions (`list` of `str`): generated reports, one per study.
     references (`list` of `str`): reference reports, same length and order as `predictions`.
 Returns:
-    bleu2 (`float`): mean BLEU-2 over the pairs (the leaderboard's BLEU column).
+    bleu2 (`float`): mean sentence-level BLEU-2 over the pairs (the leaderboard's BLEU column).
+    leaderboard_flags (`list` of `str`): rexrank's aggregation flags for the mean (a NaN mean: no pair has a
+        score); empty when there is none.
+    warning (`str` or None): the flags and any pairs without a score, in words; None when all is well.
     scores (`list` of `float`): BLEU-2 of each pair, in input order.
     n_nan (`int`): number of pairs without a score (always 0 for BLEU-2).
     fingerprint (`str`): hash of the tokenisation and smoothing settings.
+    What huggingface/evaluate's `bleu` returns, computed as it does (corpus level, no smoothing) with
+    max_order=2 on the ReXrank tokens; `bleu` is corpus BLEU-2, NOT the leaderboard number `bleu2`:
+    bleu (`float`), precisions (`list` of `float`: clipped 1-gram and 2-gram precision over the corpus),
+    brevity_penalty (`float`), length_ratio (`float`), translation_length (`int`), reference_length (`int`).
 Empty reports score 0.0 (no unigram can match). A missing report (None) is an error naming its index.
 Examples:
     >>> import evaluate
@@ -59,6 +67,8 @@ Examples:
     ... )
     >>> print(round(results["bleu2"], 4), [round(s, 4) for s in results["scores"]])
     0.5901 [0.6325, 0.5477]
+    >>> print(round(results["bleu"], 4), results["precisions"], results["brevity_penalty"])  # corpus BLEU-2
+    0.5916 [0.7, 0.5] 1.0
     >>> print(bleu2.compute(predictions=["Heart size is normal."], references=["Heart size is normal."])["bleu2"])
     1.0
 """
@@ -71,7 +81,7 @@ class Bleu2(evaluate.Metric):
     def __init__(self, **evaluate_options):
         # BLEU-2 has no options; evaluate's own go to the base class, anything else is refused (evaluate would
         # silently ignore it).
-        super().__init__(**support.init_kwargs("rexrank/bleu2", evaluate_options))
+        super().__init__(**support.init_kwargs("rexrank/bleu2", evaluate_options, owner=type(self)))
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -90,4 +100,4 @@ class Bleu2(evaluate.Metric):
 
     def _compute(self, predictions, references):
         return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
-                               processes=self.num_process)
+                               processes=self.num_process, field_keys=conventions.bleu)

@@ -49,7 +49,10 @@ Args:
 Returns:
     fineradscore (`float`): mean over the pairs without NaN.
     inverse_fineradscore (`float`): 1 / mean, the leaderboard column (NaN if the mean is NaN or 0).
-    leaderboard_flags (`list` of `str`): why inverse_fineradscore is not meaningful, e.g. a negative mean.
+    leaderboard_flags (`list` of `str`): rexrank's aggregation flags: a negative mean (its 1/mean is returned
+        but not meaningful), a zero mean (1/mean undefined), a NaN mean (no pair has a score); else empty.
+    warning (`str` or None): the flags and any pairs without a score, in words, with the numbers they
+        concern; None when all is well.
     scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
     n_nan (`int`): pairs without a score.
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
@@ -61,8 +64,8 @@ Examples:
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
     ... )
-    >>> sorted(results)
-    ['fineradscore', 'fingerprint', 'inverse_fineradscore', 'leaderboard_flags', 'n_nan', 'scores']
+    >>> sorted(results)  # doctest: +NORMALIZE_WHITESPACE
+    ['fineradscore', 'fingerprint', 'inverse_fineradscore', 'leaderboard_flags', 'n_nan', 'scores', 'warning']
     >>> len(results["scores"])
     2
 """
@@ -76,7 +79,7 @@ class FineRadScore(evaluate.Metric):
                  aggregation=None, severity_weights=None, options=None, **evaluate_options):
         # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
         # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/fineradscore", evaluate_options))
+        super().__init__(**support.init_kwargs("rexrank/fineradscore", evaluate_options, owner=type(self)))
         self.metric_config = support.metric_config(
             model=model, device=device, batch_size=batch_size, backend=backend, base_url=base_url,
             api_key_env=api_key_env, aggregation=aggregation, severity_weights=severity_weights,
@@ -99,5 +102,5 @@ class FineRadScore(evaluate.Metric):
         self.fingerprint = self.metric.fingerprint
 
     def _compute(self, predictions, references, return_details=False):
-        return support.compute(self.metric, predictions, references, return_details=return_details, reciprocal=True, fingerprint=self.fingerprint,
-                               processes=self.num_process)
+        return support.compute(self.metric, predictions, references, return_details=return_details, reciprocal=True,
+                               fingerprint=self.fingerprint, processes=self.num_process)

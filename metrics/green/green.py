@@ -7,6 +7,7 @@ import datasets
 import evaluate
 
 import rexrank.evaluate_modules.common as support
+import rexrank.evaluate_modules.conventions as conventions
 import rexrank.metrics
 
 _CITATION = """\
@@ -42,10 +43,16 @@ Args:
     references (`list` of `str`): reference reports, same length and order as `predictions`.
     return_details (`bool`, default False): add the per-pair extra columns under "details".
 Returns:
-    green (`float`): mean over the pairs without NaN.
-    scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
+    green (`float`): mean over the pairs without NaN (radeval's `green`).
+    leaderboard_flags (`list` of `str`): rexrank's aggregation flags for the mean (a NaN mean: no pair has a
+        score); empty when there is none.
+    warning (`str` or None): the flags and any pairs without a score, in words; None when all is well.
+    scores (`list` of `float`): one value per pair, in input order (NaN where the output could not be parsed).
     n_nan (`int`): pairs without a score.
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
+    green_std (`float`): standard deviation of the scores without NaN (radeval's `green_std`).
+    summary (`dict`): n, n_scored, n_parse_failures, mean, std, error_free_rate and error_free_rate_by_category
+        (share of reports without each clinically significant error (a)-(f): GREEN's error summary).
     details (`dict` of `list`, with return_details=True): per-pair extra columns.
 Examples:
     >>> import evaluate
@@ -55,7 +62,7 @@ Examples:
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
     ... )
     >>> sorted(results)
-    ['fingerprint', 'green', 'n_nan', 'scores']
+    ['fingerprint', 'green', 'green_std', 'leaderboard_flags', 'n_nan', 'scores', 'summary', 'warning']
     >>> len(results["scores"])
     2
 """
@@ -68,7 +75,7 @@ class Green(evaluate.Metric):
     def __init__(self, model=None, device=None, batch_size=None, backend=None, options=None, **evaluate_options):
         # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
         # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/green", evaluate_options))
+        super().__init__(**support.init_kwargs("rexrank/green", evaluate_options, owner=type(self)))
         self.metric_config = support.metric_config(
             model=model, device=device, batch_size=batch_size, backend=backend, **(options or {}))
 
@@ -89,5 +96,5 @@ class Green(evaluate.Metric):
         self.fingerprint = self.metric.fingerprint
 
     def _compute(self, predictions, references, return_details=False):
-        return support.compute(self.metric, predictions, references, return_details=return_details, fingerprint=self.fingerprint,
-                               processes=self.num_process)
+        return support.compute(self.metric, predictions, references, return_details=return_details,
+                               fingerprint=self.fingerprint, processes=self.num_process, field_keys=conventions.green)

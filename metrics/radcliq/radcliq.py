@@ -9,6 +9,7 @@ import evaluate
 import rexrank.errors
 import rexrank.evaluate_modules.common as support
 import rexrank.metrics
+from rexrank.metrics import aggregation
 
 _CITATION = """\
 @article{yu2023evaluating,
@@ -48,7 +49,11 @@ Args:
 Returns:
     radcliq_v1 (`float`): mean per-report RadCliQ-v1 (or radcliq_v0 with config_name "v0"); lower is better.
     inverse_radcliq_v1 (`float`): 1 / mean, the leaderboard's 1/RadCliQ-v1 column (v1 only; NaN if the mean is 0).
-    leaderboard_flags (`list` of `str`, v1 only): why inverse_radcliq_v1 is not meaningful (a negative mean).
+    leaderboard_flags (`list` of `str`): rexrank's aggregation flags (v0: only a NaN mean): a negative mean (its
+        1/mean is returned but not meaningful), a zero mean (1/mean undefined), a NaN mean (no pair has a score);
+        else empty.
+    warning (`str` or None): the flags and any pairs without a score, in words, with the numbers they
+        concern; None when all is well.
     scores (`list` of `float`): per-report RadCliQ, in input order (NaN if a component is NaN).
     n_nan (`int`): pairs without a score.
     fingerprint (`str`): hash of the composite and every component's configuration.
@@ -66,12 +71,21 @@ Examples:
     >>> results = radcliq.compute(predictions=[report], references=[report], return_details=True)
     >>> print(round(results["radcliq_v1"], 4))  # identical reports: the best possible RadCliQ-v1
     -1.4407
+    >>> print(round(results["inverse_radcliq_v1"], 4), results["leaderboard_flags"][0].split(":")[0])
+    -0.6941 negative mean
+    >>> print(results["warning"].split(": ")[0])  # the warning names the numbers it is about
+    radcliq_v1 = -1.441, inverse_radcliq_v1 = -0.6941
     >>> sorted(results["details"])
     ['bertscore', 'bleu_score', 'radgraph_combined', 'semb_score']
 """
 
 # config_name -> registry name.
 _CONFIGS = {"default": "radcliq_v1", "v1": "radcliq_v1", "v0": "radcliq_v0"}
+
+# RadCliQ runs three models, so it has no single `model=`: each component's weights go in that component's dict.
+_COMPONENT_WEIGHTS = ("radgraph={'model': PATH}, bertscore={'model': PATH}, "
+                      "semb={'model': PATH, 'backbone': PATH}")
+_HINTS = {"model": f"RadCliQ runs three models; give each its weights in its component's dict: {_COMPONENT_WEIGHTS}."}
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -81,7 +95,7 @@ class RadCliQ(evaluate.Metric):
     def __init__(self, radgraph=None, bertscore=None, semb=None, device=None, batch_size=None, **evaluate_options):
         # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
         # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/radcliq", evaluate_options))
+        super().__init__(**support.init_kwargs("rexrank/radcliq", evaluate_options, owner=type(self), hints=_HINTS))
         if self.config_name not in _CONFIGS:
             raise rexrank.errors.ConfigError(
                 f"rexrank/radcliq: unknown config_name {self.config_name!r}. Available: v1, v0")
@@ -101,11 +115,17 @@ class RadCliQ(evaluate.Metric):
 
     def _download_and_prepare(self, dl_manager):
         # The component models (RadGraph, BERTScore, CheXbert) load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get(_CONFIGS[self.config_name], **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+        try:
+            self.metric = rexrank.metrics.get(_CONFIGS[self.config_name], **self.metric_config)
+            self.fingerprint = self.metric.fingerprint
+        except rexrank.errors.ModelNotAvailableError as exc:
+            # A component's message says "pass model=/path", which is how that metric alone takes it; this
+            # module takes it inside the component's dict.
+            raise rexrank.errors.ModelNotAvailableError(
+                f"{exc} In evaluate.load(\"rexrank/radcliq\", ...) pass it as {_COMPONENT_WEIGHTS}") from None
 
     def _compute(self, predictions, references, return_details=False):
-        reciprocal = self.metric.spec.leaderboard_aggregation == "reciprocal_of_mean"
+        reciprocal = self.metric.spec.leaderboard_aggregation == aggregation.RECIPROCAL_OF_MEAN
         return support.compute(self.metric, predictions, references, return_details=return_details,
                                reciprocal=reciprocal, fingerprint=self.fingerprint,
                                processes=self.num_process)

@@ -8,6 +8,7 @@ import evaluate
 
 import rexrank.errors
 import rexrank.evaluate_modules.common as support
+import rexrank.evaluate_modules.conventions as conventions
 import rexrank.metrics
 
 _CITATION = """\
@@ -55,10 +56,18 @@ Args:
     references (`list` of `str`): reference reports, same length and order as `predictions`.
     return_details (`bool`, default False): add the per-pair extra columns under "details".
 Returns:
-    radgraph (`float`): mean over the pairs without NaN.
+    radgraph (`float`): mean over the pairs without NaN (radgraph_simple/_partial/_complete with those configs).
+    leaderboard_flags (`list` of `str`): rexrank's aggregation flags for the mean (a NaN mean: no pair has a
+        score); empty when there is none.
+    warning (`str` or None): the flags and any pairs without a score, in words; None when all is well.
     scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
     n_nan (`int`): pairs without a score.
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
+    The names of the radgraph package's F1RadGraph result:
+    hypothesis_annotation_lists, reference_annotation_lists (`list` of `dict`): the RadGraph annotation of each
+        prediction and reference, shaped like radgraph 0.1.18's.
+    mean_reward (`float`), reward_list (`list` of `float`): configs simple/partial/complete only, which are that
+        package's reward levels (the combined ReXrank score is none of them).
     details (`dict` of `list`, with return_details=True): per-pair extra columns.
 Examples:
     >>> import evaluate
@@ -67,8 +76,9 @@ Examples:
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
     ... )
-    >>> sorted(results)
-    ['fingerprint', 'n_nan', 'radgraph', 'scores']
+    >>> sorted(results)  # doctest: +NORMALIZE_WHITESPACE
+    ['fingerprint', 'hypothesis_annotation_lists', 'leaderboard_flags', 'n_nan', 'radgraph',
+     'reference_annotation_lists', 'scores', 'warning']
     >>> len(results["scores"])
     2
 """
@@ -91,7 +101,7 @@ class RadGraph(evaluate.Metric):
                  **evaluate_options):
         # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
         # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/radgraph", evaluate_options))
+        super().__init__(**support.init_kwargs("rexrank/radgraph", evaluate_options, owner=type(self)))
         self.metric_config = support.metric_config(
             model=model, device=device, batch_size=batch_size, encoder=encoder, model_type=model_type,
             **(options or {}))
@@ -117,5 +127,6 @@ class RadGraph(evaluate.Metric):
         self.fingerprint = self.metric.fingerprint
 
     def _compute(self, predictions, references, return_details=False):
-        return support.compute(self.metric, predictions, references, return_details=return_details, fingerprint=self.fingerprint,
-                               processes=self.num_process)
+        return support.compute(self.metric, predictions, references, return_details=return_details,
+                               fingerprint=self.fingerprint, processes=self.num_process,
+                               field_keys=conventions.radgraph)

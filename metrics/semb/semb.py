@@ -50,6 +50,9 @@ Args:
     references (`list` of `str`): reference reports, same length and order as `predictions`.
 Returns:
     semb (`float`): mean over the pairs without NaN.
+    leaderboard_flags (`list` of `str`): rexrank's aggregation flags for the mean (a NaN mean: no pair has a
+        score); empty when there is none.
+    warning (`str` or None): the flags and any pairs without a score, in words; None when all is well.
     scores (`list` of `float`): one value per pair, in input order (NaN where a pair has no score).
     n_nan (`int`): pairs without a score.
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
@@ -61,7 +64,7 @@ Examples:
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
     ... )
     >>> sorted(results)
-    ['fingerprint', 'n_nan', 'scores', 'semb']
+    ['fingerprint', 'leaderboard_flags', 'n_nan', 'scores', 'semb', 'warning']
     >>> len(results["scores"])
     2
 """
@@ -74,7 +77,7 @@ class SembScore(evaluate.Metric):
     def __init__(self, model=None, device=None, batch_size=None, backbone=None, options=None, **evaluate_options):
         # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
         # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/semb", evaluate_options))
+        super().__init__(**support.init_kwargs("rexrank/semb", evaluate_options, owner=type(self)))
         self.metric_config = support.metric_config(
             model=model, device=device, batch_size=batch_size, backbone=backbone, **(options or {}))
 
