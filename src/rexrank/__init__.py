@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "parallel", "score", "summarize"]
+__all__ = ["__version__", "parallel", "rewards", "score", "summarize"]
 
 
 def __getattr__(name: str):
@@ -16,8 +16,8 @@ def __getattr__(name: str):
         from rexrank.evaluation import in_memory as scoring
 
         return getattr(scoring, name)
-    if name == "parallel":  # `with rexrank.parallel.local():` after a plain `import rexrank`
+    if name in ("parallel", "rewards"):  # `rexrank.parallel.local()` etc. after a plain `import rexrank`
         import importlib
 
-        return importlib.import_module("rexrank.parallel")
+        return importlib.import_module(f"rexrank.{name}")
     raise AttributeError(f"module 'rexrank' has no attribute {name!r}")
