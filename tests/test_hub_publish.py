@@ -230,3 +230,29 @@ def test_default_metrics_dir_is_the_installed_modules():
 
     folders = hub_publish.metric_folders()
     assert folders == module_paths() and len(folders) == 8
+
+
+def test_leaderboard_space_publishes_with_an_installable_rexrank_and_its_extra(cli, no_network_api, monkeypatch):
+    """The leaderboard Space's `rexrank[space]` line becomes an installable source and keeps the space extra (gradio,
+    plotly); a bare requirement or a malformed repo id is refused before anything is built or sent."""
+    from huggingface_hub import constants
+
+    code, out = cli("hub", "publish-leaderboard", "--repo", "my-org/board", "--dry-run")
+    assert code == 0, out
+    assert "my-org/board (space, sdk gradio)" in out and "app.py" in out and "README.md" in out
+    assert f"wheels/{WHEEL_NAME}" in out
+    for args, fragment in ((["--repo", "my-org/board", "--rexrank-requirement", "rexrank[space]"], "package index"),
+                           (["--repo", "board"], "ORG/NAME"),
+                           (["--repo", "my-org/board", "--private"], "private Space cannot install")):
+        code, out = cli("hub", "publish-leaderboard", *args, "--dry-run")
+        assert code == 2 and fragment in out and "Traceback" not in out, out
+    api = FakeApi(TOKEN)
+    plans = [hub_publish.leaderboard_plan("my-org/board")]
+    hub_publish.publish(plans, token=TOKEN, api_factory=lambda t: api, log=lambda _: None,
+                        wheel_builder=lambda out: _fake_wheel(out))
+    files = api.uploaded["my-org/board"]
+    assert sorted(files) == sorted(["README.md", "app.py", "requirements.txt", f"wheels/{WHEEL_NAME}"])
+    url = f"{constants.ENDPOINT}/spaces/my-org/board/resolve/main/wheels/{WHEEL_NAME}"
+    lines = [line.strip() for line in files["requirements.txt"].decode().splitlines()]
+    assert f"rexrank[space] @ {url}" in lines and not any(line.startswith("rexrank[space]>") for line in lines)
+    assert files["app.py"] == (hub_publish.source_root() / "spaces/leaderboard/app.py").read_bytes()

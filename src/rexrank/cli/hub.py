@@ -38,3 +38,29 @@ def publish_metrics(
         typer.echo(hub_publish.describe(plans, rexrank_requirement, wheel))
         return
     hub_publish.publish(plans, rexrank_requirement=rexrank_requirement, wheel=wheel, log=typer.echo)
+
+
+@app.command("publish-leaderboard")
+def publish_leaderboard(
+    repo: str = typer.Option(..., "--repo", help="The Space to create or update, ORG/NAME."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List the files that would be uploaded; no network."),
+    private: bool = typer.Option(False, "--private", help="Create the Space as private (an existing one keeps its "
+                                 "visibility); needs --rexrank-requirement."),
+    rexrank_requirement: Optional[str] = typer.Option(
+        None, "--rexrank-requirement",
+        help='Install rexrank from this source, e.g. "rexrank @ git+https://.../rexrank@v0.1.0" (the space extra '
+             "is kept). Default: build a wheel from this checkout and upload it into the Space."),
+    wheel: Optional[Path] = typer.Option(None, "--wheel", help="Upload this rexrank wheel instead of building one."),
+) -> None:
+    """Upload spaces/leaderboard/ as the Gradio Space REPO, its requirements naming an installable rexrank.
+
+    Set the Space's variables afterwards (docs/leaderboard.md: store, quotas, Hub dataset repos for persistence).
+    Needs a token with write access: HF_TOKEN or `hf auth login`. The token is never printed.
+    """
+    from rexrank.evaluate_modules import publish as hub_publish
+
+    plans = [hub_publish.leaderboard_plan(repo, private=private)]
+    if dry_run:
+        typer.echo(hub_publish.describe(plans, rexrank_requirement, wheel))
+        return
+    hub_publish.publish(plans, rexrank_requirement=rexrank_requirement, wheel=wheel, log=typer.echo)

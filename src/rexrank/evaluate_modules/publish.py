@@ -117,6 +117,27 @@ def plan(org: str, *, only: Sequence[str] | None = None, private: bool = False,
     return plans
 
 
+# The leaderboard Space's files in a checkout (spaces/leaderboard/): what `rexrank hub publish-leaderboard` uploads.
+LEADERBOARD_SPACE = "spaces/leaderboard"
+LEADERBOARD_FILES = ("app.py", "README.md", "requirements.txt")
+
+
+def leaderboard_plan(repo_id: str, *, private: bool = False, folder: Path | None = None) -> SpacePlan:
+    """What ``publish`` would upload for the leaderboard Space ``repo_id`` (ORG/NAME), from ``folder`` (default: the
+    checkout's spaces/leaderboard/). Its requirements' ``rexrank[space]`` line is rewritten like a module's."""
+    org, sep, name = (repo_id or "").strip().partition("/")
+    if not sep or not _NAME.match(org) or not _NAME.match(name):
+        raise ConfigError(f"--repo {repo_id!r} is not a Hub repo id of the form ORG/NAME")
+    folder = Path(folder) if folder else source_root() / LEADERBOARD_SPACE
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} does not exist: publish the leaderboard Space from a rexrank checkout")
+    files = _files_of(folder)
+    missing = [f for f in LEADERBOARD_FILES if f not in {p.path_in_repo for p in files}]
+    if missing:
+        raise ConfigError(f"{folder} is not a complete Space: missing {', '.join(missing)}")
+    return SpacePlan("leaderboard", f"{org}/{name}", folder, files, private)
+
+
 def _human(size: int) -> str:
     return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KiB"
 
@@ -177,13 +198,18 @@ def describe(plans: Sequence[SpacePlan], rexrank_requirement: str | None = None,
 
 
 def _requirements_with(text: str, requirement: str) -> str:
-    """requirements.txt with its bare ``rexrank`` line (no index serves rexrank) replaced by ``requirement``."""
+    """requirements.txt with its bare ``rexrank`` line (no index serves rexrank) replaced by ``requirement``.
+
+    Extras of the replaced line carry over to a requirement that names none (``rexrank[space]`` becomes
+    ``rexrank[space] @ URL``): the leaderboard Space needs gradio and plotly from the space extra."""
     lines = text.splitlines()
     hits = [i for i, line in enumerate(lines) if _BARE_REXRANK.fullmatch(line.strip())]
     if not hits:
         raise ConfigError("requirements.txt has no `rexrank` line to replace")
     for i in hits:
-        lines[i] = requirement
+        extras = _BARE_REXRANK.fullmatch(lines[i].strip()).group(1)
+        named = re.match(r"rexrank(?=\s*@)", requirement)
+        lines[i] = f"rexrank{extras}{requirement[len('rexrank'):]}" if extras and named else requirement
     return "\n".join(lines) + "\n"
 
 
@@ -316,7 +342,7 @@ def publish(plans: Sequence[SpacePlan], *, token: str | None = None, rexrank_req
                 api.create_repo(space.repo_id, repo_type="space", space_sdk="gradio", exist_ok=True,
                                 private=space.private, token=token)
                 api.upload_folder(repo_id=space.repo_id, folder_path=str(staged), repo_type="space", token=token,
-                                  commit_message=f"Publish the rexrank {space.slug} evaluate module")
+                                  commit_message=f"Publish the rexrank {space.slug} Space")
             except Exception as exc:  # noqa: BLE001 - every Hub failure becomes one message naming the Space
                 raise _hub_error(space, exc) from None
             url = f"https://huggingface.co/spaces/{space.repo_id}"
