@@ -1,8 +1,11 @@
 """Leaderboard Space performance: a store of 200 models x 4 datasets x 2 tracks.
 
 Measures (medians of repeated runs, loopback only):
-- page load: Chromium (Debian, Playwright) from navigation until the overview grid has its rows;
-- filter response: typing in a dataset tab's search box until the grid shows the narrowed count;
+- side by side, in the same run, the two sides alternated: the Space and a minimal Gradio 6 app showing one
+  gr.Dataframe of the same rows (the overview table), each in Chromium (Debian, Playwright):
+  first rows visible (navigation until the grid has its rows), and a filter (the Space: its search box, a request;
+  the minimal app: the Dataframe's own client-side search) until the grid shows the narrowed count;
+- tab switch on the Space: clicking a dataset tab until its table has its rows (a first opening: one request);
 - results API: p50/p95 latency of /results under 20 concurrent gradio_client clients (bounded request count),
   the clients in a separate process from the server;
 - the board's table query itself (numeric_table + display_table), in-process.
@@ -12,18 +15,25 @@ Usage: .venv/bin/python bench/leaderboard.py [--models 200] [--requests 200] [--
 
 from __future__ import annotations
 
-import argparse
-import random
-import statistics
-import sys
-import tempfile
-import threading
-import time
-from pathlib import Path
+import os
+
+# Both sides are served by this one process: the same thread pinning for each (set before numpy/torch load).
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from leaderboard_helpers import running_space  # noqa: E402
+from rexrank.data.catalog import leaderboard_split  # noqa: E402
 from rexrank.leaderboard import board  # noqa: E402
 from rexrank.leaderboard.records import DATASETS, TRACKS, MetricValue, ModelInfo, ResultRecord  # noqa: E402
 from rexrank.leaderboard.store import Store  # noqa: E402
@@ -43,7 +53,8 @@ def fill(store: Store, n_models: int, seed: int = 0) -> None:
                     for name in LEADERBOARD_METRICS:
                         mean = rng.uniform(0.8, 3.0) if name in ("radcliq_v1", "fineradscore") else rng.uniform(0, 1)
                         metrics[name] = MetricValue(mean, mean * 0.95, mean * 1.05)
-                    store.add_result(ResultRecord(model=info, dataset=dataset, split="test", track=track,
+                    store.add_result(ResultRecord(model=info, dataset=dataset, split=leaderboard_split(dataset),
+                                                  track=track,
                                                   source="rexrank", metrics=metrics, n_studies=590), conn)
 
 
@@ -56,32 +67,76 @@ def median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def browser_times(url: str, repeat: int) -> tuple[float, float]:
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update"]
+
+
+def _rowcount_is(grid: str, n: int) -> str:
+    return (f"() => {{ const g = document.querySelector('{grid}'); "
+            f"return g && g.getAttribute('aria-rowcount') === '{n}'; }}")
+
+
+def space_times(browser, url: str, i: int) -> dict[str, float]:
+    """One visit of the Space: first rows, a first tab switch, a filter (seconds)."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    start = time.perf_counter()
+    page.goto(url, wait_until="commit")
+    page.wait_for_selector("#overview-table tbody tr", state="attached", timeout=120_000)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    page.get_by_role("tab", name="MIMIC-CXR", exact=True).click()
+    page.wait_for_selector("#table-mimic_cxr-findings tbody tr", state="attached", timeout=60_000)
+    switch = time.perf_counter() - start
+    grid = "#table-mimic_cxr-findings [role=grid]"
+    start = time.perf_counter()
+    page.locator("#search-mimic_cxr-findings textarea, #search-mimic_cxr-findings input").first.fill(f"model-{i:03d}")
+    page.wait_for_function(_rowcount_is(grid, 2), timeout=60_000)
+    filtered = time.perf_counter() - start
+    page.close()
+    return {"first": first, "switch": switch, "filter": filtered}
+
+
+def minimal_times(browser, url: str, i: int) -> dict[str, float]:
+    """One visit of the minimal app: first rows, and its Dataframe's own search (seconds)."""
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    start = time.perf_counter()
+    page.goto(url, wait_until="commit")
+    page.wait_for_selector("#minimal-table tbody tr", state="attached", timeout=120_000)
+    first = time.perf_counter() - start
+    search = page.locator("#minimal-table input[type=text], #minimal-table textarea").first
+    start = time.perf_counter()
+    search.fill(f"model-{i:03d}")
+    page.wait_for_function(_rowcount_is("#minimal-table [role=grid]", 2), timeout=60_000)
+    filtered = time.perf_counter() - start
+    page.close()
+    return {"first": first, "filter": filtered}
+
+
+def minimal_app(rows):
+    """The yardstick: a Gradio 6 app with nothing but one Dataframe of the same rows (and its built-in search)."""
+    import gradio as gr
+
+    with gr.Blocks(title="minimal") as demo:
+        gr.Dataframe(value=rows, interactive=False, elem_id="minimal-table", show_search="search")
+    return demo
+
+
+def side_by_side(space_url: str, minimal_url: str, repeat: int) -> dict[str, list[float]]:
+    """Both sides in one browser, alternating (which goes first alternates too), ``repeat`` visits each."""
     from playwright.sync_api import sync_playwright
 
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update"]
-    loads, filters = [], []
+    out: dict[str, list[float]] = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=flags)
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
+        space_times(browser, space_url, 199)  # warm-up visits (browser caches, lazy imports): not counted
+        minimal_times(browser, minimal_url, 199)
         for i in range(repeat):
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            start = time.perf_counter()
-            page.goto(url, wait_until="load")
-            page.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=120_000)
-            loads.append(time.perf_counter() - start)
-            page.get_by_role("tab", name="MIMIC-CXR").click()
-            grid = "#table-mimic_cxr-findings [role=grid]"
-            page.wait_for_selector(grid, state="attached")
-            start = time.perf_counter()
-            page.locator("#search-mimic_cxr-findings textarea, #search-mimic_cxr-findings input").first.fill(
-                f"model-{i:03d}")
-            page.wait_for_function(f"() => document.querySelector('{grid}').getAttribute('aria-rowcount') === '2'",
-                                   timeout=60_000)
-            filters.append(time.perf_counter() - start)
-            page.close()
+            sides = [("space", space_times, space_url), ("minimal", minimal_times, minimal_url)]
+            for side, measure, url in (sides if i % 2 == 0 else sides[::-1]):
+                for key, value in measure(browser, url, i).items():
+                    out.setdefault(f"{side}_{key}", []).append(value)
         browser.close()
-    return statistics.median(loads), statistics.median(filters)
+    return out
 
 
 def api_latencies(url: str, clients: int, requests: int) -> list[float]:
@@ -121,7 +176,7 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=200)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "leaderboard.md"))
     parser.add_argument("--client-mode", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -140,8 +195,15 @@ def main() -> None:
         counts = store.counts()
         query_s = median_time(lambda: board.display_table(board.numeric_table(store, "mimic_cxr", "findings")), 5)
         store.close()
-        with running_space(path, worker=False) as (url, _, _):
-            load_s, filter_s = browser_times(url, args.repeat)
+        with running_space(path, worker=False) as (url, store, _):
+            from leaderboard_helpers import free_port
+
+            minimal = minimal_app(board.overview(store, "findings"))
+            minimal.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+            try:
+                times = side_by_side(url, minimal.local_url, args.repeat)
+            finally:
+                minimal.close()
             import json
             import subprocess
 
@@ -153,17 +215,31 @@ def main() -> None:
             lat, failures = sorted(loaded["latencies"]), loaded["failures"]
     p50 = lat[len(lat) // 2]
     p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))]
+    med = {k: statistics.median(v) for k, v in times.items()}
+    n = args.repeat
+    first_ratio = med["space_first"] / med["minimal_first"]
+    filter_ratio = med["space_filter"] / med["minimal_filter"]
     rows = [
         ("store", f"{counts['models']} models, {counts['results']} results (filled in {fill_s:.1f} s)"),
         ("table query (numeric + display), in-process", f"{query_s * 1000:.0f} ms (median of 5)"),
-        ("page load to overview rows (Chromium)", f"{load_s:.2f} s (median of {args.repeat})"),
-        ("filter response (search -> narrowed grid)", f"{filter_s:.2f} s (median of {args.repeat})"),
+        ("first rows visible (Chromium, navigation -> overview rows): Space / minimal app",
+         f"{med['space_first']:.2f} s / {med['minimal_first']:.2f} s = **{first_ratio:.2f}x** (target <= 1.15x; "
+         f"median of {n} each, alternated)"),
+        ("filter (search -> narrowed grid): Space (server) / minimal app (client-side search)",
+         f"{med['space_filter'] * 1000:.0f} ms / {med['minimal_filter'] * 1000:.0f} ms = **{filter_ratio:.2f}x** "
+         f"(target <= 150 ms; median of {n})"),
+        ("tab switch (first opening of a dataset tab -> its rows), Space",
+         f"{med['space_switch'] * 1000:.0f} ms (target <= 150 ms; median of {n})"),
         (f"/results API, {args.clients} concurrent clients, {len(lat)} requests",
          f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, {len(failures)} failed"),
     ]
     table = "| measurement | value |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)
-    text = (f"# Leaderboard Space performance\n\nMachine: 2 CPU cores (shared), loopback only. "
-            f"Command: `.venv/bin/python bench/leaderboard.py --models {args.models}`.\n\n{table}\n")
+    runs = "\n".join(f"- {k}: " + ", ".join(f"{v * 1000:.0f}" for v in vals) + " ms" for k, vals in times.items())
+    text = (f"# Leaderboard Space performance\n\nMachine: 2 CPU cores (shared with other jobs), loopback only, "
+            f"OMP/MKL threads pinned to 1 for both sides (one process serves both apps). "
+            f"Command: `.venv/bin/python bench/leaderboard.py --models {args.models} --repeat {args.repeat} "
+            f"--requests {args.requests}`.\n\n{table}\n\n"
+            f"Every run (ms):\n{runs}\n")
     Path(args.out).write_text(text)
     print(text)
 

@@ -51,3 +51,21 @@ def iu_predictions(path: Path, n_shift: int = 1, corrupt: dict | None = None) ->
     preds.update(corrupt or {})
     path.write_text(json.dumps(preds))
     return path
+
+
+def add_scored_result(store, name: str, *, bleu: float, dataset: str = "iu_xray", institution: str = "QA"):
+    """Store a rexrank-scored result with BLEU-2 only (mean and 95% CI) and normal/abnormal subgroups, as
+    `rexrank leaderboard add` would: a row with a CI and no 1/RadCliQ-v1."""
+    from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
+
+    def group(n: int, mean: float) -> dict:
+        return {"n": n, "metrics": {"bleu2": {"mean": mean, "ci_low": mean - 0.02, "ci_high": mean + 0.02}}}
+
+    breakdown = {"definition": "CheXbert No Finding", "normal": group(300, bleu + 0.01),
+                 "abnormal": group(290, bleu - 0.01)}
+    extra = {"subgroups": {"normal_vs_abnormal": breakdown},
+             "analyses": {"processes": 1, "cache": {"bleu2": {"hits": 0, "misses": 590}}}}
+    record = ResultRecord(model=ModelInfo(name=name, institution=institution), dataset=dataset, split="test",
+                          track="findings", source="rexrank", n_studies=590, extra=extra,
+                          metrics={"bleu2": MetricValue(bleu, bleu - 0.02, bleu + 0.02)})
+    return store.add_result(record)

@@ -45,18 +45,42 @@ def client(space):
     return Client(space[0], verbose=False)
 
 
+PUBLIC = {"/leaderboard", "/overview", "/table", "/results", "/model", "/submit", "/queue"}
+
+
+def test_api_lists_the_named_endpoints_and_nothing_else(client, space):
+    """Issue 14 point 13: the API page listed ~100 auto-named callbacks (table_view_1..63, lambda_1..10). Only the
+    endpoints a client should call are public; /info (what the API page and gradio_client read) says the same."""
+    import httpx
+
+    api = client.view_api(return_format="dict", print_info=False)
+    assert set(api["named_endpoints"]) == PUBLIC and api["unnamed_endpoints"] == {}
+    info = httpx.get(f"{space[0]}gradio_api/info", timeout=30).json()
+    assert set(info["named_endpoints"]) == PUBLIC and not info["unnamed_endpoints"]
+    board = client.predict(api_name="/leaderboard")
+    assert {(b["dataset"], b["track"]) for b in board["boards"]} >= {("iu_xray", "findings"), ("mimic_cxr", "findings")}
+    iu = next(b for b in board["boards"] if (b["dataset"], b["track"]) == ("iu_xray", "findings"))
+    assert len(iu["results"]) == 25 and iu["results"][0]["rank"] == 1 and board["updated"] > 0
+
+
 def test_every_endpoint_answers(client):
-    endpoints = set(client.view_api(return_format="dict", print_info=False)["named_endpoints"])
-    assert {"/overview", "/table", "/results", "/model", "/submit", "/queue"} <= endpoints
     overview = client.predict("findings", api_name="/overview")
-    assert overview["headers"][0] == "Model" and len(overview["data"]) == 25
+    assert overview["headers"][:3] == ["Rank", "Model", "Mean rank"] and len(overview["data"]) == 25
+    medversa = next(row for row in overview["data"] if row[1] == "MedVersa")
+    assert medversa[2] == "4.25"  # ranks 3, 2, 3 and 9: a mean, not truncated to 4
     table = client.predict("mimic_cxr", "findings", "chexpert", api_name="/table")
     assert {row[1] for row in table["data"]} == {"CheXpertPlus-MIMIC", "CheXpertPlus-CheX", "CheXpertPlus-CheX-MIMIC"}
-    assert table["headers"][5:7] == ["BLEU ↑", "BertScore ↑"]
+    assert table["headers"][:5] == ["Rank", "Model", "1/RadCliQ-v1 ↑", "BLEU ↑", "BertScore ↑"]
     only_bleu = client.predict("iu_xray", "findings", "", [], [], [], "all", [], ["bleu2"], "bleu2", api_name="/table")
-    assert only_bleu["headers"] == ["Rank", "Model", "Institution", "Year", "Source", "BLEU ↑"]
-    bleus = [float(r[5]) for r in only_bleu["data"]]
+    assert only_bleu["headers"] == ["Rank", "Model", "BLEU ↑", "Institution", "Year", "Source"]
+    bleus = [float(r[2]) for r in only_bleu["data"]]
     assert bleus == sorted(bleus, reverse=True)
+    # Sorted by a column not shown: still best first (it was ascending), rows without the value last.
+    hidden = client.predict("iu_xray", "findings", "", [], [], [], "all", [], ["bleu2"], "fineradscore",
+                            api_name="/table")
+    assert hidden["data"][0][1] != "UniRG-CXR" and hidden["data"][-1][1] == "UniRG-CXR"  # it lacks 1/FineRadScore
+    trained = client.predict("iu_xray", "findings", "", [], [], [], "only", [], [], "radcliq_v1", api_name="/table")
+    assert {row[1] for row in trained["data"]} == {"MoERad-IU", "VLCI-IU", "Cvt2distilgpt2-IU", "BiomedGPT-IU"}
     model = client.predict("CheXpertPlus-MIMIC", api_name="/model")  # spelled CheXpertPlus_MIMIC in some tables
     assert len(model[0]["data"]) == 8  # 4 datasets x 2 tracks
     results = json.loads(client.predict("rexgradient", "findings", api_name="/results"))
@@ -89,15 +113,15 @@ def test_submission_is_validated_scored_and_ranked(client, space, tmp_path):
     preds = json.loads(path.read_text())
     expected = rexrank.score([preds[i] for i in refs], list(refs.values()), metrics=["bleu2"])["bleu_score"].mean()
     row = next(r for r in client.predict("iu_xray", "findings", "Shifted", api_name="/table")["data"])
-    assert row[1] == "Shifted ‹refs›" and row[4] == "submission"
-    assert row[5].startswith(f"{expected:.3f} [")
-    low, high = (float(x) for x in row[5].split("[")[1].rstrip("]").split(", "))
+    assert row[1] == "Shifted ‹refs›" and row[-1] == "submission"
+    assert row[3].startswith(f"{expected:.3f} [")  # Rank, Model, 1/RadCliQ-v1 (none: BLEU-2 only), BLEU
+    low, high = (float(x) for x in row[3].split("[")[1].rstrip("]").split(", "))
     assert low < expected < high
     again, _ = client.predict(handle_file(str(path)), "Again", "", "", None, "", [], "iu_xray", "findings",
                               api_name="/submit")
     assert "already submitted" in again
     queue = client.predict(api_name="/queue")
-    assert queue["data"][0][4] == "done"
+    assert queue["headers"][5] == "Status" and queue["data"][0][5] == "done" and queue["data"][0][3] == "IU-Xray"
 
 
 def test_invalid_submission_lists_problems_and_queues_nothing(client, space, tmp_path):
@@ -108,8 +132,10 @@ def test_invalid_submission_lists_problems_and_queues_nothing(client, space, tmp
     path = iu_predictions(tmp_path / "bad.json", corrupt={"not-a-study": "x", "CXR3030_IM-1405": ""})
     status, _ = client.predict(handle_file(str(path)), "Bad", "", "", None, "", [], "iu_xray", "findings",
                                api_name="/submit")
-    assert status.startswith("**Submission rejected.**")
+    assert status.startswith("**Submission rejected:**")
     assert "not-a-study" in status and "CXR3030_IM-1405" in status
+    # one list item per problem, and no `rexrank score` flags the form does not have
+    assert status.count("\n- ") >= 2 and "--allow-missing" not in status and "--" not in status
     assert store.counts()["submissions"] == before
 
 
@@ -212,3 +238,28 @@ def test_worker_killed_mid_write_leaves_store_intact_and_job_retried(tmp_path):
     assert job["status"] == "done" and job["attempts"] == 2
     assert store.counts()["results"] == 1 and store.integrity_check() == "ok"
     assert np.isfinite(store.results("iu_xray", "findings")[0]["metrics"]["bleu2"]["mean"])
+
+
+def test_a_row_scored_on_fewer_metrics_says_so_and_ranks_where_it_can(tmp_path):
+    """Issue 14, point 2: a submission without 1/RadCliQ-v1 is not silently last: it is labelled with what it was
+    scored on, and a view sorted by a metric it has ranks it among the rows with that metric."""
+    from leaderboard_helpers import add_scored_result
+    from rexrank.leaderboard import board
+    from rexrank.leaderboard.published import seed_store
+
+    store = Store(tmp_path / "s.sqlite")
+    seed_store(store)
+    add_scored_result(store, "Only-BLEU", bleu=0.9)  # above every published BLEU
+    df = board.numeric_table(store, "iu_xray", "findings")
+    ranked = board.display_table(df)
+    row = ranked[ranked["Model"].str.startswith("Only-BLEU")].iloc[0]
+    assert row["Rank"] == "–"
+    assert row["Model"] == "Only-BLEU (no 1/RadCliQ-v1: 1 of 8 metrics)"
+    assert row["Source"].endswith("scored on BLEU")
+    by_bleu = board.display_table(df, sort_by="bleu2")
+    assert by_bleu.iloc[0]["Model"] == "Only-BLEU" and by_bleu.iloc[0]["Rank"] == "1"
+    # the published rows keep their order by BLEU, each ranked among the rows with a BLEU value
+    bleu_ranks = [int(r) for r in by_bleu["Rank"] if r != "–"]
+    assert bleu_ranks == sorted(bleu_ranks) and bleu_ranks[:2] == [1, 2]
+    # ranked rows carry no label
+    assert not any("metrics)" in m for m in ranked["Model"] if not m.startswith("Only-BLEU"))

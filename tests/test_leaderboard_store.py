@@ -211,3 +211,19 @@ def test_hub_sync_both_ways(tmp_path, seeded):
     assert HubSync(other, "org/results", api=hub).sync() == {"pulled": 128, "pushed": 1}
     assert other.counts()["results"] == 129
     assert json.loads(hub.files[next(iter(hub.files))])["source"] == "published"
+
+
+def test_listeners_hear_each_committed_change_and_nothing_else(store):
+    """The Hub sync pushes on these signals: every write that changed a row, never an empty poll or a rollback."""
+    heard = []
+    store.add_listener(lambda: heard.append(1))
+    store.add_result(_record())
+    assert len(heard) == 1
+    assert store.claim() is None and len(heard) == 1  # the worker's poll of an empty queue changes nothing
+    with pytest.raises(RuntimeError):
+        with store.transaction() as conn:
+            conn.execute("UPDATE models SET institution = 'x'")
+            raise RuntimeError("rolled back")
+    assert len(heard) == 1
+    store.edit_model("M", institution="Lab")
+    assert len(heard) == 2

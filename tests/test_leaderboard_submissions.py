@@ -23,7 +23,15 @@ from rexrank.leaderboard.records import (
     hidden_characters,
     name_key,
 )
-from rexrank.leaderboard.store import MIGRATIONS, DuplicateSubmission, NameTaken, QuotaExceeded, Store, _apply
+from rexrank.leaderboard.store import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    DuplicateSubmission,
+    NameTaken,
+    QuotaExceeded,
+    Store,
+    _apply,
+)
 from rexrank.leaderboard.submissions import LoginRequired, Submissions
 
 EVIL = {"name": "MedVersa", "institution": "Evil Corp", "url": "https://phish.example/login", "year": 2099}
@@ -243,7 +251,7 @@ def test_migration_gives_each_name_to_its_first_registrant_and_restores_details(
     path = tmp_path / "old.sqlite"
     _v3_store_with_hijacks(path)
     store = Store(path)
-    assert store.schema_version() == 4 and store.integrity_check() == "ok"
+    assert store.schema_version() == SCHEMA_VERSION and store.integrity_check() == "ok"
     medversa = store.model("MedVersa")
     assert (medversa["owner"], medversa["institution"], medversa["url"], medversa["year"]) == (
         HOST, "Harvard", "https://medversa.example", 2024)  # the published row's details, not Evil Corp's

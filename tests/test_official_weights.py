@@ -117,7 +117,7 @@ def test_add_refuses_a_standin_run_with_a_clear_message(cli, tmp_path, standin_r
 def test_allow_unofficial_weights_stores_and_labels_the_row(cli, tmp_path, standin_run):
     store_path = tmp_path / "board.sqlite"
     code, text = cli("leaderboard", "add", str(standin_run["results"]), "--name", "Standin", "--store",
-                     str(store_path), "--allow-unofficial-weights")
+                     str(store_path), "--allow-unofficial-weights", "--no-seed")
     assert code == 0, text
     label = "unofficial weights: semb; unverified weights: bertscore"
     assert f"labelled '{label}'" in text
@@ -128,7 +128,9 @@ def test_allow_unofficial_weights_stores_and_labels_the_row(cli, tmp_path, stand
     table = board.numeric_table(store, "iu_xray", "findings")
     assert table.loc[0, "weights"] == label
     shown = board.display_table(table)
-    assert shown.loc[0, "Model"] == "Standin ⚠" and shown.loc[0, "Source"].endswith(label)
+    # (the row has no 1/RadCliQ-v1: the board also says what it was scored on)
+    assert shown.loc[0, "Model"] == "Standin ⚠ (no 1/RadCliQ-v1: 3 of 8 metrics)"
+    assert shown.loc[0, "Source"] == f"rexrank · {label} · scored on BLEU, BertScore, SembScore"
     assert board.model_page(store, "Standin").loc[0, "Weights"] == label
     store.close()
 
@@ -136,14 +138,16 @@ def test_allow_unofficial_weights_stores_and_labels_the_row(cli, tmp_path, stand
 def test_results_matching_the_registry_are_added_unlabelled(cli, tmp_path, monkeypatch, standin_run):
     _patch_registry_to_standins(monkeypatch, standin_run)
     store_path = tmp_path / "board.sqlite"
-    code, text = cli("leaderboard", "add", str(standin_run["results"]), "--name", "Fine", "--store", str(store_path))
+    code, text = cli("leaderboard", "add", str(standin_run["results"]), "--name", "Fine", "--store", str(store_path),
+                     "--no-seed")
     assert code == 0, text
     assert "labelled" not in text
     store = Store(store_path)
     [item] = store.results("iu_xray", "findings")
     assert item["extra"]["weights"]["official"] == ["semb", "bertscore"] and item["extra"]["weights"]["label"] == ""
     shown = board.display_table(board.numeric_table(store, "iu_xray", "findings"))
-    assert shown.loc[0, "Model"] == "Fine" and shown.loc[0, "Source"] == "rexrank"
+    assert shown.loc[0, "Model"] == "Fine (no 1/RadCliQ-v1: 3 of 8 metrics)"
+    assert shown.loc[0, "Source"] == "rexrank · scored on BLEU, BertScore, SembScore"
     assert board.model_page(store, "Fine").loc[0, "Weights"] == "official"
     store.close()
 

@@ -3,7 +3,10 @@
 Host settings (Space variables): REXRANK_STORE, REXRANK_MAX_UPLOAD_MB (largest predictions file, default 50),
 REXRANK_PRIVATE_QUOTA (submissions per user per private test set per day, default 3), REXRANK_RATE_LIMIT
 (per user per day on the public sets, default 5), REXRANK_ANONYMOUS_LIMIT (anonymous submissions per day, all
-together, default 100). Hugging Face login is on when the card sets `hf_oauth: true`.
+together, default 100). Hugging Face login is on when the card sets `hf_oauth: true` (the Submit tab then shows
+the login button; the card's requirements install gradio[oauth]).
+Persistence (docs/leaderboard.md#persistence): REXRANK_RESULTS_REPO and REXRANK_REQUESTS_REPO, Hub dataset repos
+the board is pulled from at start and pushed to after every write, with HF_TOKEN (a Space secret) able to write them.
 """
 
 import os
@@ -21,5 +24,8 @@ if __name__ == "__main__":
                        max_bytes=int(_number("REXRANK_MAX_UPLOAD_MB", 50) * 1_000_000),
                        private_quota=int(_number("REXRANK_PRIVATE_QUOTA", 3)),
                        rate_limit=int(_number("REXRANK_RATE_LIMIT", 5)),
-                       anonymous_limit=int(_number("REXRANK_ANONYMOUS_LIMIT", 100)))
+                       anonymous_limit=int(_number("REXRANK_ANONYMOUS_LIMIT", 100)),
+                       results_repo=os.environ.get("REXRANK_RESULTS_REPO") or None,
+                       requests_repo=os.environ.get("REXRANK_REQUESTS_REPO") or None,
+                       hub_token=os.environ.get("HF_TOKEN") or None)
     demo.block_thread()

@@ -6,6 +6,17 @@ from rexrank.leaderboard.published import __doc__ as _published_doc
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.aggregation import leaderboard_higher_is_better
 
+PAPER_URL = "https://arxiv.org/abs/2411.15122"
+SITE_URL = "https://rexrank.ai"
+CODE_URL = "https://github.com/rajpurkarlab/ReXrank"
+# As the evaluate modules' cards cite it (metrics/*/README.md).
+CITATION_BIBTEX = """@article{zhang2024rexrank,
+  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
+  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
+  journal = {arXiv preprint arXiv:2411.15122},
+  year = {2024}
+}"""
+
 DEFINITIONS = {
     "bleu2": "Sentence BLEU-2 per report (NLTK method1 smoothing, CXR-Report-Metric tokenisation), averaged.",
     "bertscore": "BERTScore F1 with distilroberta-base layer 5, rescaled with its baseline, idf off.",
@@ -24,12 +35,14 @@ DEFINITIONS = {
 
 
 def markdown() -> str:
-    lines = ["## Metrics", "", "| Column | Direction | Definition |", "|---|---|---|"]
+    # A list, not a table: a three-column table wraps letter by letter on a phone.
+    lines = [f"ReXrank: [paper]({PAPER_URL}) · [rexrank.ai]({SITE_URL}) · [published tables]({CODE_URL}). "
+             "Cite it with the BibTeX below.", "", "## Metrics", ""]
     for name in LEADERBOARD_METRICS:
         spec = REGISTRY.spec(name)
         shown_higher = leaderboard_higher_is_better(spec)
-        lines.append(f"| {spec.leaderboard_column} | {'higher is better ↑' if shown_higher else 'lower is better ↓'} "
-                     f"| {DEFINITIONS[name]} |")
+        direction = "higher is better ↑" if shown_higher else "lower is better ↓"
+        lines.append(f"- **{spec.leaderboard_column}** ({direction}): {DEFINITIONS[name]}")
     lines += [
         "", "## How the numbers are computed", "",
         "- Every metric is computed once per study; the board shows the mean over the test set.",

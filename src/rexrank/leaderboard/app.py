@@ -3,26 +3,62 @@
 ``build_app(store)`` returns the Blocks; ``serve`` launches it. Every view reads the store through
 ``rexrank.leaderboard.board``; submissions go through ``rexrank.leaderboard.submissions``. User-supplied
 text reaches the page only inside Dataframe cells and Markdown that we escape, never as raw HTML.
+
+Speed: the overview table (the first tab) is part of the page as built, so the first rows need no request; the
+other tabs fill when first opened (``Tab.select``), and the page's own callbacks skip the queue (``queue=False``).
+A thread refreshes the built values when the store changes (``_Fresh``), so a reload shows new results.
+Public API: ``/leaderboard``, ``/overview``, ``/table``, ``/results``, ``/model``, ``/submit``, ``/queue``; every
+other callback is private (``api_visibility="private"``).
 """
 
 from __future__ import annotations
 
 import html
+import io
 import json
 import os
+import re
+import threading
+import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pandas as pd
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard import about, board, plots
-from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.metrics import LEADERBOARD_METRICS
 
 TITLE = "ReXrank leaderboard"
 METRIC_CHOICES = [(board.column_label(m), m) for m in LEADERBOARD_METRICS]
+PRIMARY = board.PRIMARY
+QUEUED = "Submission #"  # how an accepted submission's message starts (the form is cleared after one)
+# Column widths (px): Rank, Model and the ranking column fit a 390 px phone; the rest scroll sideways behind them.
+_WIDTHS = {"Rank": 56, "Model": 150, "Institution": 150, "Year": 56, "Source": 110}
+_METRIC_WIDTH = 152
+# Gradio's header menu sorts the shown strings ("–" above numbers, CIs compared as text, sorts stacking up): the
+# board's "Sort by" sorts by value, direction-aware, missing values last, so the header menu is hidden.
+# gradio 6.31 takes ``pinned_columns`` but does not pin them on screen: sticky cells do, inside the grid's own
+# scrolling box (Rank's width is fixed so that Model can sit right after it).
+CSS = """
+.board-table .cell-menu-button { display: none !important; }
+.board-links p { margin: 0; }
+.pin1 table :is(th, td):nth-child(1), .pin2 table :is(th, td):nth-child(-n+2) {
+  position: sticky; z-index: 4; background: var(--background-fill-primary); }
+.pin1 table :is(th, td):nth-child(1), .pin2 table :is(th, td):nth-child(1) { left: 0; }
+.pin2 table :is(th, td):nth-child(1) { min-width: 56px; max-width: 56px; width: 56px; }
+.pin2 table :is(th, td):nth-child(2) { left: 56px; box-shadow: 2px 0 0 var(--border-color-primary); }
+"""
+# In <head>, not in CSS: gradio scopes custom @media rules to its content box, and the phone rule is for the page
+# margin around it (32 px each side would leave a 390 px phone no room for Rank, Model and 1/RadCliQ-v1).
+HEAD = """<style>
+@media (max-width: 640px) {
+  .main.fillable { padding-left: 8px !important; padding-right: 8px !important; }
+  .board-header h1 { font-size: 1.3rem; }
+}
+</style>"""
 
 
 def _check(dataset: str, track: str) -> tuple[str, str]:
@@ -53,6 +89,26 @@ def _escape_md(text: str) -> str:
     return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+
+
+def _md_text(text: str) -> str:
+    """Plain text inside Markdown: HTML escaped and every Markdown character backslash-escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(text)))
+
+
+def _md_link(text: str, url: str) -> str:
+    """A Markdown link to an http(s) URL (stored URLs are checked when added); plain text otherwise."""
+    if not url or not re.match(r"^https?://", url):
+        return _md_text(text)
+    safe_url = url.replace("(", "%28").replace(")", "%29").replace(" ", "%20")
+    return f"[{_md_text(text)}]({safe_url})"
+
+
+def _when(epoch: float | None) -> str:
+    return "–" if epoch is None else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(epoch))
+
+
 def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl: int = 3600):
     """Build the Space. ``submissions``: a ``Submissions`` service (None hides the Submit tab).
 
@@ -65,15 +121,19 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
 
     views = _Views(store, submissions)
     delete_cache = (upload_ttl, upload_ttl) if submissions is not None else None
-    with gr.Blocks(title=TITLE, delete_cache=delete_cache) as demo:
-        gr.Markdown(f"# {TITLE}\nAI-written chest X-ray reports ranked by the eight ReXrank metrics, with 95% "
-                    "confidence intervals for results scored by rexrank.")
-        _overview_tab(gr, views)
-        _dataset_tabs(gr, views)
-        _models_tab(gr, demo, views)
-        if submissions is not None:
-            _submit_tab(gr, demo, views, submissions, oauth=oauth)
-        _about_tab(gr)
+    with gr.Blocks(title=TITLE, delete_cache=delete_cache, fill_width=True) as demo:
+        demo.rexrank_views, demo.rexrank_fresh = views, _Fresh(views)
+        fresh = demo.rexrank_fresh
+        header = gr.Markdown(views.header_markdown(), elem_classes=["board-header", "board-links"],
+                             elem_id="board-header")
+        fresh.add(header, views.header_markdown)
+        with gr.Tabs(overflow_behavior="wrap"):  # a phone shows every tab (rows of tabs), none behind a menu
+            _overview_tab(gr, views, fresh)
+            _dataset_tabs(gr, views)
+            _models_tab(gr, views)
+            if submissions is not None:
+                _submit_tab(gr, demo, views, submissions, oauth=oauth)
+            _about_tab(gr)
         _api_endpoints(gr, views)
     return demo
 
@@ -85,18 +145,54 @@ class _Views:
         self.store = store
         self.submissions = submissions
         self._json_cache: dict[tuple, str] = {}
+        self._updated: tuple[tuple, float | None] | None = None
 
     # Methods end in "_view": gradio names an event's endpoint after its function, and a bare "table" or "queue"
     # would take the public API names /table and /queue (which would then become /table_64...).
 
     def table_view(self, dataset: str, track: str, search: str = "", institutions=None, years=None,
                    model_types=None, trained: str = "all", sources=None, columns=None,
-                   sort_by: str = "radcliq_v1") -> pd.DataFrame:
-        df = board.numeric_table(self.store, dataset, track)
-        df = board.filter_table(df, search=search or "", institutions=institutions or None, years=years or None,
+                   sort_by: str = PRIMARY) -> pd.DataFrame:
+        shown, _ = self._filtered(dataset, track, search, institutions, years, model_types, trained, sources,
+                                  columns, sort_by)
+        return board.display_table(shown, self._columns(columns), sort_by=sort_by or PRIMARY)
+
+    @staticmethod
+    def _columns(columns) -> list[str]:
+        return [m for m in LEADERBOARD_METRICS if not columns or m in columns]
+
+    def _filtered(self, dataset, track, search="", institutions=None, years=None, model_types=None, trained="all",
+                  sources=None, columns=None, sort_by=PRIMARY) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(the filtered rows sorted as asked, every row of the dataset/track)."""
+        full = board.numeric_table(self.store, dataset, track)
+        df = board.filter_table(full, search=search or "", institutions=institutions or None, years=years or None,
                                 model_types=model_types or None, trained=trained or "all", sources=sources or None)
-        shown = [m for m in LEADERBOARD_METRICS if not columns or m in columns]
-        return board.display_table(df, shown, sort_by=sort_by or "radcliq_v1")
+        return board.sort_table(df, sort_by or PRIMARY), full
+
+    def page_table(self, dataset, track, search="", institutions=None, years=None, model_types=None,
+                   trained="all", sources=None, columns=None, sort_by=PRIMARY):
+        """The table as the page shows it (model names linked to their URL), the empty-result message, the rows
+        behind it (for the bar chart) and every row of the dataset/track (for the filter choices)."""
+        import gradio as gr
+
+        shown, full = self._filtered(dataset, track, search, institutions, years, model_types, trained, sources,
+                                     columns, sort_by)
+        metrics = self._columns(columns)
+        # The Model cell links the name to its URL; display_table adds the unofficial-weights marker and the
+        # "scored on" label of a row this view cannot rank.
+        out = board.display_table(shown, metrics, sort_by=sort_by or PRIMARY,
+                                  name_cell=lambda row: _md_link(row["model"], row["url"]))
+        widths = [_WIDTHS.get(c, _METRIC_WIDTH) for c in out.columns]
+        types = ["markdown" if c == "Model" else "str" for c in out.columns]
+        table = gr.Dataframe(value=out, datatype=types, column_widths=widths)
+        if full.empty:
+            empty = "No results on this test set and track yet."
+        elif shown.empty:
+            empty = ("**No model matches these filters.** Clear the search box, or open *Filters, columns and "
+                     "sorting* and remove a filter.")
+        else:
+            empty = ""
+        return table, gr.Markdown(empty, visible=bool(empty)), shown, full
 
     def results_json(self, dataset: str, track: str) -> str:
         """Aggregates only (means and CIs), never per-study data. A private test set's values come from
@@ -106,31 +202,65 @@ class _Views:
         """
         key = (self.store.version(), dataset, track)
         if key not in self._json_cache:
-            df = board.numeric_table(self.store, dataset, track)
-            records = [] if df.empty else json.loads(df.drop(columns=["url", "note"]).to_json(orient="records"))
             if len(self._json_cache) > 64:
                 self._json_cache.clear()
-            self._json_cache[key] = json.dumps({"dataset": dataset, "track": track, "results": records})
+            self._json_cache[key] = json.dumps({"dataset": dataset, "track": track,
+                                                "results": self.results_records(dataset, track)})
         return self._json_cache[key]
+
+    def results_records(self, dataset: str, track: str) -> list[dict[str, Any]]:
+        df = board.numeric_table(self.store, dataset, track)
+        return [] if df.empty else json.loads(df.drop(columns=["url", "note"]).to_json(orient="records"))
+
+    def csv_text(self, dataset: str, track: str) -> str:
+        """Every row of one dataset/track as CSV: numeric values and CI bounds as shown on the board."""
+        df = board.numeric_table(self.store, dataset, track)
+        buffer = io.StringIO()
+        df.drop(columns=["note"], errors="ignore").to_csv(buffer, index=False, float_format="%.6g")
+        return buffer.getvalue()
+
+    def updated(self) -> float | None:
+        version = self.store.version()
+        if self._updated is None or self._updated[0] != version:
+            self._updated = (version, board.last_updated(self.store))
+        return self._updated[1]
+
+    def header_markdown(self) -> str:
+        return (f"# {TITLE}\nAI-written chest X-ray reports ranked by the eight ReXrank metrics (by 1/RadCliQ-v1), "
+                "with 95% confidence intervals for results scored by rexrank. "
+                f"[Paper]({about.PAPER_URL}) · [rexrank.ai]({about.SITE_URL}) · BibTeX in About · "
+                f"Last updated: {_when(self.updated())}")
 
     def overview_view(self, track: str = "findings") -> pd.DataFrame:
         return board.overview(self.store, track)
 
     def model_view(self, model: str) -> tuple[pd.DataFrame, str]:
         if not model:
-            return pd.DataFrame(), ""
-        return board.model_page(self.store, model), _analyses_markdown(board.model_analyses(self.store, model))
+            return pd.DataFrame(), "Choose a model."
+        info = self.store.model(model)
+        if info is None:
+            return pd.DataFrame(), f"No model named {_md_text(str(model)[:120])} on this board."
+        return board.model_page(self.store, model), _model_markdown(info, board.model_analyses(self.store, model))
 
-    def bars_view(self, dataset: str, track: str, metric: str):
-        df = board.numeric_table(self.store, dataset, track)
-        return plots.metric_bars(df, metric, board.column_label(metric))
+    def default_model(self) -> str | None:
+        """The model the Models tab opens on: the overview's first."""
+        top = self.overview_view("findings")
+        return None if top.empty else str(top.loc[0, "Model"])
+
+    def bars_view(self, rows: pd.DataFrame, metric: str):
+        """The bar chart of the rows the table shows (its filters), best first by the chosen metric."""
+        return plots.metric_bars(board.sort_table(rows, metric), metric, board.column_label(metric))
 
     def agreement_view(self, dataset: str, track: str):
         return plots.agreement_heatmap(board.metric_agreement(self.store, dataset, track),
                                        f"Kendall tau between metric rankings, {DATASET_LABELS[dataset]}")
 
     def ranks_view(self, track: str):
-        return plots.rank_lines(board.ranks_across_datasets(self.store, track), "Rank by 1/RadCliQ-v1 across datasets")
+        overview = self.overview_view(track)
+        top = list(overview["Model"][:plots.RANK_LINES]) if not overview.empty else []
+        long = board.ranks_across_datasets(self.store, track)
+        return plots.rank_lines(long[long["model"].isin(top)],
+                                f"Rank by 1/RadCliQ-v1 across datasets (top {len(top)} by mean rank)")
 
     def models_list(self) -> list[str]:
         return [m["name"] for m in self.store.models()]
@@ -138,87 +268,261 @@ class _Views:
     def queue_view(self) -> pd.DataFrame:
         rows = []
         for job in (self.submissions.queue() if self.submissions else []):
-            rows.append({"#": job["id"], "Model": job["model"].get("name"), "Dataset": job["dataset"],
-                         "Track": job["track"], "Status": job["status"], "Error": job.get("error") or ""})
-        return pd.DataFrame(rows, columns=["#", "Model", "Dataset", "Track", "Status", "Error"])
+            rows.append({"#": str(job["id"]), "Submitted": _when(job.get("created_at")),
+                         "Model": job["model"].get("name"),
+                         "Test set": DATASET_LABELS.get(job["dataset"], job["dataset"]),
+                         "Track": TRACK_LABELS.get(job["track"], job["track"]), "Status": job["status"],
+                         "Message": job.get("error") or ""})
+        return pd.DataFrame(rows, columns=["#", "Submitted", "Model", "Test set", "Track", "Status", "Message"])
+
+    def queue_pending(self) -> bool:
+        return any(job["status"] in ("queued", "running") for job in (self.submissions.queue(20)
+                                                                      if self.submissions else []))
 
 
-def _analyses_markdown(analyses: list[dict[str, Any]]) -> str:
-    """The subgroup analyses ``board.model_analyses`` returns, one JSON block per dataset and track."""
-    blocks = [f"**{DATASET_LABELS.get(a['dataset'], a['dataset'])} / {a['track']}**\n\n```json\n"
-              f"{json.dumps({k: v for k, v in a.items() if k not in ('dataset', 'track')}, indent=1)}\n```"
-              for a in analyses]
-    return "\n\n".join(blocks) or "No subgroup analyses stored for this model (published rows have none)."
+def _model_markdown(info: dict[str, Any], analyses: list[dict[str, Any]]) -> str:
+    """A model's details and the subgroup results stored with its rexrank results, as Markdown tables."""
+    details = []
+    if info.get("institution"):
+        details.append(f"**Institution:** {_md_text(info['institution'])}")
+    if info.get("year"):
+        details.append(f"**Year:** {info['year']}")
+    if info.get("url"):
+        details.append(f"**Link:** {_md_link(info['url'], info['url'])}")
+    trained = board.trained_on({"model_name": info["name"], "trained_on": info.get("trained_on")})
+    details.append("**Trained on:** " + (", ".join(DATASET_LABELS.get(d, d) for d in trained) or "no ReXrank set"))
+    blocks = [" · ".join(details)]
+    for entry in analyses:
+        blocks.append(_subgroup_markdown(entry))
+    if not analyses:
+        blocks.append("No subgroup results stored for this model (published rows have none; `rexrank score` "
+                      "stores normal/abnormal and per-site results with each result it adds).")
+    return "\n\n".join(b for b in blocks if b)
 
 
-def _overview_tab(gr, views: _Views) -> None:
-    with gr.Tab("Overview"):
-        ov_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
-        # Callable values are recomputed on every page load, so new results show without a restart.
-        ov_table = gr.Dataframe(value=lambda: views.overview_view("findings"), interactive=False,
-                                elem_id="overview-table")
-        ov_plot = gr.Plot(value=lambda: views.ranks_view("findings"))
-        ov_track.change(views.overview_view, ov_track, ov_table, api_name="overview",
-                        concurrency_limit=None)
-        ov_track.change(views.ranks_view, ov_track, ov_plot, api_visibility="private")
+def _subgroup_markdown(entry: dict[str, Any]) -> str:
+    """One dataset/track's subgroups: one row per group, the board's value and CI per metric."""
+    title = f"### {DATASET_LABELS.get(entry['dataset'], entry['dataset'])} · {TRACK_LABELS.get(entry['track'])}"
+    subgroups = entry.get("subgroups") or {}
+    rows: list[tuple[str, str, dict[str, str]]] = []
+    for breakdown, groups in subgroups.items():
+        if breakdown == "green" or not isinstance(groups, dict):
+            continue
+        for name, group in groups.items():
+            if not isinstance(group, dict):
+                continue  # e.g. the breakdown's "definition"
+            label = f"{breakdown.replace('_', ' ')}: {name}"
+            if "suppressed" in group:  # a private set's small group (rexrank.evaluation.disclosure)
+                rows.append((label, f"suppressed ({group['suppressed']})", {}))
+                continue
+            values = {metric: board.fmt(*board.shown_value(metric, value))
+                      for metric, value in (group.get("metrics") or {}).items() if metric in LEADERBOARD_METRICS}
+            rows.append((label, str(group.get("n", "")), values))
+    present = [m for m in LEADERBOARD_METRICS if any(m in values for _, _, values in rows)]
+    lines = [title]
+    if rows:
+        header = ["Group", "Studies"] + [board.column_label(m) for m in present]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for label, n, values in rows:
+            lines.append("| " + " | ".join([_md_text(label), n] + [values.get(m, "–") for m in present]) + " |")
+    nan = float("nan")
+    for key, value in (subgroups.get("green") or {}).items():
+        if isinstance(value, dict) and value.get("mean") is not None:
+            label = "GREEN error-free rate" + (" (abnormal studies)" if key.endswith("abnormal") else "")
+            low, high = (nan if value.get(k) is None else value[k] for k in ("ci_low", "ci_high"))
+            lines.append(f"- {label}: {board.fmt(value['mean'], low, high)}")
+    if len(lines) == 1:
+        lines.append("No subgroup results stored for this result.")
+    return "\n".join(lines)
+
+
+class _Fresh:
+    """Values built into the page (no request at load), recomputed when the store changes.
+
+    gradio serves the config it built at launch; ``refresh`` replaces these components' values in it, so the next
+    page load shows the store as it is now. ``serve`` runs it on a thread every ``interval`` seconds.
+    """
+
+    def __init__(self, views: _Views):
+        self.views = views
+        self.entries: list[tuple[Any, Callable[[], Any]]] = []
+        self.version: tuple | None = None
+
+    def add(self, component, compute: Callable[[], Any]) -> None:
+        self.entries.append((component, compute))
+
+    def refresh(self, demo) -> bool:
+        from pydantic import BaseModel
+
+        version = self.views.store.version()
+        if version == self.version:
+            return False
+        props = {c["id"]: c.get("props", {}) for c in (getattr(demo, "config", None) or {}).get("components", [])}
+        for component, compute in self.entries:
+            value = component.postprocess(compute())
+            value = value.model_dump() if isinstance(value, BaseModel) else value
+            component.value = value
+            if component._id in props:
+                props[component._id]["value"] = value
+        self.version = version
+        return True
+
+    def run(self, demo, interval: float = 2.0) -> threading.Thread:
+        self.version = self.views.store.version()  # the values were built from this version
+
+        def loop():
+            try:
+                while True:
+                    time.sleep(interval)
+                    if not getattr(demo, "is_running", False):
+                        break
+                    self.refresh(demo)
+            except Exception:  # noqa: BLE001 - a closed store at shutdown ends the loop; the page stays as built
+                pass
+            finally:
+                self.views.store.close()  # this thread's connection
+
+        thread = threading.Thread(target=loop, name="rexrank-fresh", daemon=True)
+        thread.start()
+        return thread
+
+
+def _overview_tab(gr, views: _Views, fresh: _Fresh) -> None:
+    with gr.Tab("Overview", id="overview"):
+        ov_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track",
+                            elem_id="overview-track")
+        # Built into the page (no request when it loads); _Fresh keeps it current.
+        ov_table = gr.Dataframe(value=views.overview_view("findings"), interactive=False, elem_id="overview-table",
+                                pinned_columns=2, elem_classes=["board-table", "pin2"], wrap=True,
+                                column_widths=[56, 150, 76, 84] + [110] * 2 * len(DATASETS))
+        fresh.add(ov_table, lambda: views.overview_view("findings"))
+        with gr.Accordion("Rank across datasets (plot)", open=False, elem_id="overview-plot") as acc:
+            ov_plot = gr.Plot(show_label=False)
+        ov_track.change(views.overview_view, ov_track, ov_table, api_name="overview", concurrency_limit=None)
+        acc.expand(views.ranks_view, ov_track, ov_plot, api_visibility="private", queue=False)
+        ov_track.change(lambda track: gr.skip(), ov_track, ov_plot, api_visibility="private", queue=False)
+        gr.Markdown("Mean rank: the mean of a model's ranks over the datasets it is ranked on (Datasets), by "
+                    "1/RadCliQ-v1. Open a dataset tab for every metric with its 95% CI.")
 
 
 def _dataset_tabs(gr, views: _Views) -> None:
-    """One tab per dataset, one sub-tab per track: the filterable table and its plots."""
+    """One tab per dataset, one sub-tab per track: the filterable table and its plots, filled when first opened."""
     for dataset in DATASETS:
-        with gr.Tab(DATASET_LABELS[dataset]):
-            for track in TRACKS:
-                with gr.Tab(TRACK_LABELS[track]):
-                    _dataset_tab(gr, dataset, track, views)
+        with gr.Tab(DATASET_LABELS[dataset], id=dataset):
+            with gr.Tabs():
+                for track in TRACKS:
+                    # gradio selects (and fires .select for) the first track's tab when the dataset tab first
+                    # opens, and each track's tab when the user picks it: one request fills the table shown.
+                    with gr.Tab(TRACK_LABELS[track], id=f"{dataset}-{track}") as tab:
+                        fill_on = _dataset_tab(gr, dataset, track, views)
+                    fill_on(tab)
 
 
-def _dataset_tab(gr, dataset: str, track: str, views: _Views) -> None:
-    # Filter choices come from the rows present when the page is built.
-    df = board.numeric_table(views.store, dataset, track)
-    institutions = sorted(x for x in df.get("institution", pd.Series(dtype=str)).unique() if x)
-    years = sorted({int(y) for y in df.get("year", pd.Series(dtype=float)).dropna()})
-    types = sorted(x for x in df.get("model_type", pd.Series(dtype=str)).unique() if x)
+def _dataset_tab(gr, dataset: str, track: str, views: _Views):
+    """Build one dataset/track view; returns the (fn, inputs, outputs, options) that fill it, for Tab.select."""
     key = f"{dataset}-{track}"
-    with gr.Row():
-        search = gr.Textbox(label="Search model or institution", elem_id=f"search-{key}")
-        inst = gr.Dropdown(institutions, multiselect=True, label="Institution", allow_custom_value=True)
-        year = gr.Dropdown(years, multiselect=True, label="Year", allow_custom_value=True)
-        mtype = gr.Dropdown(types, multiselect=True, label="Model type", allow_custom_value=True)
-    with gr.Row():
-        trained = gr.Radio([("All models", "all"), ("Exclude models trained on this set", "exclude"),
-                            ("Only models trained on this set", "only")], value="all", label="Trained on this dataset")
-        source = gr.Dropdown(["published", "rexrank", "submission"], multiselect=True, label="Source")
-        columns = gr.Dropdown(METRIC_CHOICES, value=list(LEADERBOARD_METRICS), multiselect=True, label="Columns")
-        sort = gr.Dropdown(METRIC_CHOICES, value="radcliq_v1", label="Sort by")
-    table = gr.Dataframe(value=lambda: views.table_view(dataset, track), interactive=False, elem_id=f"table-{key}")
+    with gr.Row(equal_height=True):
+        search = gr.Textbox(show_label=False, placeholder="Search model or institution", elem_id=f"search-{key}",
+                            scale=4, min_width=180, container=False)
+        gr.Markdown(f"[Download CSV](csv/{dataset}/{track})", elem_id=f"csv-{key}", elem_classes=["board-links"],
+                    min_height=0)
+    with gr.Accordion("Filters, columns and sorting", open=False, elem_id=f"filters-{key}"):
+        with gr.Row():
+            inst = gr.Dropdown([], multiselect=True, label="Institution", elem_id=f"inst-{key}")
+            year = gr.Dropdown([], multiselect=True, label="Year", elem_id=f"year-{key}")
+            mtype = gr.Dropdown([], multiselect=True, label="Model type", elem_id=f"type-{key}", visible=False)
+            source = gr.Dropdown(list(SOURCES), multiselect=True, label="Source", elem_id=f"source-{key}")
+        with gr.Row():
+            trained = gr.Radio([("All models", "all"), ("Exclude models trained on this set", "exclude"),
+                                ("Only models trained on this set", "only")], value="all",
+                               label="Trained on this dataset", elem_id=f"trained-{key}")
+            columns = gr.Dropdown(METRIC_CHOICES, value=list(LEADERBOARD_METRICS), multiselect=True,
+                                  label="Columns", elem_id=f"columns-{key}")
+            sort = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Sort by (best first)", elem_id=f"sort-{key}")
+    empty = gr.Markdown(visible=False, elem_id=f"empty-{key}")
+    table = gr.Dataframe(value=pd.DataFrame(columns=board.display_columns()), interactive=False,
+                         elem_id=f"table-{key}", pinned_columns=2, wrap=True, elem_classes=["board-table", "pin2"],
+                         column_widths=[_WIDTHS.get(c, _METRIC_WIDTH) for c in board.display_columns()])
+    with gr.Accordion("Plots", open=False, elem_id=f"plots-{key}") as plots_acc:
+        metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Metric", elem_id=f"metric-{key}")
+        bars = gr.Plot(show_label=False, elem_id=f"bars-{key}")
+        heat = gr.Plot(show_label=False, elem_id=f"heat-{key}")
+    plots_open = gr.State(False)
     ds, tr = gr.State(dataset), gr.State(track)
-    inputs = [ds, tr, search, inst, year, mtype, trained, source, columns, sort]
-    for control in (search, inst, year, mtype, trained, source, columns, sort):
-        control.change(views.table_view, inputs, table, api_visibility="private")
-    _plots_accordion(gr, ds, tr, views)
+    filters = [search, inst, year, mtype, trained, source, columns, sort]
+    inputs = [ds, tr, *filters, plots_open, metric]
+
+    def update(dataset, track, search, inst, year, mtype, trained, source, columns, sort, plots_open, metric):
+        out, message, shown, _ = views.page_table(dataset, track, search, inst, year, mtype, trained, source, columns,
+                                                  sort)
+        return out, message, views.bars_view(shown, metric) if plots_open else gr.skip()
+
+    def render(dataset, track, search, inst, year, mtype, trained, source, columns, sort, plots_open, metric):
+        """Fill the tab: table, filter choices from the rows there now (a choice with one value filters nothing,
+        so such a filter is hidden), and the plots if open."""
+        out, message, shown, full = views.page_table(dataset, track, search, inst, year, mtype, trained, source,
+                                                     columns, sort)
+        institutions = sorted({x for x in full.get("institution", pd.Series(dtype=str)) if x})
+        years = sorted({int(y) for y in full.get("year", pd.Series(dtype=float)).dropna()})
+        types = sorted({x for x in full.get("model_type", pd.Series(dtype=str)) if x})
+        n_trained = int(full["trained_on_this"].sum()) if not full.empty else 0
+        return (out, message, gr.Dropdown(choices=institutions), gr.Dropdown(choices=years),
+                gr.Dropdown(choices=types, visible=len(types) > 1),
+                gr.Radio(visible=0 < n_trained < len(full)),
+                views.bars_view(shown, metric) if plots_open else gr.skip())
+
+    def open_plots(dataset, track, search, inst, year, mtype, trained, source, columns, sort, _open, metric):
+        shown = views.page_table(dataset, track, search, inst, year, mtype, trained, source, columns, sort)[2]
+        return True, views.bars_view(shown, metric), views.agreement_view(dataset, track)
+
+    private = {"api_visibility": "private", "queue": False}
+    for control in filters:
+        control.change(update, inputs, [table, empty, bars], **private)
+    metric.change(update, inputs, [table, empty, bars], **private)
+    plots_acc.expand(open_plots, inputs, [plots_open, bars, heat], **private)
+    plots_acc.collapse(lambda: False, None, plots_open, **private)
+    return lambda tab: tab.select(render, inputs, [table, empty, inst, year, mtype, trained, bars], **private)
 
 
-def _plots_accordion(gr, ds, tr, views: _Views) -> None:
-    """Bar chart of one metric and the metric-agreement heatmap of a dataset/track, drawn on demand."""
-    with gr.Accordion("Plots", open=False):
-        metric = gr.Dropdown(METRIC_CHOICES, value="radcliq_v1", label="Metric")
-        bars = gr.Plot()
-        heat = gr.Plot()
-        metric.change(views.bars_view, [ds, tr, metric], bars, api_visibility="private")
-        show = gr.Button("Show plots")
-        show.click(views.bars_view, [ds, tr, metric], bars, api_visibility="private")
-        show.click(views.agreement_view, [ds, tr], heat, api_visibility="private")
+def _models_tab(gr, views: _Views) -> None:
+    with gr.Tab("Models", id="models") as tab:
+        # Choices as built; opening the tab refreshes them (models registered since) and shows the overview's
+        # first model, so the tab never opens empty. Any name is accepted (the API may ask for a newer model).
+        model_pick = gr.Dropdown(views.models_list(), value=None, label="Model", elem_id="model-pick",
+                                 allow_custom_value=True)
+        model_table = gr.Dataframe(interactive=False, elem_id="model-table", pinned_columns=1, wrap=True,
+                                   elem_classes=["board-table", "pin1"], column_widths=[110, 110] + [_METRIC_WIDTH] * len(LEADERBOARD_METRICS)
+                                   + [90, 100, 70, 100])
+        model_text = gr.Markdown(elem_id="model-details")
+
+    def open_tab(current: str | None):
+        name = current or views.default_model()
+        table, text = views.model_view(name)
+        return gr.Dropdown(choices=views.models_list(), value=name), table, text
+
+    tab.select(open_tab, model_pick, [model_pick, model_table, model_text], api_visibility="private", queue=False)
+    # .input: a choice by the user (or an API call); the value set when the tab opens fires no second request.
+    model_pick.input(views.model_view, model_pick, [model_table, model_text], api_name="model",
+                     concurrency_limit=None)
 
 
-def _models_tab(gr, demo, views: _Views) -> None:
-    with gr.Tab("Models"):
-        model_pick = gr.Dropdown(views.models_list(), label="Model", elem_id="model-pick")
-        # Models registered after start-up appear on the next page load.
-        demo.load(lambda: gr.Dropdown(choices=views.models_list()), None, model_pick, api_visibility="private")
-        model_table = gr.Dataframe(interactive=False)
-        model_text = gr.Markdown()
-        model_pick.change(views.model_view, model_pick, [model_table, model_text], api_name="model",
-                          concurrency_limit=None)
+_CLI_HINT = re.compile(r"\s*\((?:[^()]*?\s)?(?:check |use |raise |score )?[^()]*--[a-z][^()]*\)")
+
+
+def _form_message(error: Exception) -> str:
+    """A rejection as the form shows it: one Markdown list item per problem (the harness's message lists them one
+    per line), without the `rexrank score` flags its hints name (the form has none: the fix is in the file, or in
+    the Test set and Track chosen)."""
+    text = _CLI_HINT.sub("", str(error))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    head, items = lines[0], [line[2:] if line.startswith("- ") else line for line in lines[1:]]
+    out = f"**Submission rejected:** {_escape_md(head)}"
+    if items:
+        out += "\n\n" + "\n".join(f"- {_escape_md(item)}" for item in items)
+    if re.search(r"no reference study|has no prediction|have no prediction", text):
+        out += ("\n\nEach study of the chosen test set and track needs exactly one prediction: check the file, and "
+                "the *Test set* and *Track* chosen above.")
+    return out
 
 
 def _submit_tab(gr, demo, views: _Views, submissions, *, oauth: bool = False) -> None:
@@ -231,16 +535,17 @@ def _submit_tab(gr, demo, views: _Views, submissions, *, oauth: bool = False) ->
                 path, {"name": name, "institution": institution, "url": url, "year": year or None,
                        "model_type": model_type, "trained_on": trained_on or []}, dataset, track, user=user)
         except RexrankError as exc:
-            return f"**Submission rejected.**\n\n{_escape_md(exc)}", views.queue_view()
+            return _form_message(exc), views.queue_view()
         finally:
             _discard_upload(demo, path)  # accepted (copied into the queue) or rejected: the upload is gone
-        message = f"Submission #{job_id} queued: it will appear on the board once scored."
+        message = (f"{QUEUED}{job_id} queued: it will appear on the board once scored (the queue below updates). "
+                   + submissions.scoring_note())
         return message + (f"\n\n{_escape_md(note)}" if note else ""), views.queue_view()
 
     # Real objects, not the module's postponed (string) annotations: gradio resolves the hints to inject the profile.
     submit.__annotations__ = {"profile": Optional[gr.OAuthProfile]}
 
-    with gr.Tab("Submit"):
+    with gr.Tab("Submit", id="submit") as tab:
         gr.Markdown(submissions.instructions())
         if oauth:
             with gr.Row():
@@ -250,30 +555,52 @@ def _submit_tab(gr, demo, views: _Views, submissions, *, oauth: bool = False) ->
                             "the public ones; rejected submissions count). Anonymous submissions may only register "
                             "new names.")
         else:
-            gr.Markdown("This board has no Hugging Face login: submissions are anonymous and may only register new "
-                        "model names (never submit under an existing one); private test sets need a login.")
+            gr.Markdown("This server runs without Hugging Face login (the hosted Space has it: `hf_oauth` in its "
+                        "card): submissions are anonymous and may only register new model names (never submit "
+                        "under an existing one); private test sets need a login.")
         with gr.Row():
             sub_file = _single_use_file(gr, label="Predictions file (.json, .jsonl or .csv)", type="filepath",
                                         elem_id="submit-file")
             with gr.Column():
                 sub_name = gr.Textbox(label="Model name", elem_id="submit-name")
                 sub_inst = gr.Textbox(label="Institution", elem_id="submit-institution")
-                sub_url = gr.Textbox(label="Model URL")
-                sub_year = gr.Number(label="Year", precision=0)
-                sub_type = gr.Textbox(label="Model type (e.g. VLM, encoder-decoder)")
-                sub_trained = gr.CheckboxGroup([(DATASET_LABELS[d], d) for d in DATASETS], label="Trained on")
+                sub_url = gr.Textbox(label="Model URL", placeholder="https://...", elem_id="submit-url")
+                this_year = time.gmtime().tm_year
+                sub_year = gr.Dropdown(list(range(this_year, 2014, -1)), value=None, label="Year (optional)",
+                                       allow_custom_value=True, elem_id="submit-year")
+                sub_type = gr.Textbox(label="Model type (e.g. VLM, encoder-decoder)", elem_id="submit-type")
+                sub_trained = gr.CheckboxGroup([(DATASET_LABELS[d], d) for d in DATASETS], label="Trained on",
+                                               elem_id="submit-trained")
             with gr.Column():
                 sub_dataset = gr.Dropdown([(DATASET_LABELS[d], d) for d in submissions.public_datasets()],
                                           value=submissions.public_datasets()[0], label="Test set")
                 sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
                 sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
         sub_status = gr.Markdown(elem_id="submit-status")
-        queue_table = gr.Dataframe(value=views.queue_view, interactive=False, elem_id="queue-table")
-        refresh = gr.Button("Refresh queue")
-        sub_button.click(submit, [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained,
-                                  sub_dataset, sub_track], [sub_status, queue_table], api_name="submit").then(
-            lambda: None, None, sub_file, api_visibility="private")  # the upload was used (and deleted): clear it
-        refresh.click(views.queue_view, None, queue_table, api_name="queue")
+        queue_table = gr.Dataframe(value=views.queue_view(), interactive=False, elem_id="queue-table", wrap=True)
+        refresh = gr.Button("Refresh queue", size="sm")
+        # Polls the queue only while a job is waiting or running, and only after this page submitted or opened
+        # the tab: an idle board sends no requests.
+        timer = gr.Timer(3, active=False)
+    form = [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained]
+
+    def after_submit(status: str):
+        # The upload was used (and deleted) either way: its field is cleared; an accepted entry clears the form.
+        if status.startswith(QUEUED):
+            cleared = [None, "", "", "", None, "", []]
+        else:
+            cleared = [None] + [gr.skip()] * (len(form) - 1)
+        return cleared + [gr.Timer(active=views.queue_pending())]
+
+    def poll():
+        return views.queue_view(), gr.Timer(active=views.queue_pending())
+
+    sub_button.click(submit, [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained,
+                              sub_dataset, sub_track], [sub_status, queue_table], api_name="submit").then(
+        after_submit, sub_status, [*form, timer], api_visibility="private")
+    refresh.click(views.queue_view, None, queue_table, api_name="queue")
+    tab.select(poll, None, [queue_table, timer], api_visibility="private", queue=False)
+    timer.tick(poll, None, [queue_table, timer], api_visibility="private", queue=False)
 
 
 def _single_use_file(gr, **kwargs):
@@ -323,16 +650,25 @@ def oauth_configured() -> bool:
 
 
 def _about_tab(gr) -> None:
-    with gr.Tab("About"):
-        gr.Markdown(about.markdown())
+    with gr.Tab("About", id="about"):
+        gr.Markdown(about.markdown(), elem_id="about-text")
+        gr.Code(about.CITATION_BIBTEX, language=None, label="Cite ReXrank (BibTeX)", elem_id="cite",
+                interactive=False)
 
 
 def _api_endpoints(gr, views: _Views) -> None:
-    """API-only endpoints: aggregates as JSON, and the filtered table of any dataset/track.
+    """API-only endpoints: the whole board, aggregates as JSON, and the filtered table of any dataset/track.
 
     Read-only and fast: no concurrency cap (the store gives each worker thread its own connection). gradio builds
     each endpoint's API description from the function's signature, type hints and docstring, hence plain functions.
     """
+
+    def leaderboard_api() -> dict:
+        """The whole board: every dataset and track, each model's shown values and CIs, ranked by 1/RadCliQ-v1,
+        and when the board last changed (epoch seconds)."""
+        return {"updated": views.updated(),
+                "boards": [{"dataset": d, "track": t, "results": views.results_records(d, t)}
+                           for d in DATASETS for t in TRACKS]}
 
     def results_api(dataset: str, track: str) -> str:
         """JSON aggregates (means, CIs) of every model on one dataset and track (aliases accepted)."""
@@ -342,31 +678,63 @@ def _api_endpoints(gr, views: _Views) -> None:
     def table_api(dataset: str, track: str, search: str = "", institutions: list[str] | None = None,
                   years: list[int] | None = None, model_types: list[str] | None = None, trained: str = "all",
                   sources: list[str] | None = None, columns: list[str] | None = None,
-                  sort_by: str = "radcliq_v1") -> dict:
+                  sort_by: str = PRIMARY) -> dict:
         """The dataset/track table as shown on the page, filtered and sorted: {headers, data} (aliases accepted)."""
         dataset, track = _check(dataset, track)
         df = views.table_view(dataset, track, search, institutions, years, model_types, trained, sources, columns,
                               sort_by)
         return {"headers": list(df.columns), "data": df.to_numpy().tolist()}
 
+    gr.api(leaderboard_api, api_name="leaderboard", concurrency_limit=None)
     gr.api(results_api, api_name="results", concurrency_limit=None)
     gr.api(table_api, api_name="table", concurrency_limit=None)
 
 
+def _add_csv_route(demo, views: _Views) -> None:
+    """GET /csv/{dataset}/{track}: the table as CSV, a plain link (no gradio event, nothing written to disk)."""
+    from fastapi import HTTPException
+    from fastapi.responses import Response
+
+    def csv_route(dataset: str, track: str):
+        if dataset not in DATASETS or track not in TRACKS:
+            raise HTTPException(404, f"unknown dataset/track {dataset[:40]}/{track[:40]}: "
+                                     f"datasets {', '.join(DATASETS)}; tracks {', '.join(TRACKS)}")
+        return Response(views.csv_text(dataset, track), media_type="text/csv", headers={
+            "Content-Disposition": f'attachment; filename="rexrank_{dataset}_{track}.csv"'})
+
+    demo.app.add_api_route("/csv/{dataset}/{track}", csv_route, methods=["GET"])
+
+
 def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: bool = True, worker: bool = True,
           submissions_dir: str | None = None, prevent_thread_lock: bool = False, oauth: bool | None = None,
-          upload_ttl: int = 3600, **submission_options: Any):
-    """Open (and seed) the store, start the scoring worker, launch the Space.
+          upload_ttl: int = 3600, results_repo: str | None = None, requests_repo: str | None = None,
+          hub_token: str | None = None, hub_api: Any = None, **submission_options: Any):
+    """Open the store (pulled from the Hub and seeded as ``published.seed_store`` says), start the scoring worker,
+    launch the Space.
 
     ``oauth``: Hugging Face login (None: on when the Space card sets ``hf_oauth``). ``submission_options`` go to
-    ``Submissions`` (``max_bytes``: the largest predictions file, also gradio's upload limit; quotas ...).
+    ``Submissions`` (``max_bytes``: the largest predictions file, also gradio's upload limit; quotas; ``metrics``,
+    default every leaderboard metric this host has official weights for ...). ``results_repo``/``requests_repo``:
+    Hub dataset repos the store is pulled from now and pushed to after every write (``hub_sync``; token
+    ``hub_token``, else HF_TOKEN); the sync is ``demo.rexrank_sync``.
     """
-    from rexrank.leaderboard.published import bundled_tables, import_published
+    from rexrank.errors import ConfigError
+    from rexrank.leaderboard.published import seed_store
     from rexrank.leaderboard.submissions import DEFAULT_MAX_UPLOAD_MB
 
+    if requests_repo and not results_repo:
+        raise ConfigError("a requests repo needs a results repo too (REXRANK_RESULTS_REPO / results_repo): "
+                          "finished submissions are results")
     store = Store(store_path)
-    if seed and store.counts()["results"] == 0:
-        import_published(store, bundled_tables())
+    sync = None
+    if results_repo:
+        from rexrank.leaderboard.hub_sync import HubSync
+
+        sync = HubSync(store, results_repo, requests_repo=requests_repo, token=hub_token, api=hub_api)
+        sync.pull_with_retries()  # before anything writes: the repos hold the board
+    seed_store(store, seed=seed)
+    if sync is not None:
+        sync.start()
     service = None
     try:
         from rexrank.leaderboard.submissions import Submissions
@@ -378,9 +746,14 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     except ImportError:  # the harness is optional for a read-only board
         service = None
     demo = build_app(store, service, oauth=oauth_configured() if oauth is None else oauth, upload_ttl=upload_ttl)
+    demo.rexrank_sync = sync
     demo.queue(default_concurrency_limit=8)
     # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
     max_bytes = service.max_bytes if service is not None else DEFAULT_MAX_UPLOAD_MB * 1_000_000
-    demo.launch(server_name=host, server_port=port, prevent_thread_lock=prevent_thread_lock, show_error=False,
-                quiet=True, max_file_size=int(max_bytes))
+    demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, show_error=False,
+                quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD)
+    _add_csv_route(demo, demo.rexrank_views)
+    demo.rexrank_fresh.run(demo)
+    if not prevent_thread_lock:
+        demo.block_thread()
     return demo, store, service

@@ -12,6 +12,8 @@ whatever precision the row was stored with.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from typing import Any, Iterable
 
@@ -19,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from rexrank.evaluation import disclosure
-from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACKS
+from rexrank.leaderboard.published import bundled_tables
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS, name_key
 from rexrank.leaderboard.store import Store
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.aggregation import leaderboard_higher_is_better, leaderboard_interval, leaderboard_values
@@ -28,9 +31,14 @@ PRIMARY = "radcliq_v1"
 
 
 def column_label(metric: str) -> str:
-    spec = REGISTRY.spec(metric)
     arrow = "↑" if _shown_higher_is_better(metric) else "↓"
-    return f"{spec.leaderboard_column or spec.column} {arrow}"
+    return f"{metric_name(metric)} {arrow}"
+
+
+def metric_name(metric: str) -> str:
+    """The leaderboard's name of a metric's column (1/RadCliQ-v1, BLEU, ...), without the direction arrow."""
+    spec = REGISTRY.spec(metric)
+    return spec.leaderboard_column or spec.column
 
 
 def _shown_higher_is_better(metric: str) -> bool:
@@ -51,6 +59,21 @@ def shown_value(metric: str, entry: dict[str, Any] | None, private: bool = False
     shown_low, shown_high = leaderboard_interval(low, high, spec)
     shown = (float(leaderboard_values(entry["mean"], spec)), shown_low, shown_high)
     return tuple(disclosure.bounded(v) for v in shown) if private else shown
+
+
+@functools.lru_cache(maxsize=1)
+def published_trained_on() -> dict[str, tuple[str, ...]]:
+    """name_key(model) -> the test sets a published model was trained on, as the ReXrank site marks them
+    (``published_tables/trained_on.json``, its source noted there). The published CSVs lack this column, so a
+    published row's "trained on this dataset" comes from here; a model's own ``trained_on`` adds to it."""
+    data = json.loads((bundled_tables() / "trained_on.json").read_text(encoding="utf-8"))
+    return {name_key(name): tuple(sets) for name, sets in data["trained_on"].items()}
+
+
+def trained_on(item: dict[str, Any]) -> list[str]:
+    """The test sets a stored row's model was trained on: its own metadata and the published marking."""
+    own = list(item.get("trained_on") or [])
+    return own + [d for d in published_trained_on().get(name_key(item["model_name"]), ()) if d not in own]
 
 
 def _rows(store: Store, dataset: str | None = None, track: str | None = None, **kwargs) -> list[dict[str, Any]]:
@@ -90,7 +113,7 @@ def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, .
     for item in _rows(store, dataset, track):
         row: dict[str, Any] = {"model": item["model_name"], "institution": item["institution"] or "",
                                "year": item["year"], "model_type": item["model_type"] or "",
-                               "trained_on_this": dataset in (item["trained_on"] or []),
+                               "trained_on_this": dataset in trained_on(item),
                                "source": item["source"], "n_studies": item["n_studies"], "url": item["url"] or "",
                                "note": item["note"] or "", "split": item["split"],
                                "weights": weights_label(item)}
@@ -131,20 +154,43 @@ def filter_table(df: pd.DataFrame, *, search: str = "", institutions: list[str] 
     return df[mask].reset_index(drop=True)
 
 
-def display_table(df: pd.DataFrame, metrics: Iterable[str] = LEADERBOARD_METRICS, sort_by: str | None = None,
-                  ascending: bool | None = None) -> pd.DataFrame:
-    """Strings for the page: 'mean [low, high]' per metric, direction arrows in headers."""
+def sort_table(df: pd.DataFrame, sort_by: str | None, ascending: bool | None = None) -> pd.DataFrame:
+    """Rows ordered by one metric in its shown direction (best first, whether or not its column is shown);
+    rows without a value last, ties by rank then name. Unknown or empty ``sort_by``: the ranking order."""
+    if df.empty or not sort_by or sort_by not in df.columns:
+        return df
+    if ascending is None:
+        ascending = not _shown_higher_is_better(sort_by) if sort_by in LEADERBOARD_METRICS else True
+    return df.sort_values([sort_by, "rank", "model"], ascending=[ascending, True, True], na_position="last",
+                          kind="stable").reset_index(drop=True)
+
+
+def display_columns(metrics: Iterable[str] = LEADERBOARD_METRICS) -> list[str]:
+    """The page's column order: Rank, Model, the ranking column (1/RadCliQ-v1) when shown, the other metrics,
+    then Institution, Year and Source (a phone sees the first three without scrolling)."""
     metrics = list(metrics)
-    columns = ["Rank", "Model", "Institution", "Year", "Source"] + [column_label(m) for m in metrics]
+    ordered = [PRIMARY] * (PRIMARY in metrics) + [m for m in metrics if m != PRIMARY]
+    return ["Rank", "Model"] + [column_label(m) for m in ordered] + ["Institution", "Year", "Source"]
+
+
+def display_table(df: pd.DataFrame, metrics: Iterable[str] = LEADERBOARD_METRICS, sort_by: str | None = None,
+                  ascending: bool | None = None, name_cell=None) -> pd.DataFrame:
+    """Strings for the page: 'mean [low, high]' per metric, direction arrows in headers (see ``display_columns``).
+
+    Rank is by 1/RadCliQ-v1, or by ``sort_by`` when the view is sorted by another metric (``view_ranks``).
+    ``name_cell(row)``: how the Model cell shows a row's name (the page links it); default the plain name."""
+    metrics = list(metrics)
+    columns = display_columns(metrics)
     if df.empty:
         return pd.DataFrame(columns=columns)
-    if sort_by and sort_by in df.columns:
-        if ascending is None:
-            ascending = not _shown_higher_is_better(sort_by) if sort_by in metrics else True
-        df = df.sort_values(sort_by, ascending=ascending, na_position="last")
+    df = sort_table(df, sort_by, ascending)
+    ranking = sort_by if sort_by in metrics and sort_by in LEADERBOARD_METRICS else PRIMARY
+    ranks = view_ranks(df, ranking)
     out = pd.DataFrame({
-        "Rank": df["rank"].map(lambda r: "–" if pd.isna(r) else str(int(r))), "Model": df["model"], "Institution": df["institution"],
-        "Year": df["year"].map(lambda y: "" if pd.isna(y) else str(int(y))), "Source": df["source"]})
+        "Rank": ranks.map(lambda r: "–" if pd.isna(r) else str(int(r))),
+        "Model": [name_cell(row) for _, row in df.iterrows()] if name_cell else df["model"],
+        "Institution": df["institution"], "Year": df["year"].map(lambda y: "" if pd.isna(y) else str(int(y))),
+        "Source": df["source"]})
     if "weights" in df.columns:  # a marker on rows scored with unofficial/unverified weights, the label beside it
         label = df["weights"].fillna("").astype(str)
         out["Model"] = out["Model"].where(label == "", out["Model"] + " ⚠")
@@ -152,45 +198,86 @@ def display_table(df: pd.DataFrame, metrics: Iterable[str] = LEADERBOARD_METRICS
     for metric in metrics:
         out[column_label(metric)] = [fmt(v, lo, hi) for v, lo, hi in
                                      zip(df[metric], df[f"{metric}_low"], df[f"{metric}_high"])]
-    return out.reset_index(drop=True)
+    # A row without the ranking metric is not ranked in this view, and says what it was scored on instead of sitting
+    # silently at the bottom (a submission scored on the metrics this host has weights for).
+    unranked = df[ranking].isna() if ranking in df.columns else pd.Series(False, index=df.index)
+    if unranked.any():
+        scored = [scored_on(row) for _, row in df.iterrows()]
+        out["Model"] = [f"{name} (no {metric_name(ranking)}: {len(have)} of {len(LEADERBOARD_METRICS)} metrics)"
+                        if miss and have else name for name, miss, have in zip(out["Model"], unranked, scored)]
+        out["Source"] = [f"{src} · scored on {', '.join(metric_name(m) for m in have)}" if miss and have else src
+                         for src, miss, have in zip(out["Source"], unranked, scored)]
+    return out[columns].reset_index(drop=True)
+
+
+def scored_on(row: pd.Series) -> list[str]:
+    """The leaderboard metrics a numeric-table row has a value for."""
+    return [m for m in LEADERBOARD_METRICS if m in row.index and not pd.isna(row[m])]
+
+
+def view_ranks(df: pd.DataFrame, metric: str) -> pd.Series:
+    """Rank 1 = best by ``metric`` in its shown direction, among the rows that have it (others NaN): the ranking
+    column ranks by 1/RadCliQ-v1, a view sorted by another metric ranks by that metric."""
+    if df.empty or metric not in df.columns:
+        return pd.Series(pd.NA, index=df.index, dtype="Int64")
+    if metric == PRIMARY and "rank" in df.columns:
+        return df["rank"]
+    return df[metric].rank(ascending=not _shown_higher_is_better(metric), method="min").astype("Int64")
 
 
 def overview(store: Store, track: str = "findings") -> pd.DataFrame:
-    """Rank by 1/RadCliQ-v1 on each dataset (findings track): one row per model, rank and value per dataset."""
+    """Rank by 1/RadCliQ-v1 on each dataset: one row per model, ordered by its mean rank over the datasets it has.
+
+    Columns: Rank (by mean rank), Model, Mean rank (two decimals: 4.25 and 4.00 must not look alike), Datasets (how
+    many it is ranked on), then the rank and value per dataset.
+    """
     frames = []
     for dataset in DATASETS:
         df = numeric_table(store, dataset, track, [PRIMARY])
         if df.empty:
             continue
-        df = df.drop_duplicates("model")  # a model with published and rexrank rows: keep its best-ranked one
+        df = df.dropna(subset=[PRIMARY]).drop_duplicates("model")  # published and rexrank rows: the best-ranked
         frames.append(df.set_index("model")[["rank", PRIMARY]].rename(columns={
             "rank": f"{DATASET_LABELS[dataset]} rank", PRIMARY: f"{DATASET_LABELS[dataset]} 1/RadCliQ-v1"}))
     if not frames:
-        return pd.DataFrame(columns=["Model"])
+        return pd.DataFrame(columns=["Rank", "Model", "Mean rank", "Datasets"])
     table = pd.concat(frames, axis=1)
     rank_cols = [c for c in table.columns if c.endswith(" rank")]
-    table["Mean rank"] = table[rank_cols].astype(float).mean(axis=1).round(2)
-    table = table.sort_values("Mean rank").reset_index()
-    table = table.rename(columns={table.columns[0]: "Model"})
+    ranks = table[rank_cols].astype(float)
+    table.insert(0, "Mean rank", ranks.mean(axis=1))
+    table.insert(1, "Datasets", ranks.notna().sum(axis=1).astype(int).astype(str))
+    table = table.rename_axis("Model").reset_index()
+    table = table.sort_values(["Mean rank", "Model"], kind="stable").reset_index(drop=True)
+    table.insert(0, "Rank", table["Mean rank"].rank(method="min").astype(int).astype(str))
+    table["Mean rank"] = table["Mean rank"].map(lambda v: f"{v:.2f}")
     for col in table.columns:
         if col.endswith("1/RadCliQ-v1"):
             table[col] = table[col].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}")
-        elif col.endswith(" rank"):
+        elif col in rank_cols:
             table[col] = table[col].map(lambda v: "–" if pd.isna(v) else str(int(v)))
     return table
 
 
+def last_updated(store: Store) -> float | None:
+    """When the board last changed: the newest shown result's time (epoch seconds), None for an empty store."""
+    times = [item.get("created_at") for item in store.results()]
+    return max((t for t in times if t), default=None)
+
+
 def model_page(store: Store, model: str) -> pd.DataFrame:
-    """Every dataset and track of one model, with all metrics (strings with CIs)."""
+    """Every dataset and track of one model, with all metrics (strings with CIs): the dataset, the track and the
+    ranking column first (what a phone shows without scrolling), the provenance columns last."""
     rows = []
+    ordered = [PRIMARY] + [m for m in LEADERBOARD_METRICS if m != PRIMARY]
     for item in _rows(store, model=model):
-        row = {"Dataset": DATASET_LABELS.get(item["dataset"], item["dataset"]), "Split": item["split"],
-               "Track": item["track"], "Source": item["source"],
-               "Studies": "" if item["n_studies"] is None else str(item["n_studies"]),
-               "Weights": weights_label(item) or ("official" if (item.get("extra") or {}).get("weights") else "")}
-        for metric in LEADERBOARD_METRICS:
+        row = {"Dataset": DATASET_LABELS.get(item["dataset"], item["dataset"]),
+               "Track": TRACK_LABELS.get(item["track"], item["track"])}
+        for metric in ordered:
             row[column_label(metric)] = fmt(*shown_value(metric, item["metrics"].get(metric),
                                                          is_private(item["dataset"])))
+        row.update({"Split": item["split"], "Source": item["source"],
+                    "Studies": "" if item["n_studies"] is None else str(item["n_studies"]),
+                    "Weights": weights_label(item) or ("official" if (item.get("extra") or {}).get("weights") else "")})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -247,5 +334,6 @@ def is_private(dataset: str) -> bool:
     return disclosure.is_private(dataset)
 
 
-__all__ = ["DATASETS", "TRACKS", "column_label", "display_table", "filter_table", "fmt", "metric_agreement",
-           "model_analyses", "model_page", "numeric_table", "overview", "ranks_across_datasets", "shown_value"]
+__all__ = ["DATASETS", "TRACKS", "column_label", "display_columns", "display_table", "filter_table", "fmt",
+           "last_updated", "metric_agreement", "model_analyses", "model_page", "numeric_table", "overview",
+           "published_trained_on", "ranks_across_datasets", "shown_value", "sort_table", "trained_on"]

@@ -9,14 +9,21 @@ Known upstream quirks, handled here and listed in the About tab:
   Plus findings table has 0 there: both are stored as "not reported";
 - the files have no trailing newline; model names differ in punctuation across tables (CheXpertPlus_MIMIC vs
   CheXpertPlus-MIMIC) and are normalised to the findings tables' spelling.
+
+When a store gets these tables is decided here, once (``seed_store``): every command that opens a store for the
+board (`leaderboard add`, `serve`, `worker`, the Space) seeds a store that was never seeded, unless the host opted
+out (``--no-seed``); both outcomes are recorded in the store's meta table, so the choice holds for later commands.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
+import time
 from pathlib import Path
+from typing import Any
 
 from rexrank.data.catalog import dataset_for_published_table, leaderboard_split
 from rexrank.data.tracks import TRACKS
@@ -29,6 +36,7 @@ COLUMNS = {
     "RadGraph": ("radgraph", False), "1/RadCliQ-v1": ("radcliq_v1", True), "RaTEScore": ("ratescore", False),
     "GREEN": ("green", False), "1/FineRadScore": ("fineradscore", True),
 }
+SEED_KEY = "published_seed"  # the store's meta entry recording whether (and with which tables) it was seeded
 QUIRK_NOTES = {
     "missing": "not reported in the published table",
 }
@@ -108,12 +116,53 @@ def import_published(store: Store, directory: str | Path) -> dict[str, object]:
                 for column in columns if new else ():
                     if COLUMNS[column][0] not in record.metrics:
                         missing[(record.model.name, column)] = missing.get((record.model.name, column), 0) + 1
+        store.set_meta(SEED_KEY, {"state": "seeded", "tables": tables_digest(directory), "at": time.time()}, conn)
     if missing:
         cells = "; ".join(f"{model} {column} ({count} of {tables} tables)"
                           for (model, column), count in missing.items())
         notes.append(f"published cells missing or 0, stored as {QUIRK_NOTES['missing']!r} (a known upstream quirk, "
                      f"listed in the About tab): {cells}")
     return {"files": len(files), "rows": seen, "added": added, "notes": notes}
+
+
+def seed_store(store: Store, *, seed: bool = True) -> dict[str, Any]:
+    """The one rule for when a store gets the published ReXrank tables (the bundled copy).
+
+    A store never seeded is seeded now, unless ``seed`` is False (the host's ``--no-seed``): then the opt-out is
+    recorded and later opens leave the store unseeded too, until the host runs `rexrank leaderboard import-published`.
+    A seeded store is seeded again only when the bundled tables changed (a newer rexrank): the import is idempotent,
+    so that adds just the new published rows. Returns ``{"state": "seeded" | "declined" | "unchanged" | "opted-out",
+    "report": import_published's report or None}``.
+    """
+    recorded = store.meta(SEED_KEY) or {}
+    state = recorded.get("state")
+    if state == "declined":
+        return {"state": "opted-out", "report": None}
+    if not seed and state is None:
+        store.set_meta(SEED_KEY, {"state": "declined", "at": time.time()})
+        return {"state": "declined", "report": None}
+    if state == "seeded" and (not seed or recorded.get("tables") == tables_digest(bundled_tables())):
+        return {"state": "unchanged", "report": None}
+    return {"state": "seeded", "report": import_published(store, bundled_tables())}
+
+
+def seed_message(outcome: dict[str, Any]) -> str | None:
+    """One line for the host about what ``seed_store`` did (None: nothing worth saying)."""
+    if outcome["state"] == "opted-out":
+        return ("this store was opened with --no-seed before, so it stays without the published ReXrank tables; "
+                "add them with `rexrank leaderboard import-published`")
+    report = outcome["report"]
+    if outcome["state"] == "seeded" and report and report["added"]:
+        return f"seeded with the published ReXrank tables: {report['added']} rows from {report['files']} tables"
+    return None
+
+
+def tables_digest(directory: str | Path) -> str:
+    """sha256 over the published tables of ``directory`` (names and contents): which tables a store was seeded from."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(directory).glob("gh-pages_*result_*.csv")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def table_of(file_name: str) -> tuple[str, str, str] | None:

@@ -2,8 +2,9 @@
 
 Tables: models (one per name: its details and its owner), results (every result ever added, each with its
 provenance: the board shows the newest the owner or the host added per model/dataset/split/track/source, older
-ones are history), submissions (the queue) and attempts (every submission attempt, rejected ones included: the
-quotas count them). Readers never block writers (WAL), and each write commits or rolls back whole, so a process
+ones are history), submissions (the queue), attempts (every submission attempt, rejected ones included: the
+quotas count them) and meta (facts about the store itself, e.g. whether it was seeded with the published tables:
+``published.seed_store`` owns that rule). Readers never block writers (WAL), and each write commits or rolls back whole, so a process
 killed mid-write leaves the store as it was.
 
 Ownership: a model name (compared by ``records.name_key``: NFKC, casefold, hidden characters and look-alikes
@@ -37,7 +38,7 @@ from rexrank.leaderboard.records import (
     name_key,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def _canonical_names_v3(conn: sqlite3.Connection) -> None:
@@ -227,6 +228,7 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     """,
     _canonical_names_v3,
     _ownership_v4,
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at REAL NOT NULL)",
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -242,6 +244,12 @@ def _apply(conn: sqlite3.Connection, migration: str | Callable[[sqlite3.Connecti
 
 class StoreError(RexrankError):
     pass
+
+
+# A queued job's error when its uploaded file is gone (the Space restarted before scoring it: uploads stay on the
+# Space's disk and are never synced): the same predictions may then be submitted again.
+LOST_UPLOAD = ("the Space restarted before this submission was scored and uploaded files are not kept across "
+               "restarts: submit the same file again (it will not count as a duplicate)")
 
 
 class DuplicateSubmission(StoreError, InputError):
@@ -285,6 +293,7 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout = timeout
         self._local = threading.local()
+        self._listeners: list[Callable[[], None]] = []
         with self.transaction() as conn:
             self._migrate(conn)
 
@@ -304,6 +313,7 @@ class Store:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT: one write transaction, rolled back whole on any error."""
         conn = self._conn()
+        before = conn.total_changes
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
@@ -311,6 +321,24 @@ class Store:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        if conn.total_changes != before:
+            self._changed()
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` after every committed write that changed a row (the Hub sync's push trigger).
+        It runs in the writer's thread, so it must only signal (never do slow work)."""
+        self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[], None]) -> None:
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+
+    def _changed(self) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - a listener never undoes or fails a committed write
+                pass
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -326,6 +354,18 @@ class Store:
         for step in range(version, SCHEMA_VERSION):
             _apply(conn, MIGRATIONS[step])
             conn.execute(f"PRAGMA user_version = {step + 1}")
+
+    def meta(self, key: str) -> Any:
+        """A stored fact about the store (JSON value), or None."""
+        row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any, conn: sqlite3.Connection | None = None) -> None:
+        if conn is None:
+            with self.transaction() as tx:
+                return self.set_meta(key, value, tx)
+        conn.execute("INSERT INTO meta(key, value, updated_at) VALUES (?,?,?) ON CONFLICT(key) DO UPDATE SET"
+                     " value = excluded.value, updated_at = excluded.updated_at", (key, json.dumps(value), time.time()))
 
     def schema_version(self) -> int:
         return self._conn().execute("PRAGMA user_version").fetchone()[0]
@@ -559,13 +599,57 @@ class Store:
                 self._model_id(conn, model, identity)
                 return job_id
         except sqlite3.IntegrityError:
-            row = self._conn().execute("SELECT id, status FROM submissions WHERE content_hash = ?",
+            row = self._conn().execute("SELECT id, status, error FROM submissions WHERE content_hash = ?",
                                        (content_hash,)).fetchone()
             if row is None:
                 raise
+            if row["status"] == "failed" and row["error"] == LOST_UPLOAD:
+                return self._requeue(row["id"], predictions_path, metrics, now)
             raise DuplicateSubmission(
                 f"these predictions were already submitted (submission #{row['id']}, {row['status']}); files that "
                 "differ only in format or whitespace count as the same predictions") from None
+
+    def _requeue(self, job_id: int, predictions_path: str, metrics: list[str], now: float) -> int:
+        """The same predictions again after their upload was lost (a restart): the old job is queued again."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE submissions SET predictions_path=?, metrics=?, status='queued', error=NULL,"
+                         " attempts=0, lease_until=NULL, updated_at=? WHERE id=?",
+                         (predictions_path, json.dumps(list(metrics)), now, job_id))
+        return job_id
+
+    def restore_submission(self, entry: dict[str, Any]) -> bool:
+        """Put back a queue entry from the Hub's requests repo (``hub_sync``); whether anything changed.
+
+        A missing job is inserted under its own id (results point at it) and its model name registered to its
+        submitter if still free. A job this store already has is updated only if the entry is newer and is the same
+        submission (same content hash). The entry never holds the uploaded file: a job still to score gets no
+        predictions path here, and the worker fails it with ``LOST_UPLOAD`` (the submitter may upload it again).
+        A job that was running when its Space stopped is queued again: that worker is gone.
+        """
+        status = "queued" if entry["status"] == "running" else entry["status"]
+        model = ModelInfo(**entry["model"])
+        with self.transaction() as conn:
+            row = conn.execute("SELECT content_hash, updated_at FROM submissions WHERE id = ?",
+                               (entry["id"],)).fetchone()
+            if row is not None and (row["content_hash"] != entry["content_hash"]
+                                    or row["updated_at"] >= entry["updated_at"]):
+                return False
+            result = conn.execute("SELECT MAX(id) FROM results WHERE submission_id = ? AND submitted_via = 'space'",
+                                  (entry["id"],)).fetchone()[0]
+            values = (entry["content_hash"], entry.get("user"), json.dumps(entry["model"]), entry["dataset"],
+                      entry["split"], entry["track"], json.dumps(entry["metrics"]), status, entry.get("error"),
+                      entry.get("attempts", 0), result, entry["created_at"], entry["updated_at"], entry.get("identity"))
+            if row is None:
+                conn.execute("INSERT INTO submissions(content_hash, user, model, dataset, split, track, metrics, status,"
+                             " error, attempts, result_id, created_at, updated_at, identity, predictions_path, id)"
+                             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?, '', ?)", (*values, entry["id"]))
+            else:
+                conn.execute("UPDATE submissions SET content_hash=?, user=?, model=?, dataset=?, split=?, track=?,"
+                             " metrics=?, status=?, error=?, attempts=?, result_id=?, created_at=?, updated_at=?,"
+                             " identity=?, lease_until=NULL WHERE id=?", (*values, entry["id"]))
+            if entry.get("identity"):
+                self._model_id(conn, model, entry["identity"], enforce=False)
+        return True
 
     def submissions_since(self, user: str, since: float) -> int:
         return self._conn().execute("SELECT COUNT(*) FROM submissions WHERE user = ? AND created_at >= ?",
@@ -647,8 +731,10 @@ class Store:
             conn.execute("UPDATE submissions SET status='failed', error=?, lease_until=NULL, updated_at=?"
                          " WHERE id=?", (error[:2000], time.time(), job_id))
 
-    def submissions(self, limit: int = 100) -> list[dict[str, Any]]:
-        rows = self._conn().execute("SELECT * FROM submissions ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    def submissions(self, limit: int | None = 100) -> list[dict[str, Any]]:
+        """The newest ``limit`` jobs (None: all), newest first."""
+        rows = self._conn().execute("SELECT * FROM submissions ORDER BY id DESC LIMIT ?",
+                                    (-1 if limit is None else limit,)).fetchall()
         out = []
         for row in rows:
             item = dict(row)

@@ -12,7 +12,11 @@ Rules the page relies on:
   ``private_quota`` per private test set and ``rate_limit`` over the public ones; anonymous submissions share
   ``anonymous_limit`` over the public sets and are refused on private sets (log in first);
 - private test sets (ReXGradient): validation says only that the ids do not match (no ids, no counts, no text),
-  and only aggregates, rounded as published, are stored.
+  and only aggregates, rounded as published, are stored;
+- what a submission is scored with (``host_metrics``, unless the host names the metrics): every leaderboard metric
+  whose official weights this host has (on disk, and their digests official: published or recorded with
+  `rexrank models download --record-official`), decided once when the service starts and logged; a composite
+  (RadCliQ-v1) only with all its components. ``scoring_note`` tells the submitter what that means for the rank.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from typing import Any
 from rexrank.data.catalog import DATASETS, canonical_dataset
 from rexrank.errors import InputError, RexrankError
 from rexrank.leaderboard.records import PRIVATE_DATASETS, ModelInfo, canonical_names, from_results_json, hf_identity
-from rexrank.leaderboard.store import Store
+from rexrank.leaderboard.store import LOST_UPLOAD, Store
+from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +49,100 @@ class LoginRequired(InputError):
     pass
 
 
+# -- which metrics this host can score submissions with ---------------------------------------------------------------
+def host_metrics(model_paths: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """(the leaderboard metrics this host can score with official weights, {each other one: why not}).
+
+    A metric qualifies when every weight source it reads (``rexrank.metrics.official.METRIC_SOURCES``) is on this
+    host, as ``--model-path`` gives it or in the Hugging Face cache (``rexrank models download``; nothing is
+    downloaded here), and the official-weights check passes for its files (``official.check_source``: a published
+    digest, or one the host recorded with ``--record-official``). BLEU-2 needs no weights; a composite needs all of
+    its components; FineRadScore never qualifies: its judge has no official weights to verify, and the worker
+    stores official weights only.
+    """
+    from rexrank.metrics.official import NO_OFFICIAL_WEIGHTS
+
+    paths = {REGISTRY.canonical(name): path for name, path in (model_paths or {}).items()}
+    chosen: list[str] = []
+    excluded: dict[str, str] = {}
+
+    decided: dict[str, str | None] = {}
+
+    def decide(name: str) -> str | None:  # None: qualifies; else the reason
+        if name not in decided:
+            decided[name] = _decide(name)
+        return decided[name]
+
+    def _decide(name: str) -> str | None:
+        spec = REGISTRY.spec(name)
+        if spec.components:
+            missing = [c for c in spec.components if decide(c) is not None]
+            return f"needs {', '.join(missing)}" if missing else None
+        if not spec.needs_model:
+            return None
+        if name in NO_OFFICIAL_WEIGHTS:
+            return NO_OFFICIAL_WEIGHTS[name] + "; the worker stores results scored with official weights only"
+        return _weights_problem(name, paths.get(name))
+
+    for name in LEADERBOARD_METRICS:
+        reason = decide(name)
+        if reason is None:
+            chosen.append(name)
+        else:
+            excluded[name] = reason
+    return chosen, excluded
+
+
+def _weights_problem(metric: str, override: str | None) -> str | None:
+    """Why ``metric``'s weights on this host are not usable official ones (None: they are)."""
+    from rexrank.metrics.official import METRIC_SOURCES, check_source
+    from rexrank.metrics.weights import source, weight_digests
+
+    for key in METRIC_SOURCES.get(metric, ()):
+        path = _local_weights(key, override if source(key).option == "model" else None)
+        if path is None:
+            where = f"--model-path {metric}={override}" if override and source(key).option == "model" else \
+                f"{source(key).repo_id} in the Hugging Face cache"
+            return f"{source(key).what or key} not on this host ({where}): run `rexrank models download`"
+        check = check_source(key, weight_digests(key, path))
+        if check.status != "official":
+            return f"{check.status} weights ({'; '.join(check.lines) or key})"
+    return None
+
+
+def _local_weights(key: str, override: str | None) -> Path | None:
+    """Where source ``key``'s weights lie on this host (extracted, for an archive), never downloading; None: absent."""
+    from rexrank.errors import ModelNotAvailableError
+    from rexrank.metrics.weights import extract, resolve, source
+
+    src = source(key)
+    try:
+        if override is not None:
+            local = Path(override).expanduser()
+            return resolve(key, local) if local.exists() else None
+        import huggingface_hub as hub
+
+        if src.filename:
+            found = hub.try_to_load_from_cache(src.repo_id, src.filename, repo_type=src.repo_type)
+            return extract(key, Path(found)) if isinstance(found, str) else None
+        patterns = list(src.allow_patterns) if src.allow_patterns else None
+        return Path(hub.snapshot_download(src.repo_id, repo_type=src.repo_type, allow_patterns=patterns,
+                                          local_files_only=True))
+    except (ModelNotAvailableError, OSError, ValueError) as exc:
+        log.debug("%s: no local weights (%s)", key, exc)
+        return None
+    except Exception as exc:  # noqa: BLE001 - huggingface_hub's "not in the cache" errors
+        log.debug("%s: no local weights (%s)", key, type(exc).__name__)
+        return None
+
+
+def _labels(metrics: list[str] | tuple[str, ...]) -> str:
+    names = [REGISTRY.spec(m).leaderboard_column or m for m in metrics]
+    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1] if names else "no metric"
+
+
 class Submissions:
-    def __init__(self, store: Store, upload_dir: str | Path, *, metrics: list[str] | tuple[str, ...] = ("bleu2",),
+    def __init__(self, store: Store, upload_dir: str | Path, *, metrics: list[str] | tuple[str, ...] | None = None,
                  model_paths: dict[str, str] | None = None, data_dir: str | None = None,
                  datasets: tuple[str, ...] | None = None, max_bytes: int = DEFAULT_MAX_UPLOAD_MB * 1_000_000,
                  rate_limit: int = 5, private_quota: int = 3, anonymous_limit: int = 100,
@@ -54,8 +151,16 @@ class Submissions:
         self.store = store
         self.upload_dir = Path(upload_dir)
         self.upload_dir.mkdir(parents=True, exist_ok=True)
-        self.metrics = list(metrics)
         self.model_paths = dict(model_paths or {})
+        # None: every leaderboard metric this host can score with official weights (``host_metrics``), decided now.
+        self.excluded: dict[str, str] = {}
+        if metrics is None:
+            self.metrics, self.excluded = host_metrics(self.model_paths)
+            log.info("submissions are scored with %s; not with %s", ", ".join(self.metrics) or "nothing",
+                     "; ".join(f"{m} ({why})" for m, why in self.excluded.items()) or "-")
+        else:
+            self.metrics = list(dict.fromkeys(REGISTRY.canonical(m) for m in metrics))
+            log.info("submissions are scored with %s (set by the host)", ", ".join(self.metrics))
         self.data_dir = data_dir
         # Default: the sets every host can score without a licence (the catalog's ungated ones: IU-Xray).
         open_sets = [name for name, spec in DATASETS.items() if not spec.gated]
@@ -73,10 +178,25 @@ class Submissions:
     def public_datasets(self) -> list[str]:
         return [d for d in self.datasets if d not in PRIVATE_DATASETS] or list(self.datasets)
 
+    def scoring_note(self) -> str:
+        """What a submission is scored with on this board and what that means for its rank (the page says it)."""
+        from rexrank.leaderboard.board import PRIMARY
+
+        shown = [m for m in self.metrics if m in LEADERBOARD_METRICS]
+        missing = [m for m in LEADERBOARD_METRICS if m not in shown]
+        text = f"It will be scored with {_labels(shown)}"
+        if not missing:
+            return text + ", every leaderboard metric, and ranked like every other row."
+        text += f" (this board has no official weights for {_labels(missing)}, so those cells stay empty)."
+        if PRIMARY in shown:
+            return text + f" It is ranked by {_labels([PRIMARY])} as usual."
+        return (text + f" Without {_labels([PRIMARY])} it has no overall rank: it is labelled with the metrics it "
+                       "has and ranked when the table is sorted by one of them.")
+
     def instructions(self) -> str:
         return ("Upload one report per study of the test set (ReXrank JSON with `model_prediction`, "
                 "`{study_id: report}` JSON, JSONL or CSV with `study_id,report`). The file is checked at once; "
-                f"valid files are queued and scored with {', '.join(self.metrics)}. Files over "
+                f"valid files are queued and scored. {self.scoring_note()} Files over "
                 f"{self.max_bytes / 1e6:g} MB and predictions submitted before are rejected. A model name belongs "
                 "to whoever registered it first: log in to keep submitting under yours (anonymous submissions may "
                 "only register new names, and a registered model's details never change through a submission).")
@@ -214,6 +334,8 @@ class Submissions:
         from rexrank.evaluation.harness import ScoreOptions, evaluate
         from rexrank.evaluation.inputs import load_inputs
 
+        if not job["predictions_path"] or not Path(job["predictions_path"]).is_file():
+            raise InputError(LOST_UPLOAD)  # restored from the Hub's requests repo, which never holds the file
         inputs = load_inputs(job["predictions_path"], track=job["track"], dataset=job["dataset"], split=job["split"],
                              data_dir=self._data_dir(job["dataset"]))
         options = ScoreOptions(metrics=job["metrics"], model_paths=self.model_paths, resamples=self.n_resamples,
@@ -266,6 +388,8 @@ def _details(model: dict[str, Any]) -> tuple:
 
 
 def _public_error(exc: Exception, dataset: str) -> str:
+    if str(exc) == LOST_UPLOAD:  # says nothing about the predictions; its exact text lets the file be sent again
+        return LOST_UPLOAD
     if dataset in PRIVATE_DATASETS:
         return f"scoring failed ({type(exc).__name__}); the host has the details"
     return str(exc)[:2000]
