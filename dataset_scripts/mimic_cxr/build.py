@@ -1,9 +1,12 @@
-"""Build the ReXrank mimic_cxr test set as Parquet and push it to a private, gated Hub repo of your organisation.
+"""Build the ReXrank mimic_cxr test set as Parquet and push it to a gated Hub dataset repo (private by default).
 
     python dataset_scripts/mimic_cxr/build.py --data-dir DATA_DIR --dry-run --out ./mimic_cxr-hub
-    python dataset_scripts/mimic_cxr/build.py --data-dir DATA_DIR --repo MY_ORG/rexrank-mimic_cxr
+    python dataset_scripts/mimic_cxr/build.py --data-dir DATA_DIR   # -> rexrank/mimic
+    python dataset_scripts/mimic_cxr/build.py --data-dir DATA_DIR --repo MY_ORG/NAME   # any other repo
 
 The card beside this script (README.md) is copied into the repo; the work is done by rexrank.data.publish.
+Images are embedded unless --no-images (where they are optional and absent, the build is text-only and says
+so); a failed build leaves no folder or cache entry behind.
 """
 
 import sys

@@ -1,9 +1,12 @@
-"""Build the ReXrank rexgradient test set as Parquet and push it to a private, gated Hub repo of your organisation.
+"""Build the ReXrank rexgradient test set as Parquet and push it to a gated Hub dataset repo (private by default).
 
     python dataset_scripts/rexgradient/build.py --data-dir DATA_DIR --dry-run --out ./rexgradient-hub
-    python dataset_scripts/rexgradient/build.py --data-dir DATA_DIR --repo MY_ORG/rexrank-rexgradient
+    python dataset_scripts/rexgradient/build.py --data-dir DATA_DIR   # -> rexrank/rexgradient
+    python dataset_scripts/rexgradient/build.py --data-dir DATA_DIR --repo MY_ORG/NAME   # any other repo
 
 The card beside this script (README.md) is copied into the repo; the work is done by rexrank.data.publish.
+Images are embedded unless --no-images (where they are optional and absent, the build is text-only and says
+so); a failed build leaves no folder or cache entry behind.
 """
 
 import sys

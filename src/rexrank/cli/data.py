@@ -1,4 +1,4 @@
-"""`rexrank data ...`: list, describe, prepare, verify and export the ReXrank test sets."""
+"""`rexrank data ...`: list, describe, prepare, verify, export and purge the ReXrank test sets."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ app = typer.Typer()
 
 _DATA_DIR = typer.Option(None, "--data-dir", "-d", help="local copy (default: $REXRANK_DATA_DIR/<name>)")
 _SPLIT = typer.Option(None, "--split", help="default: the split the leaderboard scores")
+_IMAGE_ROOT = typer.Option(None, "--image-root", help="the folder holding the images (MIMIC-CXR: the MIMIC-CXR-JPG "
+                           "folder with its CSVs); wins over the search of --data-dir")
+_REPORTS_ROOT = typer.Option(None, "--reports-root", help="the report text: MIMIC-CXR's mimic-cxr-reports.zip or the "
+                             "folder holding files/, CheXpert Plus's CSV, ReXGradient's metadata JSON (or their "
+                             "folders); wins over the search of --data-dir")
 
 
 @app.command("list")
@@ -43,7 +48,8 @@ def prepare(name: str, data_dir: Optional[Path] = _DATA_DIR,
             cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="datasets cache folder"),
             require_images: Optional[bool] = typer.Option(None, "--require-images/--no-require-images",
                                                           help="missing images are an error (default: yes, "
-                                                          "except iu_xray)")) -> None:
+                                                          "except iu_xray)"),
+            image_root: Optional[Path] = _IMAGE_ROOT, reports_root: Optional[Path] = _REPORTS_ROOT) -> None:
     """Build the Arrow cache of every split (a second run reuses it)."""
     from rexrank.evaluation.harness import check_writable
 
@@ -51,7 +57,8 @@ def prepare(name: str, data_dir: Optional[Path] = _DATA_DIR,
         check_writable(cache_dir, "--cache-dir")
     from rexrank.data.load import prepare as prepare_dataset
 
-    builder = prepare_dataset(name, data_dir, cache_dir=cache_dir, require_images=require_images)
+    builder = prepare_dataset(name, data_dir, cache_dir=cache_dir, require_images=require_images,
+                              image_root=image_root, reports_root=reports_root)
     for split, info in (builder.info.splits or {}).items():
         typer.echo(f"{name} {split}: {info.num_examples} studies")
     typer.echo(f"cache: {builder.cache_dir}")
@@ -62,7 +69,8 @@ def verify(name: str, data_dir: Optional[Path] = _DATA_DIR, split: Optional[str]
            open_images: bool = typer.Option(True, "--open-images/--no-open-images",
                                             help="decode-check every image with PIL"),
            as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
-           max_listed: int = typer.Option(10, "--max-listed")) -> None:
+           max_listed: int = typer.Option(10, "--max-listed"),
+           image_root: Optional[Path] = _IMAGE_ROOT, reports_root: Optional[Path] = _REPORTS_ROOT) -> None:
     """Check a local copy against the ReXrank manifest: missing/extra studies, missing/unreadable files."""
     from rexrank.errors import ConfigError
 
@@ -70,7 +78,8 @@ def verify(name: str, data_dir: Optional[Path] = _DATA_DIR, split: Optional[str]
         raise ConfigError(f"--max-listed must be 0 or more (got {max_listed})")
     from rexrank.data.verify import verify as verify_dataset
 
-    report = verify_dataset(name, data_dir, split, open_images=open_images)
+    report = verify_dataset(name, data_dir, split, open_images=open_images, image_root=image_root,
+                            reports_root=reports_root)
     typer.echo(json.dumps(report.as_dict(), indent=1) if as_json else report.summary(max_listed))
     if not report.ok:
         # SystemExit, not typer.Exit: rexrank.cli.main runs click with standalone_mode=False, which turns
@@ -95,3 +104,70 @@ def export(name: str, out: Path = typer.Option(..., "--out", "-o", help="ReXrank
     summary = track_info(dataset)
     excluded = f", {summary['n_excluded']} excluded by the {summary['track']} track" if summary else ""
     typer.echo(f"wrote {len(dataset)} studies to {out}{excluded}")
+
+
+@app.command("purge")
+def purge(name: str,
+          yes: bool = typer.Option(False, "--yes", "-y", help="remove without asking"),
+          cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="datasets cache folder, as given to "
+                                                   "prepare (default: $HF_DATASETS_CACHE)"),
+          score_cache_dir: Optional[Path] = typer.Option(None, "--score-cache-dir", help="scoring cache folder, as "
+                                                         "given to `rexrank score --cache-dir` (default: "
+                                                         "$REXRANK_CACHE/scores)"),
+          data_dir: Optional[Path] = typer.Option(None, "--data-dir", "-d", help="local copy, read only when no "
+                                                  "Arrow copy is left to find the reference texts in"),
+          reports_root: Optional[Path] = _REPORTS_ROOT) -> None:
+    """Remove every cached copy of a test set's text: its Arrow copies and the scoring-cache rows and artefacts
+    derived from its references (a later `rexrank score` recomputes them)."""
+    from rexrank.data.catalog import canonical_dataset
+    from rexrank.data.load import cached_copies, cached_reference_texts, purge_cached_copies, reference_texts
+    from rexrank.errors import ConfigError, DatasetNotAvailableError
+    from rexrank.evaluation.cache import ScoreCache
+
+    name = canonical_dataset(name)
+    arrow = cached_copies(name, cache_dir)
+    # The score cache is keyed by text hashes: the dataset's reference texts find rows of runs that were not
+    # tagged with it (older caches, --references files), so read them before the Arrow copies go.
+    texts = cached_reference_texts(name, cache_dir)
+    if not texts:
+        try:
+            texts = reference_texts(name, data_dir, reports_root=reports_root)
+        except DatasetNotAvailableError:
+            typer.echo(f"note: no Arrow copy and no local copy of {name}: scoring-cache rows are found by their "
+                       "dataset tag only (rows of --references runs stay; give --data-dir to find them too)")
+    scores = ScoreCache(score_cache_dir)
+    found = scores.purge(name, texts, dry_run=True)
+    typer.echo(f"{name}:")
+    typer.echo(f"  Arrow copies:  {arrow['copies']} ({arrow['files']} files, {_size(arrow['bytes'])}) in "
+               f"{arrow['folder']}")
+    typer.echo(f"  scoring cache: {found['pairs']} pair rows, {found['texts']} per-text artefacts "
+               f"({_size(found['bytes'])}) in {scores.path}")
+    if not arrow["paths"] and not found["pairs"] and not found["texts"]:
+        typer.echo("nothing to remove")
+        return
+    if not yes:
+        if not _interactive():
+            raise ConfigError("rexrank data purge asks before removing anything, and stdin is not a terminal: "
+                              "pass --yes to remove without asking")
+        if not typer.confirm("Remove them?", default=False):
+            typer.echo("nothing removed")
+            return
+    removed = purge_cached_copies(name, cache_dir)
+    purged = scores.purge(name, texts)
+    scores.close()
+    typer.echo(f"removed {removed['copies']} Arrow copies ({removed['files']} files, {_size(removed['bytes'])}), "
+               f"{purged['pairs']} pair rows and {purged['texts']} per-text artefacts ({_size(purged['bytes'])})")
+
+
+def _interactive() -> bool:
+    import sys
+
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def _size(n_bytes: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n_bytes < 1024 or unit == "GB":
+            return f"{n_bytes:,} {unit}" if unit == "bytes" else f"{n_bytes:,.1f} {unit}"
+        n_bytes /= 1024
+    return ""  # pragma: no cover

@@ -41,11 +41,11 @@ def __getattr__(name: str):
     return value
 
 
-def verify(name, data_dir=None, split=None, *, open_images=True):
+def verify(name, data_dir=None, split=None, *, open_images=True, image_root=None, reports_root=None):
     """Check a local copy against the ReXrank manifest (see rexrank.data.verify.VerifyReport)."""
     from rexrank.data.verify import verify as _verify
 
-    return _verify(name, data_dir, split, open_images=open_images)
+    return _verify(name, data_dir, split, open_images=open_images, image_root=image_root, reports_root=reports_root)
 
 
 class _Package(types.ModuleType):

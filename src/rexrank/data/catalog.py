@@ -39,7 +39,9 @@ class DatasetSpec:
     download: str  # what to download
     layout: str  # the expected local layout under data_dir
     gated: bool = True
-    hub_repo: str | None = None  # gated Hub dataset of the source, where there is one
+    hub_repo: str | None = None  # gated Hub dataset of the source, where there is one (not ReXrank's copy)
+    # ReXrank's own Hub dataset repo of this set is <org>/<hub_name>: `hub_repo_id(name)` (org: REXRANK_HUB_ORG)
+    hub_name: str | None = None
     aliases: tuple[str, ...] = ()  # other names users type; matched case-insensitively (see canonical_dataset)
     private: bool = False  # references stay with the host: only aggregates may leave the scorer and the store
     published_table: str | None = None  # <key> of ReXrank's gh-pages_*result_<key>.csv tables
@@ -81,6 +83,7 @@ DATASETS: dict[str, DatasetSpec] = {
             },
             leaderboard_split="test",
             aliases=("iu", "iu-xray", "iuxray"),
+            hub_name="iu_xray",
             published_table="iu_xray",
             # Open-i distributes the collection under CC BY-NC-ND 4.0 (as the Open-i FAQ and Hub copies of it state).
             licence="CC BY-NC-ND 4.0 (Open-i, U.S. National Library of Medicine)",
@@ -103,15 +106,23 @@ DATASETS: dict[str, DatasetSpec] = {
             splits={"test": SplitSpec("test", 2347, "manifests/mimic_cxr_test.jsonl", "test")},
             leaderboard_split="test",
             aliases=("mimic", "mimic-cxr", "mimiccxr"),
+            hub_name="mimic",
             published_table="mimiccxr",
             licence="PhysioNet Credentialed Health Data License 1.5.0",
             access="https://physionet.org/content/mimic-cxr-jpg/2.1.0/ and https://physionet.org/content/mimic-cxr/2.1.0/ "
             "(credentialed PhysioNet account, CITI training, signed data use agreement)",
             download="MIMIC-CXR-JPG: files/ (JPEGs), mimic-cxr-2.0.0-metadata.csv.gz, mimic-cxr-2.0.0-split.csv.gz; "
-            "MIMIC-CXR: the free-text reports (mimic-cxr-reports.zip, unzipped to files/pXX/pXXXXXXXX/sXXXXXXXX.txt)",
-            layout="DATA_DIR/mimic-cxr-2.0.0-metadata.csv.gz\nDATA_DIR/mimic-cxr-2.0.0-split.csv.gz\n"
-            "DATA_DIR/files/p10/p10046166/s50051329/<dicom_id>.jpg\n"
-            "DATA_DIR/files/p10/p10046166/s50051329.txt   (report; or under DATA_DIR/reports/files/...)",
+            "MIMIC-CXR: the free-text reports (mimic-cxr-reports.zip, read in place or unzipped to "
+            "files/pXX/pXXXXXXXX/sXXXXXXXX.txt)",
+            # The layouts rexrank.data.builders.mimic_cxr searches (release folders 2.0.0 and 2.1.0, or newer).
+            layout="images and reports are found apart, in any of:\n"
+            "DATA_DIR/physionet.org/files/mimic-cxr-jpg/2.1.0/ and .../mimic-cxr/2.0.0/   (wget -r)\n"
+            "DATA_DIR/mimic-cxr-jpg/2.1.0/ and DATA_DIR/mimic-cxr/2.0.0/   (side by side)\n"
+            "DATA_DIR/   (flat: everything in one folder)\n"
+            "images: mimic-cxr-2.0.0-metadata.csv.gz, mimic-cxr-2.0.0-split.csv.gz, "
+            "files/p10/p10046166/s50051329/<dicom_id>.jpg\n"
+            "reports: mimic-cxr-reports.zip (read in place), or files/p10/p10046166/s50051329.txt "
+            "(or reports/files/...)",
             citation="Johnson AEW, et al. MIMIC-CXR-JPG, a large publicly available database of labeled chest "
             "radiographs. arXiv:1901.07042. " + _REXRANK_CITATION,
             notes=("Findings/impression are extracted from the raw reports by rexrank.data.sections.",
@@ -126,13 +137,15 @@ DATASETS: dict[str, DatasetSpec] = {
             # ReXrank scores CheXpert Plus on its validation split (the source and the published tables say "valid").
             leaderboard_split="validation",
             aliases=("chexpert", "chexpertplus", "chexpert-plus"),
+            hub_name="chexpert_plus",
             published_table="chexpertplus",
             licence="Stanford University School of Medicine CheXpert Plus Dataset Research Use Agreement",
             access="https://aimi.stanford.edu/datasets/chexpert-plus (Stanford AIMI account, research use agreement)",
             download="df_chexpert_plus_240401.csv (reports with section columns) and the PNG images "
             "(PNG/valid/patientXXXXX/studyN/viewN_frontal.png)",
-            layout="DATA_DIR/df_chexpert_plus_240401.csv\nDATA_DIR/PNG/valid/patient64620/study1/view1_frontal.png "
-            "(or DATA_DIR/valid/...)",
+            layout="DATA_DIR/df_chexpert_plus_240401.csv   (or one folder down)\n"
+            "DATA_DIR/PNG/valid/patient64620/study1/view1_frontal.png   (or PNG/PNG/, PNGs/, png/, DATA_DIR/valid/, "
+            "or one folder per PNG chunk)",
             citation="Chambon P, et al. CheXpert Plus: Augmenting a Large Chest X-ray Dataset with Text Radiology "
             "Reports, Patient Demographics and Additional Image Formats. arXiv:2405.19538. " + _REXRANK_CITATION,
         ),
@@ -146,14 +159,16 @@ DATASETS: dict[str, DatasetSpec] = {
             leaderboard_split="test",
             # The published tables call this set after its source, GradientHealth.
             aliases=("gradienthealth", "rexgradient160k", "rexgradient-160k", "rexgradient_160k"),
+            hub_name="rexgradient",
             private=True,
             published_table="gradienthealth",
             licence="ReXGradient-160K data use agreement (gated Hugging Face dataset)",
             access="https://huggingface.co/datasets/rajpurkarlab/ReXGradient-160K (accept the terms on the Hub); the "
             "10,000-study private test set is held by the ReXrank host and is never downloaded",
             download="the host's local copy of the private test split: a metadata file in the ReXGradient-160K "
-            "layout (test_metadata.csv or .json) and its images",
-            layout="DATA_DIR/test_metadata.csv (or .json, .jsonl, .parquet)\nDATA_DIR/<ImagePath values>, e.g. "
+            "layout (test_metadata_view_position.json) and its images",
+            layout="DATA_DIR/metadata/test_metadata_view_position.json   (or DATA_DIR/, a clone of the repo, a "
+            "Hugging Face cache snapshot)\nits ImagePath values, relative to metadata/ or DATA_DIR, e.g. "
             "DATA_DIR/deid_png/<PatientID>/<AccessionNumber>/studies/.../<image>.png",
             hub_repo="rajpurkarlab/ReXGradient-160K",
             citation="Zhang X, et al. ReXGradient-160K: A Large-Scale Publicly Available Dataset of Chest Radiographs "
@@ -184,6 +199,8 @@ def _alias_index() -> dict[str, str]:
 
 def _check_specs() -> None:
     for spec in DATASETS.values():
+        if not spec.hub_name or "/" in spec.hub_name:
+            raise AssertionError(f"{spec.name}: hub_name must be a repo name without an org, got {spec.hub_name!r}")
         if spec.leaderboard_split not in spec.splits:
             raise AssertionError(f"{spec.name}: leaderboard_split {spec.leaderboard_split!r} is not one of its splits")
     if sorted(LEADERBOARD_ORDER) != sorted(DATASETS):
@@ -257,6 +274,21 @@ def dataset_for_published_table(key: str) -> str | None:
 def package_file(relative: str) -> Path:
     """A data file shipped inside rexrank.data (split JSONs, manifests)."""
     return Path(str(resources.files("rexrank.data").joinpath(relative)))
+
+
+# The Hub organisation holding ReXrank's dataset repos; a host serving its own copies sets REXRANK_HUB_ORG.
+DEFAULT_HUB_ORG = "rexrank"
+HUB_ORG_ENV = "REXRANK_HUB_ORG"
+
+
+def hub_org() -> str:
+    """The organisation of ReXrank's Hub dataset repos: $REXRANK_HUB_ORG, else "rexrank" (read at each call)."""
+    return (os.environ.get(HUB_ORG_ENV) or "").strip().strip("/") or DEFAULT_HUB_ORG
+
+
+def hub_repo_id(name: str, org: str | None = None) -> str:
+    """ReXrank's Hub dataset repo of `name` (any alias): "rexrank/mimic" for "mimic_cxr", "mimic" or "MIMIC-CXR"."""
+    return f"{org or hub_org()}/{get_dataset_spec(name).hub_name}"
 
 
 def default_data_dir(name: str) -> Path:

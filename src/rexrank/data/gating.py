@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from rexrank.data.catalog import get_dataset_spec
+from rexrank.data.catalog import HUB_ORG_ENV, get_dataset_spec, hub_org
 from rexrank.errors import DatasetNotAvailableError
 
 MAX_LISTED = 10
@@ -35,22 +35,44 @@ def not_available(name: str, data_dir: str | os.PathLike | None, missing: Sequen
     return DatasetNotAvailableError("\n".join(lines))
 
 
-def hub_access_error(repo_id: str, exc: BaseException | None = None, *, token: str | bool | None = None) -> DatasetNotAvailableError:
+def hub_access_error(repo_id: str, exc: BaseException | None = None, *,
+                     token: str | bool | None = None) -> DatasetNotAvailableError:
     """A gated Hub dataset refused access: say whether the token is missing or the terms are not accepted."""
     has_token = bool(token) or bool(_configured_token())
     status = getattr(getattr(exc, "response", None), "status_code", None)
-    url = f"https://huggingface.co/datasets/{repo_id}"
+    url = repo_page(repo_id)
     if status == 403 or (status is None and has_token):
         reason = (f"{repo_id} is a gated dataset and this account has not been granted access: accept its terms "
                   f"at {url} (approval may take a while), then retry.")
     elif not has_token:
         reason = (f"{repo_id} is a gated dataset and no Hugging Face token is configured. "
-                  f"Log in with `hf auth login` (or set HF_TOKEN), then accept the terms at {url}.")
+                  f"Log in with `hf auth login` (or set HF_TOKEN, or pass token=...), then accept the terms at {url}.")
     else:
         reason = (f"{repo_id}: the Hugging Face token was rejected (401). Create a new read token at "
                   "https://huggingface.co/settings/tokens, log in again, and make sure the terms at "
                   f"{url} are accepted.")
     return DatasetNotAvailableError(reason)
+
+
+def hub_not_found(repo_id: str, *, token: str | bool | None = None) -> DatasetNotAvailableError:
+    """The Hub answered that `repo_id` does not exist, which is also its answer for a private repo one may not see."""
+    has_token = bool(token) or bool(_configured_token())
+    login = "" if has_token else " Log in with `hf auth login` (or set HF_TOKEN) if it is private."
+    return DatasetNotAvailableError(
+        f"{repo_id} was not found on the Hub, or it is private and this account cannot see it.{login} ReXrank's "
+        f"test sets are {hub_org()}/<name> (set {HUB_ORG_ENV} for a host's own organisation); for a private copy, "
+        f"ask its owners to add you to {repo_id.split('/')[0]}.")
+
+
+def repo_page(repo_id: str) -> str:
+    """The repo's page (where access is requested) on the Hub the clients talk to (HF_ENDPOINT, else huggingface.co)."""
+    try:
+        from huggingface_hub import constants
+
+        endpoint = constants.ENDPOINT.rstrip("/")
+    except Exception:
+        endpoint = "https://huggingface.co"
+    return f"{endpoint}/datasets/{repo_id}"
 
 
 def _configured_token() -> str | None:

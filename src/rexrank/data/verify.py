@@ -10,9 +10,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rexrank.data import layouts
 from rexrank.data.catalog import canonical_split, default_data_dir, get_dataset_spec
 from rexrank.data.manifests import read_manifest
-from rexrank.errors import DatasetNotAvailableError
+from rexrank.errors import ConfigError, DatasetNotAvailableError
 
 
 @dataclass
@@ -67,7 +68,9 @@ def readable_image(path: str) -> str | None:
 
 
 def verify(name: str, data_dir: str | os.PathLike | None = None, split: str | None = None, *,
-           open_images: bool = True) -> VerifyReport:
+           open_images: bool = True, image_root: str | os.PathLike | None = None,
+           reports_root: str | os.PathLike | None = None) -> VerifyReport:
+    """`image_root`/`reports_root` name those parts of the copy explicitly, as for `rexrank.data.load`."""
     spec = get_dataset_spec(name)
     name = spec.name  # aliases ("mimic", "CheXpert Plus") verify the canonical dataset
     split = canonical_split(name, split)
@@ -75,8 +78,8 @@ def verify(name: str, data_dir: str | os.PathLike | None = None, split: str | No
     report = VerifyReport(name, split, str(root), spec.splits[split].n_studies)
     checker = checker_for(name)
     try:
-        checker(report, root, split)
-    except DatasetNotAvailableError as exc:
+        checker(report, root, split, image_root=image_root, reports_root=reports_root)
+    except (DatasetNotAvailableError, ConfigError) as exc:
         report.problems.append(str(exc))
     if open_images:
         _check_images(report)
@@ -108,7 +111,7 @@ def _record_images(report: VerifyReport, paths: list[str], root: Path) -> bool:
             present.append(path)
         else:
             complete = False
-            report.missing_files.append(os.path.relpath(path, root))
+            report.missing_files.append(layouts.shown(path, root))
     return complete
 
 
@@ -121,11 +124,12 @@ def _sections(report: VerifyReport, study_id: str, row: dict, findings, impressi
                 f"{'present' if expected else 'absent'}")
 
 
-def _iu_xray(report: VerifyReport, root: Path, split: str) -> None:
-    from rexrank.data.builders.iu_xray import image_root, read_split
+def _iu_xray(report: VerifyReport, root: Path, split: str, *, image_root=None, reports_root=None) -> None:
+    from rexrank.data.builders import iu_xray
 
-    records = read_split(split, root)
-    images = image_root(root)
+    iu_xray.check_roots(reports_root)
+    records = iu_xray.read_split(split, root, image_folder=image_root)
+    images = iu_xray.image_root(root, image_root)
     for record in records:
         if _record_images(report, record["image_paths"], images):
             report.n_found += 1
@@ -134,20 +138,31 @@ def _iu_xray(report: VerifyReport, root: Path, split: str) -> None:
     report.notes.append("report text ships with rexrank; only images are checked")
 
 
-def _mimic_cxr(report: VerifyReport, root: Path, split: str) -> None:
+def _mimic_cxr(report: VerifyReport, root: Path, split: str, *, image_root=None, reports_root=None) -> None:
+    from rexrank.data.builders import mimic_cxr as m
+
+    copy = m.locate(root, image_root=image_root, reports_root=reports_root, split=split)
+    try:
+        _mimic_studies(report, copy, split)
+    finally:
+        copy.reports.close()
+
+
+def _mimic_studies(report: VerifyReport, copy, split: str) -> None:
     from rexrank.data.builders import mimic_cxr as m
     from rexrank.data.sections import extract_sections
 
-    copy = m.locate(root)
+    root = copy.root
+    report.notes.append(f"found {copy.layout}")
     manifest = read_manifest(m.NAME, split)
     for row in manifest:
-        path = copy.report_path(str(row["subject_id"]), row["study_id"])
+        subject, study = str(row["subject_id"]), row["study_id"]
         images_ok = _record_images(report, [str(copy.image_path(p)) for p in row["image_path"]], root)
-        if not path.is_file():
-            report.missing_files.append(os.path.relpath(path, root))
+        if not copy.reports.has(subject, study):
+            report.missing_files.append(layouts.shown(copy.reports.where(subject, study), root))
             report.missing_studies.append(row["study_id"])
             continue
-        sections = extract_sections(path.read_text(encoding="utf-8", errors="replace"))
+        sections = extract_sections(copy.reports.read(subject, study))
         _sections(report, row["study_id"], row, sections.findings, sections.impression)
         if images_ok:
             report.n_found += 1
@@ -167,15 +182,15 @@ def _mimic_cxr(report: VerifyReport, root: Path, split: str) -> None:
                             "section, so other test studies are expected to be extra")
 
 
-def _chexpert_plus(report: VerifyReport, root: Path, split: str) -> None:
+def _chexpert_plus(report: VerifyReport, root: Path, split: str, *, image_root=None, reports_root=None) -> None:
     from rexrank.data.builders import chexpert_plus as c
     from rexrank.data.study import clean_section
 
-    copy = c.locate(root)
+    copy = c.locate(root, image_root=image_root, reports_root=reports_root)
     reports = c.read_reports(copy)
     manifest = read_manifest(c.NAME, split)
     for row in manifest:
-        images_ok = _record_images(report, [str(copy.image_dir / p) for p in row["image_path"]], root)
+        images_ok = _record_images(report, [str(copy.image_path(p)) for p in row["image_path"]], root)
         found = reports.get(row["study_id"])
         if found is None:
             report.missing_studies.append(row["study_id"])
@@ -189,12 +204,13 @@ def _chexpert_plus(report: VerifyReport, root: Path, split: str) -> None:
     report.extra_studies = sorted(set(reports) - {r["study_id"] for r in manifest})
 
 
-def _rexgradient(report: VerifyReport, root: Path, split: str) -> None:
+def _rexgradient(report: VerifyReport, root: Path, split: str, *, image_root=None, reports_root=None) -> None:
     from rexrank.data.builders import rexgradient as g
 
-    path, entries = g.read_entries(root, split)
+    path, entries = g.read_entries(root, split, reports_root=reports_root)
+    base = g.locate_images(root, path, entries, image_root)
     for study_id, entry in entries.items():
-        images = [os.path.normpath(path.parent / p) for p in entry.get("ImagePath") or []]
+        images = [g.image_path(base, path, p) for p in entry.get("ImagePath") or []]
         if not images:
             report.problems.append(f"{study_id}: no ImagePath")
         if _record_images(report, images, root) and images:

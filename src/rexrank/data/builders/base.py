@@ -22,15 +22,22 @@ log = logging.getLogger("rexrank.data")
 
 # Bump when a builder's output changes for the same input (section rules, columns): it invalidates caches.
 BUILDER_VERSION = "1.0.0"
+# Builder options naming a part of the local copy explicitly (they win over the search of data_dir).
+SOURCE_OPTIONS = ("image_root", "reports_root")
 
 
 class RexrankConfig(datasets.BuilderConfig):
     """`require_images`: a study whose images are missing makes the copy incomplete (an error) when True;
-    when False the record keeps the paths it would have (scoring needs only the text)."""
+    when False the record keeps the paths it would have (scoring needs only the text).
+    `image_root`, `reports_root`: where the images and the report text are, named explicitly; each wins over the
+    search of `data_dir` (rexrank.data.layouts) for its part."""
 
-    def __init__(self, *args, require_images: bool | None = None, **kwargs):
+    def __init__(self, *args, require_images: bool | None = None, image_root: str | None = None,
+                 reports_root: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.require_images = require_images
+        self.image_root = image_root
+        self.reports_root = reports_root
 
 
 class RexrankBuilder(datasets.GeneratorBasedBuilder):
@@ -43,14 +50,19 @@ class RexrankBuilder(datasets.GeneratorBasedBuilder):
 
     def __init__(self, *args, data_dir: str | os.PathLike | None = None, hash: str | None = None, **kwargs):
         data_dir = None if data_dir is None else str(Path(data_dir).expanduser().absolute())
+        for option in SOURCE_OPTIONS:  # absolute, so the cache key names the folder wherever it was given from
+            if kwargs.get(option) is not None:
+                kwargs[option] = str(Path(kwargs[option]).expanduser().absolute())
         if hash is None:
-            hash = self.source_fingerprint(data_dir, kwargs.get("require_images"))
+            hash = self.source_fingerprint(data_dir, kwargs.get("require_images"),
+                                           **{option: kwargs.get(option) for option in SOURCE_OPTIONS})
         super().__init__(*args, data_dir=data_dir, hash=hash, **kwargs)
 
     # ---- functional core, implemented per dataset -------------------------------------------------------------
     @classmethod
-    def source_files(cls, data_dir: str | None) -> Iterable[Path]:
-        """The source files whose content the records are built from (for the cache fingerprint)."""
+    def source_files(cls, data_dir: str | None, **roots) -> Iterable[Path]:
+        """The source files whose content the records are built from (for the cache fingerprint); `roots` are
+        the explicit SOURCE_OPTIONS."""
         return ()
 
     def studies(self, split: str) -> Iterator[dict]:
@@ -66,14 +78,20 @@ class RexrankBuilder(datasets.GeneratorBasedBuilder):
         value = getattr(self.config, "require_images", None)
         return self.REQUIRE_IMAGES_BY_DEFAULT if value is None else bool(value)
 
+    @property
+    def roots(self) -> dict[str, str | None]:
+        """The explicit SOURCE_OPTIONS of this builder ({"image_root": ..., "reports_root": ...})."""
+        return {option: getattr(self.config, option, None) for option in SOURCE_OPTIONS}
+
     @classmethod
-    def source_fingerprint(cls, data_dir: str | None, require_images: bool | None = None) -> str:
-        digest = hashlib.sha256(f"{cls.DATASET}|{BUILDER_VERSION}|{data_dir}|{require_images}".encode())
+    def source_fingerprint(cls, data_dir: str | None, require_images: bool | None = None, **roots) -> str:
+        named = "".join(f"|{option}={roots[option]}" for option in SOURCE_OPTIONS if roots.get(option) is not None)
+        digest = hashlib.sha256(f"{cls.DATASET}|{BUILDER_VERSION}|{data_dir}|{require_images}{named}".encode())
         for split in cls.spec().splits.values():
             if split.manifest:
                 _update_with_stat(digest, package_file(split.manifest))
         try:
-            for path in cls.source_files(data_dir):
+            for path in cls.source_files(data_dir, **roots):
                 _update_with_stat(digest, Path(path))
         except OSError:
             digest.update(b"unreadable")

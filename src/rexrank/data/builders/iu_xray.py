@@ -13,25 +13,35 @@ from rexrank.data.builders.base import RexrankBuilder
 from rexrank.data.catalog import default_data_dir, get_dataset_spec, package_file
 from rexrank.data.gating import not_available
 from rexrank.data.rexrank_json import read_rexrank_json
+from rexrank.errors import ConfigError
 
 NAME = "iu_xray"
 
 
-def image_root(data_dir: str | Path | None) -> Path:
-    """The folder holding <study_id>/0.png: DATA_DIR/images when present (R2Gen's layout), else DATA_DIR."""
+def image_root(data_dir: str | Path | None, explicit: str | Path | None = None) -> Path:
+    """The folder holding <study_id>/0.png: `explicit` (image_root=) when given, else DATA_DIR/images when present
+    (R2Gen's layout), else DATA_DIR."""
+    if explicit is not None:
+        return Path(explicit).expanduser().absolute()
     root = Path(data_dir) if data_dir is not None else default_data_dir(NAME)
     root = root.expanduser().absolute()
     return root / "images" if (root / "images").is_dir() else root
+
+
+def check_roots(reports_root) -> None:
+    if reports_root is not None:
+        raise ConfigError(f"{NAME}: its reports ship with rexrank, so --reports-root/reports_root does not apply "
+                          "(name the images with --image-root or --data-dir)")
 
 
 def split_file(split: str) -> Path:
     return package_file(get_dataset_spec(NAME).split(split).manifest)
 
 
-def read_split(split: str, data_dir: str | Path | None = None) -> list[dict]:
+def read_split(split: str, data_dir: str | Path | None = None, *, image_folder: str | Path | None = None) -> list[dict]:
     """The ReXrank IU-Xray studies of `split`, image paths resolved under the local image folder."""
     canonical = get_dataset_spec(NAME).split(split).name
-    return read_rexrank_json(split_file(canonical), image_root(data_dir), dataset=NAME, split=canonical)
+    return read_rexrank_json(split_file(canonical), image_root(data_dir, image_folder), dataset=NAME, split=canonical)
 
 
 def missing_images(records: list[dict]) -> list[str]:
@@ -43,11 +53,12 @@ class IUXray(RexrankBuilder):
     REQUIRE_IMAGES_BY_DEFAULT = False
 
     @classmethod
-    def source_files(cls, data_dir):
-        return [image_root(data_dir)]
+    def source_files(cls, data_dir, **roots):
+        return [image_root(data_dir, roots.get("image_root"))]
 
     def studies(self, split: str) -> Iterator[dict]:
-        records = read_split(split, self.config.data_dir)
+        check_roots(self.roots["reports_root"])
+        records = read_split(split, self.config.data_dir, image_folder=self.roots["image_root"])
         if self.require_images:
             missing = missing_images(records)
             if missing:
