@@ -3,13 +3,9 @@ store kept in Hub dataset repos (results and requests) so that a restart on an e
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import http.server
 import json
-import re
 import shutil
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,11 +16,12 @@ from typer.testing import CliRunner
 from leaderboard_helpers import free_port, iu_predictions
 from rexrank.errors import ConfigError
 from rexrank.leaderboard import board
-from rexrank.leaderboard.hub_sync import REQUESTS_PREFIX, HubSync, request_entry
+from rexrank.leaderboard.hub_sync import PREFIX, REQUESTS_PREFIX, HubSync, request_entry
 from rexrank.leaderboard.published import SEED_KEY, bundled_tables, parse_table, seed_store
 from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
 from rexrank.leaderboard.store import LOST_UPLOAD, Store
 from rexrank.leaderboard.submissions import Submissions, host_metrics
+from rexrank.testing.loopback_hub import LoopbackHub
 
 
 def _results_json(path: Path, bleu: float = 0.2) -> Path:
@@ -103,100 +100,21 @@ def test_host_metrics_are_the_leaderboard_metrics_with_official_weights_on_this_
 
 
 # -- 3. persistence in Hub dataset repos ---------------------------------------------------------------------------
-class LoopbackHub(http.server.BaseHTTPRequestHandler):
-    """The Hub routes HfApi calls for a dataset repo (tree listing, preupload, commit, resolve), over real HTTP.
-
-    Files are kept in ``repos`` ({repo_id: {path: bytes}}); ``fail_tree`` answers that many tree listings with an
-    error (a failing Hub)."""
-
-    repos: dict = {}
-    calls: list = []
-    fail_tree = 0
-    lock = threading.Lock()
-
-    def log_message(self, *args):
-        pass
-
-    def _json(self, data, status=200):
-        body = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        if status == 404:
-            self.send_header("X-Error-Code", "RepoNotFound")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def do_HEAD(self):
-        self.do_GET()
-
-    def do_GET(self):
-        path = self.path.split("?")[0]
-        self.calls.append((self.command, path))
-        tree = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/tree/main", path)
-        if tree:
-            with self.lock:
-                if type(self).fail_tree > 0:
-                    type(self).fail_tree -= 1
-                    # 400, not 5xx: huggingface_hub retries 5xx itself (seconds each); the sync's own retries are tested
-                    return self._json({"error": "unavailable"}, 400)
-            files = self.repos.get(tree.group(1))
-            if files is None:
-                return self._json({"error": "Repository not found"}, 404)
-            return self._json([{"type": "file", "path": p, "size": len(b),
-                                "oid": hashlib.sha1(b"blob %d\0" % len(b) + b).hexdigest()}
-                               for p, b in sorted(files.items())])
-        resolve = re.fullmatch(r"/datasets/([^/]+/[^/]+)/resolve/main/(.+)", path)
-        data = self.repos.get(resolve.group(1), {}).get(resolve.group(2)) if resolve else None
-        if data is None:
-            return self._json({"error": "Entry not found"}, 404)
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
-        self.send_header("X-Repo-Commit", "0" * 40)
-        self.end_headers()
-        if self.command == "GET":
-            self.wfile.write(data)
-
-    def do_POST(self):
-        path = self.path.split("?")[0]
-        self.calls.append((self.command, path))
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        route = re.fullmatch(r"/api/datasets/([^/]+/[^/]+)/(preupload|commit)/main", path)
-        if route is None or route.group(1) not in self.repos:
-            return self._json({"error": "Repository not found"}, 404)
-        if route.group(2) == "preupload":
-            return self._json({"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                                         for f in json.loads(body)["files"]]})
-        with self.lock:
-            for line in body.decode().splitlines():
-                item = json.loads(line)
-                if item["key"] == "file":
-                    self.repos[route.group(1)][item["value"]["path"]] = base64.b64decode(item["value"]["content"])
-        host = self.headers["Host"]
-        return self._json({"commitUrl": f"http://{host}/datasets/{route.group(1)}/commit/{'1' * 40}",
-                           "commitOid": "1" * 40})
+TOKEN = "hf_loopback_host"
 
 
 @pytest.fixture
 def hub(monkeypatch):
-    """(HfApi on a loopback Hub holding empty org/results and org/requests dataset repos, its handler class)."""
+    """(HfApi of the host's token, the loopback Hub): the org's results and requests dataset repos, empty and private
+    as a host may keep them, and a host user of that org."""
     from huggingface_hub import HfApi, constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite runs offline; this Hub is on loopback
-
-    handler = type("Hub", (LoopbackHub,), {"repos": {"org/results": {}, "org/requests": {}}, "calls": [],
-                                           "fail_tree": 0, "lock": threading.Lock()})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield HfApi(endpoint=f"http://127.0.0.1:{server.server_address[1]}", token="hf_loopback"), handler
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with LoopbackHub() as server:
+        server.add_user("host", TOKEN, orgs=["org"])
+        for repo_id in ("org/results", "org/requests"):
+            server.add_repo(repo_id, private=True)
+        yield HfApi(endpoint=server.endpoint, token=TOKEN), server
 
 
 def _state(store: Store) -> tuple:
@@ -227,7 +145,7 @@ def space(store_path: Path, api):
 
 
 def test_a_restart_on_an_empty_disk_loses_nothing(tmp_path, hub):
-    api, handler = hub
+    api, server = hub
     root = tmp_path / "space"
     store_path = root / "board.sqlite"
     scored = iu_predictions(tmp_path / "scored.json", n_shift=3)
@@ -244,7 +162,7 @@ def test_a_restart_on_an_empty_disk_loses_nothing(tmp_path, hub):
     assert [job["status"] for job in before[2]] == ["queued", "done"]
     assert ("Team A", "submission") in before[3] and ("Host model", "rexrank") in before[3]
     # Nothing of the predictions left this host: the request files hold metadata only.
-    requests = handler.repos["org/requests"]
+    requests = server.repo("org/requests").files
     assert sorted(requests) == [f"{REQUESTS_PREFIX}1.json", f"{REQUESTS_PREFIX}2.json"]
     report = next(iter(json.loads(scored.read_text()).values()))
     assert all(report.encode() not in data and b"predictions_path" not in data for data in requests.values())
@@ -260,22 +178,26 @@ def test_a_restart_on_an_empty_disk_loses_nothing(tmp_path, hub):
         assert job["status"] == "failed" and job["error"] == LOST_UPLOAD
         assert service.submit(waiting, {"name": "Team B"}, "iu_xray", "findings", user="bob") == job["id"]
         assert sync.flush(60), sync.last_error
-    assert json.loads(handler.repos["org/requests"][f"{REQUESTS_PREFIX}{job['id']}.json"])["status"] == "queued"
+    assert json.loads(server.repo("org/requests").files[f"{REQUESTS_PREFIX}{job['id']}.json"])["status"] == "queued"
 
 
 def test_pushes_retry_in_the_background_and_never_block_a_write(tmp_path, hub):
-    api, handler = hub
+    api, server = hub
     store = Store(tmp_path / "board.sqlite")
     sync = HubSync(store, "org/results", requests_repo="org/requests", api=api, backoff=0.05, max_backoff=0.2)
     sync.pull_with_retries()
-    handler.fail_tree = 6  # the Hub fails the next listings: the pushes are retried
+    # The Hub fails the next listings: the pushes are retried. (400, not 5xx: huggingface_hub retries 5xx itself,
+    # seconds each; the sync's own retries are what is tested.)
+    server.fail(r"GET /api/datasets/org/(results|requests)/tree/", 400, times=6)
     sync.start()
     started = time.monotonic()
     store.add_result(ResultRecord(model=ModelInfo(name="M"), dataset="iu_xray", split="test", track="findings",
                                   source="rexrank", metrics={"bleu2": MetricValue(0.3)}))
     assert time.monotonic() - started < 1.0  # the write returned without waiting for the Hub
     assert sync.flush(30)
-    assert handler.fail_tree == 0 and len(handler.repos["org/results"]) == 1
+    failed = [path for _, path, status in server.requests if status == 400]
+    assert len(failed) == 6 and all("/tree/" in path for path in failed)  # every injected failure was met
+    assert [path.startswith(PREFIX) for path in server.repo("org/results").files] == [True]  # and the one row pushed
     sync.stop()
     store.close()
 

@@ -2,7 +2,9 @@
 
 Tests point a client at it (``HfApi(endpoint=hub.endpoint)``, or ``HF_ENDPOINT=hub.endpoint`` in a subprocess:
 both libraries read HF_ENDPOINT when they are imported) and then run the real client code: ``create_repo``,
-``update_repo_settings``, ``upload_folder``, ``hf_hub_download``, ``datasets.load_dataset(repo_id)``.
+``update_repo_settings``, ``upload_folder``, ``hf_hub_download``, ``datasets.load_dataset(repo_id)``. The one
+loopback Hub of the suite: the datasets route (tests/test_data_hub.py) and the leaderboard's HubSync persistence
+(tests/test_leaderboard_persistence.py) both run against it.
 
 Served (the routes the clients were seen to call, logged in ``hub.requests``):
   GET  /api/whoami-v2
@@ -184,6 +186,10 @@ class LoopbackHub:
         if unquote(revision) not in ("main", *repo.commits):
             raise _Refused(404, f"Invalid rev id: {unquote(revision)}", "RevisionNotFound")
 
+    def _url(self, repo_type: str, repo_id: str) -> str:
+        """A repo's web URL on this server, as the Hub answers with its own (clients parse it into a RepoUrl)."""
+        return f"{self.endpoint}/{_PREFIX[repo_type]}{repo_id}"
+
     def _new_sha(self, repo: HubRepo) -> str:
         return hashlib.sha1(f"{repo.repo_id}:{len(repo.commits)}:{time.time_ns()}".encode()).hexdigest()
 
@@ -252,7 +258,7 @@ class LoopbackHub:
         repo_type = payload.get("type") or "model"
         repo_id = f"{payload.get('organization') or (caller[0] if caller else '')}/{payload['name']}"
         self._check_write(repo_id, caller)
-        url = f"http://127.0.0.1/{_PREFIX[repo_type]}{repo_id}"
+        url = self._url(repo_type, repo_id)
         if (repo_type, repo_id) in self.repos:
             return _json({"error": "You already created this repo", "url": url}, 409)
         private = payload.get("visibility") == "private" or bool(payload.get("private"))
@@ -330,7 +336,7 @@ class LoopbackHub:
                 raise _Refused(400, f"the loopback hub takes every file inline; got a {key} operation")
         repo.files = files
         repo.commits.append(self._new_sha(repo))
-        return _json({"commitUrl": f"http://127.0.0.1/{_PREFIX[repo.repo_type]}{repo.repo_id}/commit/{repo.sha}",
+        return _json({"commitUrl": f"{self._url(repo.repo_type, repo.repo_id)}/commit/{repo.sha}",
                       "commitOid": repo.sha})
 
     def _resolve(self, repo_type, repo_id, revision, path, headers, caller) -> tuple[int, dict, bytes]:
