@@ -89,7 +89,8 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
     switch = time.perf_counter() - start
     grid = "#table-mimic_cxr-findings [role=grid]"
     start = time.perf_counter()
-    page.locator("#search-mimic_cxr-findings textarea, #search-mimic_cxr-findings input").first.fill(f"model-{i:03d}")
+    page.locator("#table-mimic_cxr-findings input[type=text], #table-mimic_cxr-findings textarea").first.fill(
+        f"model-{i:03d}")
     page.wait_for_function(_rowcount_is(grid, 2), timeout=60_000)
     filtered = time.perf_counter() - start
     page.close()
@@ -97,27 +98,37 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
 
 
 def minimal_times(browser, url: str, i: int) -> dict[str, float]:
-    """One visit of the minimal app: first rows, and its Dataframe's own search (seconds)."""
+    """One visit of the minimal app: first rows, a first switch to its second tab, and its Dataframe's own search
+    (seconds)."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     start = time.perf_counter()
     page.goto(url, wait_until="commit")
     page.wait_for_selector("#minimal-table tbody tr", state="attached", timeout=120_000)
     first = time.perf_counter() - start
+    start = time.perf_counter()
+    page.get_by_role("tab", name="Second", exact=True).click()
+    page.wait_for_selector("#minimal-second tbody tr", state="attached", timeout=60_000)
+    switch = time.perf_counter() - start
+    page.get_by_role("tab", name="First", exact=True).click()
     search = page.locator("#minimal-table input[type=text], #minimal-table textarea").first
     start = time.perf_counter()
     search.fill(f"model-{i:03d}")
     page.wait_for_function(_rowcount_is("#minimal-table [role=grid]", 2), timeout=60_000)
     filtered = time.perf_counter() - start
     page.close()
-    return {"first": first, "filter": filtered}
+    return {"first": first, "switch": switch, "filter": filtered}
 
 
-def minimal_app(rows):
-    """The yardstick: a Gradio 6 app with nothing but one Dataframe of the same rows (and its built-in search)."""
+def minimal_app(rows, second_rows):
+    """The yardstick: a Gradio 6 app with nothing but a Dataframe of the same rows (and its built-in search) and,
+    in a second tab, a Dataframe of the rows the Space's MIMIC-CXR tab shows (the tab-switch yardstick)."""
     import gradio as gr
 
     with gr.Blocks(title="minimal") as demo:
-        gr.Dataframe(value=rows, interactive=False, elem_id="minimal-table", show_search="search")
+        with gr.Tab("First"):
+            gr.Dataframe(value=rows, interactive=False, elem_id="minimal-table", show_search="search")
+        with gr.Tab("Second"):
+            gr.Dataframe(value=second_rows, interactive=False, elem_id="minimal-second")
     return demo
 
 
@@ -198,7 +209,8 @@ def main() -> None:
         with running_space(path, worker=False) as (url, store, _):
             from leaderboard_helpers import free_port
 
-            minimal = minimal_app(board.overview(store, "findings"))
+            minimal = minimal_app(board.overview(store, "findings"),
+                                  board.display_table(board.numeric_table(store, "mimic_cxr", "findings")))
             minimal.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
             try:
                 times = side_by_side(url, minimal.local_url, args.repeat)
@@ -219,17 +231,20 @@ def main() -> None:
     n = args.repeat
     first_ratio = med["space_first"] / med["minimal_first"]
     filter_ratio = med["space_filter"] / med["minimal_filter"]
+    switch_ratio = med["space_switch"] / med["minimal_switch"]
     rows = [
         ("store", f"{counts['models']} models, {counts['results']} results (filled in {fill_s:.1f} s)"),
         ("table query (numeric + display), in-process", f"{query_s * 1000:.0f} ms (median of 5)"),
         ("first rows visible (Chromium, navigation -> overview rows): Space / minimal app",
          f"{med['space_first']:.2f} s / {med['minimal_first']:.2f} s = **{first_ratio:.2f}x** (target <= 1.15x; "
          f"median of {n} each, alternated)"),
-        ("filter (search -> narrowed grid): Space (server) / minimal app (client-side search)",
+        ("filter (search -> narrowed grid; both the Dataframe's own client-side search): Space / minimal app",
          f"{med['space_filter'] * 1000:.0f} ms / {med['minimal_filter'] * 1000:.0f} ms = **{filter_ratio:.2f}x** "
          f"(target <= 150 ms; median of {n})"),
-        ("tab switch (first opening of a dataset tab -> its rows), Space",
-         f"{med['space_switch'] * 1000:.0f} ms (target <= 150 ms; median of {n})"),
+        ("tab switch (first opening of a tab -> its rows): Space (MIMIC-CXR tab) / minimal app (second tab, "
+         "same rows)",
+         f"{med['space_switch'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms = **{switch_ratio:.2f}x** "
+         f"(target <= 150 ms; median of {n})"),
         (f"/results API, {args.clients} concurrent clients, {len(lat)} requests",
          f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, {len(failures)} failed"),
     ]

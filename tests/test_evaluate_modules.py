@@ -23,7 +23,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS_DIR = REPO / "metrics"
-SLUGS = ("bleu2", "bertscore", "semb", "radcliq", "radgraph", "ratescore", "green", "fineradscore")
+SLUGS = ("bleu2", "bertscore", "semb", "radcliq", "radgraph", "ratescore", "green", "fineradscore", "ce_f1")
 
 # slug -> (registry metrics the module needs, stand-in families it needs)
 NEEDS = {
@@ -35,6 +35,7 @@ NEEDS = {
     "ratescore": (("ratescore",), ("ratescore",)),
     "green": (("green",), ("green",)),
     "fineradscore": (("fineradscore",), ("green",)),
+    "ce_f1": (("ce_f1", "semb"), ("semb",)),
 }
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                  "#### Values from Popular Papers", "### Examples", "## Limitations and Bias", "## Citation")
@@ -122,6 +123,8 @@ def standin_options(slug, standins) -> dict:
         return {}
     if slug == "radcliq":
         return {name: _model_options(standins, name) for name in ("radgraph", "bertscore", "semb")}
+    if slug == "ce_f1":  # CheXbert labels: SembScore's stand-in
+        return _model_options(standins, "semb")
     if slug == "fineradscore":  # local transformers judge on the tiny Llama stand-in, short answers (speed)
         return {"model": standins("green")["green"], "backend": "transformers", "options": {"max_tokens": 16}}
     if slug == "green":  # the random stand-in never writes EOS: cap its gibberish (an unofficial, fingerprinted budget)
@@ -156,7 +159,7 @@ def hub_shim(standins, tmp_path_factory):
 
 
 def test_every_metric_has_a_folder():
-    """All eight ReXrank metrics ship an evaluate module; nothing else sits in metrics/."""
+    """All eight ReXrank metrics and CE F1 ship an evaluate module; nothing else sits in metrics/."""
     folders = sorted(p.name for p in METRICS_DIR.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
     assert folders == sorted(SLUGS)
 
@@ -578,3 +581,23 @@ def test_radcliq_names_its_own_options():
     assert own == list(module_options(_main_class(_module_file("radcliq")))) == \
         ["radgraph", "bertscore", "semb", "device", "batch_size"]
     assert "radgraph={'model': PATH}" in message and "semb={'model': PATH, 'backbone': PATH}" in message
+
+
+def test_ce_f1_keys_follow_f1chexbert_and_the_metric(hub_shim, monkeypatch):
+    """CE F1's module returns f1chexbert's four values (cr/cr_5 as classification_report dicts) built from the same
+    counts as rexrank's own outputs, and its uncertain option reaches the metric (and its fingerprint)."""
+    import evaluate
+
+    _require("ce_f1")
+    monkeypatch.setattr(evaluate, "load", hub_shim)
+    pair = {"predictions": ["Small left pleural effusion.", "Cardiomegaly.", "No acute process."],
+            "references": ["Large right pleural effusion.", "Heart size normal.", "Possible edema."]}
+    default = evaluate.load("rexrank/ce_f1")
+    strict = evaluate.load("rexrank/ce_f1", uncertain="negative")
+    result = default.compute(**pair)
+    assert result["ce_f1"] == result["values"]["micro_f1_14"] == result["cr"]["micro avg"]["f1-score"]
+    assert result["cr_5"]["macro avg"]["f1-score"] == result["values"]["macro_f1_5"]
+    assert set(result["cr_5"]) - {"micro avg", "macro avg"} == {"Atelectasis", "Cardiomegaly", "Consolidation", "Edema",
+                                                                "Pleural Effusion"}
+    assert result["accuracy"] == sum(result["pe_accuracy"]) / 3 and result["uncertain"] == "positive"
+    assert strict.compute(**pair)["uncertain"] == "negative" and strict.fingerprint != default.fingerprint

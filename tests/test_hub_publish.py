@@ -48,7 +48,7 @@ def test_dry_run_lists_every_space_and_file(cli, no_network_api, monkeypatch):
     code, out = cli("hub", "publish-metrics", "--org", "my-org", "--dry-run", "--metrics-dir", str(METRICS_DIR))
     assert code == 0, out
     folders = sorted(p.name for p in METRICS_DIR.iterdir() if (p / f"{p.name}.py").is_file())
-    assert len(folders) == 8
+    assert len(folders) == 9  # the eight ReXrank metrics and CE F1
     for slug in folders:
         assert f"my-org/{slug} (space, sdk gradio) <- {METRICS_DIR / slug}" in out
         for name in (f"{slug}.py", "README.md", "app.py", "requirements.txt"):
@@ -56,7 +56,7 @@ def test_dry_run_lists_every_space_and_file(cli, no_network_api, monkeypatch):
             assert any(line.split()[:3] == [name, str(size), "B"] for line in out.splitlines()), (slug, name)
         # The `rexrank` line becomes the URL of the wheel built at publish time and uploaded into the Space.
         assert f"becomes 'rexrank @ https://huggingface.co/spaces/my-org/{slug}/resolve/main/wheels/rexrank-" in out
-    assert out.count("built at publish time") == 8
+    assert out.count("built at publish time") == len(folders)
     assert "public" in out and "__pycache__" not in out
 
 
@@ -229,7 +229,7 @@ def test_default_metrics_dir_is_the_installed_modules():
     from rexrank.evaluate_modules import module_paths
 
     folders = hub_publish.metric_folders()
-    assert folders == module_paths() and len(folders) == 8
+    assert folders == module_paths() and len(folders) == 9  # the eight ReXrank metrics and CE F1
 
 
 def test_leaderboard_space_publishes_with_an_installable_rexrank_and_its_extra(cli, no_network_api, monkeypatch):

@@ -265,3 +265,22 @@ def test_a_row_scored_on_fewer_metrics_says_so_and_ranks_where_it_can(tmp_path):
     assert bleu_ranks == sorted(bleu_ranks) and bleu_ranks[:2] == [1, 2]
     # ranked rows carry no label
     assert not any("metrics)" in m for m in ranked["Model"] if not m.startswith("Only-BLEU"))
+
+
+def test_page_tables_hold_every_row_and_say_when_filters_leave_nothing(tmp_path):
+    """A dataset table holds every row of its test set and track, and a filter that leaves no row says so; names
+    in the Model cell keep their characters (the table's client-side search matches the cell text as written)
+    while Markdown stays inert."""
+    from rexrank.leaderboard.app import _md_text, _Views
+    from rexrank.leaderboard.published import seed_store
+
+    store = Store(tmp_path / "s.sqlite")
+    seed_store(store)
+    views = _Views(store)
+    out, types, widths, message, shown, full = views.page_parts("iu_xray", "findings")
+    assert len(out) == len(full) > 20 and message == "" and types[1] == "markdown"
+    assert any(cell == "MAIRA-2" or cell.startswith("[MAIRA-2](") for cell in out["Model"])
+    out, _, _, message, shown, _ = views.page_parts("iu_xray", "findings", institutions=["No such lab"])
+    assert out.empty and message.startswith("**No model matches these filters.**")
+    assert _md_text("- [x](javascript:y) *b* | c") == "\\- \\[x\\](javascript:y) \\*b\\* \\| c"
+    assert _md_text("12. <b>") == "12\\. &lt;b&gt;" and _md_text("RadPhi3.5-Vision") == "RadPhi3.5-Vision"

@@ -16,6 +16,10 @@ has none, is on each module's card (metrics/<slug>/README.md) and in docs/evalua
   levels (configs simple/partial/complete), not for ReXrank's combined score, which is no level of that package.
 - GREEN — radeval's GREEN returns mean, std, per-report scores and a table of error counts; Stanford-AIMI's
   adds a summary of error-free rates per category: ``green_std`` (radeval's name) and ``summary``.
+- CE F1 — f1chexbert 0.0.2's ``F1CheXbert.forward`` returns (accuracy, pe_accuracy, cr, cr_5): exact-match
+  accuracy on the 5 conditions, its per-report 0/1 values, and sklearn ``classification_report`` dicts for the 14 and
+  the 5 (per condition precision / recall / f1-score / support, "micro avg", "macro avg"); ``ce_f1_keys`` builds
+  them from the per-study counts (weighted and samples averages are not reproduced).
 """
 
 from __future__ import annotations
@@ -123,3 +127,33 @@ def _none(value):
 
 
 __all__ = ["bertscore", "bertscore_hashcode", "bleu", "green", "radgraph"]
+
+
+def ce_f1_keys(statistics) -> dict[str, Any]:
+    """f1chexbert's (accuracy, pe_accuracy, cr, cr_5) as keys, from the (n, statistics) table of ``ce_f1``."""
+    from rexrank.metrics import ce_f1
+
+    statistics = np.asarray(statistics, dtype=np.float64)
+    sums = statistics.sum(axis=0)
+    k = len(ce_f1.CONDITIONS)
+    tp, fp, fn = sums[1:1 + k], sums[1 + k:1 + 2 * k], sums[1 + 2 * k:]
+    values = dict(zip(ce_f1.OUTPUTS, map(float, ce_f1.corpus_values(sums, len(statistics)))))
+
+    def ratio(a, b):
+        return float(a / b) if b else 0.0  # sklearn's zero_division default
+
+    def report(indices, suffix):
+        out = {}
+        for i in indices:
+            name = ce_f1.CONDITIONS[i]
+            out[name] = {"precision": ratio(tp[i], tp[i] + fp[i]), "recall": ratio(tp[i], tp[i] + fn[i]),
+                         "f1-score": ratio(2 * tp[i], 2 * tp[i] + fp[i] + fn[i]), "support": int(tp[i] + fn[i])}
+        support = int(sum(tp[i] + fn[i] for i in indices))
+        for avg in ("micro", "macro"):
+            out[f"{avg} avg"] = {"precision": values[f"{avg}_precision_{suffix}"],
+                                 "recall": values[f"{avg}_recall_{suffix}"],
+                                 "f1-score": values[f"{avg}_f1_{suffix}"], "support": support}
+        return out
+
+    return {"accuracy": values["accuracy_5"], "pe_accuracy": [float(v) for v in statistics[:, 0]],
+            "cr": report(range(k), "14"), "cr_5": report(ce_f1.TOP5_INDEX, "5"), "values": values}

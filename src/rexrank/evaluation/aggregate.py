@@ -12,9 +12,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, confidence_intervals
+from rexrank.evaluation.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    confidence_intervals,
+    corpus_intervals,
+)
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.aggregation import leaderboard_higher_is_better
+from rexrank.metrics.aggregation import CORPUS, corpus_statistics, is_corpus, leaderboard_higher_is_better
 
 FORMAT = "rexrank.results"
 FORMAT_VERSION = 1
@@ -23,13 +29,47 @@ _PACKAGES = ("rexrank", "numpy", "pandas", "scipy", "torch", "transformers", "to
 
 
 def metric_columns(frame: pd.DataFrame) -> dict[str, str]:
-    """Registry name -> column, for every registered metric whose column is in the per-study table."""
+    """Registry name -> column, for every per-report metric whose column is in the per-study table.
+
+    Corpus-level metrics (CE F1) are not means of a column: ``corpus_metrics`` finds them."""
     found = {}
     for name in REGISTRY.names():
-        column = REGISTRY.spec(name).column
-        if column in frame.columns:
-            found[name] = column
+        spec = REGISTRY.spec(name)
+        if not is_corpus(spec) and spec.column in frame.columns:
+            found[name] = spec.column
     return found
+
+
+def corpus_metrics(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """Registry name -> statistic columns, for every corpus-level metric whose statistics are all in the table."""
+    found = {}
+    for name in REGISTRY.names():
+        spec = REGISTRY.spec(name)
+        if is_corpus(spec) and spec.column in frame.columns:
+            columns = list(corpus_statistics(spec))
+            if all(c in frame.columns for c in columns):
+                found[name] = columns
+    return found
+
+
+def corpus_summary(frame: pd.DataFrame, name: str, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                   confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    """A corpus metric's results.json entry: every output with its CI under ``values``; the headline output (the
+    first) also in the fields every metric has (mean, ci_low, ..., leaderboard_value), so every reader of a
+    metric entry shows it. It has no leaderboard column: it never enters the ReXrank ranking."""
+    spec = REGISTRY.spec(name)
+    values = corpus_intervals(frame[list(corpus_statistics(spec))].to_numpy(dtype=np.float64), spec, resamples=resamples,
+                              seed=seed, confidence=confidence)
+    head = next(iter(values))
+    first = values[head]
+    cls = REGISTRY.cls(name)
+    shown = {output: cls.output_label(output) for output in cls.SHOWN}  # what tables show, by label
+    return {"column": spec.column, "level": CORPUS, "headline": head, "mean": first["value"],
+            "ci_low": first["ci_low"], "ci_high": first["ci_high"], "n": int(len(frame)), "n_nan": 0,
+            "leaderboard_value": first["value"], "leaderboard_ci_low": first["ci_low"],
+            "leaderboard_ci_high": first["ci_high"], "leaderboard_flags": [], "values": values, "shown": shown,
+            "higher_is_better": spec.higher_is_better, "leaderboard_column": None, "aggregation": CORPUS,
+            "leaderboard_higher_is_better": spec.higher_is_better}
 
 
 def metric_summary(frame: pd.DataFrame, names: Sequence[str] | None = None, *, resamples: int = DEFAULT_RESAMPLES,
@@ -41,7 +81,9 @@ def metric_summary(frame: pd.DataFrame, names: Sequence[str] | None = None, *, r
     why a value is missing or not meaningful (a NaN or negative mean: ``rexrank.metrics.aggregation``).
     """
     columns = metric_columns(frame)
-    names = [n for n in (names or columns) if n in columns]
+    corpus = corpus_metrics(frame)
+    wanted = list(names or list(columns) + list(corpus))
+    names = [n for n in wanted if n in columns]
     specs = {n: REGISTRY.spec(n) for n in names}
     stats = confidence_intervals({n: frame[columns[n]].to_numpy(dtype=np.float64) for n in names},
                                  aggregations={n: specs[n].leaderboard_aggregation for n in names},
@@ -52,7 +94,9 @@ def metric_summary(frame: pd.DataFrame, names: Sequence[str] | None = None, *, r
         out[name] = {"column": spec.column, **stats[name], "higher_is_better": spec.higher_is_better,
                      "leaderboard_column": spec.leaderboard_column, "aggregation": spec.leaderboard_aggregation,
                      "leaderboard_higher_is_better": leaderboard_higher_is_better(spec)}
-    return out
+    for name in (n for n in wanted if n in corpus):
+        out[name] = corpus_summary(frame, name, resamples=resamples, seed=seed, confidence=confidence)
+    return {n: out[n] for n in wanted if n in out}
 
 
 def package_versions() -> dict[str, str]:

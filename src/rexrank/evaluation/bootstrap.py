@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from rexrank import progress
-from rexrank.metrics.aggregation import MEAN, aggregate, leaderboard_values
+from rexrank.metrics.aggregation import MEAN, aggregate, corpus_aggregate, corpus_outputs, corpus_values, leaderboard_values
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
@@ -147,3 +147,35 @@ def _entry(column: np.ndarray, resampled_means: np.ndarray, ci_low: float, ci_hi
         lb_low, lb_high = percentile_interval(leaderboard_values(resampled_means, how), confidence)
         entry.update(leaderboard_ci_low=float(lb_low), leaderboard_ci_high=float(lb_high))
     return entry
+
+
+def resample_corpus_values(statistics: np.ndarray, metric, resamples: int = DEFAULT_RESAMPLES,
+                           seed: int = DEFAULT_SEED) -> np.ndarray:
+    """(resamples, outputs) values of a corpus metric (CE F1) over the same resamples as ``resample_means``.
+
+    A resample's column sums are ``counts @ statistics``, one matrix product per block like the means; the values are
+    ``rexrank.metrics.aggregation.corpus_values`` of those sums (every resample holds n studies).
+    """
+    statistics = np.asarray(statistics, dtype=np.float64)
+    n = statistics.shape[0]
+    out = []
+    with progress.task(resamples, "bootstrap", unit="resample") as task:
+        for counts in count_blocks(n, resamples, seed):
+            out.append(corpus_values(counts @ statistics, n, metric))
+            task.update(counts.shape[0])
+    return np.concatenate(out, axis=0)
+
+
+def corpus_intervals(statistics: np.ndarray, metric, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                     confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict[str, float]]:
+    """{output: {"value", "ci_low", "ci_high"}} of a corpus metric: point values over every study, percentile CIs
+    over the resamples."""
+    statistics = np.asarray(statistics, dtype=np.float64)
+    point = corpus_aggregate(statistics, metric)
+    names = corpus_outputs(metric)
+    if statistics.shape[0]:
+        low, high = percentile_interval(resample_corpus_values(statistics, metric, resamples, seed), confidence)
+    else:
+        low = high = np.full(len(names), np.nan)
+    return {name: {"value": point[name], "ci_low": float(low[j]), "ci_high": float(high[j])}
+            for j, name in enumerate(names)}

@@ -30,7 +30,7 @@ import pandas as pd
 
 from rexrank import progress
 from rexrank.errors import InputError
-from rexrank.evaluation.aggregate import json_safe, metric_columns
+from rexrank.evaluation.aggregate import corpus_metrics, json_safe, metric_columns
 from rexrank.evaluation.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -44,6 +44,8 @@ from rexrank.metrics import REGISTRY
 from rexrank.metrics.aggregation import (
     MEAN,
     aggregate,
+    corpus_values,
+    is_corpus,
     leaderboard_flags,
     leaderboard_higher_is_better,
     leaderboard_values,
@@ -239,10 +241,75 @@ def rank_intervals(values: np.ndarray, *, aggregation: str, higher_is_better: bo
     return {"value": point, "rank": ranks, "rank_ci_low": low, "rank_ci_high": high, "n": n}
 
 
+def corpus_paired_test(a: np.ndarray, b: np.ndarray, metric, *, resamples: int = DEFAULT_RESAMPLES,
+                       permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED,
+                       confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    """``paired_test`` for a corpus-level metric (CE F1): ``a`` and ``b`` are the two models' (n, statistics)
+    per-study tables on the same studies. The headline output fills the usual fields; ``outputs`` holds every
+    output's difference, CI and p-values. Same resamples as ``paired_test`` (same seed); a randomization swaps a
+    study's whole row of statistics, so each model's sums move by one matrix product."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise InputError(f"paired statistics differ in shape: {a.shape} vs {b.shape}")
+    n = a.shape[0]
+    out: dict[str, Any] = {"n": int(n), "n_excluded": 0}
+    if n == 0:
+        return {**out, "value_a": None, "value_b": None, "difference": None, "ci_low": None, "ci_high": None,
+                "p_bootstrap": None, "p_randomization": None}
+    names = list(REGISTRY.cls(metric).OUTPUTS)
+    value_a, value_b = corpus_values(a.sum(axis=0), n, metric), corpus_values(b.sum(axis=0), n, metric)
+    observed = value_a - value_b
+    tol = 1e-12 * np.maximum(1.0, np.abs(observed))
+    diffs = []
+    for counts in count_blocks(n, resamples, seed):
+        diffs.append(corpus_values(counts @ a, n, metric) - corpus_values(counts @ b, n, metric))
+    boot = np.concatenate(diffs)
+    low, high = percentile_interval(boot, confidence)
+    k_boot = np.sum(np.abs(boot - observed) >= np.abs(observed) - tol, axis=0)
+    rng = np.random.default_rng([seed, 1])
+    delta, sum_a, sum_b = b - a, a.sum(axis=0), b.sum(axis=0)
+    k_perm = np.zeros(len(names), dtype=np.int64)
+    for rows in _blocks_of(permutations, n):
+        swaps = rng.integers(0, 2, size=(rows, n), dtype=np.int8).astype(np.float64)
+        shift = swaps @ delta
+        perm = corpus_values(sum_a + shift, n, metric) - corpus_values(sum_b - shift, n, metric)
+        k_perm += np.sum(np.abs(perm) >= np.abs(observed) - tol, axis=0)
+    p_boot, p_perm = (k_boot + 1) / (resamples + 1), (k_perm + 1) / (permutations + 1)
+    outputs = {name: {"value_a": float(value_a[j]), "value_b": float(value_b[j]), "difference": float(observed[j]),
+                      "ci_low": float(low[j]), "ci_high": float(high[j]), "p_bootstrap": float(p_boot[j]),
+                      "p_randomization": float(p_perm[j])} for j, name in enumerate(names)}
+    head = outputs[names[0]]
+    return {**out, **head, "headline": names[0], "flags_a": [], "flags_b": [], "outputs": outputs,
+            "resamples": resamples, "permutations": permutations}
+
+
+def corpus_rank_intervals(tables: Sequence[np.ndarray], metric, *, higher_is_better: bool,
+                          resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                          confidence: float = DEFAULT_CONFIDENCE) -> dict[str, np.ndarray]:
+    """``rank_intervals`` for a corpus metric's headline output: each model's (n, statistics) table, same studies."""
+    from scipy.stats import rankdata
+
+    stacked = np.stack([np.asarray(t, dtype=np.float64) for t in tables])  # (models, n, statistics)
+    m, n = stacked.shape[:2]
+    if n == 0:
+        nan = np.full(m, np.nan)
+        return {"value": nan, "rank": nan, "rank_ci_low": nan, "rank_ci_high": nan, "n": 0}
+    point = corpus_values(stacked.sum(axis=1), n, metric)[:, 0]
+    ranks = rankdata((-1.0 if higher_is_better else 1.0) * point, method="min")
+    boot_ranks = []
+    for counts in count_blocks(n, resamples, seed):
+        heads = np.stack([corpus_values(counts @ stacked[j], n, metric)[:, 0] for j in range(m)], axis=1)
+        boot_ranks.append(_ranks(heads, higher_is_better))
+    boot = np.concatenate(boot_ranks)
+    alpha = (1.0 - confidence) / 2.0
+    return {"value": point, "rank": ranks, "rank_ci_low": np.quantile(boot, alpha, axis=0, method="lower"),
+            "rank_ci_high": np.quantile(boot, 1.0 - alpha, axis=0, method="higher"), "n": n}
+
+
 def _metric_names(frames: list[pd.DataFrame], requested: Sequence[str] | None) -> list[str]:
     common = None
     for frame in frames:
-        names = set(metric_columns(frame))
+        names = set(metric_columns(frame)) | set(corpus_metrics(frame))
         common = names if common is None else common & names
     ordered = [n for n in REGISTRY.names() if n in (common or set())]
     if requested:
@@ -263,6 +330,16 @@ class _Aligned:
     models: list[str]
     frames: list[pd.DataFrame]
     names: list[str]  # metrics every run has, registry order (or as requested)
+
+    @property
+    def per_report(self) -> list[str]:
+        """The metrics that are means of per-study values (subgroups and agreement read only these)."""
+        return [n for n in self.names if not is_corpus(n)]
+
+    def statistics(self, name: str) -> list[np.ndarray]:
+        """A corpus metric's (studies, statistics) table of each model."""
+        columns = corpus_metrics(self.frames[0])[name]
+        return [f[columns].to_numpy(dtype=np.float64) for f in self.frames]
 
     def matrix(self, name: str, mask: np.ndarray | None = None) -> np.ndarray:
         """(studies, models) per-study values of one metric, optionally for a subset of studies."""
@@ -306,8 +383,11 @@ def _rankings(aligned: _Aligned, **boot: Any) -> dict[str, Any]:
     ranking: dict[str, Any] = {}
     for name in aligned.names:
         spec = REGISTRY.spec(name)
-        r = rank_intervals(aligned.matrix(name), aggregation=spec.leaderboard_aggregation,
-                           higher_is_better=leaderboard_higher_is_better(spec), **boot)
+        if is_corpus(spec):
+            r = corpus_rank_intervals(aligned.statistics(name), spec, higher_is_better=spec.higher_is_better, **boot)
+        else:
+            r = rank_intervals(aligned.matrix(name), aggregation=spec.leaderboard_aggregation,
+                               higher_is_better=leaderboard_higher_is_better(spec), **boot)
         ranking[name] = {"leaderboard_column": spec.leaderboard_column, "n": r["n"], "models": {
             model: {"value": r["value"][j], "rank": r["rank"][j], "rank_ci_low": r["rank_ci_low"][j],
                     "rank_ci_high": r["rank_ci_high"][j]} for j, model in enumerate(aligned.models)}}
@@ -324,6 +404,14 @@ def _pairwise_tests(aligned: _Aligned, *, permutations: int, resamples: int, see
         for i, j in itertools.combinations(range(len(models)), 2):
             tests = {}
             for name in aligned.names:
+                if is_corpus(name):
+                    tables = aligned.statistics(name)
+                    tests[name] = corpus_paired_test(tables[i], tables[j], name, resamples=resamples,
+                                                     permutations=permutations, seed=seed, confidence=confidence)
+                    tests[name].update(verdict(tests[name], name, models[i], models[j],
+                                               significance_level(confidence)))
+                    task.update(1)
+                    continue
                 values = aligned.matrix(name)
                 tests[name] = paired_test(values[:, i], values[:, j],
                                           aggregation=REGISTRY.spec(name).leaderboard_aggregation,
@@ -384,6 +472,7 @@ def _agreement(aligned: _Aligned, ranking: dict[str, Any]) -> dict[str, Any]:
             taus.setdefault(x, {})[y] = float(tau)
             taus.setdefault(y, {})[x] = float(tau)
         agreement["kendall_tau_model_rankings"] = taus
+    names = aligned.per_report  # a corpus metric has no per-study value to correlate
     if len(names) >= 2:
         # Every (study, model) pair is one observation: how far the metrics agree on individual reports.
         pooled = pd.DataFrame({n: aligned.matrix(n).reshape(-1, order="F") for n in names})
@@ -439,7 +528,7 @@ def _ranks(point: np.ndarray, higher_is_better: bool) -> np.ndarray:
 def _group_values(aligned: _Aligned, mask: np.ndarray, with_rank: bool = False) -> dict[str, Any]:
     """Each model's leaderboard value per metric on a subset of studies (and its rank among the models)."""
     out = {}
-    for name in aligned.names:
+    for name in aligned.per_report:  # a corpus metric's subgroup values are not computed here (yet)
         spec = REGISTRY.spec(name)
         values = aligned.matrix(name, mask)
         point = leaderboard_values(nan_means(values, axis=0), spec)

@@ -205,6 +205,8 @@ def _disclose_metric_entry(name: str, entry: Mapping[str, Any]) -> dict[str, Any
     from rexrank.metrics.aggregation import leaderboard_flags, leaderboard_interval, leaderboard_values
 
     out = dict(entry)
+    if isinstance(out.get("values"), Mapping):  # a corpus metric's named values (CE F1): rounded like the rest
+        out["values"] = {k: {f: _json_bounded(v) for f, v in d.items()} for k, d in out["values"].items()}
     for key in ("mean", "ci_low", "ci_high"):
         if key in out:
             out[key] = _json_bounded(out[key])

@@ -26,7 +26,7 @@ import pandas as pd
 from rexrank import parallel
 from rexrank.errors import ConfigError, InputError
 from rexrank.evaluation import disclosure
-from rexrank.evaluation.aggregate import build_results
+from rexrank.evaluation.aggregate import build_results, corpus_metrics
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES
 from rexrank.evaluation.inputs import Inputs
 from rexrank.evaluation.plan import plan
@@ -182,16 +182,18 @@ def expand_metrics(names: Sequence[str] | str | None) -> list[str]:
     return list(dict.fromkeys(REGISTRY.canonical(n) for n in names))
 
 
-def open_cache(options: ScoreOptions):
+def open_cache(options: ScoreOptions, dataset: str | None = None):
     from rexrank.evaluation.cache import MemoryPairCache, ScoreCache
 
-    return ScoreCache(options.cache_dir) if options.use_cache else MemoryPairCache()
+    # dataset: tags what this run writes, so `rexrank data purge` finds it (rexrank.evaluation.cache).
+    return ScoreCache(options.cache_dir, dataset=dataset) if options.use_cache else MemoryPairCache()
 
 
-def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, base, composites, ctx):
+def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, base, composites, ctx,
+                 dataset: str | None = None):
     built = build_metrics(base, model_paths=options.model_paths, metric_configs=options.metric_configs,
                           device=parallel.device_for(options.device, ctx), batch_size=options.batch_size)
-    cache = open_cache(options)
+    cache = open_cache(options, dataset)
     try:
         # The harness owns process parallelism: each metric scores exactly this shard's pairs (rexrank.parallel).
         with parallel.local():
@@ -225,7 +227,7 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
     try:
         positions = parallel.shard(len(inputs), ctx)
         try:
-            payload = ("ok", positions, *_shard_frame(inputs, positions, options, base, composites, ctx))
+            payload = ("ok", positions, *_shard_frame(inputs, positions, options, base, composites, ctx, dataset))
         except Exception as exc:  # noqa: BLE001 - every rank must reach the gather, or rank 0 waits forever
             if not ctx.distributed:
                 raise
@@ -324,8 +326,11 @@ def shareable(frame: pd.DataFrame, *, private: bool, refs: Sequence[str] | None 
     reference key at all otherwise), no reference labels (``ref_chexbert_*``, ``ref_normal``), no free text."""
     if not private:
         return frame
+    # A corpus metric's per-study counts (CE F1: TP + FN is the reference's label) reveal the reference: only its
+    # aggregated values (results.json) are shown.
+    counts = {c for columns in corpus_metrics(frame).values() for c in columns}
     drop = [c for c in frame.columns if c == disclosure.REFERENCE_HASH_COLUMN or c == NORMAL_COLUMN
-            or str(c).startswith(LABEL_PREFIX) or str(c).endswith(PRIVATE_DETAIL_SUFFIXES)
+            or str(c).startswith(LABEL_PREFIX) or str(c).endswith(PRIVATE_DETAIL_SUFFIXES) or c in counts
             or (c not in _PRIVATE_TEXT_KEPT and _is_text(frame[c]))]
     out = frame.drop(columns=drop)
     if refs is not None and secret is not None and disclosure.REFERENCE_HMAC_COLUMN not in out.columns:

@@ -15,7 +15,7 @@ import pandas as pd
 from rexrank.evaluation.plan import plan
 from rexrank.evaluation.runner import build_metrics, combine_composites, score_pairs, to_frame
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.aggregation import aggregate
+from rexrank.metrics.aggregation import aggregate, corpus_aggregate, corpus_statistics, is_corpus
 from rexrank.metrics.base import check_pairs
 
 # The classic CXR-Report-Metric set: what `rexrank.score` runs when no metric is named.
@@ -68,6 +68,13 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> dict[st
     for name in names:
         spec = REGISTRY.spec(name)
         if spec.column not in df.columns:
+            continue
+        if is_corpus(spec):  # CE F1: values of the summed per-study counts, not a mean (metrics.aggregation)
+            values = corpus_aggregate(df[list(corpus_statistics(spec))].to_numpy(dtype=np.float64), spec)
+            head = next(iter(values))
+            out[name] = {"column": spec.column, "level": "corpus", "headline": head, "mean": values[head],
+                         "n": int(len(df)), "n_nan": 0, "values": values, "higher_is_better": spec.higher_is_better,
+                         "leaderboard_column": None, "leaderboard_value": values[head], "leaderboard_flags": []}
             continue
         summary = aggregate(df[spec.column].to_numpy(dtype=np.float64), spec)
         out[name] = {"column": spec.column, "mean": summary.mean, "n": summary.n, "n_nan": summary.n_nan,

@@ -44,4 +44,8 @@ def metric_config(name: str, *, model_paths: Mapping[str, Any] | None, metric_co
         for key, value in metric_configs.items():
             if REGISTRY.canonical(key) == name:
                 config.update(value)
+    for other in spec.shares:
+        # CE F1's labeller is built exactly as the run's SembScore (same weights, so the same cache entries).
+        config.setdefault(other, metric_config(other, model_paths=model_paths, metric_configs=metric_configs,
+                                               shared=shared))
     return config

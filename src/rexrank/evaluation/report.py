@@ -12,7 +12,7 @@ from rexrank.data import catalog
 from rexrank.errors import UnknownNameError
 from rexrank.evaluation import disclosure
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.aggregation import MEAN, NAN_MEAN, RECIPROCAL_OF_MEAN, leaderboard_higher_is_better, mean_label
+from rexrank.metrics.aggregation import CORPUS, MEAN, NAN_MEAN, RECIPROCAL_OF_MEAN, leaderboard_higher_is_better, mean_label
 
 # model-index `type` per metric: Hub metric ids where one exists (evaluate's bleu, bertscore), else our own slug.
 _MODEL_INDEX_TYPE = {"bleu2": "bleu", "bertscore": "bertscore"}
@@ -46,6 +46,9 @@ def rows(results: dict[str, Any]) -> list[dict[str, str]]:
     confidence = results.get("bootstrap", {}).get("confidence", 0.95)
     for name, entry in results["metrics"].items():
         spec = _spec(name)
+        if entry.get("level") == CORPUS:
+            out.extend(_corpus_rows(name, entry, digits))
+            continue
         flags = entry.get("leaderboard_flags") or ()
         mark = f" {FLAG_MARK}" if flags else ""
         label = entry.get("leaderboard_column") or name
@@ -67,6 +70,20 @@ def rows(results: dict[str, Any]) -> list[dict[str, str]]:
     for row in out:
         row["ci_label"] = f"{confidence:.0%} CI"
     return out
+
+
+def _corpus_rows(name: str, entry: dict[str, Any], digits: int) -> list[dict[str, str]]:
+    """A corpus metric (CE F1): one row per output its class shows (every output is in results.json)."""
+    values = entry.get("values") or {}
+    try:
+        cls = REGISTRY.cls(name)
+        shown, label = [o for o in cls.SHOWN if o in values], cls.output_label
+    except UnknownNameError:
+        shown, label = list(values)[:1], str
+    direction = _direction(entry.get("higher_is_better", True))
+    return [{"metric": label(o), "name": name, "figure": o, "value": _fmt(values[o].get("value"), digits),
+             "ci": f"[{_fmt(values[o].get('ci_low'), digits)}, {_fmt(values[o].get('ci_high'), digits)}]",
+             "direction": direction, "n": str(entry.get("n", ""))} for o in shown]
 
 
 def _direction(higher_is_better: bool) -> str:

@@ -89,12 +89,19 @@ def _escape_md(text: str) -> str:
     return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+# Inline Markdown: emphasis, code, links (a link needs "[", so parentheses and "!" stay plain), tables, strikethrough.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# Block Markdown only starts a line (a cell is one line): a heading, a list item, a numbered item.
+_MD_LINE_START = re.compile(r"^(\s*)(\d*)([#+\-.)])")
 
 
 def _md_text(text: str) -> str:
-    """Plain text inside Markdown: HTML escaped and every Markdown character backslash-escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(text)))
+    """Plain text inside a one-line Markdown cell: HTML escaped and every character that could start Markdown
+    backslash-escaped, and no other (the table's client-side search matches the cell text as written, so
+    "MAIRA-2" and "RadPhi3.5Vision" must stay as typed)."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", html.escape(str(text)))
+    return _MD_LINE_START.sub(lambda m: m.group(0) if bool(m.group(2)) == (m.group(3) in "#+-")
+                              else f"{m.group(1)}{m.group(2)}\\{m.group(3)}", escaped)
 
 
 def _md_link(text: str, url: str) -> str:
@@ -175,6 +182,15 @@ class _Views:
         behind it (for the bar chart) and every row of the dataset/track (for the filter choices)."""
         import gradio as gr
 
+        out, types, widths, empty, shown, full = self.page_parts(dataset, track, search, institutions, years,
+                                                                 model_types, trained, sources, columns, sort_by)
+        table = gr.Dataframe(value=out, datatype=types, column_widths=widths)
+        return table, gr.Markdown(empty, visible=bool(empty)), shown, full
+
+    def page_parts(self, dataset, track, search="", institutions=None, years=None, model_types=None,
+                   trained="all", sources=None, columns=None, sort_by=PRIMARY):
+        """``page_table``'s pieces as plain values (what the page is built with): the display frame, its column
+        types and widths, the empty-result message, the rows shown and every row."""
         shown, full = self._filtered(dataset, track, search, institutions, years, model_types, trained, sources,
                                      columns, sort_by)
         metrics = self._columns(columns)
@@ -184,15 +200,14 @@ class _Views:
                                   name_cell=lambda row: _md_link(row["model"], row["url"]))
         widths = [_WIDTHS.get(c, _METRIC_WIDTH) for c in out.columns]
         types = ["markdown" if c == "Model" else "str" for c in out.columns]
-        table = gr.Dataframe(value=out, datatype=types, column_widths=widths)
         if full.empty:
             empty = "No results on this test set and track yet."
         elif shown.empty:
-            empty = ("**No model matches these filters.** Clear the search box, or open *Filters, columns and "
-                     "sorting* and remove a filter.")
+            empty = ("**No model matches these filters.** Open *Filters, columns and sorting* and remove a "
+                     "filter.")
         else:
             empty = ""
-        return table, gr.Markdown(empty, visible=bool(empty)), shown, full
+        return out, types, widths, empty, shown, full
 
     def results_json(self, dataset: str, track: str) -> str:
         """Aggregates only (means and CIs), never per-study data. A private test set's values come from
@@ -240,7 +255,8 @@ class _Views:
         info = self.store.model(model)
         if info is None:
             return pd.DataFrame(), f"No model named {_md_text(str(model)[:120])} on this board."
-        return board.model_page(self.store, model), _model_markdown(info, board.model_analyses(self.store, model))
+        text = _model_markdown(info, board.model_analyses(self.store, model))
+        return board.model_page(self.store, model), text + _corpus_markdown(board.model_corpus_metrics(self.store, model))
 
     def default_model(self) -> str | None:
         """The model the Models tab opens on: the overview's first."""
@@ -298,6 +314,17 @@ def _model_markdown(info: dict[str, Any], analyses: list[dict[str, Any]]) -> str
         blocks.append("No subgroup results stored for this model (published rows have none; `rexrank score` "
                       "stores normal/abnormal and per-site results with each result it adds).")
     return "\n\n".join(b for b in blocks if b)
+
+
+def _corpus_markdown(table: pd.DataFrame) -> str:
+    """CE F1 (and any corpus-level metric) stored with the model's rexrank results: a Markdown table, or nothing."""
+    if table.empty:
+        return ""
+    columns = list(table.columns)
+    lines = ["", "", "### Clinical efficacy (CheXbert labels; not a ReXrank column)", "",
+             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_md_text(str(row[c])) for c in columns) + " |" for _, row in table.iterrows()]
+    return "\n".join(lines)
 
 
 def _subgroup_markdown(entry: dict[str, Any]) -> str:
@@ -421,11 +448,8 @@ def _dataset_tabs(gr, views: _Views) -> None:
 def _dataset_tab(gr, dataset: str, track: str, views: _Views):
     """Build one dataset/track view; returns the (fn, inputs, outputs, options) that fill it, for Tab.select."""
     key = f"{dataset}-{track}"
-    with gr.Row(equal_height=True):
-        search = gr.Textbox(show_label=False, placeholder="Search model or institution", elem_id=f"search-{key}",
-                            scale=4, min_width=180, container=False)
-        gr.Markdown(f"[Download CSV](csv/{dataset}/{track})", elem_id=f"csv-{key}", elem_classes=["board-links"],
-                    min_height=0)
+    gr.Markdown(f"[Download CSV](csv/{dataset}/{track})", elem_id=f"csv-{key}", elem_classes=["board-links"],
+                min_height=0)
     with gr.Accordion("Filters, columns and sorting", open=False, elem_id=f"filters-{key}"):
         with gr.Row():
             inst = gr.Dropdown([], multiselect=True, label="Institution", elem_id=f"inst-{key}")
@@ -440,17 +464,21 @@ def _dataset_tab(gr, dataset: str, track: str, views: _Views):
                                   label="Columns", elem_id=f"columns-{key}")
             sort = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Sort by (best first)", elem_id=f"sort-{key}")
     empty = gr.Markdown(visible=False, elem_id=f"empty-{key}")
+    # Filled when the tab first opens (bench/leaderboard.py: as fast as a bare Dataframe in a second tab; rows
+    # built into the page instead made the first opening slower, the page heavier and the rows stale). The search
+    # box is the table's own (client-side, no request); the filters above go to the server (they drive the plots).
     table = gr.Dataframe(value=pd.DataFrame(columns=board.display_columns()), interactive=False,
                          elem_id=f"table-{key}", pinned_columns=2, wrap=True, elem_classes=["board-table", "pin2"],
-                         column_widths=[_WIDTHS.get(c, _METRIC_WIDTH) for c in board.display_columns()])
+                         column_widths=[_WIDTHS.get(c, _METRIC_WIDTH) for c in board.display_columns()],
+                         show_search="search")
     with gr.Accordion("Plots", open=False, elem_id=f"plots-{key}") as plots_acc:
         metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Metric", elem_id=f"metric-{key}")
         bars = gr.Plot(show_label=False, elem_id=f"bars-{key}")
         heat = gr.Plot(show_label=False, elem_id=f"heat-{key}")
     plots_open = gr.State(False)
-    ds, tr = gr.State(dataset), gr.State(track)
-    filters = [search, inst, year, mtype, trained, source, columns, sort]
-    inputs = [ds, tr, *filters, plots_open, metric]
+    ds, tr, search = gr.State(dataset), gr.State(track), gr.State("")
+    filters = [inst, year, mtype, trained, source, columns, sort]
+    inputs = [ds, tr, search, *filters, plots_open, metric]
 
     def update(dataset, track, search, inst, year, mtype, trained, source, columns, sort, plots_open, metric):
         out, message, shown, _ = views.page_table(dataset, track, search, inst, year, mtype, trained, source, columns,

@@ -282,6 +282,28 @@ def model_page(store: Store, model: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def model_corpus_metrics(store: Store, model: str) -> pd.DataFrame:
+    """A model's corpus-level metrics (CE F1) per dataset and track, as stored with its rexrank results: the values
+    each metric's tables show, with CIs, and the options that change them (CE F1's uncertain convention). Model pages
+    only: these are not ReXrank columns and never rank. A private set's values rounded by its policy."""
+    rows = []
+    for item in _rows(store, model=model):
+        for name, entry in ((item.get("extra") or {}).get("corpus_metrics") or {}).items():
+            values = entry.get("values") or {}
+            if is_private(item["dataset"]):
+                values = disclosure.bounded_tree(values)
+            row = {"Dataset": DATASET_LABELS.get(item["dataset"], item["dataset"]),
+                   "Track": TRACK_LABELS.get(item["track"], item["track"]), "Metric": name,
+                   "Options": ", ".join(f"{k}={v}" for k, v in (entry.get("config") or {}).items()
+                                        if isinstance(v, str) and k == "uncertain")}
+            for output, label in (entry.get("shown") or {}).items():
+                value = values.get(output) or {}
+                row[label] = fmt(*(math.nan if value.get(k) is None else float(value[k])
+                                   for k in ("value", "ci_low", "ci_high")))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def weights_label(item: dict[str, Any]) -> str:
     """'unofficial weights: semb; unverified weights: radgraph' when a result was added with
     --allow-unofficial-weights ('' otherwise): stored in the record's extra JSON by `rexrank leaderboard add`."""

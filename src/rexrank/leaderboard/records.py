@@ -265,6 +265,12 @@ def from_results_json(results: dict[str, Any], model: ModelInfo, source: str = "
         metrics[name] = MetricValue(_num(entry.get("mean")), _num(entry.get("ci_low")), _num(entry.get("ci_high")))
     extra = {k: results[k] for k in ("leaderboard", "fingerprints", "versions", "subgroups", "analyses",
                                      "n_dropped", "created_at") if k in results}
+    # Corpus-level metrics (CE F1): every named value with its CI, for the model pages (never a ranking column).
+    corpus = {name: {"values": entry["values"], "shown": entry.get("shown") or {},
+                     "config": (results.get("configs") or {}).get(name) or {}}
+              for name, entry in raw_metrics.items() if isinstance(entry.get("values"), dict)}
+    if corpus:
+        extra["corpus_metrics"] = corpus
     return ResultRecord(model=model, dataset=dataset, split=split, track=track, source=source, metrics=metrics,
                         n_studies=results.get("n_studies"), extra=extra)
 

@@ -62,6 +62,12 @@ REGISTRY.register(
                "FineRadScore: LLM line-by-line severity judge (rexrank's documented aggregation; published numbers are not reproducible)",
                needs_model=True, across_processes="shard", leaderboard_aggregation="reciprocal_of_mean", leaderboard_column="1/FineRadScore"),
     f"{_R}.fineradscore:FineRadScore", aliases=("finerad", "fine_rad_score"))
+REGISTRY.register(
+    MetricSpec("ce_f1", "ce_exact_match_5", True, "1",
+               "Clinical-efficacy F1 from CheXbert labels (f1chexbert's convention): micro/macro F1, precision, "
+               "recall over 14 and 5 conditions, per-condition F1; corpus-level, from per-study TP/FP/FN",
+               needs_model=True, across_processes="shard", level="corpus", shares=("semb",)),
+    f"{_R}.ce_f1:CEF1", aliases=("ce-f1", "chexbert_f1", "f1chexbert", "clinical_efficacy"))
 
 # The eight ReXrank leaderboard metrics, in leaderboard column order.
 LEADERBOARD_METRICS = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1", "ratescore", "green", "fineradscore")

@@ -154,12 +154,58 @@ def mean_label(metric: str | MetricSpec) -> str:
     return column
 
 
+# -- corpus-level metrics (CE F1): values from summed per-study statistics --------------------------------------------
+CORPUS = "corpus"
+
+
+def is_corpus(metric: str | MetricSpec) -> bool:
+    spec = metric if hasattr(metric, "level") else _spec(metric)
+    return spec.level == CORPUS
+
+
+def _corpus_class(metric: str | MetricSpec):
+    from rexrank.metrics import REGISTRY
+
+    return REGISTRY.cls(getattr(metric, "name", metric))
+
+
+def corpus_statistics(metric: str | MetricSpec) -> tuple[str, ...]:
+    """The per-study statistic columns of a corpus metric (the first is its ``column``)."""
+    return tuple(_corpus_class(metric).STATISTICS)
+
+
+def corpus_outputs(metric: str | MetricSpec) -> tuple[str, ...]:
+    """The named values of a corpus metric (the first is its headline)."""
+    return tuple(_corpus_class(metric).OUTPUTS)
+
+
+def corpus_values(sums, n, metric: str | MetricSpec) -> np.ndarray:
+    """A corpus metric's values (..., len(outputs)) from column sums (..., len(statistics)) over ``n`` studies.
+
+    The one rule for every caller: the point values sum the whole table; a bootstrap resample with count vector c
+    sums ``c @ statistics`` (the same matrix product as a resampled mean), so CIs, paired tests and rank CIs of a
+    corpus metric recompute exactly this function per resample. NaN where n is 0 (no study).
+    """
+    return np.asarray(_corpus_class(metric).corpus_values(np.asarray(sums, dtype=np.float64), n), dtype=np.float64)
+
+
+def corpus_aggregate(statistics, metric: str | MetricSpec) -> dict[str, float]:
+    """{output: value} over every study of an (n, len(statistics)) table (a study with a NaN statistic is an error:
+    counts are never missing)."""
+    statistics = np.asarray(statistics, dtype=np.float64)
+    if np.isnan(statistics).any():
+        raise ValueError(f"{getattr(metric, 'name', metric)}: per-study statistics contain NaN")
+    values = corpus_values(statistics.sum(axis=0), statistics.shape[0], metric)
+    return dict(zip(corpus_outputs(metric), map(float, values)))
+
+
 def _spec(name: str) -> MetricSpec:
     from rexrank.metrics import REGISTRY  # here, not at the top: rexrank.metrics may come to import this module
 
     return REGISTRY.spec(name)
 
 
-__all__ = ["AGGREGATIONS", "Aggregate", "MEAN", "NAN_MEAN", "NEGATIVE_MEAN", "RECIPROCAL_OF_MEAN", "ZERO_MEAN",
-           "aggregate", "aggregation_name", "leaderboard_flags", "leaderboard_higher_is_better",
+__all__ = ["AGGREGATIONS", "Aggregate", "CORPUS", "MEAN", "NAN_MEAN", "NEGATIVE_MEAN", "RECIPROCAL_OF_MEAN", "ZERO_MEAN",
+           "aggregate", "aggregation_name", "corpus_aggregate", "corpus_outputs", "corpus_statistics",
+           "corpus_values", "is_corpus", "leaderboard_flags", "leaderboard_higher_is_better",
            "leaderboard_interval", "leaderboard_values", "mean_label", "nan_means"]

@@ -328,6 +328,12 @@ def check_metric(name: str, configs: dict[str, Any], _seen: frozenset = frozense
         bad = [p.metric for p in parts if p.status != "official"]
         return MetricCheck(name, _worst(p.status for p in parts),
                            reason=f"computed from {', '.join(bad)}" if bad else "") if parts else None
+    if spec.shares:  # CE F1: its weights are the shared metric's (SembScore's), reported in its own config
+        config = configs.get(name) if isinstance(configs.get(name), dict) else {}
+        parts = [check_metric(other, {other: config.get(f"{other}_config")}, _seen | {name}) for other in spec.shares]
+        bad = [p.metric for p in parts if p is not None and p.status != "official"]
+        return MetricCheck(name, _worst(p.status for p in parts if p is not None),
+                           reason=f"labels from {', '.join(bad)}" if bad else "")
     if not spec.needs_model:
         return None
     if name in NO_OFFICIAL_WEIGHTS:

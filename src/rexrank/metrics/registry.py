@@ -36,6 +36,14 @@ class MetricSpec:
     # How a direct call behaves inside a launched multi-process job (rexrank.parallel): "shard" splits one call's
     # distinct pairs across the processes (model-backed metrics); "replicate" computes them all in every process.
     across_processes: str = "replicate"
+    # "report": one value per report, aggregated by leaderboard_aggregation. "corpus": the metric's class owns
+    # STATISTICS (per-study columns, the first being ``column``), OUTPUTS (named values, the first the headline) and
+    # corpus_values(sums, n); every value is a function of the column sums (rexrank.metrics.aggregation). Read from
+    # the class, not declared here, so listing metrics imports no model code.
+    level: str = "report"
+    # Registry names whose configuration this metric takes as a keyword dict (``semb={...}``) and whose per-text
+    # cache entries it reads: CE F1 reuses SembScore's CheXbert labels (rexrank.evaluation.plan.metric_config).
+    shares: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
