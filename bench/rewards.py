@@ -35,6 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# The virtualenv of each side and the stand-in cache are classic_metrics.py's (same folder; stdlib-only imports).
+from classic_metrics import _build_standins, _python  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "iu_xray" / "ReXRank_IUXray_test.json"
 METRICS = ("bertscore", "radgraph")
@@ -108,10 +111,6 @@ def worker(side: str, metric: str, job: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------- driver side
-def _python(side: str) -> str:
-    return str(REPO / (".venv" if side == "ours" else ".venv-ref") / "bin" / "python")
-
-
 def _measure(side: str, metric: str, models: dict, refs: list[str], batches: list[list[str]], threads: int,
              workdir: Path) -> dict:
     job, out = workdir / f"job-{side}-{metric}.json", workdir / f"out-{side}-{metric}.json"
@@ -125,19 +124,6 @@ def _measure(side: str, metric: str, models: dict, refs: list[str], batches: lis
     if proc.returncode != 0:
         raise RuntimeError(f"{side} {metric} failed:\n{proc.stderr[-3000:]}")
     return json.loads(out.read_text())
-
-
-def _build_standins(directory: Path, size: str) -> dict:
-    directory = directory / size
-    marker = directory / "paths.json"
-    paths = json.loads(marker.read_text()) if marker.exists() else {}
-    missing = [m for m in METRICS if m not in paths]
-    if missing:
-        proc = subprocess.run([_python("ours"), "-m", "rexrank.testing.standins", str(directory), "--size", size,
-                               "--only", ",".join(missing)], capture_output=True, text=True, check=True)
-        paths.update(json.loads(proc.stdout))
-        marker.write_text(json.dumps(paths))
-    return paths
 
 
 def workload(data: Path, calls: int) -> tuple[list[str], list[list[str]]]:
@@ -170,7 +156,7 @@ def main(argv=None) -> int:
         return 0
 
     refs, batches = workload(Path(args.data), args.calls)
-    models = _build_standins(Path(args.standins), args.size)
+    models = _build_standins(Path(args.standins), list(METRICS), args.size)
     metrics = [m.strip() for m in args.only.split(",") if m.strip()]
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:

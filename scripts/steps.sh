@@ -1,5 +1,5 @@
 # Sourced by the setup scripts: `step "what" cmd ...` says what it starts, prints a line every
-# REXRANK_PROGRESS_INTERVAL_S seconds (default 10) while the command runs, and how long it took, so a long install
+# REXRANK_PROGRESS_INTERVAL_S seconds (default 10, as rexrank.progress.DEFAULT_INTERVAL_S: bash cannot read it) while the command runs, and how long it took, so a long install
 # in a log file or CI shows signs of life. pip's own "Location ... is ignored" warnings are dropped.
 step() {
   local what=$1

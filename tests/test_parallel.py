@@ -232,7 +232,7 @@ def _score_args(standins) -> tuple[list[str], list[str]]:
         args += ["--model-path", f"{name}={path}"]
         for key, value in config.items():
             args += ["--option", f"{name}.{key}={value if isinstance(value, str) else json.dumps(value)}"]
-    return [*configs, "radcliq_v1"], args
+    return [*configs, "radcliq_v1", "ce_f1"], args  # ce_f1: per-study counts from semb's labels, summed
 
 
 def _files(tmp_path: Path, n: int) -> tuple[Path, Path]:
