@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` (set up + main job) and `make test` (set up + whole suite).
-.PHONY: setup setup-ref setup-browser demo test bench
+.PHONY: setup setup-ref setup-browser setup-java demo test bench
 
 setup:
 	bash scripts/setup.sh
@@ -10,10 +10,13 @@ setup-ref:
 setup-browser:
 	bash scripts/setup_browser.sh
 
+setup-java:
+	bash scripts/setup_java.sh
+
 demo: setup
 	bash scripts/demo.sh
 
-test: setup setup-ref setup-browser
+test: setup setup-ref setup-browser setup-java
 	.venv/bin/lint-imports --no-cache
 	HF_HUB_OFFLINE=1 HF_EVALUATE_OFFLINE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests
 

@@ -24,10 +24,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   step "installing torch 2.13.0 into .venv-ref" "${pip[@]}" "torch==2.13.0"
   step "installing the reference packages (bert-score, radgraph, f1chexbert, transformers 4.x, ...) into .venv-ref" \
     "${pip[@]}" -r "$req"
-  step "installing radeval 2.2.1 without its dependencies into .venv-ref" "${pip[@]}" --no-deps -r "$nodeps"
+  step "installing radeval 2.2.1 and pycocoevalcap 1.2 without their dependencies into .venv-ref" \
+    "${pip[@]}" --no-deps -r "$nodeps"
   .venv-ref/bin/python -c "
 import nltk; nltk.download = lambda *a, **k: True  # radeval.utils fetches punkt_tab at import (unused by GREEN)
 import bert_score, radgraph, transformers, numpy, f1chexbert, radeval.metrics.green_score.green
+import pycocoevalcap.bleu.bleu, pycocoevalcap.cider.cider, pycocoevalcap.rouge.rouge, pycocoevalcap.meteor.meteor
 assert transformers.__version__.startswith('4.') and numpy.__version__.startswith('1.')"
   echo "$want" > "$stamp"
 fi
