@@ -103,6 +103,25 @@ def _ref_python() -> Path | None:
     return candidate if candidate.exists() else None
 
 
+def meteor_jar_path() -> Path | None:
+    """pycocoevalcap's meteor-1.5.jar in the reference virtualenv (scripts/setup_ref.sh installs it), or None."""
+    python = _ref_python()
+    found = sorted(python.parents[1].glob("lib/python*/site-packages/pycocoevalcap/meteor/meteor-1.5.jar")) if python else []
+    return found[0] if found else None
+
+
+def require_meteor() -> Path:
+    """The jar, with java on PATH; otherwise a skip (a failure in CI)."""
+    import shutil
+
+    jar = meteor_jar_path()
+    if jar is None:
+        skip_unless_ci("pycocoevalcap's meteor-1.5.jar is not in .venv-ref: `make test` installs it (scripts/setup_ref.sh)")
+    if shutil.which("java") is None:
+        skip_unless_ci("METEOR needs java: `make test` installs it (scripts/setup_java.sh)")
+    return jar
+
+
 @pytest.fixture(scope="session")
 def ref_python() -> Path:
     """The reference virtualenv's interpreter (scripts/setup_ref.sh). In CI its absence is a failure, not a skip."""

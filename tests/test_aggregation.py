@@ -216,6 +216,10 @@ EXCEPTIONS = {
                                 "store keeps (the rule's inverse, applied to a published number)",
     "testing/standin_radgraph.py": "stand-in model weights: a scale of 1/std, unrelated to any metric's aggregation",
     "testing/standin_ratescore.py": "stand-in model weights: 1/sqrt(fan-in) initialisation, unrelated",
+    "metrics/nlg.py": "BLEU's own formula (the n-th root of the running product, the brevity penalty exp(1 - 1/ratio)), "
+                      "inside a corpus metric's values, not a leaderboard reciprocal",
+    "metrics/meteor.py": "METEOR's own formula (its weighted harmonic mean of precision and recall), inside a corpus "
+                         "metric's values, not a leaderboard reciprocal",
 }
 
 

@@ -21,9 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import meteor_jar_path, require_meteor
+
 REPO = Path(__file__).resolve().parents[1]
 METRICS_DIR = REPO / "metrics"
-SLUGS = ("bleu2", "bertscore", "semb", "radcliq", "radgraph", "ratescore", "green", "fineradscore", "ce_f1")
+SLUGS = ("bleu2", "bertscore", "semb", "radcliq", "radgraph", "ratescore", "green", "fineradscore", "ce_f1", "nlg",
+         "meteor")
 
 # slug -> (registry metrics the module needs, stand-in families it needs)
 NEEDS = {
@@ -36,6 +39,8 @@ NEEDS = {
     "green": (("green",), ("green",)),
     "fineradscore": (("fineradscore",), ("green",)),
     "ce_f1": (("ce_f1", "semb"), ("semb",)),
+    "nlg": (("nlg",), ()),
+    "meteor": (("meteor",), ()),
 }
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                  "#### Values from Popular Papers", "### Examples", "## Limitations and Bias", "## Citation")
@@ -102,6 +107,8 @@ def _require(slug):
         module_name = BUILDERS[family].partition(":")[0]
         if importlib.util.find_spec(module_name) is None:
             pytest.fail(f"stand-in builder {module_name} does not exist")
+    if slug == "meteor":  # Java and pycocoevalcap's jar (from .venv-ref here)
+        require_meteor()
     if slug in EXTRAS:
         module, extra = EXTRAS[slug]
         if importlib.util.find_spec(module) is None:
@@ -119,8 +126,11 @@ def _model_options(standins, family: str) -> dict:
 
 
 def standin_options(slug, standins) -> dict:
-    if slug == "bleu2":
+    if slug in ("bleu2", "nlg"):  # no model
         return {}
+    if slug == "meteor":  # the jar pycocoevalcap ships (main venv: not installed; the reference venv's copy)
+        jar = meteor_jar_path()
+        return {"jar": str(jar)} if jar else {}
     if slug == "radcliq":
         return {name: _model_options(standins, name) for name in ("radgraph", "bertscore", "semb")}
     if slug == "ce_f1":  # CheXbert labels: SembScore's stand-in

@@ -232,7 +232,9 @@ def _score_args(standins) -> tuple[list[str], list[str]]:
         args += ["--model-path", f"{name}={path}"]
         for key, value in config.items():
             args += ["--option", f"{name}.{key}={value if isinstance(value, str) else json.dumps(value)}"]
-    return [*configs, "radcliq_v1", "ce_f1"], args  # ce_f1: per-study counts from semb's labels, summed
+    # ce_f1: per-study counts from semb's labels, summed; nlg: BLEU counts, and CIDEr-D's document frequencies from
+    # the whole reference set while pairs are scored 3 at a time in each process.
+    return [*configs, "radcliq_v1", "ce_f1", "nlg"], args
 
 
 def _files(tmp_path: Path, n: int) -> tuple[Path, Path]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rexrank.evaluate_modules import MODULE_FILES, module_paths
+from rexrank.evaluate_modules import MODULE_FILES, OPTIONAL_MODULE_FILES, module_paths
 from rexrank.evaluate_modules.publish import build_wheel
 
 PACKAGED = "rexrank/evaluate_modules/hub_modules"
@@ -60,7 +60,10 @@ def test_wheel_carries_every_module_folder(wheel):
                 assert member in names, f"{member} missing from {wheel.name}"
                 assert archive.read(member) == (folder / name).read_bytes(), member
         packaged = {n for n in names if n.startswith(f"{PACKAGED}/")}
-        assert len(packaged) == len(module_paths()) * len(MODULE_FILES), sorted(packaged)
+        optional = {f"{PACKAGED}/{slug}/{name}" for slug, folder in module_paths().items()
+                    for name in OPTIONAL_MODULE_FILES if (folder / name).is_file()}
+        assert optional <= names and any("meteor/packages.txt" in n for n in optional)
+        assert len(packaged) == len(module_paths()) * len(MODULE_FILES) + len(optional), sorted(packaged)
         assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
 

@@ -15,6 +15,9 @@ from rexrank.errors import ConfigError, UnknownNameError
 
 # Each folder is a complete Space: the module, its card, its Gradio app and the Space's requirements.
 MODULE_FILES = ("{slug}.py", "README.md", "app.py", "requirements.txt")
+# What a folder may hold besides: the Debian packages its Space needs (Hugging Face Spaces install packages.txt with
+# apt; METEOR's Java).
+OPTIONAL_MODULE_FILES = ("packages.txt",)
 
 
 def modules_root() -> Path:
@@ -47,4 +50,4 @@ def module_path(slug: str) -> Path:
     return folders[slug]
 
 
-__all__ = ["MODULE_FILES", "module_path", "module_paths", "modules_root"]
+__all__ = ["MODULE_FILES", "OPTIONAL_MODULE_FILES", "module_path", "module_paths", "modules_root"]

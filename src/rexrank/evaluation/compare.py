@@ -44,6 +44,7 @@ from rexrank.metrics import REGISTRY
 from rexrank.metrics.aggregation import (
     MEAN,
     aggregate,
+    corpus_outputs,
     corpus_values,
     is_corpus,
     leaderboard_flags,
@@ -528,8 +529,22 @@ def _ranks(point: np.ndarray, higher_is_better: bool) -> np.ndarray:
 def _group_values(aligned: _Aligned, mask: np.ndarray, with_rank: bool = False) -> dict[str, Any]:
     """Each model's leaderboard value per metric on a subset of studies (and its rank among the models)."""
     out = {}
-    for name in aligned.per_report:  # a corpus metric's subgroup values are not computed here (yet)
+    for name in aligned.names:
         spec = REGISTRY.spec(name)
+        if is_corpus(spec):
+            # A corpus metric's group value is its headline output of the group's summed statistics (CE F1: the
+            # group's TP/FP/FN), every other output alongside, exactly as over the whole set.
+            tables = [t[mask] for t in aligned.statistics(name)]
+            every = [corpus_values(t.sum(axis=0), len(t), spec) for t in tables]
+            point = np.array([v[0] for v in every])
+            outputs = corpus_outputs(spec)
+            entry = {model: {"value": float(point[j]), "values": dict(zip(outputs, map(float, every[j])))}
+                     for j, model in enumerate(aligned.models)}
+            if with_rank and int(mask.sum()):
+                for j, rank in enumerate(_ranks(point, spec.higher_is_better)):
+                    entry[aligned.models[j]]["rank"] = int(rank)
+            out[name] = entry
+            continue
         values = aligned.matrix(name, mask)
         point = leaderboard_values(nan_means(values, axis=0), spec)
         entry = {model: {"value": float(point[j])} for j, model in enumerate(aligned.models)}

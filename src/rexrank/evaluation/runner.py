@@ -135,6 +135,7 @@ def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, 
     shown = progress_enabled(progress) and parallel.context().is_main
     for name, metric in metrics.items():
         metric.use_text_cache(store)
+        metric.use_corpus(refs)  # before the fingerprint: a corpus-dependent metric's fingerprint names its corpus
         fingerprint = metric.fingerprint
         found = store.get_pairs(fingerprint, list(unique)) if unique else {}
         missing = [k for k in unique if k not in found]

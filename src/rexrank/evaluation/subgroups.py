@@ -84,9 +84,9 @@ def _group(frame: pd.DataFrame, mask, names, **boot) -> dict[str, Any]:
     if len(part) == 0:
         return {"n": 0, "metrics": {}}
     summary = metric_summary(part, names, **boot)
-    return {"n": int(len(part)), "metrics": {k: {f: v[f] for f in ("mean", "ci_low", "ci_high", "leaderboard_value",
-                                                                    "leaderboard_ci_low", "leaderboard_ci_high")}
-                                            for k, v in summary.items()}}
+    fields = ("mean", "ci_low", "ci_high", "leaderboard_value", "leaderboard_ci_low", "leaderboard_ci_high",
+              "values")  # values: a corpus metric's every output with its CI, from the group's summed statistics
+    return {"n": int(len(part)), "metrics": {k: {f: v[f] for f in fields if f in v} for k, v in summary.items()}}
 
 
 def subgroup_summary(frame: pd.DataFrame, names: Sequence[str] | None = None, *, resamples: int = DEFAULT_RESAMPLES,

@@ -320,10 +320,15 @@ def _corpus_markdown(table: pd.DataFrame) -> str:
     """CE F1 (and any corpus-level metric) stored with the model's rexrank results: a Markdown table, or nothing."""
     if table.empty:
         return ""
-    columns = list(table.columns)
-    lines = ["", "", "### Clinical efficacy (CheXbert labels; not a ReXrank column)", "",
-             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_md_text(str(row[c])) for c in columns) + " |" for _, row in table.iterrows()]
+    lines = []
+    for name, part in table.groupby("Metric", sort=False):  # one section per metric: each has its own outputs
+        part = part.dropna(axis=1, how="all").drop(columns=["Metric"])
+        if not part["Options"].astype(bool).any():
+            part = part.drop(columns=["Options"])
+        columns = list(part.columns)
+        lines += ["", "", f"### {board.corpus_display(str(name))[0]} (not a ReXrank column)", "",
+                  "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(_md_text(str(row[c])) for c in columns) + " |" for _, row in part.iterrows()]
     return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from rexrank.errors import UnknownNameError
 from rexrank.evaluation import disclosure
 from rexrank.leaderboard.published import bundled_tables
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS, name_key
@@ -282,6 +283,16 @@ def model_page(store: Store, model: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def corpus_display(name: str) -> tuple[str, tuple[str, ...]]:
+    """(section title, option names worth showing) of a corpus-level metric's model-page table: the metric class
+    declares both (TITLE, SHOWN_OPTIONS); an unknown stored name shows under its own name."""
+    try:
+        cls = REGISTRY.cls(name)
+    except UnknownNameError:  # a record written by another rexrank version may name a metric this one lacks
+        return name, ()
+    return str(getattr(cls, "TITLE", name)), tuple(getattr(cls, "SHOWN_OPTIONS", ()))
+
+
 def model_corpus_metrics(store: Store, model: str) -> pd.DataFrame:
     """A model's corpus-level metrics (CE F1) per dataset and track, as stored with its rexrank results: the values
     each metric's tables show, with CIs, and the options that change them (CE F1's uncertain convention). Model pages
@@ -292,10 +303,11 @@ def model_corpus_metrics(store: Store, model: str) -> pd.DataFrame:
             values = entry.get("values") or {}
             if is_private(item["dataset"]):
                 values = disclosure.bounded_tree(values)
+            shown_options = corpus_display(name)[1]
             row = {"Dataset": DATASET_LABELS.get(item["dataset"], item["dataset"]),
                    "Track": TRACK_LABELS.get(item["track"], item["track"]), "Metric": name,
                    "Options": ", ".join(f"{k}={v}" for k, v in (entry.get("config") or {}).items()
-                                        if isinstance(v, str) and k == "uncertain")}
+                                        if isinstance(v, str) and k in shown_options)}
             for output, label in (entry.get("shown") or {}).items():
                 value = values.get(output) or {}
                 row[label] = fmt(*(math.nan if value.get(k) is None else float(value[k])

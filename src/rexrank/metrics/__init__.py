@@ -68,6 +68,17 @@ REGISTRY.register(
                "recall over 14 and 5 conditions, per-condition F1; corpus-level, from per-study TP/FP/FN",
                needs_model=True, across_processes="shard", level="corpus", shares=("semb",)),
     f"{_R}.ce_f1:CEF1", aliases=("ce-f1", "chexbert_f1", "f1chexbert", "clinical_efficacy"))
+REGISTRY.register(
+    MetricSpec("nlg", "nlg_rouge_l", True, "1",
+               "The NLG metrics as pycocoevalcap computes them (PTB tokenisation): corpus BLEU-1..4, ROUGE-L, "
+               "CIDEr-D; corpus-level, from per-study n-gram counts and scores",
+               level="corpus"),
+    f"{_R}.nlg:NLG", aliases=("coco", "pycocoevalcap", "coco_caption"))
+REGISTRY.register(
+    MetricSpec("meteor", "meteor", True, "1",
+               "METEOR 1.5 as pycocoevalcap runs it (Java; -l en -norm, PTB-tokenised text); corpus score from summed "
+               "segment statistics", level="corpus"),
+    f"{_R}.meteor:Meteor", aliases=("meteor_1.5",))
 
 # The eight ReXrank leaderboard metrics, in leaderboard column order.
 LEADERBOARD_METRICS = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1", "ratescore", "green", "fineradscore")

@@ -115,6 +115,14 @@ class Metric:
         self.text_cache = cache
         return self
 
+    def use_corpus(self, refs: Sequence[str]) -> "Metric":
+        """The run's whole reference list (one entry per study), given before its pairs are scored in chunks.
+
+        Most metrics score a pair from the pair alone and ignore it. One whose per-pair values depend on the corpus
+        (CIDEr-D's document frequencies, rexrank.metrics.nlg) keeps what it needs and puts a digest of it into
+        ``config()``, so the pair cache never mixes values computed against different corpora."""
+        return self
+
     def locate_weights(self) -> None:
         """Find (download if needed) every weight file this metric reads, without loading any. Most metrics do it
         in their constructor; one that resolves lazily overrides this."""

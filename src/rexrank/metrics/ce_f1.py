@@ -136,6 +136,9 @@ class CEF1(Metric):
     STATISTICS = STATISTICS
     OUTPUTS = OUTPUTS
     SHOWN = SHOWN
+    # The leaderboard's model pages (rexrank.leaderboard.board.corpus_display): section title, options shown.
+    TITLE = "Clinical efficacy (CheXbert labels)"
+    SHOWN_OPTIONS = ("uncertain",)
 
     def __init__(self, uncertain: str = DEFAULT_UNCERTAIN, semb: Mapping[str, Any] | None = None,
                  device: str | None = None, batch_size: int | None = None):
