@@ -199,7 +199,8 @@ def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, ba
         with parallel.local():
             scored = score_pairs([inputs.hyps[i] for i in positions], [inputs.refs[i] for i in positions], built,
                                  cache=cache, chunk_size=options.chunk_size, progress=options.progress,
-                                 reference_labels=True, label=f" [process {ctx.rank}]" if ctx.distributed else "")
+                                 reference_labels=True, label=f" [process {ctx.rank}]" if ctx.distributed else "",
+                                 corpus=inputs.refs)  # every study's reference, whichever shard this is
     finally:
         cache.close()
     combine_composites(composites, scored)

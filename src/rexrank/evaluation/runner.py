@@ -110,13 +110,15 @@ def _column(values: list[Any]):
 
 def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, Metric], *, cache=None,
                 chunk_size: int | None = None, progress: bool | None = False, reference_labels: bool = False,
-                label: str = "") -> ScoredPairs:
+                label: str = "", corpus: Sequence[str] | None = None) -> ScoredPairs:
     """Score aligned pairs with already built base metrics.
 
     ``cache``: a ScoreCache/MemoryPairCache (pair rows + per-text artefacts), or None for a throwaway in-memory one.
     ``chunk_size``: pairs per call to a metric (None: all missing pairs in one call, as ``rexrank.score`` does).
     ``progress``: show each metric's progress (None: rexrank.progress's default), moved by the metric's batches
     within a chunk; only the main process of a launched job shows it.
+    ``corpus``: the whole run's references, one per study, when these pairs are one process's shard of it (CIDEr-D
+    counts document frequencies over the whole run, ``Metric.use_corpus``); None: ``refs`` is the whole run.
     """
     from rexrank.evaluation.cache import MemoryPairCache
 
@@ -135,7 +137,8 @@ def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, 
     shown = progress_enabled(progress) and parallel.context().is_main
     for name, metric in metrics.items():
         metric.use_text_cache(store)
-        metric.use_corpus(refs)  # before the fingerprint: a corpus-dependent metric's fingerprint names its corpus
+        # Before the fingerprint: a corpus-dependent metric's fingerprint names its corpus.
+        metric.use_corpus(refs if corpus is None else list(corpus))
         fingerprint = metric.fingerprint
         found = store.get_pairs(fingerprint, list(unique)) if unique else {}
         missing = [k for k in unique if k not in found]
