@@ -168,6 +168,9 @@ def test_clear_errors():
         rewards.mix({"bleu2": 1.0}, configs={"bertscore": {"model": "x"}})
     with pytest.raises(ConfigError, match="already a term"):
         rewards.mix({"bleu2": 1.0, "bleu": 1.0})
+    for corpus_level in ("nlg", "ce_f1", "meteor"):
+        with pytest.raises(ConfigError, match=f"{corpus_level} is a corpus-level metric.*per-report metric: bleu2"):
+            rewards.mix({"bleu2": 1.0, corpus_level: 1.0})
 
 
 @pytest.mark.slow

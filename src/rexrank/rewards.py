@@ -305,6 +305,12 @@ def _build(weights: Mapping[str, float], configs: Mapping[str, Mapping[str, Any]
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
             raise ConfigError(f"{what}: the weight of {name} must be a finite number, not {weight!r}")
         spec = REGISTRY.spec(name)
+        if spec.level != "report":
+            # CE F1, the NLG metrics, METEOR: their numbers are corpus statistics, not a value per completion.
+            per_report = [n for n in REGISTRY.names() if REGISTRY.spec(n).level == "report"]
+            raise ConfigError(f"{what}: {name} is a corpus-level metric (its values come from counts summed over a "
+                              "test set), so it gives no reward per completion; use a per-report metric: "
+                              + ", ".join(per_report))
         config = canonical_configs.get(name, {})
         REGISTRY.check_options(name, config, flag=what)
         options = {**_shared_options(name, device, batch_size), **config}
