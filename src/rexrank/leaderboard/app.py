@@ -4,8 +4,10 @@
 ``rexrank.leaderboard.board``; submissions go through ``rexrank.leaderboard.submissions``. User-supplied
 text reaches the page only inside Dataframe cells and Markdown that we escape, never as raw HTML.
 
-Speed: the overview table (the first tab) is part of the page as built, so the first rows need no request; the
-other tabs fill when first opened (``Tab.select``), and the page's own callbacks skip the queue (``queue=False``).
+Speed: the overview table (the first tab) is part of the page as built, so the first rows need no request; a dataset
+tab shows an HTML preview of its first rows at once, and its filters, Dataframe and plots are built when it is first
+opened (``gr.render`` on ``Tab.select``), which keeps the page small; the page's own callbacks skip the queue
+(``queue=False``).
 A thread refreshes the built values when the store changes (``_Fresh``), so a reload shows new results.
 Public API: ``/leaderboard``, ``/overview``, ``/table``, ``/results``, ``/model``, ``/submit``, ``/queue``; every
 other callback is private (``api_visibility="private"``).
@@ -38,6 +40,8 @@ QUEUED = "Submission #"  # how an accepted submission's message starts (the form
 # Column widths (px): Rank, Model and the ranking column fit a 390 px phone; the rest scroll sideways behind them.
 _WIDTHS = {"Rank": 56, "Model": 150, "Institution": 150, "Year": 56, "Source": 110}
 _METRIC_WIDTH = 152
+# Rows in a dataset tab's HTML preview: more than a 1440x900 or 390x844 screen shows below the tab bar.
+_PREVIEW_ROWS = 20
 # Gradio's header menu sorts the shown strings ("–" above numbers, CIs compared as text, sorts stacking up): the
 # board's "Sort by" sorts by value, direction-aware, missing values last, so the header menu is hidden.
 # gradio 6.31 takes ``pinned_columns`` but does not pin them on screen: sticky cells do, inside the grid's own
@@ -50,6 +54,17 @@ CSS = """
 .pin1 table :is(th, td):nth-child(1), .pin2 table :is(th, td):nth-child(1) { left: 0; }
 .pin2 table :is(th, td):nth-child(1) { min-width: 56px; max-width: 56px; width: 56px; }
 .pin2 table :is(th, td):nth-child(2) { left: 56px; box-shadow: 2px 0 0 var(--border-color-primary); }
+.board-view:has(.board-table div[role=row]) .board-preview { display: none !important; }
+.board-preview-scroll { overflow-x: auto; border: 1px solid var(--border-color-primary);
+  border-radius: var(--table-radius); margin-top: 44px; }
+.board-preview table { table-layout: fixed; border-collapse: separate; border-spacing: 0; width: max-content;
+  min-width: 100%; margin: 0; font-family: var(--font-mono); font-size: var(--text-md); }
+.board-preview :is(table, th, td) { border: none !important; }
+.board-preview :is(th, td) { padding: var(--size-2); text-align: left; vertical-align: top;
+  overflow-wrap: anywhere; border-bottom: 1px solid var(--border-color-primary) !important; }
+.board-preview th { font-weight: 600; white-space: nowrap; }
+.board-preview td:nth-child(2) { font-family: var(--font); }
+.board-preview-more { margin: var(--size-1) 0; color: var(--body-text-color-subdued); }
 """
 # In <head>, not in CSS: gradio scopes custom @media rules to its content box, and the phone rule is for the page
 # margin around it (32 px each side would leave a 390 px phone no room for Rank, Model and 1/RadCliQ-v1).
@@ -136,7 +151,7 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         fresh.add(header, views.header_markdown)
         with gr.Tabs(overflow_behavior="wrap"):  # a phone shows every tab (rows of tabs), none behind a menu
             _overview_tab(gr, views, fresh)
-            _dataset_tabs(gr, views)
+            _dataset_tabs(gr, views, fresh)
             _models_tab(gr, views)
             if submissions is not None:
                 _submit_tab(gr, demo, views, submissions, oauth=oauth)
@@ -208,6 +223,35 @@ class _Views:
         else:
             empty = ""
         return out, types, widths, empty, shown, full
+
+    def preview_html(self, dataset: str, track: str) -> str:
+        """The first rows of the unfiltered table as a plain HTML table: the cells of ``page_parts`` (same order,
+        ranks, labels and links), HTML-escaped; empty when the dataset/track has no rows."""
+        shown, _ = self._filtered(dataset, track)
+        if shown.empty:
+            return ""
+        # The Model cell is display_table's (its markers included) with the name as an HTML link: display_table calls
+        # name_cell once per row in the order it shows them; ranks are over every row, then the first rows are kept.
+        links: list[str] = []
+
+        def name_cell(row) -> str:
+            name, url = html.escape(str(row["model"])), str(row["url"] or "")
+            safe_url = html.escape(url, quote=True)  # opened as the Dataframe opens its links: a new tab
+            links.append(f'<a target="_blank" rel="noopener noreferrer" href="{safe_url}">{name}</a>'
+                         if re.match(r"^https?://", url) else name)
+            return "\x00"
+
+        out = board.display_table(shown, self._columns(None), sort_by=PRIMARY, name_cell=name_cell)
+        out = out.head(_PREVIEW_ROWS)
+        out["Model"] = [links[k] + html.escape(cell[1:]) for k, cell in enumerate(out["Model"])]
+        widths = "".join(f'<col style="width:{_WIDTHS.get(c, _METRIC_WIDTH)}px">' for c in out.columns)
+        header = "".join(f"<th>{html.escape(c)}</th>" for c in out.columns)
+        body = "".join("<tr>" + "".join(f"<td>{cell if c == 'Model' else html.escape(str(cell))}</td>"
+                                        for c, cell in row.items()) + "</tr>" for _, row in out.iterrows())
+        more = len(shown) - len(out)
+        note = f'<p class="board-preview-more">… {more} more rows</p>' if more > 0 else ""
+        return (f'<div class="board-preview-scroll pin2"><table><colgroup>{widths}</colgroup><thead><tr>{header}'
+                f"</tr></thead><tbody>{body}</tbody></table></div>{note}")
 
     def results_json(self, dataset: str, track: str) -> str:
         """Aggregates only (means and CIs), never per-study data. A private test set's values come from
@@ -437,49 +481,77 @@ def _overview_tab(gr, views: _Views, fresh: _Fresh) -> None:
                     "1/RadCliQ-v1. Open a dataset tab for every metric with its 95% CI.")
 
 
-def _dataset_tabs(gr, views: _Views) -> None:
-    """One tab per dataset, one sub-tab per track: the filterable table and its plots, filled when first opened."""
+def _dataset_tabs(gr, views: _Views, fresh: _Fresh) -> None:
+    """One tab per dataset, one sub-tab per track: a preview of the first rows built into the page, and the
+    filterable table with its plots built when the tab is first opened."""
     for dataset in DATASETS:
         with gr.Tab(DATASET_LABELS[dataset], id=dataset):
             with gr.Tabs():
                 for track in TRACKS:
                     # gradio selects (and fires .select for) the first track's tab when the dataset tab first
-                    # opens, and each track's tab when the user picks it: one request fills the table shown.
-                    with gr.Tab(TRACK_LABELS[track], id=f"{dataset}-{track}") as tab:
-                        fill_on = _dataset_tab(gr, dataset, track, views)
-                    fill_on(tab)
+                    # opens, and each track's tab when the user picks it: one request builds the view shown.
+                    with gr.Tab(TRACK_LABELS[track], id=f"{dataset}-{track}", elem_classes=["board-view"]) as tab:
+                        _dataset_tab(gr, dataset, track, views, fresh, tab)
 
 
-def _dataset_tab(gr, dataset: str, track: str, views: _Views):
-    """Build one dataset/track view; returns the (fn, inputs, outputs, options) that fill it, for Tab.select."""
+def _dataset_tab(gr, dataset: str, track: str, views: _Views, fresh: _Fresh, tab) -> None:
+    """One dataset/track view. Speed (bench/leaderboard.py): gradio takes ~0.7 s to mount a 200-row Dataframe, and
+    every component built into the page makes the first page load slower. So the page holds only the CSV link and
+    a plain HTML preview of the first rows (shown at once when the tab opens, kept current by ``_Fresh``); the
+    filters, the Dataframe and the plots are built by ``gr.render`` on the tab's first opening, and CSS hides the
+    preview as soon as the Dataframe has its rows (``.board-view:has(...)`` in ``CSS``)."""
     key = f"{dataset}-{track}"
     gr.Markdown(f"[Download CSV](csv/{dataset}/{track})", elem_id=f"csv-{key}", elem_classes=["board-links"],
                 min_height=0)
-    with gr.Accordion("Filters, columns and sorting", open=False, elem_id=f"filters-{key}"):
-        with gr.Row():
-            inst = gr.Dropdown([], multiselect=True, label="Institution", elem_id=f"inst-{key}")
-            year = gr.Dropdown([], multiselect=True, label="Year", elem_id=f"year-{key}")
-            mtype = gr.Dropdown([], multiselect=True, label="Model type", elem_id=f"type-{key}", visible=False)
-            source = gr.Dropdown(list(SOURCES), multiselect=True, label="Source", elem_id=f"source-{key}")
-        with gr.Row():
+    preview = gr.HTML(views.preview_html(dataset, track), elem_id=f"preview-{key}", elem_classes=["board-preview"],
+                      padding=False, min_height=0)
+    fresh.add(preview, lambda: views.preview_html(dataset, track))
+
+    # Keys keep the components (and what the user chose in them) when a later opening of the tab re-runs this.
+    @gr.render(triggers=[tab.select], queue=False, show_progress="hidden")
+    def view():
+        _dataset_view(gr, dataset, track, views)
+
+
+def _dataset_view(gr, dataset: str, track: str, views: _Views) -> None:
+    """The filters, the table and its plots, built with the rows there now: filter choices come from those rows (a
+    choice with one value filters nothing, so such a filter is hidden)."""
+    key = f"{dataset}-{track}"
+    out, types, widths, empty_text, shown, full = views.page_parts(dataset, track)
+    institutions = sorted({x for x in full.get("institution", pd.Series(dtype=str)) if x})
+    years = sorted({int(y) for y in full.get("year", pd.Series(dtype=float)).dropna()})
+    model_types = sorted({x for x in full.get("model_type", pd.Series(dtype=str)) if x})
+    n_trained = int(full["trained_on_this"].sum()) if not full.empty else 0
+    # interactive=True: gradio marks a component built by gr.render read-only unless told (they are event inputs).
+    with gr.Accordion("Filters, columns and sorting", open=False, elem_id=f"filters-{key}", key=f"filters-{key}"):
+        with gr.Row(key=f"row1-{key}"):
+            inst = gr.Dropdown(institutions, multiselect=True, label="Institution", elem_id=f"inst-{key}",
+                               key=f"inst-{key}", interactive=True)
+            year = gr.Dropdown(years, multiselect=True, label="Year", elem_id=f"year-{key}", key=f"year-{key}", interactive=True)
+            mtype = gr.Dropdown(model_types, multiselect=True, label="Model type", elem_id=f"type-{key}",
+                                visible=len(model_types) > 1, key=f"type-{key}", interactive=True)
+            source = gr.Dropdown(list(SOURCES), multiselect=True, label="Source", elem_id=f"source-{key}",
+                                 key=f"source-{key}", interactive=True)
+        with gr.Row(key=f"row2-{key}"):
             trained = gr.Radio([("All models", "all"), ("Exclude models trained on this set", "exclude"),
                                 ("Only models trained on this set", "only")], value="all",
-                               label="Trained on this dataset", elem_id=f"trained-{key}")
+                               label="Trained on this dataset", elem_id=f"trained-{key}",
+                               visible=0 < n_trained < len(full), key=f"trained-{key}", interactive=True)
             columns = gr.Dropdown(METRIC_CHOICES, value=list(LEADERBOARD_METRICS), multiselect=True,
-                                  label="Columns", elem_id=f"columns-{key}")
-            sort = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Sort by (best first)", elem_id=f"sort-{key}")
-    empty = gr.Markdown(visible=False, elem_id=f"empty-{key}")
-    # Filled when the tab first opens (bench/leaderboard.py: as fast as a bare Dataframe in a second tab; rows
-    # built into the page instead made the first opening slower, the page heavier and the rows stale). The search
-    # box is the table's own (client-side, no request); the filters above go to the server (they drive the plots).
-    table = gr.Dataframe(value=pd.DataFrame(columns=board.display_columns()), interactive=False,
-                         elem_id=f"table-{key}", pinned_columns=2, wrap=True, elem_classes=["board-table", "pin2"],
-                         column_widths=[_WIDTHS.get(c, _METRIC_WIDTH) for c in board.display_columns()],
-                         show_search="search")
-    with gr.Accordion("Plots", open=False, elem_id=f"plots-{key}") as plots_acc:
-        metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Metric", elem_id=f"metric-{key}")
-        bars = gr.Plot(show_label=False, elem_id=f"bars-{key}")
-        heat = gr.Plot(show_label=False, elem_id=f"heat-{key}")
+                                  label="Columns", elem_id=f"columns-{key}", key=f"columns-{key}", interactive=True)
+            sort = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Sort by (best first)", elem_id=f"sort-{key}",
+                               key=f"sort-{key}", interactive=True)
+    empty = gr.Markdown(empty_text, visible=bool(empty_text), elem_id=f"empty-{key}", key=f"empty-{key}")
+    # The search box is the table's own (client-side, no request); the filters above go to the server (they drive
+    # the plots). The rows are those of the first opening: a filter or a reload shows later results.
+    table = gr.Dataframe(value=out, datatype=types, interactive=False, elem_id=f"table-{key}", pinned_columns=2,
+                         wrap=True, elem_classes=["board-table", "pin2"], column_widths=widths, show_search="search",
+                         key=f"table-{key}")
+    with gr.Accordion("Plots", open=False, elem_id=f"plots-{key}", key=f"plots-{key}") as plots_acc:
+        metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Metric", elem_id=f"metric-{key}",
+                             key=f"metric-{key}", interactive=True)
+        bars = gr.Plot(show_label=False, elem_id=f"bars-{key}", key=f"bars-{key}")
+        heat = gr.Plot(show_label=False, elem_id=f"heat-{key}", key=f"heat-{key}")
     plots_open = gr.State(False)
     ds, tr, search = gr.State(dataset), gr.State(track), gr.State("")
     filters = [inst, year, mtype, trained, source, columns, sort]
@@ -490,31 +562,17 @@ def _dataset_tab(gr, dataset: str, track: str, views: _Views):
                                                   sort)
         return out, message, views.bars_view(shown, metric) if plots_open else gr.skip()
 
-    def render(dataset, track, search, inst, year, mtype, trained, source, columns, sort, plots_open, metric):
-        """Fill the tab: table, filter choices from the rows there now (a choice with one value filters nothing,
-        so such a filter is hidden), and the plots if open."""
-        out, message, shown, full = views.page_table(dataset, track, search, inst, year, mtype, trained, source,
-                                                     columns, sort)
-        institutions = sorted({x for x in full.get("institution", pd.Series(dtype=str)) if x})
-        years = sorted({int(y) for y in full.get("year", pd.Series(dtype=float)).dropna()})
-        types = sorted({x for x in full.get("model_type", pd.Series(dtype=str)) if x})
-        n_trained = int(full["trained_on_this"].sum()) if not full.empty else 0
-        return (out, message, gr.Dropdown(choices=institutions), gr.Dropdown(choices=years),
-                gr.Dropdown(choices=types, visible=len(types) > 1),
-                gr.Radio(visible=0 < n_trained < len(full)),
-                views.bars_view(shown, metric) if plots_open else gr.skip())
-
     def open_plots(dataset, track, search, inst, year, mtype, trained, source, columns, sort, _open, metric):
         shown = views.page_table(dataset, track, search, inst, year, mtype, trained, source, columns, sort)[2]
         return True, views.bars_view(shown, metric), views.agreement_view(dataset, track)
 
+    # .input (a choice by the user), not .change: building the view sets these values, which must not refill it.
     private = {"api_visibility": "private", "queue": False}
     for control in filters:
-        control.change(update, inputs, [table, empty, bars], **private)
-    metric.change(update, inputs, [table, empty, bars], **private)
+        control.input(update, inputs, [table, empty, bars], **private)
+    metric.input(update, inputs, [table, empty, bars], **private)
     plots_acc.expand(open_plots, inputs, [plots_open, bars, heat], **private)
     plots_acc.collapse(lambda: False, None, plots_open, **private)
-    return lambda tab: tab.select(render, inputs, [table, empty, inst, year, mtype, trained, bars], **private)
 
 
 def _models_tab(gr, views: _Views) -> None:
