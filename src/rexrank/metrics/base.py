@@ -205,6 +205,48 @@ class Metric:
         return f"{type(self).__name__}({self.config()})"
 
 
+class CorpusMetric(Metric):
+    """A corpus-level metric (``MetricSpec.level == "corpus"``: CE F1, the NLG metrics, METEOR).
+
+    ``statistics(hyps, refs)`` gives each pair's row of ``STATISTICS`` (the first is the spec's per-study column,
+    what ``score`` returns); every named output (``OUTPUTS``, the first the headline) is ``corpus_values`` of their
+    column sums, which rexrank.metrics.aggregation reads for point values, bootstrap resamples and subgroups alike.
+    ``SHOWN``: the outputs tables show, labelled by ``output_label``; ``TITLE`` and ``SHOWN_OPTIONS``: the
+    leaderboard's model-page section.
+    """
+
+    STATISTICS: tuple[str, ...] = ()
+    OUTPUTS: tuple[str, ...] = ()
+    SHOWN: tuple[str, ...] = ()
+    TITLE: str = ""
+    SHOWN_OPTIONS: tuple[str, ...] = ()
+
+    @staticmethod
+    def corpus_values(sums: np.ndarray, n) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @staticmethod
+    def output_label(output: str) -> str:
+        return output
+
+    def statistics(self, hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def compute(self, hyps: Sequence[str], refs: Sequence[str]) -> dict[str, float]:
+        """Every output over the whole corpus (no CI): {output name: value}."""
+        stats = self.statistics(hyps, refs)
+        return dict(zip(self.OUTPUTS, map(float, self.corpus_values(stats.sum(axis=0), len(stats)))))
+
+    def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
+        return self.statistics(hyps, refs)[:, 0]
+
+    def _score_details(self, hyps: list[str], refs: list[str]):
+        import pandas as pd
+
+        stats = self.statistics(hyps, refs) if hyps else np.zeros((0, len(self.STATISTICS)))
+        return pd.DataFrame(stats, columns=list(self.STATISTICS))
+
+
 def _distinct_pairs(hyps: list[str], refs: list[str]):
     """(distinct hyps, distinct refs, their keys, index of each input pair among them), first occurrence order."""
     keys = [text_key(h) + text_key(r) for h, r in zip(hyps, refs)]

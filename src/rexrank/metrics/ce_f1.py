@@ -29,7 +29,7 @@ import numpy as np
 
 from rexrank.errors import ConfigError
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.base import Metric, check_pairs
+from rexrank.metrics.base import CorpusMetric, check_pairs
 from rexrank.metrics.chexbert import CLASS_NAMES, CONDITIONS
 
 UNCERTAIN_POSITIVE = "positive"  # f1chexbert 0.0.2 get_label(mode="rrg"): class 3 (uncertain) -> 1
@@ -125,7 +125,7 @@ def check_uncertain(uncertain: str) -> str:
     return uncertain
 
 
-class CEF1(Metric):
+class CEF1(CorpusMetric):
     """``get("ce_f1", uncertain="positive", semb={model=..., backbone=...}, device=, batch_size=)``.
 
     ``score`` gives each study's 5-condition exact match (the per-study column); the corpus numbers come from
@@ -194,17 +194,3 @@ class CEF1(Metric):
         classes = self.labeller.labels(refs + hyps, codes=False).to_numpy()
         n = len(refs)
         return study_statistics(binary_labels(classes[n:], self.uncertain), binary_labels(classes[:n], self.uncertain))
-
-    def compute(self, hyps: Sequence[str], refs: Sequence[str]) -> dict[str, float]:
-        """Every output over the whole corpus (no CI): {output name: value}."""
-        stats = self.statistics(hyps, refs)
-        return dict(zip(OUTPUTS, map(float, corpus_values(stats.sum(axis=0), len(stats)))))
-
-    def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
-        return self.statistics(hyps, refs)[:, 0]
-
-    def _score_details(self, hyps: list[str], refs: list[str]):
-        import pandas as pd
-
-        stats = self.statistics(hyps, refs) if hyps else np.zeros((0, len(STATISTICS)))
-        return pd.DataFrame(stats, columns=list(STATISTICS))

@@ -40,7 +40,7 @@ import numpy as np
 
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.base import Metric, check_pairs, file_digest
+from rexrank.metrics.base import CorpusMetric, check_pairs, file_digest
 from rexrank.metrics.nlg import DEFAULT_TOKENIZER, TOKENIZERS, tokenize
 
 # pycocoevalcap 1.2 meteor/meteor.py: METEOR_JAR beside the module, and its meteor_cmd.
@@ -280,7 +280,7 @@ class MeteorProcess:
         return np.asarray(rows, dtype=np.float64).reshape(-1, len(RAW_STATISTICS))
 
 
-class Meteor(Metric):
+class Meteor(CorpusMetric):
     """``get("meteor", jar=None, tokenizer="ptb")``: METEOR 1.5 as pycocoevalcap computes it.
 
     ``score`` gives each study's segment score (the per-study column); the corpus score comes from ``compute`` (or,
@@ -357,20 +357,6 @@ class Meteor(Metric):
         distinct = list(slots)
         raw = self.process.stats([h for h, _ in distinct], [r for _, r in distinct])
         return study_statistics(raw)[inverse]
-
-    def compute(self, hyps: Sequence[str], refs: Sequence[str]) -> dict[str, float]:
-        """The corpus score (no CI): {"meteor": value}."""
-        stats = self.statistics(hyps, refs)
-        return dict(zip(OUTPUTS, map(float, corpus_values(stats.sum(axis=0), len(stats)))))
-
-    def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
-        return self.statistics(hyps, refs)[:, 0]
-
-    def _score_details(self, hyps: list[str], refs: list[str]):
-        import pandas as pd
-
-        stats = self.statistics(hyps, refs) if hyps else np.zeros((0, len(STATISTICS)))
-        return pd.DataFrame(stats, columns=list(STATISTICS))
 
 
 __all__ = ["ALPHA", "BETA", "DELTA", "GAMMA", "MODULES", "MODULE_WEIGHTS", "Meteor", "MeteorProcess", "OUTPUTS",

@@ -35,7 +35,7 @@ import numpy as np
 
 from rexrank.errors import ConfigError
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.base import Metric, check_pairs, text_key
+from rexrank.metrics.base import CorpusMetric, check_pairs, text_key
 
 ORDER = 4  # pycocoevalcap 1.2 Bleu(n=4) and Cider(n=4)
 # bleu/bleu_scorer.py compute_score: added to every ratio "so that if guess is 0 still return 0" / "avoid zero division"
@@ -201,7 +201,7 @@ def corpus_values(sums: np.ndarray, n) -> np.ndarray:
     return np.where(empty[..., None], np.nan, values)
 
 
-class NLG(Metric):
+class NLG(CorpusMetric):
     """``get("nlg", tokenizer="ptb")``: corpus BLEU-1..4, ROUGE-L and CIDEr-D as pycocoevalcap computes them.
 
     ``score`` gives each study's ROUGE-L (the per-study column); the corpus numbers come from ``compute`` (or, in
@@ -254,20 +254,6 @@ class NLG(Metric):
         hyp_tokens, ref_tokens = tokens[:len(hyps)], tokens[len(hyps):]
         corpus = self._corpus if self._corpus is not None else CiderCorpus(ref_tokens)
         return study_statistics(hyp_tokens, ref_tokens, corpus)
-
-    def compute(self, hyps: Sequence[str], refs: Sequence[str]) -> dict[str, float]:
-        """Every output over the whole corpus (no CI): {output name: value}."""
-        stats = self.statistics(hyps, refs)
-        return dict(zip(OUTPUTS, map(float, corpus_values(stats.sum(axis=0), len(stats)))))
-
-    def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
-        return self.statistics(hyps, refs)[:, 0]
-
-    def _score_details(self, hyps: list[str], refs: list[str]):
-        import pandas as pd
-
-        stats = self.statistics(hyps, refs) if hyps else np.zeros((0, len(STATISTICS)))
-        return pd.DataFrame(stats, columns=list(STATISTICS))
 
 
 __all__ = ["NLG", "OUTPUTS", "SHOWN", "STATISTICS", "CiderCorpus", "bleu_counts", "corpus_values", "ngram_counts",
