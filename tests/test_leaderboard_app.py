@@ -88,6 +88,23 @@ def test_every_endpoint_answers(client):
     assert all(set(r) >= {"model", "radcliq_v1", "radcliq_v1_low"} for r in results["results"])
 
 
+def test_first_page_leaves_out_the_models_tab_and_the_submit_form(space):
+    """Issue 14 (first rows <= 1.15x a minimal app): the browser loads one JS module per component type in the page,
+    so the Models tab and the Submit form are built when opened (gr.render); /model, /submit and /queue still answer
+    through the API (test_every_endpoint_answers, test_submission_is_validated_scored_and_ranked)."""
+    from collections import Counter
+
+    import httpx
+
+    components = httpx.get(f"{space[0]}config", timeout=30).json()["components"]
+    types = Counter(c["type"] for c in components)
+    assert not {"file", "textbox", "checkboxgroup", "timer", "dropdown", "button"} & set(types), types
+    assert types["dataframe"] == 1  # the overview's
+    ids = {c.get("props", {}).get("elem_id") for c in components}
+    assert not {"model-pick", "model-table", "submit-file", "submit-name", "queue-table"} & ids
+    tabs = {c.get("props", {}).get("label") for c in components if c["type"] == "tabitem"}
+    assert {"Models", "Submit"} <= tabs  # the tabs themselves are in the page
+
 def test_unknown_dataset_is_a_clear_api_error(client):
     from gradio_client.exceptions import AppError
 

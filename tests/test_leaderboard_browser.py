@@ -371,3 +371,35 @@ def test_dataset_tab_shows_its_rows_at_once_then_builds_the_table_in_one_request
     assert header is not None and header["x"] + header["width"] <= 390 + 1  # the ranking column fits the screen
     _shot(phone, "phone_chexpert_preview")
     phone.close()
+
+
+def test_models_and_submit_tabs_are_built_when_opened_and_keep_what_was_chosen(browser, space):
+    """Issue 14's first-rows target: the Models tab and the Submit form are built when opened (gr.render), not in
+    the first page; a later opening rebuilds them but keeps the model chosen and what was typed in the form.
+    Also the desktop Models and phone Submit screenshots."""
+    page = _open(browser, space[0], DESKTOP)
+    assert page.locator("#model-pick, #submit-name").count() == 0  # not in the first page
+    _tab(page, "Models")
+    _wait_rows(page, "model-table", 8)
+    _shot(page, "desktop_models")
+    page.locator("#model-pick input").first.fill("Scored-CI")
+    page.get_by_role("option", name="Scored-CI").click()
+    _wait_rows(page, "model-table", 1)
+    _tab(page, "About")
+    _tab(page, "Models")
+    page.wait_for_timeout(1000)  # the second opening's rebuild
+    _wait_rows(page, "model-table", 1)
+    assert page.locator("#model-pick input").first.input_value() == "Scored-CI"
+    page.close()
+
+    phone = _open(browser, space[0], PHONE)
+    _tab(phone, "Submit")
+    name = phone.locator("#submit-name textarea, #submit-name input").first
+    phone.locator("#queue-table").wait_for(timeout=30_000)
+    _shot(phone, "phone_submit")
+    name.fill("Kept name")
+    _tab(phone, "About")
+    _tab(phone, "Submit")
+    phone.wait_for_timeout(1000)
+    assert phone.locator("#submit-name textarea, #submit-name input").first.input_value() == "Kept name"
+    phone.close()

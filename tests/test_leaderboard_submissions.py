@@ -419,6 +419,25 @@ def test_handled_uploads_are_deleted_accepted_or_rejected(space, tmp_path):
     assert store.model("MedVersa")["institution"] != "Evil Corp"
 
 
+def test_submit_never_reads_a_server_side_path(space, tmp_path):
+    """/submit with a path on the server (a plain string, or FileData naming a file nobody uploaded): refused, the
+    file is neither read nor deleted, and nothing of it reaches the answer or the queue."""
+    import httpx
+
+    url, store, service, uploads = space
+    secret = tmp_path / "private_refs.json"
+    secret.write_text(json.dumps({"secret-study-id": "PRIVATE GROUND TRUTH"}))
+    queued = len(service.queue())
+    for file in (str(secret), {"path": str(secret), "meta": {"_type": "gradio.FileData"}}):
+        response = httpx.post(f"{url}gradio_api/call/submit", timeout=60,
+                              json={"data": [file, "Probe", "", "", None, "", [], "iu_xray", "findings"]})
+        assert response.status_code == 200
+        answer = httpx.get(f"{url}gradio_api/call/submit/{response.json()['event_id']}", timeout=60).text
+        assert "secret-study-id" not in answer and "PRIVATE" not in answer
+        assert "never read" in answer or "event: error" in answer  # ours, or gradio's own refusal of FileData
+    assert secret.exists() and store.model("Probe") is None and len(service.queue()) == queued
+
+
 def test_login_button_and_profile_identity(seeded, tmp_path, monkeypatch):
     """With OAuth (hf_oauth) the Submit tab has a login button and the logged-in user's profile is the identity."""
     import gradio as gr
@@ -440,12 +459,24 @@ def test_login_button_and_profile_identity(seeded, tmp_path, monkeypatch):
     def profile(user):
         return gr.OAuthProfile({"name": user, "preferred_username": user, "profile": "", "picture": ""})
 
-    path = iu_predictions(tmp_path / "p.json", n_shift=2)
+    from rexrank.leaderboard.app import _upload_root
+
+    # Where gradio puts uploads (one folder per upload): the only files /submit reads; each is deleted once handled.
+    uploads = _upload_root() / f"test-{tmp_path.name}"
+
+    def upload(name: str, n_shift: int):
+        uploads.mkdir(parents=True, exist_ok=True)
+        return iu_predictions(uploads / name, n_shift=n_shift)
+
+    path = upload("p.json", 2)
     status, _ = submit(str(path), "Alice Model", "", "", None, "", [], "iu_xray", "findings", profile("alice"))
-    assert "queued" in status and seeded.model("Alice Model")["owner"] == "hf:alice"
-    other = iu_predictions(tmp_path / "q.json", n_shift=3)
-    status, _ = submit(str(other), "alice model", "", "", None, "", [], "iu_xray", "findings", profile("bob"))
+    assert "queued" in status and seeded.model("Alice Model")["owner"] == "hf:alice" and not path.exists()
+    status, _ = submit(str(upload("q.json", 3)), "alice model", "", "", None, "", [], "iu_xray", "findings",
+                       profile("bob"))
     assert "already registered by Hugging Face user alice" in status and "log in as its owner" in status
-    status, _ = submit(str(other), "Alice Model", "", "", None, "", [], "iu_xray", "findings", profile("alice"))
+    status, _ = submit(str(upload("q.json", 3)), "Alice Model", "", "", None, "", [], "iu_xray", "findings",
+                       profile("alice"))
     assert "queued" in status
-    assert path.exists() and other.exists()  # files outside gradio's upload folder are never deleted
+    outside = iu_predictions(tmp_path / "r.json", n_shift=4)  # a server-side path: refused, never read nor deleted
+    status, _ = submit(str(outside), "Alice Model", "", "", None, "", [], "iu_xray", "findings", profile("alice"))
+    assert "never read" in status and outside.exists()

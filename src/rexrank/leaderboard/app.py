@@ -6,7 +6,10 @@ text reaches the page only inside Dataframe cells and Markdown that we escape, n
 
 Speed: the overview table (the first tab) is part of the page as built, so the first rows need no request; a dataset
 tab shows an HTML preview of its first rows at once, and its filters, Dataframe and plots are built when it is first
-opened (``gr.render`` on ``Tab.select``), which keeps the page small; the page's own callbacks skip the queue
+opened (``gr.render`` on ``Tab.select``), which keeps the page small; the Models tab and the Submit tab's form are
+built the same way, so the first page holds few component types (the browser loads one JS module per type: with
+them in the page, the first rows took ~1.2-1.3x a minimal app's time; bench/results/leaderboard.md), and /model,
+/submit and /queue are ``gr.api`` endpoints that answer without those tabs; the page's own callbacks skip the queue
 (``queue=False``).
 A thread refreshes the built values when the store changes (``_Fresh``), so a reload shows new results.
 Public API: ``/leaderboard``, ``/overview``, ``/table``, ``/results``, ``/model``, ``/submit``, ``/queue``; every
@@ -575,26 +578,52 @@ def _dataset_view(gr, dataset: str, track: str, views: _Views) -> None:
     plots_acc.collapse(lambda: False, None, plots_open, **private)
 
 
+def _frame_payload(gr):
+    """The JSON a gr.Dataframe output sends ({headers, data, metadata}), for the API endpoints that return a table
+    without a component on the page (``gr.api``)."""
+    frame = gr.Dataframe(render=False)
+    return lambda df: frame.postprocess(df).model_dump()
+
+
 def _models_tab(gr, views: _Views) -> None:
+    """The Models tab, built by ``gr.render`` when it is opened (none of its components in the first page: see
+    ``build_app``); /model is an API endpoint of its own, so it answers without the tab."""
+    payload = _frame_payload(gr)
+
+    def model_api(model: str) -> tuple[dict, str]:
+        """One model's results on every dataset and track ({headers, data}) and its details and subgroup results
+        (Markdown)."""
+        table, text = views.model_view(model)
+        return payload(table), text
+
+    # Real objects, not the module's postponed (string) annotations: gr.api types the endpoint (and counts its
+    # outputs) from them.
+    model_api.__annotations__ = {"model": str, "return": tuple[dict, str]}
     with gr.Tab("Models", id="models") as tab:
-        # Choices as built; opening the tab refreshes them (models registered since) and shows the overview's
-        # first model, so the tab never opens empty. Any name is accepted (the API may ask for a newer model).
-        model_pick = gr.Dropdown(views.models_list(), value=None, label="Model", elem_id="model-pick",
-                                 allow_custom_value=True)
-        model_table = gr.Dataframe(interactive=False, elem_id="model-table", pinned_columns=1, wrap=True,
-                                   elem_classes=["board-table", "pin1"], column_widths=[110, 110] + [_METRIC_WIDTH] * len(LEADERBOARD_METRICS)
-                                   + [90, 100, 70, 100])
-        model_text = gr.Markdown(elem_id="model-details")
+        # Each opening rebuilds the tab (the choices: models registered since) on the model chosen last, else the
+        # overview's first (never empty). Any name is accepted (the API may ask for a newer model).
+        chosen = gr.State(None)
 
-    def open_tab(current: str | None):
-        name = current or views.default_model()
-        table, text = views.model_view(name)
-        return gr.Dropdown(choices=views.models_list(), value=name), table, text
+        @gr.render(inputs=chosen, triggers=[tab.select], queue=False, show_progress="hidden")
+        def view(current: str | None):
+            name = current or views.default_model()
+            table, text = views.model_view(name)
+            model_pick = gr.Dropdown(views.models_list(), value=name, label="Model", elem_id="model-pick",
+                                     allow_custom_value=True, interactive=True)
+            model_table = gr.Dataframe(table, interactive=False, elem_id="model-table", pinned_columns=1,
+                                       wrap=True, elem_classes=["board-table", "pin1"],
+                                       column_widths=[110, 110] + [_METRIC_WIDTH] * len(LEADERBOARD_METRICS)
+                                       + [90, 100, 70, 100])
+            model_text = gr.Markdown(text, elem_id="model-details")
 
-    tab.select(open_tab, model_pick, [model_pick, model_table, model_text], api_visibility="private", queue=False)
-    # .input: a choice by the user (or an API call); the value set when the tab opens fires no second request.
-    model_pick.input(views.model_view, model_pick, [model_table, model_text], api_name="model",
-                     concurrency_limit=None)
+            def pick(model: str):
+                return (*views.model_view(model), model)
+
+            # .input: a choice by the user; the value set when the tab is built fires no second request.
+            model_pick.input(pick, model_pick, [model_table, model_text, chosen], api_visibility="private",
+                             queue=False)
+        # In the tab: gr.Tabs takes only tabs as children.
+        gr.api(model_api, api_name="model", concurrency_limit=None)
 
 
 _CLI_HINT = re.compile(r"\s*\((?:[^()]*?\s)?(?:check |use |raise |score )?[^()]*--[a-z][^()]*\)")
@@ -617,24 +646,58 @@ def _form_message(error: Exception) -> str:
 
 
 def _submit_tab(gr, demo, views: _Views, submissions, *, oauth: bool = False) -> None:
-    def submit(file, name, institution, url, year, model_type, trained_on, dataset, track, profile=None):
+    """The Submit tab: its text (and login button) in the page, the form and the queue built by ``gr.render`` when
+    it is opened (see ``build_app``); /submit and /queue are API endpoints of their own, so they answer without it."""
+    from gradio.data_classes import FileData
+
+    def send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile) -> str:
         # profile: gradio injects the logged-in user's gr.OAuthProfile (None when logged out or without OAuth).
         user = getattr(profile, "username", None) if oauth else None
+        if isinstance(file, dict):  # the API's FileData, as sent (gr.api does not preprocess)
+            file = file.get("path")
         path = file if isinstance(file, str) or file is None else getattr(file, "name", None)
+        if path is not None and _upload_root() not in Path(path).resolve().parents:
+            # Hostile input: the API takes any string, and a server-side path would make the host read its own file
+            # (a private reference set, say). Only what a user uploaded through gradio may be submitted.
+            return ("**Submission rejected:** the predictions file must be uploaded with the request (gradio_client: "
+                    "`handle_file(path)`); a path on the server is never read.")
         try:
             job_id, note = submissions.submit_with_note(
                 path, {"name": name, "institution": institution, "url": url, "year": year or None,
                        "model_type": model_type, "trained_on": trained_on or []}, dataset, track, user=user)
         except RexrankError as exc:
-            return _form_message(exc), views.queue_view()
+            return _form_message(exc)
         finally:
             _discard_upload(demo, path)  # accepted (copied into the queue) or rejected: the upload is gone
         message = (f"{QUEUED}{job_id} queued: it will appear on the board once scored (the queue below updates). "
                    + submissions.scoring_note())
-        return message + (f"\n\n{_escape_md(note)}" if note else ""), views.queue_view()
+        return message + (f"\n\n{_escape_md(note)}" if note else "")
 
-    # Real objects, not the module's postponed (string) annotations: gradio resolves the hints to inject the profile.
-    submit.__annotations__ = {"profile": Optional[gr.OAuthProfile]}
+    payload = _frame_payload(gr)
+
+    def submit(file, name, institution, url, year, model_type, trained_on, dataset, track, profile=None):
+        """Submit a predictions file ({study_id: report} .json, .jsonl or .csv) for one test set and track: the
+        status message (Markdown) and the queue ({headers, data})."""
+        return (send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile),
+                payload(views.queue_view()))
+
+    def submit_form(file, name, institution, url, year, model_type, trained_on, dataset, track, profile=None):
+        return (send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile),
+                views.queue_view())
+
+    # Real objects, not the module's postponed (string) annotations: gr.api types the endpoint from them, and gradio
+    # resolves ``profile`` to inject the logged-in user's profile.
+    profile_type = Optional[gr.OAuthProfile]
+    submit.__annotations__ = {"file": Optional[FileData], "name": str, "institution": str, "url": str,
+                              "year": Optional[int | str], "model_type": str, "trained_on": Optional[list[str]],
+                              "dataset": str, "track": str, "profile": profile_type, "return": tuple[str, dict]}
+    submit_form.__annotations__ = {"profile": profile_type}
+
+    def queue_api() -> dict:
+        """The latest submissions and their status ({headers, data})."""
+        return payload(views.queue_view())
+
+    queue_api.__annotations__ = {"return": dict}
 
     with gr.Tab("Submit", id="submit") as tab:
         gr.Markdown(submissions.instructions())
@@ -649,30 +712,50 @@ def _submit_tab(gr, demo, views: _Views, submissions, *, oauth: bool = False) ->
             gr.Markdown("This server runs without Hugging Face login (the hosted Space has it: `hf_oauth` in its "
                         "card): submissions are anonymous and may only register new model names (never submit "
                         "under an existing one); private test sets need a login.")
-        with gr.Row():
-            sub_file = _single_use_file(gr, label="Predictions file (.json, .jsonl or .csv)", type="filepath",
-                                        elem_id="submit-file")
-            with gr.Column():
-                sub_name = gr.Textbox(label="Model name", elem_id="submit-name")
-                sub_inst = gr.Textbox(label="Institution", elem_id="submit-institution")
-                sub_url = gr.Textbox(label="Model URL", placeholder="https://...", elem_id="submit-url")
-                this_year = time.gmtime().tm_year
-                sub_year = gr.Dropdown(list(range(this_year, 2014, -1)), value=None, label="Year (optional)",
-                                       allow_custom_value=True, elem_id="submit-year")
-                sub_type = gr.Textbox(label="Model type (e.g. VLM, encoder-decoder)", elem_id="submit-type")
-                sub_trained = gr.CheckboxGroup([(DATASET_LABELS[d], d) for d in DATASETS], label="Trained on",
-                                               elem_id="submit-trained")
-            with gr.Column():
-                sub_dataset = gr.Dropdown([(DATASET_LABELS[d], d) for d in submissions.public_datasets()],
-                                          value=submissions.public_datasets()[0], label="Test set")
-                sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track")
-                sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
-        sub_status = gr.Markdown(elem_id="submit-status")
-        queue_table = gr.Dataframe(value=views.queue_view(), interactive=False, elem_id="queue-table", wrap=True)
-        refresh = gr.Button("Refresh queue", size="sm")
-        # Polls the queue only while a job is waiting or running, and only after this page submitted or opened
-        # the tab: an idle board sends no requests.
-        timer = gr.Timer(3, active=False)
+
+        # Keys keep what the user entered (and the last status) when a later opening re-runs this; the queue and
+        # its timer are rebuilt (the queue as it is now).
+        @gr.render(triggers=[tab.select], queue=False, show_progress="hidden")
+        def form_view():
+            _submit_form(gr, views, submissions, submit_form)
+
+        # In the tab: gr.Tabs takes only tabs as children.
+        gr.api(submit, api_name="submit")
+        gr.api(queue_api, api_name="queue")
+
+
+def _submit_form(gr, views: _Views, submissions, submit_form) -> None:
+    """The Submit tab's form, status and queue (built by ``gr.render``: see ``_submit_tab``)."""
+    with gr.Row(key="submit-row"):
+        sub_file = _single_use_file(gr, label="Predictions file (.json, .jsonl or .csv)", type="filepath",
+                                    elem_id="submit-file", key="submit-file", interactive=True)
+        with gr.Column(key="submit-col1"):
+            sub_name = gr.Textbox(label="Model name", elem_id="submit-name", key="submit-name", interactive=True)
+            sub_inst = gr.Textbox(label="Institution", elem_id="submit-institution", key="submit-institution",
+                                  interactive=True)
+            sub_url = gr.Textbox(label="Model URL", placeholder="https://...", elem_id="submit-url", key="submit-url",
+                                 interactive=True)
+            this_year = time.gmtime().tm_year
+            sub_year = gr.Dropdown(list(range(this_year, 2014, -1)), value=None, label="Year (optional)",
+                                   allow_custom_value=True, elem_id="submit-year", key="submit-year",
+                                   interactive=True)
+            sub_type = gr.Textbox(label="Model type (e.g. VLM, encoder-decoder)", elem_id="submit-type",
+                                  key="submit-type", interactive=True)
+            sub_trained = gr.CheckboxGroup([(DATASET_LABELS[d], d) for d in DATASETS], label="Trained on",
+                                           elem_id="submit-trained", key="submit-trained", interactive=True)
+        with gr.Column(key="submit-col2"):
+            sub_dataset = gr.Dropdown([(DATASET_LABELS[d], d) for d in submissions.public_datasets()],
+                                      value=submissions.public_datasets()[0], label="Test set", key="submit-dataset",
+                                      interactive=True)
+            sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track",
+                                 key="submit-track", interactive=True)
+            sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button", key="submit-button")
+    sub_status = gr.Markdown(elem_id="submit-status", key="submit-status")
+    queue_table = gr.Dataframe(value=views.queue_view(), interactive=False, elem_id="queue-table", wrap=True)
+    refresh = gr.Button("Refresh queue", size="sm")
+    # Polls the queue only while a job is waiting or running (checked when the tab is built, after a submission
+    # and on each tick): an idle board sends no requests.
+    timer = gr.Timer(3, active=views.queue_pending())
     form = [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained]
 
     def after_submit(status: str):
@@ -686,12 +769,11 @@ def _submit_tab(gr, demo, views: _Views, submissions, *, oauth: bool = False) ->
     def poll():
         return views.queue_view(), gr.Timer(active=views.queue_pending())
 
-    sub_button.click(submit, [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained,
-                              sub_dataset, sub_track], [sub_status, queue_table], api_name="submit").then(
-        after_submit, sub_status, [*form, timer], api_visibility="private")
-    refresh.click(views.queue_view, None, queue_table, api_name="queue")
-    tab.select(poll, None, [queue_table, timer], api_visibility="private", queue=False)
-    timer.tick(poll, None, [queue_table, timer], api_visibility="private", queue=False)
+    private = {"api_visibility": "private"}
+    sub_button.click(submit_form, [*form, sub_dataset, sub_track], [sub_status, queue_table], **private).then(
+        after_submit, sub_status, [*form, timer], **private)
+    refresh.click(views.queue_view, None, queue_table, queue=False, **private)
+    timer.tick(poll, None, [queue_table, timer], queue=False, **private)
 
 
 def _single_use_file(gr, **kwargs):
@@ -711,13 +793,18 @@ def _single_use_file(gr, **kwargs):
     return component
 
 
+def _upload_root() -> Path:
+    """gradio's upload folder: the only place a submitted file may come from, and the only one we delete in."""
+    from gradio.utils import get_upload_folder
+
+    return Path(get_upload_folder()).resolve()
+
+
 def _discard_upload(demo, path: str | None) -> None:
     """Delete an uploaded file and its folder, if (and only if) they are inside gradio's upload folder."""
     if not path:
         return
-    from gradio.utils import get_upload_folder
-
-    root = Path(get_upload_folder()).resolve()
+    root = _upload_root()
     target = Path(path).resolve()
     if root not in target.parents:  # not an upload (e.g. a host-side path): never delete it
         return
