@@ -42,13 +42,18 @@ def no_network_api(monkeypatch):
     monkeypatch.setattr(hub_publish, "make_api", refuse)
 
 
+# Every evaluate module: the eight ReXrank metrics (RadGraph's and RadCliQ's one each), then CE F1, NLG and METEOR.
+MODULES = ("bleu2", "bertscore", "semb", "radgraph", "radcliq", "ratescore", "green", "fineradscore", "ce_f1", "nlg",
+           "meteor")
+
+
 def test_dry_run_lists_every_space_and_file(cli, no_network_api, monkeypatch):
     """--dry-run names each target Space and every file with its size, and touches no network."""
     monkeypatch.delenv("HF_TOKEN", raising=False)  # a dry run needs no token either
     code, out = cli("hub", "publish-metrics", "--org", "my-org", "--dry-run", "--metrics-dir", str(METRICS_DIR))
     assert code == 0, out
     folders = sorted(p.name for p in METRICS_DIR.iterdir() if (p / f"{p.name}.py").is_file())
-    assert len(folders) == 9  # the eight ReXrank metrics and CE F1
+    assert folders == sorted(MODULES)
     for slug in folders:
         assert f"my-org/{slug} (space, sdk gradio) <- {METRICS_DIR / slug}" in out
         for name in (f"{slug}.py", "README.md", "app.py", "requirements.txt"):
@@ -229,7 +234,7 @@ def test_default_metrics_dir_is_the_installed_modules():
     from rexrank.evaluate_modules import module_paths
 
     folders = hub_publish.metric_folders()
-    assert folders == module_paths() and len(folders) == 9  # the eight ReXrank metrics and CE F1
+    assert folders == module_paths() and sorted(folders) == sorted(MODULES)
 
 
 def test_leaderboard_space_publishes_with_an_installable_rexrank_and_its_extra(cli, no_network_api, monkeypatch):
