@@ -488,14 +488,12 @@ def _dataset_tabs(gr, views: _Views, fresh: _Fresh) -> None:
     """One tab per dataset, one sub-tab per track: a preview of the first rows built into the page, and the
     filterable table with its plots built when the tab is first opened."""
     for dataset in DATASETS:
-        # render_children: the tab's preview is mounted (hidden) with the page, so opening the tab only shows it.
-        with gr.Tab(DATASET_LABELS[dataset], id=dataset, render_children=True):
+        with gr.Tab(DATASET_LABELS[dataset], id=dataset):
             with gr.Tabs():
                 for track in TRACKS:
                     # gradio selects (and fires .select for) the first track's tab when the dataset tab first
                     # opens, and each track's tab when the user picks it: one request builds the view shown.
-                    with gr.Tab(TRACK_LABELS[track], id=f"{dataset}-{track}", elem_classes=["board-view"],
-                                render_children=True) as tab:
+                    with gr.Tab(TRACK_LABELS[track], id=f"{dataset}-{track}", elem_classes=["board-view"]) as tab:
                         _dataset_tab(gr, dataset, track, views, fresh, tab)
 
 
