@@ -222,3 +222,16 @@ def test_model_page_shows_each_corpus_metric_in_its_own_section(tmp_path):
         assert not any("BLEU-4" in c or "CIDEr" in c for c in board.display_columns())
     finally:
         store.close()
+
+
+def test_a_reports_tokens_never_depend_on_its_neighbours():
+    """A Windows line ending in one hypothesis shifts every later caption in pycocoevalcap's tokenizer; here each
+    report is tokenised alone, so a study's statistics are the same in any chunk, shard or order."""
+    metric = get("nlg")
+    hyps = ["Heart normal.\r\nLungs clear.", "No effusion.", "Grade I. The end here"]
+    refs = ["Heart normal. Lungs clear.", "No effusion.", "Grade I. The end here"]
+    metric.use_corpus(refs)  # CIDEr-D's document frequencies: the same corpus for every call below
+    together = metric.statistics(hyps, refs)
+    for i in range(len(hyps)):
+        np.testing.assert_array_equal(metric.statistics([hyps[i]], [refs[i]])[0], together[i])
+    assert together[0, 0] == 1.0  # "\r\n" is a space: the first report equals its reference

@@ -71,13 +71,22 @@ def check_tokenizer(tokenizer: str) -> str:
     return tokenizer
 
 
+# Line breaks other than '\n' (which pycocoevalcap turns into a space itself): its Java tool starts a new output line
+# at each, and pycocoevalcap then hands every later caption the tokens of the one before (rexrank.metrics.ptb).
+_LINE_BREAKS = str.maketrans({c: " " for c in "\r\v\f\u2028\u2029"})
+
+
 def tokenize(texts: Sequence[str], tokenizer: str = DEFAULT_TOKENIZER) -> list[str]:
-    """The strings pycocoevalcap's scorers receive: PTB-tokenised (space-joined) or the texts unchanged."""
+    """The strings pycocoevalcap's scorers receive: PTB-tokenised (space-joined) or the texts unchanged.
+
+    Each text is tokenised on its own, with its other line breaks made spaces: a report's tokens never depend on
+    the reports next to it in a call (a chunk, a shard, a cached pair), and a Windows "\r\n" does not shift the
+    tokens of every later report as it does in pycocoevalcap (there, a misalignment, not a convention)."""
     if check_tokenizer(tokenizer) == "none":
         return list(texts)
     from rexrank.metrics import ptb
 
-    return ptb.tokenize_all(list(texts))
+    return [ptb.tokenize(str(text).translate(_LINE_BREAKS)) for text in texts]
 
 
 # -- counting, as pycocoevalcap's precook does -------------------------------------------------------------------------
