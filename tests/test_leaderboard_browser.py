@@ -179,7 +179,10 @@ def test_phone_layout(browser, space):
     about = page.locator("#about-text")
     assert about.locator("table").count() == 0  # a table there wrapped letter by letter
     assert min(li.bounding_box()["width"] for li in about.locator("li").all()) > 250
-    assert "@article{zhang2024rexrank" in page.locator("#cite").inner_text()
+    assert "@article{zhang2024rexrank" in page.locator("#cite pre").inner_text()
+    assert page.locator("#cite .copy_code_button").count() == 1  # the BibTeX is one click from the clipboard
+    page.locator("#cite").scroll_into_view_if_needed()
+    _shot(page, "phone_about_cite")
 
     _tab(page, "Overview")
     page.locator("#overview-plot").get_by_text("Rank across datasets").click()

@@ -475,11 +475,14 @@ def _overview_tab(gr, views: _Views, fresh: _Fresh) -> None:
                                 pinned_columns=2, elem_classes=["board-table", "pin2"], wrap=True,
                                 column_widths=[56, 150, 76, 84] + [110] * 2 * len(DATASETS))
         fresh.add(ov_table, lambda: views.overview_view("findings"))
-        with gr.Accordion("Rank across datasets (plot)", open=False, elem_id="overview-plot") as acc:
-            ov_plot = gr.Plot(show_label=False)
         ov_track.change(views.overview_view, ov_track, ov_table, api_name="overview", concurrency_limit=None)
-        acc.expand(views.ranks_view, ov_track, ov_plot, api_visibility="private", queue=False)
-        ov_track.change(lambda track: gr.skip(), ov_track, ov_plot, api_visibility="private", queue=False)
+        # The plot is built when the accordion opens (and again for another track): with a gr.Plot in the page's
+        # config, the browser loads the plot modules with the page (bench/leaderboard.py, first rows).
+        with gr.Accordion("Rank across datasets (plot)", open=False, elem_id="overview-plot") as acc:
+            @gr.render(inputs=ov_track, triggers=[acc.expand, ov_track.change], queue=False, show_progress="hidden")
+            def ranks(track: str):
+                gr.Plot(views.ranks_view(track), show_label=False, key="overview-ranks")
+
         gr.Markdown("Mean rank: the mean of a model's ranks over the datasets it is ranked on (Datasets), by "
                     "1/RadCliQ-v1. Open a dataset tab for every metric with its 95% CI.")
 
@@ -830,8 +833,9 @@ def oauth_configured() -> bool:
 def _about_tab(gr) -> None:
     with gr.Tab("About", id="about"):
         gr.Markdown(about.markdown(), elem_id="about-text")
-        gr.Code(about.CITATION_BIBTEX, language=None, label="Cite ReXrank (BibTeX)", elem_id="cite",
-                interactive=False)
+        # A Markdown code block (with its copy button), not gr.Code: the browser loads every component type in the
+        # page's config when the page loads, and the code editor's modules are among the largest.
+        gr.Markdown(f"**Cite ReXrank (BibTeX)**\n\n```bibtex\n{about.CITATION_BIBTEX.strip()}\n```", elem_id="cite")
 
 
 def _api_endpoints(gr, views: _Views) -> None:
