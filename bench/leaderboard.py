@@ -2,11 +2,16 @@
 
 Measures (medians of repeated runs, loopback only):
 - side by side, in the same run, the two sides alternated: the Space and a minimal Gradio 6 app showing one
-  gr.Dataframe of the same rows (the overview table), each in Chromium (Debian, Playwright):
-  first rows visible (navigation until the grid has its rows), and a filter (the Space: its search box, a request;
-  the minimal app: the Dataframe's own client-side search) until the grid shows the narrowed count;
-- tab switch on the Space: clicking a dataset tab until its rows are visible (a first opening: the HTML preview
-  built into the page), and until its interactive table (the Dataframe, built by one request) has its rows;
+  gr.Dataframe of the same rows (the overview table) and, in a second tab, a Dataframe of the MIMIC-CXR rows, each in
+  Chromium (Debian, Playwright):
+  - first rows visible (navigation until the grid has its rows);
+  - tab switch: a first opening of the MIMIC-CXR tab (the minimal app: its second tab) until rows are visible (the
+    Space: its preview, shown in the frame after the click, then gradio's tab; the minimal app: its Dataframe), and
+    until the Space's interactive table (the Dataframe, built by one request) has its rows;
+  - filter: the Dataframe's own client-side search (both sides) until the grid shows the narrowed count;
+  each interaction is timed two ways: in the page, from the input event's timestamp to the first frame painted
+  with the result (what a person sees; the targets), and by Playwright's wall clock around the action, which adds
+  its own round trips and actionability checks and queues behind whatever the page does next;
 - results API: p50/p95 latency of /results under 20 concurrent gradio_client clients (bounded request count),
   the clients in a separate process from the server;
 - the board's table query itself (numeric_table + display_table), in-process.
@@ -77,6 +82,39 @@ def _rowcount_is(grid: str, n: int) -> str:
             f"return g && g.getAttribute('aria-rowcount') === '{n}'; }}")
 
 
+# In-page latency of one interaction, as a person sees it: from the input event's own timestamp (a capture-phase
+# listener, armed before the action) to the first animation frame after the one in which the condition first held,
+# i.e. after that frame was painted (an upper bound: at most one frame, ~17 ms, late). Playwright's wall time around
+# ``click()``/``fill()`` adds its own round trips and actionability checks (two stable animation frames, a hit test):
+# ~120-200 ms on this machine even in a bare Gradio app, which the in-page figure leaves out.
+_ARM = """([event, condition]) => {
+  window.__latency = null;
+  const holds = new Function('return (' + condition + ')();');
+  window.addEventListener(event, (e) => {
+    const t0 = e.timeStamp;
+    const tick = () => holds() ? requestAnimationFrame((t) => { window.__latency = t - t0; })
+                               : requestAnimationFrame(tick);
+    requestAnimationFrame(tick);
+  }, {capture: true, once: true});
+}"""
+
+
+def _visible_rows(selector: str) -> str:
+    """A JS condition: some element matching ``selector`` is rendered with a non-zero box."""
+    return (f"() => [...document.querySelectorAll({selector!r})].some("
+            "(el) => el.checkVisibility() && el.getBoundingClientRect().height > 0)")
+
+
+def _arm(page, event: str, condition: str) -> None:
+    page.evaluate(_ARM, [event, condition])
+
+
+def _in_page(page) -> float:
+    """Seconds, once the armed interaction's condition has been painted."""
+    page.wait_for_function("() => window.__latency !== null", timeout=60_000)
+    return page.evaluate("() => window.__latency") / 1000
+
+
 def space_times(browser, url: str, i: int) -> dict[str, float]:
     """One visit of the Space: first rows, a first tab switch, a filter (seconds)."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
@@ -84,44 +122,59 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
     page.goto(url, wait_until="commit")
     page.wait_for_selector("#overview-table tbody tr", state="attached", timeout=120_000)
     first = time.perf_counter() - start
+    # The rows a person sees first: the page's own copy of the tab's preview (shown while gradio mounts the tab), the
+    # tab's HTML preview, or the table if it came first.
+    rows = ('.board-instant-view[data-view="mimic_cxr"] tbody tr, #preview-mimic_cxr-findings tbody tr, '
+            "#table-mimic_cxr-findings div[role=row]")
+    _arm(page, "click", _visible_rows(rows))
     start = time.perf_counter()
     page.get_by_role("tab", name="MIMIC-CXR", exact=True).click()
-    # The rows a person sees first: the tab's HTML preview (built into the page), or the table if it came first.
-    page.wait_for_selector("#preview-mimic_cxr-findings tbody tr:visible, #table-mimic_cxr-findings div[role=row]:visible",
-                           state="visible", timeout=60_000)
+    page.wait_for_selector(", ".join(f"{s.strip()}:visible" for s in rows.split(",")), state="visible",
+                           timeout=60_000)
     switch = time.perf_counter() - start
     page.wait_for_selector("#table-mimic_cxr-findings div[role=row]", state="attached", timeout=60_000)
     switch_table = time.perf_counter() - start
+    switch_page = _in_page(page)
     grid = "#table-mimic_cxr-findings [role=grid]"
+    _arm(page, "input", _rowcount_is(grid, 2))
     start = time.perf_counter()
     page.locator("#table-mimic_cxr-findings input[type=text], #table-mimic_cxr-findings textarea").first.fill(
         f"model-{i:03d}")
     page.wait_for_function(_rowcount_is(grid, 2), timeout=60_000)
     filtered = time.perf_counter() - start
+    filter_page = _in_page(page)
     page.close()
-    return {"first": first, "switch": switch, "switch_table": switch_table, "filter": filtered}
+    return {"first": first, "switch": switch, "switch_table": switch_table, "filter": filtered,
+            "switch_in_page": switch_page, "filter_in_page": filter_page}
 
 
 def minimal_times(browser, url: str, i: int) -> dict[str, float]:
-    """One visit of the minimal app: first rows, a first switch to its second tab, and its Dataframe's own search
-    (seconds)."""
+    """One visit of the minimal app: first rows, a first switch to its second tab (until its Dataframe's rows are
+    visible), and its Dataframe's own search (seconds)."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     start = time.perf_counter()
     page.goto(url, wait_until="commit")
     page.wait_for_selector("#minimal-table tbody tr", state="attached", timeout=120_000)
     first = time.perf_counter() - start
+    _arm(page, "click", _visible_rows("#minimal-second div[role=row]"))
     start = time.perf_counter()
     page.get_by_role("tab", name="Second", exact=True).click()
-    page.wait_for_selector("#minimal-second tbody tr", state="attached", timeout=60_000)
+    page.wait_for_selector("#minimal-second div[role=row]:visible", state="visible", timeout=60_000)
     switch = time.perf_counter() - start
+    switch_page = _in_page(page)
     page.get_by_role("tab", name="First", exact=True).click()
     search = page.locator("#minimal-table input[type=text], #minimal-table textarea").first
+    grid = "#minimal-table [role=grid]"
+    page.wait_for_selector(f"{grid}", state="visible", timeout=60_000)
+    _arm(page, "input", _rowcount_is(grid, 2))
     start = time.perf_counter()
     search.fill(f"model-{i:03d}")
-    page.wait_for_function(_rowcount_is("#minimal-table [role=grid]", 2), timeout=60_000)
+    page.wait_for_function(_rowcount_is(grid, 2), timeout=60_000)
     filtered = time.perf_counter() - start
+    filter_page = _in_page(page)
     page.close()
-    return {"first": first, "switch": switch, "filter": filtered}
+    return {"first": first, "switch": switch, "filter": filtered, "switch_in_page": switch_page,
+            "filter_in_page": filter_page}
 
 
 def minimal_app(rows, second_rows):
@@ -235,24 +288,27 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in times.items()}
     n = args.repeat
     first_ratio = med["space_first"] / med["minimal_first"]
-    filter_ratio = med["space_filter"] / med["minimal_filter"]
-    switch_ratio = med["space_switch"] / med["minimal_switch"]
     rows = [
         ("store", f"{counts['models']} models, {counts['results']} results (filled in {fill_s:.1f} s)"),
         ("table query (numeric + display), in-process", f"{query_s * 1000:.0f} ms (median of 5)"),
         ("first rows visible (Chromium, navigation -> overview rows): Space / minimal app",
          f"{med['space_first']:.2f} s / {med['minimal_first']:.2f} s = **{first_ratio:.2f}x** (target <= 1.15x; "
          f"median of {n} each, alternated)"),
-        ("filter (search -> narrowed grid; both the Dataframe's own client-side search): Space / minimal app",
-         f"{med['space_filter'] * 1000:.0f} ms / {med['minimal_filter'] * 1000:.0f} ms = **{filter_ratio:.2f}x** "
-         f"(target <= 150 ms; median of {n})"),
-        ("tab switch (first opening of a tab -> its rows visible): Space (MIMIC-CXR tab, its preview) / minimal app "
+        ("tab switch, in the page (click -> first frame painted with rows): Space (MIMIC-CXR tab) / minimal app "
          "(second tab, same rows)",
-         f"{med['space_switch'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms = **{switch_ratio:.2f}x** "
+         f"{med['space_switch_in_page'] * 1000:.0f} ms / {med['minimal_switch_in_page'] * 1000:.0f} ms "
          f"(target <= 150 ms; median of {n})"),
-        ("tab switch until the interactive table (the Space's Dataframe) has its rows: Space / minimal app",
-         f"{med['space_switch_table'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms = "
-         f"**{med['space_switch_table'] / med['minimal_switch']:.2f}x** (no target; median of {n})"),
+        ("filter, in the page (input -> first frame painted with the narrowed grid): Space / minimal app",
+         f"{med['space_filter_in_page'] * 1000:.0f} ms / {med['minimal_filter_in_page'] * 1000:.0f} ms "
+         f"(target <= 150 ms; median of {n})"),
+        ("tab switch, Playwright wall clock (click() -> rows visible): Space / minimal app",
+         f"{med['space_switch'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms (median of {n})"),
+        ("filter, Playwright wall clock (fill() -> narrowed grid): Space / minimal app",
+         f"{med['space_filter'] * 1000:.0f} ms / {med['minimal_filter'] * 1000:.0f} ms (median of {n})"),
+        ("tab switch until the interactive table (the Space's Dataframe) has its rows, Playwright wall clock: "
+         "Space / minimal app",
+         f"{med['space_switch_table'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms (no target; "
+         f"median of {n})"),
         (f"/results API, {args.clients} concurrent clients, {len(lat)} requests",
          f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, {len(failures)} failed"),
     ]

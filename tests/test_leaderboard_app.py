@@ -369,3 +369,26 @@ def test_dataset_tab_preview_shows_the_tables_first_rows_exactly(tmp_path):
     assert "(no 1/RadCliQ-v1: 1 of 8 metrics)" in rows[0][1] and links == [[None] * len(rows[0])]
     assert "<b>" not in text
     assert _Views(small).preview_html("mimic_cxr", "findings") == ""  # no rows: no preview
+
+
+def test_first_frame_copies_are_the_dataset_tabs_opening_previews(tmp_path):
+    """The page's copy shown while gradio mounts a dataset tab (_INSTANT_JS) is that tab's opening preview (its
+    first track's), keyed by the tab's id and naming the element gradio's mounted panel brings; a dataset with no
+    rows has an empty copy, which the page never shows (the click goes straight to gradio)."""
+    import re
+
+    from leaderboard_helpers import add_scored_result
+    from rexrank.leaderboard.app import _csv_id, _Views
+    from rexrank.leaderboard.records import DATASETS, TRACKS
+
+    store = Store(tmp_path / "s.sqlite")
+    add_scored_result(store, "<b>Crafted</b> & co", bleu=0.9)  # IU-Xray only
+    views = _Views(store)
+    parts = re.findall(r'<div class="board-instant-view" data-view="([^"]+)" data-panel="([^"]+)">(.*?)</div>(?=<div '
+                       r'class="board-instant-view"|$)', views.instant_html(), re.S)
+    assert [p[0] for p in parts] == list(DATASETS)
+    for dataset, panel, body in parts:
+        assert panel == _csv_id(dataset, TRACKS[0])
+        assert body == views.preview_html(dataset, TRACKS[0])
+        assert bool(body) == (dataset == "iu_xray")
+    assert "<b>" not in views.instant_html()

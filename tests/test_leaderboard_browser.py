@@ -376,6 +376,85 @@ def test_dataset_tab_shows_its_rows_at_once_then_builds_the_table_in_one_request
     phone.close()
 
 
+# Armed before a click (a window capture listener runs before the page's own): what the first frame after the click
+# shows, taken in that frame's animation callback (after the click's handlers, before gradio gets the click).
+_FIRST_FRAME = """(key) => { window.__frame = null; window.addEventListener('click', () => requestAnimationFrame(() => {
+    const [dataset, track] = key.split(/-(?=[^-]*$)/);
+    const rows = document.querySelectorAll(`.board-instant-view[data-view="${dataset}"] tbody tr`);
+    window.__frame = {mask: document.documentElement.dataset.boardInstant || null,
+        mounted: !!document.getElementById('csv-' + key), visible: rows.length > 0 && rows[0].checkVisibility(),
+        rects: Array.from(rows).slice(0, 3).map(r => {
+            const b = r.getBoundingClientRect(); return [b.x, b.y, b.width]; }),
+        rows: Array.from(rows).map(row => [row.innerText.split(/\\s+/).join(' ').trim(),
+                                          Array.from(row.querySelectorAll('a')).map(a => a.getAttribute('href'))])};
+    }), {capture: true, once: true}); }"""
+
+
+def _first_frame(page, tab: str, key: str) -> dict:
+    page.evaluate(_FIRST_FRAME, key)
+    _tab(page, tab)
+    page.wait_for_function("() => window.__frame !== null", timeout=30_000)
+    return page.evaluate("() => window.__frame")
+
+
+def test_a_dataset_tabs_first_opening_shows_its_rows_in_the_next_frame(browser, space):
+    """Issue 14's tab-switch target (bench/leaderboard.py): on a dataset tab's first opening the page paints that
+    tab's preview rows in the first frame after the click, before gradio mounts the tab (_INSTANT_JS), exactly where
+    the mounted tab's own preview has them (desktop and phone), with the same rows, ranks and links; gradio then
+    gets the click, builds the tab with its one request, and the page's copy is gone. A later opening, or a click
+    on another tab, goes straight to gradio."""
+    key = "iu_xray-findings"
+    for viewport in (DESKTOP, PHONE):
+        page = _open(browser, space[0], viewport)
+        calls: list[str] = []
+        page.on("request", lambda r: calls.append(r.url) if "/gradio_api/" in r.url and r.method == "POST" else None)
+        held: list = []
+        page.route("**/gradio_api/run/predict", lambda route: held.append(route))  # the panel's preview stays up
+        frame = _first_frame(page, "IU-Xray", key)
+        assert frame["mask"] == "iu_xray" and not frame["mounted"] and frame["visible"], frame
+        page.wait_for_selector(f"#preview-{key} tbody tr", state="visible", timeout=30_000)
+        page.wait_for_function("() => !document.documentElement.dataset.boardInstant", timeout=30_000)
+        assert page.get_by_role("tab", name="IU-Xray", exact=True).get_attribute("aria-selected") == "true"
+        assert not page.locator('.board-instant-view[data-view="iu_xray"]').is_visible()
+        mounted = page.evaluate(_ROWS, f"#preview-{key} tbody tr")
+        assert frame["rows"] == mounted and mounted[0][0].startswith("1 ")
+        rects = page.evaluate("""(key) => Array.from(document.querySelectorAll(`#preview-${key} tbody tr`)).slice(0, 3)
+            .map(r => { const b = r.getBoundingClientRect(); return [b.x, b.y, b.width]; })""", key)
+        assert [x for r in frame["rects"] for x in r] == pytest.approx([x for r in rects for x in r], abs=1)
+        deadline = time.time() + 30
+        while not held and time.time() < deadline:
+            page.wait_for_timeout(50)
+        assert len(held) == 1
+        held[0].continue_()
+        page.unroute("**/gradio_api/run/predict")
+        page.wait_for_selector(f"#table-{key} div[role=row]", state="attached", timeout=60_000)
+        assert len(calls) == 1, calls  # the page's copy sends nothing: gradio's one request builds the tab
+        # A later opening is gradio's own (its panel is there).
+        _tab(page, "Overview")
+        assert _first_frame(page, "IU-Xray", key)["mask"] is None
+        page.close()
+
+
+def test_the_first_frame_copy_never_leaves_the_page_masked(browser, space):
+    """_INSTANT_JS's guards: if gradio never takes the held-back click (made a no-op here), the copy goes after 5 s
+    and the page is as it was; a click on another tab ends it at once. Screenshots of the first frame."""
+    for viewport, name in ((DESKTOP, "desktop"), (PHONE, "phone")):
+        page = _open(browser, space[0], viewport)
+        page.evaluate("() => { HTMLButtonElement.prototype.click = function () {}; }")  # the handover never lands
+        frame = _first_frame(page, "MIMIC-CXR", "mimic_cxr-findings")
+        assert frame["mask"] == "mimic_cxr" and frame["visible"]
+        _shot(page, f"{name}_first_frame_mimic_cxr")
+        page.wait_for_function("() => !document.documentElement.dataset.boardInstant", timeout=10_000)
+        assert page.get_by_role("tab", name="Overview", exact=True).get_attribute("aria-selected") == "true"
+        assert page.locator("#overview-table").is_visible()
+        assert not page.locator('.board-instant-view[data-view="mimic_cxr"]').is_visible()
+        assert _first_frame(page, "ReXGradient", "rexgradient-findings")["mask"] == "rexgradient"
+        _tab(page, "About")  # gradio's own tab: handled at once, the copy gone
+        page.wait_for_function("() => !document.documentElement.dataset.boardInstant", timeout=2_000)
+        assert page.get_by_role("tab", name="About", exact=True).get_attribute("aria-selected") == "true"
+        page.close()
+
+
 def test_models_and_submit_tabs_are_built_when_opened_and_keep_what_was_chosen(browser, space):
     """Issue 14's first-rows target: the Models tab and the Submit form are built when opened (gr.render), not in
     the first page; a later opening rebuilds them but keeps the model chosen and what was typed in the form.

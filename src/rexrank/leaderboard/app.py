@@ -5,9 +5,10 @@
 text reaches the page only inside Dataframe cells and Markdown that we escape, never as raw HTML.
 
 Speed: the overview table (the first tab) is part of the page as built, so the first rows need no request; a dataset
-tab shows an HTML preview of its first rows at once, and its filters, Dataframe and plots are built when it is first
-opened (``gr.render`` on ``Tab.select``), which keeps the page small; the Models tab and the Submit tab's form are
-built the same way, so the first page holds few component types (the browser loads one JS module per type: with
+tab shows an HTML preview of its first rows at once (on its first opening the page itself paints it in the frame after
+the click, before gradio mounts the tab: ``_INSTANT_JS``), and its filters, Dataframe and plots are built when it is
+first opened (``gr.render`` on ``Tab.select``), which keeps the page small; the Models tab and the Submit tab's form
+are built the same way, so the first page holds few component types (the browser loads one JS module per type: with
 them in the page, the first rows took ~1.2-1.3x a minimal app's time; bench/results/leaderboard.md), and /model,
 /submit and /queue are ``gr.api`` endpoints that answer without those tabs; the page's own callbacks skip the queue
 (``queue=False``).
@@ -71,12 +72,81 @@ CSS = """
 """
 # In <head>, not in CSS: gradio scopes custom @media rules to its content box, and the phone rule is for the page
 # margin around it (32 px each side would leave a 390 px phone no room for Rank, Model and 1/RadCliQ-v1).
-HEAD = """<style>
-@media (max-width: 640px) {
+_PHONE_CSS = """@media (max-width: 640px) {
   .main.fillable { padding-left: 8px !important; padding-right: 8px !important; }
   .board-header h1 { font-size: 1.3rem; }
-}
-</style>"""
+}"""
+
+# A dataset tab's first opening (bench/leaderboard.py, "tab switch"). gradio mounts a tab's content in the click's
+# own task and paints it after that (~120 ms from the click to painted rows here, most of it gradio's mount and the
+# first layout of the new panel). So the page holds each dataset's opening preview (the rows its tab opens on) in a
+# hidden block after the tabs (``_Views.instant_html``); a click on a dataset tab whose panel was never mounted is
+# held back for one frame: the page paints that preview over the open panel, exactly where the new panel's own
+# preview will be (~25 ms from the click), then hands gradio the same click; once gradio's panel is mounted (its
+# preview comes with it), the copy is hidden before the next paint. Nothing here changes what gradio does or sends
+# (it gets the click one frame later), the copy is escaped HTML like the preview, and the page is never left masked:
+# another tab click, or 5 s without gradio's panel, ends it. Keyboard selection goes to gradio directly.
+_INSTANT_JS = """(() => {
+  const root = document.documentElement;
+  let watcher = null, timer = null;
+  const view = (id) => document.querySelector(`.board-instant-view[data-view="${CSS.escape(id)}"]`);
+  const end = () => {
+    delete root.dataset.boardInstant;
+    if (watcher) watcher.disconnect();
+    clearTimeout(timer);
+    watcher = timer = null;
+  };
+  document.addEventListener("click", (event) => {
+    const button = event.target instanceof Element
+      && event.target.closest("#board-tabs > .tab-wrapper button[data-tab-id]");
+    if (!button || "boardPass" in button.dataset) return;
+    end();
+    const id = button.dataset.tabId, shown = view(id);
+    if (!shown || !shown.firstElementChild || button.getAttribute("aria-selected") === "true"
+        || document.getElementById(shown.dataset.panel)) return;
+    event.stopPropagation();
+    // Over the open panel, not in its place: hiding that panel would re-lay the page out and wake every
+    // component's resize observer (~50 ms here); the overlay starts where gradio starts the new panel.
+    const bar = document.querySelector("#board-tabs > .tab-wrapper"), tabs = document.getElementById("board-tabs");
+    const top = bar.getBoundingClientRect().bottom + parseFloat(getComputedStyle(bar).marginBottom);
+    const box = tabs.getBoundingClientRect();
+    shown.style.cssText = `top:${top}px;left:${box.left}px;width:${box.width}px`;
+    root.dataset.boardInstant = id;
+    watcher = new MutationObserver(() => { if (document.getElementById(shown.dataset.panel)) end(); });
+    watcher.observe(document.body, {childList: true, subtree: true});
+    timer = setTimeout(end, 5000);
+    requestAnimationFrame(() => setTimeout(() => {
+      if (root.dataset.boardInstant !== id) return;
+      button.dataset.boardPass = "";
+      button.click();
+      delete button.dataset.boardPass;
+    }, 0));
+  }, true);
+})();"""
+
+
+# Where the mounted panel's preview rows start inside the panel (px, gradio 6.31 theme sizes): below its track tabs,
+# CSV link and their gaps, and indented like the panel's content.
+_INSTANT_TOP, _INSTANT_LEFT = 96.75, 12
+
+
+def _instant_css() -> str:
+    shown = ",\n".join(f'html[data-board-instant="{d}"] .board-instant-view[data-view="{d}"]' for d in DATASETS)
+    pending = ",\n".join(f'html[data-board-instant="{d}"] #board-tabs > .tab-wrapper button[data-tab-id="{d}"]'
+                         for d in DATASETS)
+    # The padding puts the rows where the mounted panel's preview has them (checked at both viewports by
+    # test_leaderboard_browser.py).
+    return f"""
+.board-instant-view {{ display: none; }}
+{shown} {{ display: block; position: fixed; bottom: 0; z-index: 50; overflow: hidden;
+  box-sizing: border-box; padding: {_INSTANT_TOP}px {_INSTANT_LEFT}px 0; background: var(--background-fill-primary); }}
+html[data-board-instant] #board-tabs > .tab-wrapper button.selected {{ color: var(--body-text-color); }}
+html[data-board-instant] #board-tabs > .tab-wrapper button.selected::after {{ visibility: hidden; }}
+{pending} {{ color: var(--color-accent); box-shadow: inset 0 -2px 0 var(--color-accent); }}
+"""
+
+
+HEAD = f"<style>\n{_PHONE_CSS}\n{_instant_css()}</style>\n<script>\n{_INSTANT_JS}\n</script>"
 
 
 def _check(dataset: str, track: str) -> tuple[str, str]:
@@ -152,13 +222,18 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         header = gr.Markdown(views.header_markdown(), elem_classes=["board-header", "board-links"],
                              elem_id="board-header")
         fresh.add(header, views.header_markdown)
-        with gr.Tabs(overflow_behavior="wrap"):  # a phone shows every tab (rows of tabs), none behind a menu
+        # A phone shows every tab (rows of tabs), none behind a menu.
+        with gr.Tabs(overflow_behavior="wrap", elem_id="board-tabs"):
             _overview_tab(gr, views, fresh)
             _dataset_tabs(gr, views, fresh)
             _models_tab(gr, views)
             if submissions is not None:
                 _submit_tab(gr, demo, views, submissions, oauth=oauth)
             _about_tab(gr)
+        # Shown only for a frame or two while a dataset tab first opens (see _INSTANT_JS).
+        instant = gr.HTML(views.instant_html(), elem_id="board-instant", elem_classes=["board-preview"], padding=False,
+                          min_height=0)
+        fresh.add(instant, views.instant_html)
         _api_endpoints(gr, views)
     return demo
 
@@ -255,6 +330,13 @@ class _Views:
         note = f'<p class="board-preview-more">… {more} more rows</p>' if more > 0 else ""
         return (f'<div class="board-preview-scroll pin2"><table><colgroup>{widths}</colgroup><thead><tr>{header}'
                 f"</tr></thead><tbody>{body}</tbody></table></div>{note}")
+
+    def instant_html(self) -> str:
+        """Each dataset tab's opening preview (its first track's), hidden, for ``_INSTANT_JS``; ``data-panel``
+        names the element that is there once gradio has mounted that tab's panel."""
+        track = TRACKS[0]  # gradio opens a dataset tab on its first track's tab
+        return "".join(f'<div class="board-instant-view" data-view="{d}" data-panel="{_csv_id(d, track)}">'
+                       f"{self.preview_html(d, track)}</div>" for d in DATASETS)
 
     def results_json(self, dataset: str, track: str) -> str:
         """Aggregates only (means and CIs), never per-study data. A private test set's values come from
@@ -500,6 +582,11 @@ def _dataset_tabs(gr, views: _Views, fresh: _Fresh) -> None:
                         _dataset_tab(gr, dataset, track, views, fresh, tab)
 
 
+def _csv_id(dataset: str, track: str) -> str:
+    """The element id of a dataset/track panel's CSV link: the first thing gradio mounts in it."""
+    return f"csv-{dataset}-{track}"
+
+
 def _dataset_tab(gr, dataset: str, track: str, views: _Views, fresh: _Fresh, tab) -> None:
     """One dataset/track view. Speed (bench/leaderboard.py): gradio takes ~0.7 s to mount a 200-row Dataframe, and
     every component built into the page makes the first page load slower. So the page holds only the CSV link and
@@ -507,7 +594,7 @@ def _dataset_tab(gr, dataset: str, track: str, views: _Views, fresh: _Fresh, tab
     filters, the Dataframe and the plots are built by ``gr.render`` on the tab's first opening, and CSS hides the
     preview as soon as the Dataframe has its rows (``.board-view:has(...)`` in ``CSS``)."""
     key = f"{dataset}-{track}"
-    gr.Markdown(f"[Download CSV](csv/{dataset}/{track})", elem_id=f"csv-{key}", elem_classes=["board-links"],
+    gr.Markdown(f"[Download CSV](csv/{dataset}/{track})", elem_id=_csv_id(dataset, track), elem_classes=["board-links"],
                 min_height=0)
     preview = gr.HTML(views.preview_html(dataset, track), elem_id=f"preview-{key}", elem_classes=["board-preview"],
                       padding=False, min_height=0)
