@@ -455,6 +455,21 @@ def test_the_first_frame_copy_never_leaves_the_page_masked(browser, space):
         page.close()
 
 
+def test_a_dataset_tab_opened_from_the_keyboard_takes_the_same_path(browser, space):
+    """Enter on a focused tab button is a click: the copy shows in the next frame, then gradio opens the tab."""
+    page = _open(browser, space[0], DESKTOP)
+    page.evaluate(_FIRST_FRAME, "chexpert_plus-findings")
+    page.get_by_role("tab", name="CheXpert Plus", exact=True).focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => window.__frame !== null", timeout=30_000)
+    frame = page.evaluate("() => window.__frame")
+    assert frame["mask"] == "chexpert_plus" and frame["visible"] and not frame["mounted"], frame
+    page.wait_for_selector("#table-chexpert_plus-findings div[role=row]", state="attached", timeout=60_000)
+    assert page.get_by_role("tab", name="CheXpert Plus", exact=True).get_attribute("aria-selected") == "true"
+    assert page.evaluate("() => !document.documentElement.dataset.boardInstant")
+    page.close()
+
+
 def test_models_and_submit_tabs_are_built_when_opened_and_keep_what_was_chosen(browser, space):
     """Issue 14's first-rows target: the Models tab and the Submit form are built when opened (gr.render), not in
     the first page; a later opening rebuilds them but keeps the model chosen and what was typed in the form.

@@ -85,7 +85,7 @@ _PHONE_CSS = """@media (max-width: 640px) {
 # preview will be (~25 ms from the click), then hands gradio the same click; once gradio's panel is mounted (its
 # preview comes with it), the copy is hidden before the next paint. Nothing here changes what gradio does or sends
 # (it gets the click one frame later), the copy is escaped HTML like the preview, and the page is never left masked:
-# another tab click, or 5 s without gradio's panel, ends it. Keyboard selection goes to gradio directly.
+# another tab click, or 5 s without gradio's panel, ends it. Enter on a focused tab is a click: the same path.
 _INSTANT_JS = """(() => {
   const root = document.documentElement;
   let watcher = null, timer = null;
