@@ -99,17 +99,28 @@ def test_first_page_leaves_out_the_models_tab_and_the_submit_form(space):
     components = httpx.get(f"{space[0]}config", timeout=30).json()["components"]
     types = Counter(c["type"] for c in components)
     assert not {"file", "textbox", "checkboxgroup", "timer", "dropdown", "button"} & set(types), types
-    assert types["dataframe"] == 1  # the overview's
+    # Nor the overview's rank plot, its track radio or a code editor (the BibTeX is Markdown).
+    assert not {"plot", "radio", "code"} & set(types), types
+    assert types["dataframe"] == 1  # the overview's first track
     ids = {c.get("props", {}).get("elem_id") for c in components}
     assert not {"model-pick", "model-table", "submit-file", "submit-name", "queue-table"} & ids
     tabs = {c.get("props", {}).get("label") for c in components if c["type"] == "tabitem"}
     assert {"Models", "Submit"} <= tabs  # the tabs themselves are in the page
+
 
 def test_unknown_dataset_is_a_clear_api_error(client):
     from gradio_client.exceptions import AppError
 
     with pytest.raises(AppError, match="Unknown dataset 'nope'. Available: rexgradient"):
         client.predict("nope", "findings", api_name="/results")
+    with pytest.raises(AppError, match="Unknown track 'impressions'. Available: findings, findings_impression"):
+        client.predict("impressions", api_name="/overview")
+
+
+def test_overview_api_takes_any_track_spelling(client):
+    both = client.predict("Findings + Impression", api_name="/overview")
+    assert both["headers"][:3] == ["Rank", "Model", "Mean rank"] and len(both["data"]) >= 5
+    assert both != client.predict("findings", api_name="/overview")
 
 
 def test_submission_is_validated_scored_and_ranked(client, space, tmp_path):

@@ -193,6 +193,22 @@ def test_phone_layout(browser, space):
     page.close()
 
 
+def test_overview_tracks_are_tabs_and_the_second_is_built_when_opened(browser, space):
+    """The overview's tracks are sub-tabs like a dataset's: Findings + Impression's table and its plot are built when
+    opened, with that track's rows (they differ from the findings ranking)."""
+    page = _open(browser, space[0], DESKTOP)
+    key = "overview-table-findings_impression"
+    assert page.locator(f"#{key}").count() == 0  # not in the first page
+    findings = _table_rows(page, "overview-table")[:5]
+    page.locator("#overview-tracks").get_by_role("tab", name="Findings + Impression", exact=True).click()
+    both = _table_rows(page, key)[:5]
+    assert both and both != findings
+    page.locator("#overview-plot-findings_impression").get_by_text("Rank across datasets").click()
+    page.wait_for_selector("#overview-plot-findings_impression .nsewdrag", state="attached", timeout=60_000)
+    _shot(page, "desktop_overview_findings_impression")
+    page.close()
+
+
 def test_filters_use_the_data_and_say_when_nothing_matches(browser, space):
     """Point 5: "trained on this dataset" selects the IU-trained published models; a filter with a single choice is
     hidden; choices are read when the tab opens (not at start-up); an empty result says so."""

@@ -154,7 +154,7 @@ def _check(dataset: str, track: str) -> tuple[str, str]:
     "MIMIC-CXR", "chexpert", "Findings") resolves; an unknown name is a gr.Error listing the choices."""
     import gradio as gr
 
-    from rexrank.data import catalog, tracks
+    from rexrank.data import catalog
     from rexrank.errors import UnknownNameError
 
     try:
@@ -164,13 +164,24 @@ def _check(dataset: str, track: str) -> tuple[str, str]:
     if canonical_dataset not in DATASETS:  # gr.Error reaches the client as a message, never a traceback
         raise gr.Error(f"Unknown dataset {str(dataset)[:40]!r}. Available: {', '.join(DATASETS)} "
                        "(or any of their aliases)")
+    return canonical_dataset, _check_track(track)
+
+
+def _check_track(track: str) -> str:
+    """The canonical track of what an API caller typed ("Findings", "findings+impression" ...); an unknown name is a
+    gr.Error listing the choices."""
+    import gradio as gr
+
+    from rexrank.data import tracks
+    from rexrank.errors import UnknownNameError
+
     try:
         canonical_track = tracks.canonical_track(track)
     except UnknownNameError:
         canonical_track = None
     if canonical_track not in TRACKS:
         raise gr.Error(f"Unknown track {str(track)[:40]!r}. Available: {', '.join(TRACKS)}")
-    return canonical_dataset, canonical_track
+    return canonical_track
 
 
 def _escape_md(text: str) -> str:
@@ -549,24 +560,49 @@ class _Fresh:
 
 
 def _overview_tab(gr, views: _Views, fresh: _Fresh) -> None:
-    with gr.Tab("Overview", id="overview"):
-        ov_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track",
-                            elem_id="overview-track")
-        # Built into the page (no request when it loads); _Fresh keeps it current.
-        ov_table = gr.Dataframe(value=views.overview_view("findings"), interactive=False, elem_id="overview-table",
-                                pinned_columns=2, elem_classes=["board-table", "pin2"], wrap=True,
-                                column_widths=[56, 150, 76, 84] + [110] * 2 * len(DATASETS))
-        fresh.add(ov_table, lambda: views.overview_view("findings"))
-        ov_track.change(views.overview_view, ov_track, ov_table, api_name="overview", concurrency_limit=None)
-        # The plot is built when the accordion opens (and again for another track): with a gr.Plot in the page's
-        # config, the browser loads the plot modules with the page (bench/leaderboard.py, first rows).
-        with gr.Accordion("Rank across datasets (plot)", open=False, elem_id="overview-plot") as acc:
-            @gr.render(inputs=ov_track, triggers=[acc.expand, ov_track.change], queue=False, show_progress="hidden")
-            def ranks(track: str):
-                gr.Plot(views.ranks_view(track), show_label=False, key="overview-ranks")
+    """The overview: one sub-tab per track, like the dataset tabs (a radio would add three component modules to the
+    first page: bench/leaderboard.py, first rows). The first track's table is built into the page (no request when it
+    loads; _Fresh keeps it current); another track's is built when its tab is first opened. /overview is an API
+    endpoint of its own."""
+    payload = _frame_payload(gr)
 
+    def overview_api(track: str) -> dict:
+        """The overview table of one track ({headers, data}): rank by mean rank over the datasets."""
+        return payload(views.overview_view(_check_track(track)))
+
+    overview_api.__annotations__ = {"track": str, "return": dict}  # real types: gr.api reads them
+    with gr.Tab("Overview", id="overview"):
+        with gr.Tabs(elem_id="overview-tracks"):
+            for track in TRACKS:
+                with gr.Tab(TRACK_LABELS[track], id=f"overview-{track}") as tab:
+                    if track == TRACKS[0]:
+                        _overview_track(gr, views, track, fresh)
+                    else:
+                        @gr.render(triggers=[tab.select], queue=False, show_progress="hidden")
+                        def lazy(track=track):
+                            _overview_track(gr, views, track, None)
         gr.Markdown("Mean rank: the mean of a model's ranks over the datasets it is ranked on (Datasets), by "
                     "1/RadCliQ-v1. Open a dataset tab for every metric with its 95% CI.")
+        # In the tab: gr.Tabs takes only tabs as children.
+        gr.api(overview_api, api_name="overview", queue=False)
+
+
+def _overview_track(gr, views: _Views, track: str, fresh: _Fresh | None) -> None:
+    """One track's overview table and its rank plot (the first track's ids are the plain ``overview-table`` and
+    ``overview-plot``)."""
+    suffix = "" if track == TRACKS[0] else f"-{track}"
+    table = gr.Dataframe(value=views.overview_view(track), interactive=False, elem_id=f"overview-table{suffix}",
+                         pinned_columns=2, elem_classes=["board-table", "pin2"], wrap=True,
+                         column_widths=[56, 150, 76, 84] + [110] * 2 * len(DATASETS), key=f"overview-table{suffix}")
+    if fresh is not None:
+        fresh.add(table, lambda: views.overview_view(track))
+    # The plot is built when its section opens: with a gr.Plot in the page's config, the browser loads the plot
+    # modules with the page (bench/leaderboard.py, first rows).
+    with gr.Accordion("Rank across datasets (plot)", open=False, elem_id=f"overview-plot{suffix}",
+                      key=f"overview-plot{suffix}") as acc:
+        @gr.render(triggers=[acc.expand], queue=False, show_progress="hidden")
+        def ranks():
+            gr.Plot(views.ranks_view(track), show_label=False, key=f"overview-ranks{suffix}")
 
 
 def _dataset_tabs(gr, views: _Views, fresh: _Fresh) -> None:
