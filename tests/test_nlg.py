@@ -235,3 +235,8 @@ def test_a_reports_tokens_never_depend_on_its_neighbours():
     for i in range(len(hyps)):
         np.testing.assert_array_equal(metric.statistics([hyps[i]], [refs[i]])[0], together[i])
     assert together[0, 0] == 1.0  # "\r\n" is a space: the first report equals its reference
+    from rexrank.metrics.nlg import tokenize
+
+    for brk in ("\r", "\v", "\f", "\u2028", "\u2029"):  # each one shifts pycocoevalcap's output
+        texts = [f"Heart normal{brk}lungs clear.", "No effusion."]
+        assert tokenize(texts) == ["heart normal lungs clear", "no effusion"]

@@ -71,11 +71,6 @@ def check_tokenizer(tokenizer: str) -> str:
     return tokenizer
 
 
-# Line breaks other than '\n' (which pycocoevalcap turns into a space itself): its Java tool starts a new output line
-# at each, and pycocoevalcap then hands every later caption the tokens of the one before (rexrank.metrics.ptb).
-_LINE_BREAKS = str.maketrans({c: " " for c in "\r\v\f\u2028\u2029"})
-
-
 def tokenize(texts: Sequence[str], tokenizer: str = DEFAULT_TOKENIZER) -> list[str]:
     """The strings pycocoevalcap's scorers receive: PTB-tokenised (space-joined) or the texts unchanged.
 
@@ -86,7 +81,10 @@ def tokenize(texts: Sequence[str], tokenizer: str = DEFAULT_TOKENIZER) -> list[s
         return list(texts)
     from rexrank.metrics import ptb
 
-    return [ptb.tokenize(str(text).translate(_LINE_BREAKS)) for text in texts]
+    # Line breaks other than '\n' (which pycocoevalcap turns into a space itself) are spaces: in pycocoevalcap each
+    # starts a new output line and hands every later caption the tokens of the one before (ptb.SHIFTING_BREAKS).
+    spaces = str.maketrans({c: " " for c in ptb.SHIFTING_BREAKS})
+    return [ptb.tokenize(str(text).translate(spaces)) for text in texts]
 
 
 # -- counting, as pycocoevalcap's precook does -------------------------------------------------------------------------

@@ -162,6 +162,9 @@ JLETTER = f"[{_LET}]"  # bare [:letter:]
 JLETDIG = f"[{_LET}{_DIG}]"  # [:letter:]|[:digit:]
 SPACE = "[ \t\u00a0\u2000-\u200a\u3000]"
 NEWLINE = "(?:\r\n|[\r\n\u2028\u2029\u000b\u000c\u0085])"
+# The characters besides '\n' that make the jar emit an extra output line (the OUTPUT SHIFT above; U+0085 does not:
+# the lexer reads it as an ellipsis before it can end a line).
+SHIFTING_BREAKS = "\r\u000b\u000c\u2028\u2029"
 SPACENL = "(?:\r\n|[ \t\u00a0\u2000-\u200a\u3000\r\n\u2028\u2029\u000b\u000c\u0085])"
 SGML = (r"<(?:[!?][A-Za-z\-][^>\r\n]*|[A-Za-z][A-Za-z0-9_:.\-]*(?:[ ]+(?:[A-Za-z][A-Za-z0-9_:.\-]*[ ]*=[ ]*"
         r"""(?:'[^']*'|"[^"]*")|[A-Za-z][A-Za-z0-9_:.\-]*))*[ ]*/?|/[A-Za-z][A-Za-z0-9_:.\-]*)[ ]*>""")
