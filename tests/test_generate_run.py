@@ -490,3 +490,21 @@ def test_a_rerun_with_another_data_dir_is_refused(helpers, cli, tmp_path):
                            "--limit", "2", "--model", f"{helpers}:Echo", "--out", str(out), "--no-progress")
         assert code == expected, output
     assert "holds reports generated from other image files" in output and str(tmp_path / "a") in output
+
+
+@pytest.mark.parametrize("where", ["parts", "run"])
+def test_resume_over_damaged_bytes_is_one_error_line(study_json, helpers, cli, tmp_path, where):
+    """Bytes \\x00\\xff in a part file (or run.json) of the folder a rerun resumes: one error line naming the file and
+    the fix, exit 2, no traceback, and the folder's files untouched."""
+    args = _args(study_json, tmp_path / "out", "--model", f"{helpers}:Echo", "--limit", "3")
+    code, output = cli(*args)
+    assert code == 0, output
+    damaged = tmp_path / "out" / ("parts/process-00000.jsonl" if where == "parts" else "run.json")
+    with open(damaged, "ab") as handle:
+        handle.write(b"\x00\xff\n")
+    before = damaged.read_bytes()
+    code, output = cli(*args)
+    assert code == 2, output
+    assert "Traceback" not in output and len(output.strip().splitlines()) == 1
+    assert str(damaged) in output and "--overwrite" in output
+    assert damaged.read_bytes() == before

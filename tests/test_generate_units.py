@@ -132,3 +132,22 @@ def test_store_cuts_a_torn_tail_and_prefers_successes(tmp_path):
                                                                              "error": "late failure"}])
     best = latest_by_id(read_parts(tmp_path))
     assert best["b"]["report"] == "fixed" and best["a"]["report"] == "r" and best["c"]["report"] == "ok"
+
+
+@pytest.mark.parametrize("damage", [b"\x00\xff\n", b'{"study_id": "c", "report": "\xff"}\n', b"\x00\x00\x00\n"])
+def test_store_refuses_bytes_it_never_writes(tmp_path, damage):
+    """Bytes that are not UTF-8, or a NUL (json.dumps escapes control characters, so rexrank never writes one), in a
+    part file are one InputError naming the file, the line and the fix, not a UnicodeDecodeError; the file is left
+    as it was."""
+    path = part_path(tmp_path, 0)
+    with PartWriter(path) as writer:
+        writer.write([{"study_id": "a", "report": "r", "error": None}])
+    with open(path, "ab") as handle:
+        handle.write(damage)
+    before = path.read_bytes()
+    with pytest.raises(InputError) as caught:
+        read_parts(tmp_path)
+    message = str(caught.value)
+    assert f"{path} line 2 holds bytes rexrank never writes" in message and "\n" not in message
+    assert "--overwrite" in message and "Move it out of the folder" in message
+    assert path.read_bytes() == before

@@ -143,7 +143,7 @@ def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Pa
         _start_run_folder(out, fingerprint, options.overwrite)
     state.wait_for_everyone()
 
-    done = latest_by_id(_gather(state, read_parts(out) if state.is_local_main_process else []))
+    done = latest_by_id(_read_all_parts(state, out))
     by_id = {s.study_id: s for s in inputs}
     # A failed study is kept as failed (until --retry-errors) only while its images are the same files: a rerun
     # that fixes --data-dir retries it without being asked.
@@ -170,7 +170,7 @@ def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Pa
     state.wait_for_everyone()
     seconds = time.perf_counter() - started
 
-    final = latest_by_id(_gather(state, read_parts(out) if state.is_local_main_process else []))
+    final = latest_by_id(_read_all_parts(state, out))
     ordered = in_input_order([s.study_id for s in inputs], final)
     missing = [s.study_id for s, r in zip(inputs, ordered, strict=True) if r is None]
     if missing:  # a process wrote nothing for studies it was given: never let that pass silently
@@ -181,6 +181,22 @@ def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Pa
         _write_outputs(out, inputs, records, ordered)
     state.wait_for_everyone()
     return GenerateResult(out, len(inputs), len(finished), len(pending), errors, n_empty, seconds)
+
+
+def _read_all_parts(state, out: Path) -> list[dict]:
+    """Every part record, read once per node (the local main process) and shared; a damaged part file fails every
+    process with the same error (a rank left waiting in the gather would hang)."""
+    error, records = None, []
+    if state.is_local_main_process:
+        try:
+            records = read_parts(out)
+        except InputError as exc:
+            error = str(exc)
+    pieces = _gather(state, [(error, records)] if state.is_local_main_process else [])
+    errors = [e for e, _ in pieces if e]
+    if errors:
+        raise InputError(errors[0])
+    return [r for _, part in pieces for r in part]
 
 
 def _check_same_images(out: Path, kept: list[StudyInput], done: dict[str, dict]) -> None:
@@ -256,8 +272,8 @@ def _check_run_file(out: Path, fingerprint: dict) -> None:
             raise ConfigError(f"{out} holds generated studies but no {RUN_FILE}: use another --out or --overwrite")
         return
     try:
-        previous = json.loads(path.read_text())["fingerprint"]
-    except (json.JSONDecodeError, KeyError, TypeError):
+        previous = json.loads(path.read_text(encoding="utf-8"))["fingerprint"]
+    except (ValueError, KeyError, TypeError):  # ValueError: bad JSON, or bytes that are not UTF-8
         raise ConfigError(f"{path} is not a rexrank generate run file: use another --out or --overwrite") from None
     current = json.loads(json.dumps(fingerprint))  # same JSON normalisation as the stored copy
     if previous != current:

@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from rexrank.errors import InputError
+
 log = logging.getLogger("rexrank.generate")
 
 PARTS_DIR = "parts"
@@ -77,14 +79,29 @@ def _cut_torn_tail(path: Path) -> None:
 
 
 def read_parts(out_dir: Path) -> list[dict]:
-    """Every record of every part file under out_dir (any process count of any earlier run), file by file."""
+    """Every record of every part file under out_dir (any process count of any earlier run), file by file.
+
+    A line that is not JSON is skipped with a warning (its study is generated again). Bytes rexrank never writes
+    (not UTF-8, or a NUL: json.dumps escapes control characters) mean the file is not a part file this tool wrote, or
+    was damaged on disk: InputError naming the file and the fix, never a guess at what it held.
+    """
     records: list[dict] = []
     folder = Path(out_dir) / PARTS_DIR
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-        with open(path, encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, 1):
-                if not line.endswith("\n"):
+        with open(path, "rb") as handle:
+            for line_no, raw in enumerate(handle, 1):
+                if not raw.endswith(b"\n"):
                     break  # torn tail: its owner cuts it off on restart
+                try:
+                    if b"\0" in raw:
+                        raise ValueError("a NUL byte")
+                    line = raw.decode("utf-8")
+                except ValueError as exc:  # UnicodeDecodeError is a ValueError
+                    what = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+                    raise InputError(
+                        f"{path} line {line_no} holds bytes rexrank never writes ({what}): the file is damaged or "
+                        "not a rexrank part file. Move it out of the folder (its studies are generated again) or "
+                        "rerun with --overwrite to start afresh.") from None
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
