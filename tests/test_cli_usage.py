@@ -357,3 +357,34 @@ def test_metric_options_come_from_the_constructor():
     assert REGISTRY.options("green")[1]  # forwards backend options: any key is accepted
     REGISTRY.check_options("green", ["gpu_memory_utilization"])
     REGISTRY.check_options("semb", ["backbone", "device"])
+
+
+def _never_called(what: str):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{what} was called before every option was checked")
+    return refuse
+
+
+@pytest.mark.parametrize("extra", [
+    # Two ways to name the same models: only the metric's constructor knows they conflict (issue 26, point 5).
+    ["--model-path", "ratescore={tmp}", "--option", "ratescore.embed_model={tmp}"],
+    ["--option", "ratescore.batch_size=0"],  # a value the constructor refuses (not a key the signature lacks)
+], ids=["model-path and embed_model", "batch_size 0"])
+def test_metric_option_values_are_checked_before_any_input_is_read(cli, tiny, monkeypatch, extra):
+    """Every --option/--model-path value reaches the metric's constructor before the predictions are parsed or the
+    dataset loads (docs/harness.md): the loaders are replaced by ones that fail the test if called."""
+    import time
+
+    import rexrank.data
+    import rexrank.evaluation.inputs as inputs_module
+
+    monkeypatch.setattr(inputs_module, "load_inputs", _never_called("load_inputs"))
+    monkeypatch.setattr(rexrank.data, "load", _never_called("the dataset loader"))
+    tmp_path, preds, _ = tiny
+    args = [a.format(tmp=tmp_path) for a in extra]
+    start = time.monotonic()
+    code, text = cli("score", "-p", str(preds), "--dataset", "iu_xray", "-m", "ratescore", "-o",
+                     str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), *args)
+    _assert_usage_error(code, text, "ratescore")
+    assert time.monotonic() - start < 30  # no dataset, no model: seconds at most even on a loaded machine
+    assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()

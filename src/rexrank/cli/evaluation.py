@@ -110,7 +110,8 @@ def score_command(
 ) -> None:
     """Score predictions against references: per_study.parquet, results.json, results.md, model_index.yaml."""
     from rexrank import parallel
-    from rexrank.evaluation.harness import ScoreOptions, check_writable, evaluate, expand_metrics, write_outputs
+    from rexrank.evaluation.harness import (ScoreOptions, check_writable, evaluate, expand_metrics, prepare_metrics,
+                                            write_outputs)
     from rexrank.evaluation.inputs import load_inputs
 
     # Every option is checked here, before any input is read, any model loads or any pair is scored.
@@ -118,7 +119,7 @@ def score_command(
         raise ConfigError("give the ground truth: --references FILE, or --dataset NAME [--split SPLIT]")
     dataset, split, track = _canonical_names(dataset, split, track, references is None)
     model = model_name or _default_model_name(predictions)
-    out_dir = out or Path("results") / model
+    out_dir = out or _results_folder(model)
     check_writable(out_dir, "--out")
     names = expand_metrics(metrics)
     options = ScoreOptions(metrics=names, model_paths=_model_paths(model_path), metric_configs=_metric_options(option),
@@ -126,20 +127,24 @@ def score_command(
                            use_cache=not no_cache, cache_dir=cache_dir, chunk_size=chunk_size,
                            progress=_progress_default(progress, quiet), resamples=resamples,
                            seed=seed, confidence=confidence)
-    options.check()
     if max_report_words < 1 or max_report_chars < 1:
         raise ConfigError("--max-report-words and --max-report-chars must be at least 1")
+    # Last of the checks: every metric built (its constructor checks its option values), weights located.
+    built = prepare_metrics(options, dataset=dataset)
     inputs = load_inputs(predictions, track=track, references=references, dataset=dataset, split=split,
                          data_dir=data_dir, allow_missing=allow_missing, max_file_size_mb=max_file_size_mb,
                          max_report_words=max_report_words, max_report_chars=max_report_chars)
     ctx = parallel.context()
+    if ctx.is_main and (shortfall := parallel.launch_shortfall(ctx.world_size)):
+        typer.secho(f"warning: {shortfall}", fg=typer.colors.YELLOW, err=True)
     note = inputs.drop_note()
     if note and ctx.is_main:
         typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
     from rexrank.progress import switched
 
     with switched(options.progress):  # the bootstrap after scoring follows the same switch
-        evaluation = evaluate(inputs, model=model, track=track, dataset=dataset, split=split, options=options)
+        evaluation = evaluate(inputs, model=model, track=track, dataset=dataset, split=split, options=options,
+                              metrics=built)
     if evaluation is None:  # not rank 0: rank 0 writes the results
         return
     paths = write_outputs(evaluation, out_dir)
@@ -154,6 +159,7 @@ def score_command(
     print_summary(evaluation.results, console)
     for line in pair_counts(evaluation.results, evaluation.stats):  # studies vs distinct pairs, per metric
         console.print(line, markup=False)
+    console.print(parallel.processes_line(ctx.world_size))
     console.print("wrote " + ", ".join(str(p) for p in paths.values()))
 
 
@@ -173,6 +179,18 @@ def _canonical_names(dataset: str | None, split: str | None, track: str,
     if split is not None or split_default:
         split = canonical_split(dataset, split)
     return dataset, split, track
+
+
+def _results_folder(model: str) -> Path:
+    """results/<model name>, the default --out: the name must be one plain folder name, or the results would be
+    written outside results/ (`--model-name ../../x`, an absolute path)."""
+    if model in ("", ".", "..") or any(c in model for c in "/\\\0") or Path(model).is_absolute():
+        safe = "__".join(part for part in model.replace("\\", "/").split("/") if part not in ("", ".", "..")) \
+            or "my-model"
+        raise ConfigError(f"the model name {model!r} (--model-name, or the predictions file's name) is not a plain "
+                          f"folder name, and results/<model name> must stay inside results/: pass a name without "
+                          f"'/', '\\' or '..' (e.g. --model-name {safe}), or choose the folder with --out DIR")
+    return Path("results") / model
 
 
 def _default_model_name(predictions: Path) -> str:

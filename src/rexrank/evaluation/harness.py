@@ -46,7 +46,7 @@ from rexrank.evaluation.subgroups import (
     subgroup_summary,
 )
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
-from rexrank.metrics.base import text_key
+from rexrank.metrics.base import Metric, text_key
 
 # What `rexrank score` runs when --metrics is not given: the leaderboard metrics that run on open weights.
 # FineRadScore needs an LLM API (GPT-4/Claude in the paper) and is opt-in: --metrics leaderboard or name it.
@@ -182,6 +182,26 @@ def expand_metrics(names: Sequence[str] | str | None) -> list[str]:
     return list(dict.fromkeys(REGISTRY.canonical(n) for n in names))
 
 
+def prepare_metrics(options: ScoreOptions, *, dataset: str | None = None) -> dict[str, Metric]:
+    """Everything a run needs besides its inputs, checked before any input is read: the options
+    (``ScoreOptions.check``), a private set's host settings (secret, minimum group size), and every base metric
+    built on this process's device with its weights located, no model loaded. Each metric's constructor is the
+    one owner of which option values and combinations it accepts (``--model-path ratescore=DIR`` with
+    ``--option ratescore.embed_model=...`` is refused there), so building here is what makes every option check
+    come before the dataset loads. Pass the result to ``evaluate(..., metrics=)``."""
+    options.check()
+    if disclosure.is_private(dataset):
+        disclosure.host_secret()
+        disclosure.min_group_size()
+    base, _ = plan(expand_metrics(options.metrics))
+    return _build(base, options, parallel.context())
+
+
+def _build(base: Sequence[str], options: ScoreOptions, ctx) -> dict[str, Metric]:
+    return build_metrics(base, model_paths=options.model_paths, metric_configs=options.metric_configs,
+                         device=parallel.device_for(options.device, ctx), batch_size=options.batch_size)
+
+
 def open_cache(options: ScoreOptions, dataset: str | None = None):
     from rexrank.evaluation.cache import MemoryPairCache, ScoreCache
 
@@ -190,9 +210,8 @@ def open_cache(options: ScoreOptions, dataset: str | None = None):
 
 
 def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, base, composites, ctx,
-                 dataset: str | None = None):
-    built = build_metrics(base, model_paths=options.model_paths, metric_configs=options.metric_configs,
-                          device=parallel.device_for(options.device, ctx), batch_size=options.batch_size)
+                 dataset: str | None = None, built: Mapping[str, Metric] | None = None):
+    built = _build(base, options, ctx) if built is None else built
     cache = open_cache(options, dataset)
     try:
         # The harness owns process parallelism: each metric scores exactly this shard's pairs (rexrank.parallel).
@@ -211,9 +230,10 @@ def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, ba
 
 
 def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = None, split: str | None = None,
-             options: ScoreOptions | None = None) -> Evaluation | None:
+             options: ScoreOptions | None = None, metrics: Mapping[str, Metric] | None = None) -> Evaluation | None:
     """Score validated inputs. In a launched job every process scores a shard; rank 0 returns the Evaluation and
-    the other ranks return None."""
+    the other ranks return None. ``metrics``: what ``prepare_metrics(options)`` built before the inputs were read
+    (else they are built here)."""
     options = options or ScoreOptions()
     options.check()
     if len(inputs) == 0:
@@ -228,7 +248,8 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
     try:
         positions = parallel.shard(len(inputs), ctx)
         try:
-            payload = ("ok", positions, *_shard_frame(inputs, positions, options, base, composites, ctx, dataset))
+            payload = ("ok", positions, *_shard_frame(inputs, positions, options, base, composites, ctx, dataset,
+                                                      _matching(metrics, base)))
         except Exception as exc:  # noqa: BLE001 - every rank must reach the gather, or rank 0 waits forever
             if not ctx.distributed:
                 raise
@@ -265,6 +286,13 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
         results = disclosure.disclose_results(results, min_group, private=True)
     per_study = shareable(full, private=private, refs=inputs.refs, secret=secret)
     return Evaluation(per_study, results, stats, private)
+
+
+def _matching(metrics: Mapping[str, Metric] | None, base: Sequence[str]) -> Mapping[str, Metric] | None:
+    if metrics is not None and list(metrics) != list(base):
+        raise ValueError(f"evaluate(metrics=) holds {', '.join(metrics)}; these options plan {', '.join(base)}: "
+                         "pass prepare_metrics(options) for the same options")
+    return metrics
 
 
 def _assemble(parts, n: int):
