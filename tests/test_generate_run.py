@@ -194,6 +194,7 @@ def test_two_processes_match_one(standins, study_json, cli, tmp_path, which):
     lines = [len((two / "parts" / f"process-0000{r}.jsonl").read_text().splitlines()) for r in (0, 1)]
     assert sum(lines) == N_STUDIES and min(lines) > 0
     assert proc.stdout.count("reports ->") == 1  # only the main process reports
+    assert "2 processes took part" in proc.stdout and "1 process took part" in output
 
 
 @pytest.mark.slow
@@ -508,3 +509,17 @@ def test_resume_over_damaged_bytes_is_one_error_line(study_json, helpers, cli, t
     assert "Traceback" not in output and len(output.strip().splitlines()) == 1
     assert str(damaged) in output and "--overwrite" in output
     assert damaged.read_bytes() == before
+
+
+def test_accelerate_asked_for_two_but_started_one_is_said(study_json, helpers, tmp_path):
+    """The issue's case: `accelerate launch --num_processes 2 -m rexrank generate ... --device cpu` on a machine
+    without GPUs runs one process. generate says 1 process took part and warns that the launcher asked for more,
+    naming the launcher that works on CPU."""
+    proc = _run_group([sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--num_machines",
+                       "1", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "rexrank",
+                       *_args(study_json, tmp_path / "out", "--model", f"{helpers}:Echo", "--device", "cpu")],
+                      timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "1 process took part" in proc.stdout
+    assert "warning: accelerate launch was asked for several processes" in proc.stderr
+    assert "torchrun --standalone --nproc_per_node N" in proc.stderr

@@ -91,6 +91,37 @@ def context() -> Context:
     return Context(int(os.environ.get("RANK", "0") or 0), world, local_rank)
 
 
+# What a launcher asked for. torchrun and accelerate's multi-GPU launcher set WORLD_SIZE; MPI launchers their own.
+_ASKED_SIZE_ENV = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+# accelerate's single-process launcher (no GPUs, or no --multi_gpu) sets no size, but it sets MASTER_ADDR only when
+# --num_processes (or --num_machines) is above 1, and ACCELERATE_MIXED_PRECISION on every launch.
+_ACCELERATE_LAUNCH_ENV = "ACCELERATE_MIXED_PRECISION"
+
+
+def launch_shortfall(started: int) -> str | None:
+    """A warning when the launcher asked for more processes than the ``started`` that took part, else None.
+
+    The case it exists for: `accelerate launch --num_processes 2 ... --device cpu` on a machine without GPUs runs
+    one process and says nothing, and the job then takes twice as long as the user planned.
+    """
+    for name in _ASKED_SIZE_ENV:
+        raw = os.environ.get(name, "").strip()
+        if raw.isdigit() and int(raw) > started:
+            return (f"the launcher asked for {int(raw)} processes ({name}={raw}) but {started} took part: the work "
+                    f"ran on {started}")
+    if started == 1 and os.environ.get(_ACCELERATE_LAUNCH_ENV) and os.environ.get("MASTER_ADDR") \
+            and not any(os.environ.get(name) for name in _ASKED_SIZE_ENV):
+        return ("accelerate launch was asked for several processes (it set MASTER_ADDR) but started one: without "
+                "GPUs, or without --multi_gpu, its simple launcher runs a single process. On CPU use "
+                "`torchrun --standalone --nproc_per_node N -m rexrank ...`; on GPUs `accelerate launch --multi_gpu`")
+    return None
+
+
+def processes_line(started: int) -> str:
+    """How many processes took part, as `rexrank generate` and `rexrank score` print it."""
+    return f"{started} process{'' if started == 1 else 'es'} took part"
+
+
 def setup(ctx: Context) -> bool:
     """Join the process group if the launcher did not; returns True when this call created it."""
     if not ctx.distributed or group_ready():
@@ -281,5 +312,5 @@ def map_distinct(name: str, behaviour: str, keys: Sequence[str], compute: Callab
 
 
 __all__ = ["BEHAVIOURS", "Context", "ParallelCallError", "REPLICATE", "SHARD", "all_gather", "caller_owns",
-           "context", "device_for", "gather", "group_ready", "local", "map_distinct", "portable", "setup", "shard",
-           "teardown", "unshard", "would_shard"]
+           "context", "device_for", "gather", "group_ready", "launch_shortfall", "local", "map_distinct", "portable",
+           "processes_line", "setup", "shard", "teardown", "unshard", "would_shard"]

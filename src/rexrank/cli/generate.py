@@ -103,9 +103,11 @@ def generate_command(
     failed = bool(result.errors) and not allow_errors
     if not _is_main_process():
         raise SystemExit(EXIT_STUDIES_FAILED if failed else 0)
+    from rexrank.parallel import processes_line
+
     typer.echo(f"{result.n_ok} of {result.n_studies} reports -> {result.predictions_path} (ReXrank JSON) and "
                f"{result.reports_path} ({result.n_done_before} from an earlier run, {result.n_generated} generated "
-               f"now in {result.seconds:.2f}s)")
+               f"now in {result.seconds:.2f}s; {processes_line(result.n_processes)})")
     if result.n_empty:
         typer.secho(f"warning: {result.n_empty} reports are empty", fg=typer.colors.YELLOW, err=True)
     if result.errors:

@@ -64,6 +64,7 @@ class GenerateResult:
     errors: dict[str, str] = field(default_factory=dict)  # study_id -> error, input order
     n_empty: int = 0
     seconds: float = 0.0  # generation phase: every process's model loaded -> last process done
+    n_processes: int = 1  # processes that took part (accelerate's count, not the launcher's ask)
 
     @property
     def n_ok(self) -> int:
@@ -156,6 +157,10 @@ def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Pa
     if state.is_main_process:
         log.info("%d studies: %d done before, %d to generate on %d process(es), batches of %d",
                  len(inputs), len(finished), len(pending), world, batch_size)
+        from rexrank.parallel import launch_shortfall
+
+        if shortfall := launch_shortfall(world):
+            log.warning("warning: %s", shortfall)
 
     if mine:  # a process with nothing to do (a finished run) loads no model
         adapter.load(options.device or str(state.device))
@@ -180,7 +185,7 @@ def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Pa
     if state.is_main_process:
         _write_outputs(out, inputs, records, ordered)
     state.wait_for_everyone()
-    return GenerateResult(out, len(inputs), len(finished), len(pending), errors, n_empty, seconds)
+    return GenerateResult(out, len(inputs), len(finished), len(pending), errors, n_empty, seconds, world)
 
 
 def _read_all_parts(state, out: Path) -> list[dict]:
