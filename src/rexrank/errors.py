@@ -28,3 +28,7 @@ class DatasetNotAvailableError(RexrankError, OSError):
 
 class ConfigError(RexrankError, ValueError):
     """An option has an invalid value."""
+
+
+class OutputError(RexrankError, OSError):
+    """A result file cannot be written where asked (a full disk, a quota, the file-size limit)."""

@@ -166,8 +166,6 @@ def _interactive() -> bool:
 
 
 def _size(n_bytes: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n_bytes < 1024 or unit == "GB":
-            return f"{n_bytes:,} {unit}" if unit == "bytes" else f"{n_bytes:,.1f} {unit}"
-        n_bytes /= 1024
-    return ""  # pragma: no cover
+    from rexrank.evaluation.harness import format_size
+
+    return format_size(n_bytes)

@@ -217,7 +217,7 @@ def compare_command(
     from rich.console import Console
 
     from rexrank.evaluation.compare import compare_runs, load_run, markdown, print_report
-    from rexrank.evaluation.harness import check_writable, check_statistics
+    from rexrank.evaluation.harness import check_statistics, check_writable, write_files
 
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs")
@@ -229,7 +229,6 @@ def compare_command(
                           seed=seed, confidence=confidence)
     print_report(report, Console(width=max(120, Console().width)))
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.json").write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
-        (out / "compare.md").write_text(markdown(report))
-        typer.echo(f"wrote {out / 'compare.json'}, {out / 'compare.md'}")
+        paths = write_files(out, {"compare.json": (json.dumps(report, indent=2, allow_nan=False) + "\n").encode(),
+                                  "compare.md": markdown(report).encode("utf-8")})
+        typer.echo("wrote " + ", ".join(str(p) for p in paths.values()))

@@ -1,8 +1,10 @@
 """`rexrank score` as a function: validated inputs -> cached, sharded scoring -> per_study.parquet + results.json.
 
-Writes nothing until every study is scored; the result files are written to temporary names and renamed, so a
-results folder never holds a half-written or mismatched pair of files. They get the permissions any new file gets
-(0666 less the umask), like every other file the user writes.
+Writes nothing until every study is scored; the result files are rendered in memory, written to temporary names
+and renamed (``write_files``), so a results folder never holds a half-written or mismatched pair of files. A full
+disk, a quota or the file-size limit (``ulimit -f``) is one OutputError naming the folder, what the files need and
+what is free, with nothing staged left behind. They get the permissions any new file gets (0666 less the umask),
+like every other file the user writes.
 
 A private test set (``rexrank.data.catalog.is_private``) goes through ``rexrank.evaluation.disclosure``: its
 results are rounded and small subgroups suppressed, and its per-study table carries no reference labels, no
@@ -11,10 +13,13 @@ free text and no unkeyed reference hash (docs/harness.md, "What each output reve
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import os
 import secrets
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from rexrank import parallel
-from rexrank.errors import ConfigError, InputError
+from rexrank.errors import ConfigError, InputError, OutputError
 from rexrank.evaluation import disclosure
 from rexrank.evaluation.aggregate import build_results, corpus_metrics
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES
@@ -388,8 +393,78 @@ def _new_file(directory: Path, name: str) -> Path:
     raise FileExistsError(f"cannot create a staging file for {name} in {directory}")
 
 
+def format_size(n_bytes: float) -> str:
+    """A byte count for people: 512 bytes, 3.4 KB, 1.2 MB, 2.0 GB (units of 1,024)."""
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n_bytes < 1024 or unit == "GB":
+            return f"{int(n_bytes):,} {unit}" if unit == "bytes" else f"{n_bytes:,.1f} {unit}"
+        n_bytes /= 1024
+    return ""  # pragma: no cover
+
+
+# Write failures that mean "this folder cannot hold these bytes": answered with the sizes, not a traceback.
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
+def write_files(out_dir: str | os.PathLike, files: Mapping[str, bytes], *, option: str = "--out") -> dict[str, Path]:
+    """Write ``files`` ({name: content}) into ``out_dir``: each to a staging name, then all renamed, so the folder
+    never holds a half-written file. When the folder cannot take them (a full disk, a quota, the process's
+    file-size limit ``ulimit -f``, any other OSError) every staged file is removed, files of an earlier run keep
+    their content, and one OutputError names the folder, what the files need and what is free there."""
+    out = Path(out_dir)
+    staged: list[tuple[Path, Path]] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            tmp_path = _new_file(out, name)
+            staged.append((tmp_path, out / name))
+            tmp_path.write_bytes(data)
+        for tmp_path, target in staged:
+            os.replace(tmp_path, target)
+    except OSError as exc:
+        raise _write_error(exc, out, files, option) from None
+    finally:
+        for tmp_path, _ in staged:
+            try:
+                tmp_path.unlink(missing_ok=True)
+            except OSError:  # nothing more can be done; the error above says what went wrong
+                pass
+    return {name: out / name for name in files}
+
+
+def _write_error(exc: OSError, out: Path, files: Mapping[str, bytes], option: str) -> OutputError:
+    need = sum(len(data) for data in files.values())
+    what = f"{len(files)} files" if len(files) > 1 else "1 file"
+    if exc.errno == errno.EFBIG:  # over RLIMIT_FSIZE (or the filesystem's largest file)
+        name, largest = max(((n, len(d)) for n, d in files.items()), key=lambda item: item[1])
+        return OutputError(f"cannot write the results in {out}: {name} ({format_size(largest)}) is over this "
+                           f"process's file-size limit{_fsize_limit()}: raise it (`ulimit -f unlimited`) or write "
+                           f"elsewhere with {option}")
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno in _NO_ROOM:
+        try:
+            free = f", {format_size(shutil.disk_usage(out).free)} free there"
+        except OSError:
+            free = ""
+        return OutputError(f"cannot write the results in {out}: {reason.lower()} (the {what} need "
+                           f"{format_size(need)}{free}): free space there or pass another {option}")
+    return OutputError(f"cannot write the results in {out}: {reason} ({what}, {format_size(need)}); pass another "
+                       f"{option}")
+
+
+def _fsize_limit() -> str:
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    except (ImportError, OSError, ValueError):  # no such limit on this platform
+        return ""
+    return "" if soft == resource.RLIM_INFINITY else f" (ulimit -f: {format_size(soft)})"
+
+
 def write_outputs(evaluation: Evaluation, out_dir: str | os.PathLike) -> dict[str, Path]:
-    """per_study.parquet, results.json, results.md, model_index.yaml — each written whole, then renamed.
+    """per_study.parquet, results.json, results.md, model_index.yaml: rendered in memory, then written together
+    by ``write_files`` (each whole, then renamed; a full disk or a file-size limit is one OutputError).
 
     A private set's outputs go through the disclosure policy here too (idempotent), whoever built the Evaluation.
     """
@@ -398,40 +473,25 @@ def write_outputs(evaluation: Evaluation, out_dir: str | os.PathLike) -> dict[st
     private = evaluation.private or disclosure.is_private(evaluation.results.get("dataset"))
     results = disclosure.disclose_results(evaluation.results, private=True) if private else evaluation.results
     per_study = shareable(evaluation.per_study, private=private)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    targets = {"per_study": out / PER_STUDY, "results": out / RESULTS, "markdown": out / MARKDOWN,
-               "model_index": out / MODEL_INDEX}
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for key, target in targets.items():
-            tmp_path = _new_file(out, target.name)
-            staged.append((tmp_path, target))
-            if key == "per_study":
-                _to_parquet(per_study, tmp_path)
-            elif key == "results":
-                tmp_path.write_text(json.dumps(results, indent=2, allow_nan=False) + "\n")
-            elif key == "markdown":
-                tmp_path.write_text(markdown_table(results))
-            else:
-                tmp_path.write_text(model_index(results))
-        for tmp_path, target in staged:
-            os.replace(tmp_path, target)
-    finally:
-        for tmp_path, _ in staged:
-            if tmp_path.exists():
-                tmp_path.unlink()
-    return targets
+    files = {PER_STUDY: _parquet_bytes(per_study),
+             RESULTS: (json.dumps(results, indent=2, allow_nan=False) + "\n").encode("utf-8"),
+             MARKDOWN: markdown_table(results).encode("utf-8"),
+             MODEL_INDEX: model_index(results).encode("utf-8")}
+    paths = write_files(out_dir, files)
+    return {"per_study": paths[PER_STUDY], "results": paths[RESULTS], "markdown": paths[MARKDOWN],
+            "model_index": paths[MODEL_INDEX]}
 
 
-def _to_parquet(frame: pd.DataFrame, path: Path) -> None:
+def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     frame = frame.copy()
     for column in frame.columns:
         if frame[column].dtype == object and frame[column].map(lambda v: isinstance(v, (list, tuple, dict))).any():
             # Nested per-pair details (e.g. a list of error counts) are stored as JSON text: parquet needs one type.
             frame[column] = frame[column].map(lambda v: None if v is None else json.dumps(v))
     frame.attrs = {}
-    frame.to_parquet(path, index=False)
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
 
 
 def read_per_study(path: str | os.PathLike) -> pd.DataFrame:
