@@ -1,8 +1,14 @@
-"""Text of the Space's About tab: what each metric is, its direction, and how the numbers are computed."""
+"""Text of the Space's About tab, for readers of the board: what each metric is, its direction, how the numbers are
+computed, the known quirks of the published tables (``published.KNOWN_QUIRKS``) and how to cite ReXrank. Nothing for
+hosts here (seeding, command-line flags): that is docs/leaderboard.md.
+
+Citations: the 2024 ReXrank preprint, as the evaluate modules' cards cite it. The PSB 2026 study has no reference in
+this repository yet, so none is shown (docs/leaderboard.md, About).
+"""
 
 from __future__ import annotations
 
-from rexrank.leaderboard.published import __doc__ as _published_doc
+from rexrank.leaderboard.published import KNOWN_QUIRKS
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.aggregation import leaderboard_higher_is_better
 
@@ -51,7 +57,9 @@ def markdown() -> str:
         "- The overview ranks models by 1/RadCliQ-v1 on the findings track of each dataset.",
         "- Rows marked **published** come from the ReXrank site's tables: point estimates only, no CI.",
         "- ReXGradient's references are private: only aggregates are ever shown or downloadable.",
-        "", "## Known quirks of the published tables", "", _published_doc.split("Known upstream quirks")[1].split(
-            "\n", 1)[1].strip(),
+        "- Rank follows the chosen sort: a table sorted by another metric ranks by that metric (best first), "
+        "whether or not its column is shown; rows without that metric are not ranked in that view.",
+        "- Institutions written two ways for one organisation (Microsoft Research, Microsoft) are shown as one.",
+        "", "## Known quirks of the published tables", "", *[f"- {quirk}" for quirk in KNOWN_QUIRKS],
     ]
     return "\n".join(lines)

@@ -22,13 +22,24 @@ import pandas as pd
 
 from rexrank.errors import UnknownNameError
 from rexrank.evaluation import disclosure
-from rexrank.leaderboard.published import bundled_tables
+from rexrank.leaderboard.published import bundled_tables, radcliq_from_components
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS, name_key
 from rexrank.leaderboard.store import Store
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.aggregation import leaderboard_higher_is_better, leaderboard_interval, leaderboard_values
 
 PRIMARY = "radcliq_v1"
+# One institution under two spellings in the published tables (MAIRA-2 "Microsoft Research", RadPhi "Microsoft"):
+# every view, filter, search and CSV shows (and groups by) the label here; the store keeps what was written.
+INSTITUTION_ALIASES = {"microsoft research": "Microsoft"}
+# The mark on a published 1/RadCliQ-v1 that disagrees with its own component means (published.KNOWN_QUIRKS).
+RADCLIQ_MARK = "†"
+
+
+def institution_label(name: str | None) -> str:
+    """How the board shows (and groups) an institution: ``INSTITUTION_ALIASES`` by case-insensitive name."""
+    text = (name or "").strip()
+    return INSTITUTION_ALIASES.get(text.casefold(), text)
 
 
 def column_label(metric: str) -> str:
@@ -112,12 +123,16 @@ def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, .
     rows = []
     private = is_private(dataset)
     for item in _rows(store, dataset, track):
-        row: dict[str, Any] = {"model": item["model_name"], "institution": item["institution"] or "",
+        means = {m: (item["metrics"].get(m) or {}).get("mean") for m in item["metrics"]}
+        row: dict[str, Any] = {"model": item["model_name"], "institution": institution_label(item["institution"]),
                                "year": item["year"], "model_type": item["model_type"] or "",
                                "trained_on_this": dataset in trained_on(item),
                                "source": item["source"], "n_studies": item["n_studies"], "url": item["url"] or "",
                                "note": item["note"] or "", "split": item["split"],
-                               "weights": weights_label(item)}
+                               "weights": weights_label(item),
+                               # a published 1/RadCliQ-v1 that its own components contradict: their value
+                               "radcliq_components": (radcliq_from_components(means) if item["source"] == "published"
+                                                      else None)}
         for metric in metrics:
             value, low, high = shown_value(metric, item["metrics"].get(metric), private)
             row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = value, low, high
@@ -178,14 +193,15 @@ def display_table(df: pd.DataFrame, metrics: Iterable[str] = LEADERBOARD_METRICS
                   ascending: bool | None = None, name_cell=None) -> pd.DataFrame:
     """Strings for the page: 'mean [low, high]' per metric, direction arrows in headers (see ``display_columns``).
 
-    Rank is by 1/RadCliQ-v1, or by ``sort_by`` when the view is sorted by another metric (``view_ranks``).
+    Rank is the position in the chosen sort: by ``sort_by`` when it is a metric, shown or hidden (``view_ranks``),
+    else by 1/RadCliQ-v1; one rule for every column.
     ``name_cell(row)``: how the Model cell shows a row's name (the page links it); default the plain name."""
     metrics = list(metrics)
     columns = display_columns(metrics)
     if df.empty:
         return pd.DataFrame(columns=columns)
     df = sort_table(df, sort_by, ascending)
-    ranking = sort_by if sort_by in metrics and sort_by in LEADERBOARD_METRICS else PRIMARY
+    ranking = sort_by if sort_by in LEADERBOARD_METRICS else PRIMARY
     ranks = view_ranks(df, ranking)
     out = pd.DataFrame({
         "Rank": ranks.map(lambda r: "–" if pd.isna(r) else str(int(r))),
@@ -199,6 +215,15 @@ def display_table(df: pd.DataFrame, metrics: Iterable[str] = LEADERBOARD_METRICS
     for metric in metrics:
         out[column_label(metric)] = [fmt(v, lo, hi) for v, lo, hi in
                                      zip(df[metric], df[f"{metric}_low"], df[f"{metric}_high"])]
+    if "radcliq_components" in df.columns:  # a published value its own components contradict: both, marked
+        recomputed = df["radcliq_components"].astype(float)
+        marked = recomputed.notna()
+        if marked.any() and PRIMARY in metrics:
+            label = column_label(PRIMARY)
+            out[label] = out[label].where(~marked, out[label] + f" {RADCLIQ_MARK}")
+        out["Source"] = [f"{src} · {RADCLIQ_MARK} {metric_name(PRIMARY)} {v:.3f} published, {r:.3f} from its "
+                         "components" if m else src
+                         for src, m, v, r in zip(out["Source"], marked, df[PRIMARY], recomputed)]
     # A row without the ranking metric is not ranked in this view, and says what it was scored on instead of sitting
     # silently at the bottom (a submission scored on the metrics this host has weights for).
     unranked = df[ranking].isna() if ranking in df.columns else pd.Series(False, index=df.index)
@@ -270,7 +295,7 @@ def model_page(store: Store, model: str) -> pd.DataFrame:
     ranking column first (what a phone shows without scrolling), the provenance columns last."""
     rows = []
     ordered = [PRIMARY] + [m for m in LEADERBOARD_METRICS if m != PRIMARY]
-    for item in _rows(store, model=model):
+    for item in sorted(_rows(store, model=model), key=_tab_order):
         row = {"Dataset": DATASET_LABELS.get(item["dataset"], item["dataset"]),
                "Track": TRACK_LABELS.get(item["track"], item["track"])}
         for metric in ordered:
@@ -281,6 +306,13 @@ def model_page(store: Store, model: str) -> pd.DataFrame:
                     "Weights": weights_label(item) or ("official" if (item.get("extra") or {}).get("weights") else "")})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _tab_order(item: dict[str, Any]) -> tuple[int, int, str]:
+    """A row's place in the page's order: datasets and tracks as their tabs stand, then source."""
+    def place(names, name):
+        return names.index(name) if name in names else len(names)
+    return place(list(DATASETS), item["dataset"]), place(list(TRACKS), item["track"]), str(item.get("source"))
 
 
 def corpus_display(name: str) -> tuple[str, tuple[str, ...]]:
@@ -298,7 +330,7 @@ def model_corpus_metrics(store: Store, model: str) -> pd.DataFrame:
     each metric's tables show, with CIs, and the options that change them (CE F1's uncertain convention). Model pages
     only: these are not ReXrank columns and never rank. A private set's values rounded by its policy."""
     rows = []
-    for item in _rows(store, model=model):
+    for item in sorted(_rows(store, model=model), key=_tab_order):
         for name, entry in ((item.get("extra") or {}).get("corpus_metrics") or {}).items():
             values = entry.get("values") or {}
             if is_private(item["dataset"]):

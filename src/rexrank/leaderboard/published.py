@@ -4,11 +4,7 @@ Published rows are point estimates only: they are marked source "published" with
 1/FineRadScore are stored as the underlying means (the reciprocal of the published value) so every result in
 the store has the same meaning; the board recomputes the published numbers from them.
 
-Known upstream quirks, handled here and listed in the About tab:
-- the UniRG-CXR rows (added 2025) lack the 1/FineRadScore cell in most tables (a short row), and the CheXpert
-  Plus findings table has 0 there: both are stored as "not reported";
-- the files have no trailing newline; model names differ in punctuation across tables (CheXpertPlus_MIMIC vs
-  CheXpertPlus-MIMIC) and are normalised to the findings tables' spelling.
+Known upstream quirks, handled here: ``KNOWN_QUIRKS`` (the About tab lists them, word for word).
 
 When a store gets these tables is decided here, once (``seed_store``): every command that opens a store for the
 board (`leaderboard add`, `serve`, `worker`, the Space) seeds a store that was never seeded, unless the host opted
@@ -40,6 +36,37 @@ SEED_KEY = "published_seed"  # the store's meta entry recording whether (and wit
 QUIRK_NOTES = {
     "missing": "not reported in the published table",
 }
+# How far a published 1/RadCliQ-v1 may be from the value its row's component means give (3-decimal rounding of the
+# four components and of the value itself; tests/test_radcliq.py: the findings tables stay within it).
+RADCLIQ_TOLERANCE = 0.004
+# What readers are told about the published tables (the About tab's list).
+KNOWN_QUIRKS = (
+    "The UniRG-CXR rows (added 2025) lack the 1/FineRadScore cell in most tables, and the CheXpert Plus findings "
+    "table has 0 there: both are shown as not reported.",
+    "Model names differ in punctuation across tables (CheXpertPlus_MIMIC vs CheXpertPlus-MIMIC); the board uses the "
+    "findings tables' spelling.",
+    "In the Findings + Impression tables, 1/RadCliQ-v1 disagrees with the value the row's own component means give "
+    "(RadCliQ-v1 is a linear combination of RadGraph, BertScore, SembScore and BLEU, so the mean of per-report "
+    f"values is RadCliQ-v1 of the means) by more than rounding allows ({RADCLIQ_TOLERANCE}) in 9 of 28 rows, e.g. "
+    "GPT4V on ReXGradient: 0.605 published, 0.659 from its components; the findings tables agree everywhere. Those "
+    "rows keep the published value (what ReXrank ranked by) and are marked † with both values in the Source "
+    "column. A row scored by rexrank always has its components' value, so it is not comparable one to one with a "
+    "marked row.",
+)
+
+
+def radcliq_from_components(means: dict[str, float | None]) -> float | None:
+    """1/RadCliQ-v1 as a published row's own component means give it (``means``: registry metric -> mean, as
+    stored), when it differs from the row's published 1/RadCliQ-v1 by more than ``RADCLIQ_TOLERANCE``; None when it
+    agrees or a value is missing."""
+    from rexrank.metrics.radcliq import COMPONENTS, radcliq_v1
+
+    parts = [means.get(name) for name in COMPONENTS]
+    stored = means.get("radcliq_v1")  # the mean RadCliQ-v1: the reciprocal of the published value
+    if stored is None or not stored or any(p is None for p in parts):
+        return None
+    recomputed = 1.0 / float(radcliq_v1(*parts))
+    return recomputed if abs(recomputed - 1.0 / stored) > RADCLIQ_TOLERANCE else None
 
 
 def _canonical_name(name: str) -> str:

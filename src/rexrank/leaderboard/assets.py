@@ -1,0 +1,11 @@
+"""The page's stylesheet: rules on the board's own classes and ids only (``board-*``), plus the gradio workarounds
+of ``gradio_compat`` (the one place that depends on gradio's DOM)."""
+
+from __future__ import annotations
+
+from rexrank.leaderboard import gradio_compat
+
+CSS = """
+.board-links p { margin: 0; }
+.board-links { align-self: center; }
+""" + gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS

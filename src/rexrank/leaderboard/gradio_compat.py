@@ -1,0 +1,39 @@
+"""The leaderboard's workarounds for gradio limitations, all in one place, with the gradio range they were tested on.
+
+Each one is CSS on our own classes, for a gap in gradio 6.31's public API; tests/test_leaderboard_app.py fails when
+the installed gradio leaves ``TESTED`` (then re-check each item here and the browser tests that pin them), and
+pyproject.toml pins the same range.
+
+- Pinned columns: ``gr.Dataframe(pinned_columns=2)`` is accepted but does not keep the columns on screen when the
+  table scrolls sideways; sticky cells in the grid's own scrolling box do (``PINNED_CSS``; the width of Rank is
+  fixed so that Model can sit right after it). Browser test: Rank and Model stay put while the table scrolls.
+- The header sort menu: gradio's Dataframe header sorts the shown strings ("–" above numbers, "0.5 [0.4, 0.6]"
+  compared as text, sorts stacking up) and cannot be turned off; the board sorts by value on the server (*Sort by*,
+  and Rank follows it), so the menu is hidden (``HEADER_MENU_CSS``, the one rule naming a gradio class) and the
+  table's label says where the sort is chosen. Browser test: no menu button shows on a header.
+"""
+
+from __future__ import annotations
+
+TESTED = (6, 31)  # gradio major.minor these were checked on (pyproject: gradio>=6.31,<6.32)
+
+PINNED_CSS = """
+.pin1 table :is(th, td):nth-child(1), .pin2 table :is(th, td):nth-child(-n+2) {
+  position: sticky; z-index: 4; background: var(--background-fill-primary); }
+.pin1 table :is(th, td):nth-child(1), .pin2 table :is(th, td):nth-child(1) { left: 0; }
+.pin2 table :is(th, td):nth-child(1) { min-width: 52px; max-width: 52px; width: 52px; }
+.pin2 table :is(th, td):nth-child(2) { left: 52px; box-shadow: 2px 0 0 var(--border-color-primary); }
+"""
+HEADER_MENU_CSS = ".board-table .cell-menu-button { display: none !important; }\n"
+
+
+def gradio_version() -> tuple[int, int]:
+    import gradio
+
+    major, minor = gradio.__version__.split(".")[:2]
+    return int(major), int(minor)
+
+
+def tested() -> bool:
+    """The installed gradio is the one these workarounds were checked on."""
+    return gradio_version() == TESTED

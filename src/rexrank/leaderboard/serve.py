@@ -1,0 +1,74 @@
+"""Launch the leaderboard Space: open (pull, seed) the store, start the scoring worker, build and launch the page.
+
+``serve`` is what `rexrank leaderboard serve` and spaces/leaderboard/app.py run (both import it from
+``rexrank.leaderboard.app``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rexrank.leaderboard.assets import CSS
+from rexrank.leaderboard.store import Store
+from rexrank.leaderboard.views import Views
+from rexrank.leaderboard.wiring import add_csv_route, build_app, oauth_configured
+
+
+def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: bool = True, worker: bool = True,
+          submissions_dir: str | None = None, prevent_thread_lock: bool = False, oauth: bool | None = None,
+          upload_ttl: int = 3600, results_repo: str | None = None, requests_repo: str | None = None,
+          hub_token: str | None = None, hub_api: Any = None, **submission_options: Any):
+    """Open the store (pulled from the Hub and seeded as ``published.seed_store`` says), start the scoring worker,
+    launch the Space; returns (demo, store, service).
+
+    ``oauth``: Hugging Face login (None: on when the Space card sets ``hf_oauth``). ``submission_options`` go to
+    ``Submissions`` (``max_bytes``: the largest predictions file, also gradio's upload limit; quotas; ``metrics``,
+    default every leaderboard metric this host has official weights for ...). ``results_repo``/``requests_repo``:
+    Hub dataset repos the store is pulled from now and pushed to after every write (``hub_sync``; token
+    ``hub_token``, else HF_TOKEN); the sync is ``demo.rexrank_sync`` (the persistence tests stop it).
+
+    Errors: launched with ``show_error=True`` so that gradio's own refusals reach an API caller as a message (a
+    /submit naming a file nobody uploaded: "... was not uploaded by a user"), not as ``{"error": null}``; the
+    board's own errors are gr.Error messages written for the caller.
+    """
+    from rexrank.errors import ConfigError
+    from rexrank.leaderboard.published import seed_store
+    from rexrank.leaderboard.submissions import DEFAULT_MAX_UPLOAD_MB
+
+    if requests_repo and not results_repo:
+        raise ConfigError("a requests repo needs a results repo too (REXRANK_RESULTS_REPO / results_repo): "
+                          "finished submissions are results")
+    store = Store(store_path)
+    sync = None
+    if results_repo:
+        from rexrank.leaderboard.hub_sync import HubSync
+
+        sync = HubSync(store, results_repo, requests_repo=requests_repo, token=hub_token, api=hub_api)
+        sync.pull_with_retries()  # before anything writes: the repos hold the board
+    seed_store(store, seed=seed)
+    if sync is not None:
+        sync.start()
+    service = None
+    try:
+        from rexrank.leaderboard.submissions import Submissions
+
+        service = Submissions(store, Path(submissions_dir or Path(store_path).with_suffix(".uploads")),
+                              **submission_options)
+        if worker:
+            service.start_worker()
+    except ImportError:  # the harness is optional for a read-only board
+        service = None
+    views = Views(store, service)
+    demo = build_app(store, service, oauth=oauth_configured() if oauth is None else oauth, upload_ttl=upload_ttl,
+                     views=views)
+    demo.rexrank_sync = sync
+    demo.queue(default_concurrency_limit=8)
+    # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
+    max_bytes = service.max_bytes if service is not None else DEFAULT_MAX_UPLOAD_MB * 1_000_000
+    demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, show_error=True,
+                quiet=True, max_file_size=int(max_bytes), css=CSS)
+    add_csv_route(demo, views)
+    if not prevent_thread_lock:
+        demo.block_thread()
+    return demo, store, service

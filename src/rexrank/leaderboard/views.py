@@ -1,0 +1,411 @@
+"""What the leaderboard page and its API show: pure functions of the store (and the submission queue), no gradio.
+
+``Views(store, submissions)`` computes each view from the store on every call: a dataset/track table with its
+filters, search and sort applied (``page_table``), the overview, a model's page, the CSV, the queue, the header and
+a submission's status. The gradio wiring (``rexrank.leaderboard.wiring``) only puts these values into components;
+everything here is testable without a server.
+
+User-supplied text (model names, institutions, URLs, queue messages) reaches the page only as Markdown built by the
+helpers below, which HTML-escape it and backslash-escape every Markdown character, or as plain Dataframe cells; the
+CSV download prefixes a text cell a spreadsheet would evaluate (OWASP's CSV-injection rule, ``csv_text``).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import re
+import time
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from rexrank.leaderboard import about, board, plots
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS
+from rexrank.leaderboard.store import Store
+from rexrank.metrics import LEADERBOARD_METRICS
+
+TITLE = "ReXrank leaderboard"
+PRIMARY = board.PRIMARY
+METRIC_CHOICES = [(board.column_label(m), m) for m in LEADERBOARD_METRICS]
+QUEUED = "Submission #"  # how an accepted submission's message starts (the form is cleared after one)
+# Column widths (px): Rank, Model and the ranking column fit a 312 px wide screen (a 390 px phone at 125% zoom);
+# the rest scroll sideways behind them.
+WIDTHS = {"Rank": 52, "Model": 118, "Institution": 140, "Year": 56, "Source": 130}
+METRIC_WIDTH = 136
+TRAINED_CHOICES = [("All models", "all"), ("Exclude models trained on this set", "exclude"),
+                   ("Only models trained on this set", "only")]
+
+
+def view_key(dataset: str, track: str) -> str:
+    """The id suffix of one dataset/track view's components (``table-iu_xray-findings`` ...)."""
+    return f"{dataset}-{track}"
+
+
+def table_label(dataset: str, track: str, sort_by: str | None = PRIMARY) -> str:
+    """A table's accessible name and caption: the dataset, the track and the sort (Rank follows the sort)."""
+    metric = sort_by if sort_by in LEADERBOARD_METRICS else PRIMARY
+    return (f"{DATASET_LABELS[dataset]} · {TRACK_LABELS[track]}: ranked by {board.column_label(metric)} "
+            "(change it in Filters, columns and sorting)")
+
+
+def overview_label(track: str) -> str:
+    return f"Overview · {TRACK_LABELS[track]}: mean rank by 1/RadCliQ-v1 over the datasets"
+
+
+# -- text that reaches Markdown -------------------------------------------------------------------------------
+
+def escape_md(text: str) -> str:
+    """Free text (an error message, a note) inside Markdown: HTML escaped, one line, no table breaks."""
+    return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
+
+
+# Inline Markdown: emphasis, code, links (a link needs "[", so parentheses and "!" stay plain), tables, strikethrough.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# Block Markdown only starts a line (a cell is one line): a heading, a list item, a numbered item.
+_MD_LINE_START = re.compile(r"^(\s*)(\d*)([#+\-.)])")
+
+
+def md_text(text: str) -> str:
+    """Plain text inside a one-line Markdown cell: HTML escaped and every character that could start Markdown
+    backslash-escaped, and no other ("MAIRA-2" and "RadPhi3.5Vision" stay as typed). Search never sees this text:
+    it matches the names themselves, on the server (``board.filter_table``)."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", html.escape(str(text)))
+    return _MD_LINE_START.sub(lambda m: m.group(0) if bool(m.group(2)) == (m.group(3) in "#+-")
+                              else f"{m.group(1)}{m.group(2)}\\{m.group(3)}", escaped)
+
+
+def md_link(text: str, url: str) -> str:
+    """A Markdown link to an http(s) URL (stored URLs are checked when added); plain text otherwise."""
+    if not url or not re.match(r"^https?://", url):
+        return md_text(text)
+    safe_url = url.replace("(", "%28").replace(")", "%29").replace(" ", "%20")
+    return f"[{md_text(text)}]({safe_url})"
+
+
+def when(epoch: float | None) -> str:
+    return "–" if epoch is None else time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(epoch))
+
+
+# OWASP's CSV-injection rule: a cell starting with one of these is a formula to a spreadsheet.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(cell: Any) -> Any:
+    """A text cell a spreadsheet would evaluate (``=HYPERLINK(...)``, ``+1``, ``@SUM``, a tab- or CR-led cell) gets
+    a leading ``'``; numbers and other text are left as they are."""
+    return "'" + cell if isinstance(cell, str) and cell.startswith(_FORMULA_START) else cell
+
+
+class PageTable(NamedTuple):
+    """One dataset/track view as the page shows it."""
+
+    frame: pd.DataFrame  # display strings, the Model cell a Markdown link
+    datatypes: list[str]
+    widths: list[int]
+    empty: str  # the message shown instead of rows ("" when there are rows)
+    label: str  # the table's accessible name (dataset, track, sort)
+    shown: pd.DataFrame  # the numeric rows behind the frame (the bar chart's)
+    full: pd.DataFrame  # every row of the dataset/track (the filter choices)
+
+
+class FilterChoices(NamedTuple):
+    institutions: list[str]
+    years: list[int]
+    model_types: list[str]
+    show_trained: bool  # some, not all, rows were trained on this set: the filter can select something
+
+
+class Views:
+    """What the page and the API show, computed from the store (and the submission queue) on each call."""
+
+    def __init__(self, store: Store, submissions=None):
+        self.store = store
+        self.submissions = submissions
+        self._json_cache: dict[tuple, str] = {}
+        self._updated: tuple[Any, float | None] | None = None
+
+    def generation(self) -> Any:
+        """The store's generation: changes with every committed change (an opaque, hashable key)."""
+        return self.store.version()
+
+    # -- dataset tables ---------------------------------------------------------------------------------------
+    # Methods end in "_view": gradio names an event's endpoint after its function, and a bare "table" or "queue"
+    # would take the public API names /table and /queue.
+
+    def _filtered(self, dataset, track, search="", institutions=None, years=None, model_types=None, trained="all",
+                  sources=None, sort_by=PRIMARY) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(the filtered rows sorted as asked, every row of the dataset/track)."""
+        full = board.numeric_table(self.store, dataset, track)
+        df = board.filter_table(full, search=search or "", institutions=institutions or None, years=years or None,
+                                model_types=model_types or None, trained=trained or "all", sources=sources or None)
+        return board.sort_table(df, sort_by or PRIMARY), full
+
+    @staticmethod
+    def _metrics(columns) -> list[str]:
+        return [m for m in LEADERBOARD_METRICS if not columns or m in columns]
+
+    def table_view(self, dataset: str, track: str, search: str = "", institutions=None, years=None,
+                   model_types=None, trained: str = "all", sources=None, columns=None,
+                   sort_by: str = PRIMARY) -> pd.DataFrame:
+        """The /table API's frame: the page's cells with plain model names."""
+        shown, _ = self._filtered(dataset, track, search, institutions, years, model_types, trained, sources, sort_by)
+        return board.display_table(shown, self._metrics(columns), sort_by=sort_by or PRIMARY)
+
+    def page_table(self, dataset, track, search="", institutions=None, years=None, model_types=None,
+                   trained="all", sources=None, columns=None, sort_by=PRIMARY) -> PageTable:
+        """The table as the page shows it, always the current state of its filters, search and sort: no rows when
+        nothing matches, and then a message naming what to clear."""
+        shown, full = self._filtered(dataset, track, search, institutions, years, model_types, trained, sources,
+                                     sort_by)
+        # The Model cell links the name to its URL; display_table adds the markers (unofficial weights, a published
+        # 1/RadCliQ-v1 that disagrees with its components) and the "scored on" label of a row this view cannot rank.
+        out = board.display_table(shown, self._metrics(columns), sort_by=sort_by or PRIMARY,
+                                  name_cell=lambda row: md_link(row["model"], row["url"]))
+        widths = [WIDTHS.get(c, METRIC_WIDTH) for c in out.columns]
+        types = ["markdown" if c == "Model" else "str" for c in out.columns]
+        if full.empty:
+            empty = "No results on this test set and track yet."
+        elif shown.empty:
+            active = [f"Search “{escape_md(str(search)[:60])}”"] * bool(search) + [
+                label for label, value in (("Institution", institutions), ("Year", years),
+                                           ("Model type", model_types), ("Source", sources),
+                                           ("Trained on this dataset", trained not in (None, "", "all")))
+                if value]
+            empty = ("**No model matches these filters.** Clear " + ", ".join(active) + " to see rows again."
+                     if active else "**No model matches these filters.**")
+        else:
+            empty = ""
+        return PageTable(out, types, widths, empty, table_label(dataset, track, sort_by), shown, full)
+
+    def filter_choices(self, dataset: str, track: str) -> FilterChoices:
+        """The filter choices the rows there now allow (a filter with one choice filters nothing)."""
+        full = board.numeric_table(self.store, dataset, track)
+        if full.empty:
+            return FilterChoices([], [], [], False)
+        n_trained = int(full["trained_on_this"].sum())
+        return FilterChoices(sorted({x for x in full["institution"] if x}),
+                             sorted({int(y) for y in full["year"].dropna()}),
+                             sorted({x for x in full["model_type"] if x}), 0 < n_trained < len(full))
+
+    def bars_view(self, rows: pd.DataFrame, metric: str):
+        """The bar chart of the rows the table shows (its filters), best first by the chosen metric."""
+        return plots.metric_bars(board.sort_table(rows, metric), metric, board.column_label(metric))
+
+    def agreement_view(self, dataset: str, track: str):
+        return plots.agreement_heatmap(board.metric_agreement(self.store, dataset, track),
+                                       f"Kendall tau between metric rankings,<br>{DATASET_LABELS[dataset]}")
+
+    # -- API payloads -----------------------------------------------------------------------------------------
+
+    def results_json(self, dataset: str, track: str) -> str:
+        """Aggregates only (means and CIs), never per-study data. A private test set's values come from
+        ``board.numeric_table``, which discloses them (3 decimals: the JSON shows no more digits than that).
+
+        The serialised text is cached per store generation: under load the API's cost is mostly this JSON.
+        """
+        key = (self.generation(), dataset, track)
+        if key not in self._json_cache:
+            if len(self._json_cache) > 64:
+                self._json_cache.clear()
+            self._json_cache[key] = json.dumps({"dataset": dataset, "track": track,
+                                                "results": self.results_records(dataset, track)})
+        return self._json_cache[key]
+
+    def results_records(self, dataset: str, track: str) -> list[dict[str, Any]]:
+        df = board.numeric_table(self.store, dataset, track)
+        return [] if df.empty else json.loads(df.drop(columns=["url", "note"]).to_json(orient="records"))
+
+    def leaderboard(self) -> dict[str, Any]:
+        return {"updated": self.updated(),
+                "boards": [{"dataset": d, "track": t, "results": self.results_records(d, t)}
+                           for d in DATASETS for t in TRACKS]}
+
+    def csv_text(self, dataset: str, track: str) -> str:
+        """Every row of one dataset/track as CSV: numeric values and CI bounds as shown on the board; text cells a
+        spreadsheet would evaluate are prefixed with ``'`` (``csv_safe``)."""
+        df = board.numeric_table(self.store, dataset, track).drop(columns=["note"], errors="ignore")
+        for column in df.columns:
+            if not pd.api.types.is_numeric_dtype(df[column]):
+                df[column] = df[column].map(csv_safe)
+        buffer = io.StringIO()
+        df.to_csv(buffer, index=False, float_format="%.6g", quoting=csv.QUOTE_MINIMAL)
+        return buffer.getvalue()
+
+    # -- header, overview, models ----------------------------------------------------------------------------
+
+    def updated(self) -> float | None:
+        generation = self.generation()
+        if self._updated is None or self._updated[0] != generation:
+            self._updated = (generation, board.last_updated(self.store))
+        return self._updated[1]
+
+    def header_markdown(self) -> str:
+        return (f"# {TITLE}\nAI-written chest X-ray reports ranked by the eight ReXrank metrics (by 1/RadCliQ-v1), "
+                "with 95% confidence intervals for results scored by rexrank. "
+                f"[Paper]({about.PAPER_URL}) · [rexrank.ai]({about.SITE_URL}) · BibTeX in About · "
+                f"Last updated: {when(self.updated())}")
+
+    def overview_view(self, track: str = "findings") -> pd.DataFrame:
+        return board.overview(self.store, track)
+
+    def ranks_view(self, track: str):
+        overview = self.overview_view(track)
+        top = list(overview["Model"][:plots.RANK_LINES]) if not overview.empty else []
+        long = board.ranks_across_datasets(self.store, track)
+        return plots.rank_lines(long[long["model"].isin(top)],
+                                f"Rank by 1/RadCliQ-v1 across datasets<br>(top {len(top)} by mean rank)")
+
+    def model_view(self, model: str) -> tuple[pd.DataFrame, str]:
+        if not model:
+            return pd.DataFrame(), "Choose a model."
+        info = self.store.model(model)
+        if info is None:
+            return pd.DataFrame(), f"No model named {md_text(str(model)[:120])} on this board."
+        text = model_markdown(info, board.model_analyses(self.store, model))
+        return board.model_page(self.store, model), text + corpus_markdown(board.model_corpus_metrics(self.store, model))
+
+    def default_model(self) -> str | None:
+        """The model the Models tab opens on: the overview's first."""
+        top = self.overview_view("findings")
+        return None if top.empty else str(top.loc[0, "Model"])
+
+    def models_list(self) -> list[str]:
+        return [m["name"] for m in self.store.models()]
+
+    # -- the submission queue --------------------------------------------------------------------------------
+
+    def queue_view(self) -> pd.DataFrame:
+        rows = []
+        for job in (self.submissions.queue() if self.submissions else []):
+            rows.append({"#": str(job["id"]), "Submitted": when(job.get("created_at")),
+                         "Model": job["model"].get("name"),
+                         "Test set": DATASET_LABELS.get(job["dataset"], job["dataset"]),
+                         "Track": TRACK_LABELS.get(job["track"], job["track"]), "Status": job["status"],
+                         "Message": job.get("error") or ""})
+        return pd.DataFrame(rows, columns=["#", "Submitted", "Model", "Test set", "Track", "Status", "Message"])
+
+    def queue_note(self) -> str:
+        """What the queue's caption says: that it is empty, or how many jobs wait."""
+        jobs = self.submissions.queue() if self.submissions else []
+        if not jobs:
+            return "The queue is empty: no submissions yet."
+        waiting = sum(job["status"] in ("queued", "running") for job in jobs)
+        return (f"{waiting} submission{'s' * (waiting != 1)} waiting or being scored; this list updates itself."
+                if waiting else "Every submission below has been handled.")
+
+    def queue_pending(self) -> bool:
+        return any(job["status"] in ("queued", "running") for job in (self.submissions.queue(20)
+                                                                      if self.submissions else []))
+
+    def submit_status(self, job_id: int | None, note: str | None = None) -> str:
+        """An accepted submission's message, with the job's status as it is now (it follows the queue)."""
+        if job_id is None or self.submissions is None:
+            return ""
+        job = next((j for j in self.submissions.queue(200) if j["id"] == job_id), None)
+        status = job["status"] if job else "queued"
+        if status == "done":
+            text = f"{QUEUED}{job_id} done: scored and on the board."
+        elif status == "failed":
+            text = f"{QUEUED}{job_id} failed: {escape_md((job or {}).get('error') or 'see the queue below')}"
+        else:
+            text = (f"{QUEUED}{job_id} {status}: it will appear on the board once scored (the queue below updates). "
+                    + self.submissions.scoring_note())
+        return text + (f"\n\n{escape_md(note)}" if note else "")
+
+
+def model_markdown(info: dict[str, Any], analyses: list[dict[str, Any]]) -> str:
+    """A model's details and the subgroup results stored with its rexrank results, as Markdown tables."""
+    details = []
+    if info.get("institution"):
+        details.append(f"**Institution:** {md_text(board.institution_label(info['institution']))}")
+    if info.get("year"):
+        details.append(f"**Year:** {info['year']}")
+    if info.get("url"):
+        details.append(f"**Link:** {md_link(info['url'], info['url'])}")
+    trained = board.trained_on({"model_name": info["name"], "trained_on": info.get("trained_on")})
+    details.append("**Trained on:** " + (", ".join(DATASET_LABELS.get(d, d) for d in trained) or "no ReXrank set"))
+    blocks = [" · ".join(details)]
+    for entry in analyses:
+        blocks.append(subgroup_markdown(entry))
+    if not analyses:
+        blocks.append("No subgroup results stored for this model (published rows have none; `rexrank score` "
+                      "stores normal/abnormal and per-site results with each result it adds).")
+    return "\n\n".join(b for b in blocks if b)
+
+
+def corpus_markdown(table: pd.DataFrame) -> str:
+    """CE F1 (and any corpus-level metric) stored with the model's rexrank results: a Markdown table, or nothing."""
+    if table.empty:
+        return ""
+    lines = []
+    for name, part in table.groupby("Metric", sort=False):  # one section per metric: each has its own outputs
+        part = part.dropna(axis=1, how="all").drop(columns=["Metric"])
+        if not part["Options"].astype(bool).any():
+            part = part.drop(columns=["Options"])
+        columns = list(part.columns)
+        lines += ["", "", f"### {board.corpus_display(str(name))[0]} (not a ReXrank column)", "",
+                  "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(md_text(str(row[c])) for c in columns) + " |" for _, row in part.iterrows()]
+    return "\n".join(lines)
+
+
+def subgroup_markdown(entry: dict[str, Any]) -> str:
+    """One dataset/track's subgroups: one row per group, the board's value and CI per metric."""
+    title = f"### {DATASET_LABELS.get(entry['dataset'], entry['dataset'])} · {TRACK_LABELS.get(entry['track'])}"
+    subgroups = entry.get("subgroups") or {}
+    rows: list[tuple[str, str, dict[str, str]]] = []
+    for breakdown, groups in subgroups.items():
+        if breakdown == "green" or not isinstance(groups, dict):
+            continue
+        for name, group in groups.items():
+            if not isinstance(group, dict):
+                continue  # e.g. the breakdown's "definition"
+            label = f"{breakdown.replace('_', ' ')}: {name}"
+            if "suppressed" in group:  # a private set's small group (rexrank.evaluation.disclosure)
+                rows.append((label, f"suppressed ({group['suppressed']})", {}))
+                continue
+            values = {metric: board.fmt(*board.shown_value(metric, value))
+                      for metric, value in (group.get("metrics") or {}).items() if metric in LEADERBOARD_METRICS}
+            rows.append((label, str(group.get("n", "")), values))
+    present = [m for m in LEADERBOARD_METRICS if any(m in values for _, _, values in rows)]
+    lines = [title]
+    if rows:
+        header = ["Group", "Studies"] + [board.column_label(m) for m in present]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for label, n, values in rows:
+            lines.append("| " + " | ".join([md_text(label), n] + [values.get(m, "–") for m in present]) + " |")
+    nan = float("nan")
+    for key, value in (subgroups.get("green") or {}).items():
+        if isinstance(value, dict) and value.get("mean") is not None:
+            label = "GREEN error-free rate" + (" (abnormal studies)" if key.endswith("abnormal") else "")
+            low, high = (nan if value.get(k) is None else value[k] for k in ("ci_low", "ci_high"))
+            lines.append(f"- {label}: {board.fmt(value['mean'], low, high)}")
+    if len(lines) == 1:
+        lines.append("No subgroup results stored for this result.")
+    return "\n".join(lines)
+
+
+_CLI_HINT = re.compile(r"\s*\((?:[^()]*?\s)?(?:check |use |raise |score )?[^()]*--[a-z][^()]*\)")
+
+
+def form_message(error: Exception) -> str:
+    """A rejection as the form shows it: one Markdown list item per problem (the harness's message lists them one
+    per line), without the `rexrank score` flags its hints name (the form has none: the fix is in the file, or in
+    the Test set and Track chosen)."""
+    text = _CLI_HINT.sub("", str(error))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    head, items = lines[0], [line[2:] if line.startswith("- ") else line for line in lines[1:]]
+    out = f"**Submission rejected:** {escape_md(head)}"
+    if items:
+        out += "\n\n" + "\n".join(f"- {escape_md(item)}" for item in items)
+    if re.search(r"no reference study|has no prediction|have no prediction", text):
+        out += ("\n\nEach study of the chosen test set and track needs exactly one prediction: check the file, and "
+                "the *Test set* and *Track* chosen above.")
+    return out
+
+
+SERVER_PATH_REFUSED = ("**Submission rejected:** the predictions file must be uploaded with the request "
+                       "(gradio_client: `handle_file(path)`); a path on the server is never read.")

@@ -1,0 +1,516 @@
+"""The leaderboard page in gradio: components, their events and the API endpoints (``build_app``).
+
+Every value comes from ``rexrank.leaderboard.views`` (pure functions of the store); this module only places them.
+
+One table per view: each dataset/track table and each overview table is a ``gr.Dataframe`` built into the page,
+and what it shows is always the current state of its search, filters and sort (each of them is a server event that
+replaces the table; an empty result shows no rows and a message naming what to clear). Search matches the model
+name as shown and the institution, on the server.
+
+Freshness: the page holds the store generation its values were built from (``gr.State``); on page load and every
+``FRESH_SECONDS`` (``gr.Timer``) one small request compares it with the store's, and only when it changed are the
+header, the overview and every dataset table (with the filters as set) recomputed and sent. The Models tab and the
+Submit form are built when opened (``gr.render``), so they are current when opened; the submission status and the
+queue follow the job while it waits.
+
+Public API: ``/leaderboard``, ``/overview``, ``/table``, ``/results``, ``/model``, ``/submit``, ``/queue``
+(``gr.api``); every other callback is private (``api_visibility="private"``). The functions gr.api types are
+defined here with real annotations (no ``from __future__ import annotations`` in this module): gradio reads them.
+"""
+
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+from rexrank.errors import RexrankError
+from rexrank.leaderboard import about
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
+from rexrank.leaderboard.store import Store
+from rexrank.leaderboard.views import (METRIC_CHOICES, PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE, TRAINED_CHOICES,
+                                       Views, form_message, overview_label, view_key)
+from rexrank.metrics import LEADERBOARD_METRICS
+
+FRESH_SECONDS = 5  # how often an open page asks whether the store changed (one tiny request when it has not)
+QUEUE_SECONDS = 3  # the queue's own poll while a submission waits or is scored
+# Tall enough for a screenful of rows (the overview's 25 rows at 1920x1080), in the page's own scroll.
+TABLE_HEIGHT = "max(420px, calc(100vh - 220px))"
+_PRIVATE = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
+_RENDER = {"queue": False, "show_progress": "hidden"}  # gr.render's events are private already
+
+
+def check(dataset: str, track: str) -> tuple[str, str]:
+    """The canonical (dataset, track) of what an API caller typed: any alias the catalog knows ("gradienthealth",
+    "MIMIC-CXR", "chexpert", "Findings") resolves; an unknown name is a gr.Error listing the choices."""
+    import gradio as gr
+
+    from rexrank.data import catalog
+    from rexrank.errors import UnknownNameError
+
+    try:
+        canonical_dataset = catalog.canonical_dataset(dataset)
+    except UnknownNameError:
+        canonical_dataset = None
+    if canonical_dataset not in DATASETS:  # gr.Error reaches the client as a message, never a traceback
+        raise gr.Error(f"Unknown dataset {str(dataset)[:40]!r}. Available: {', '.join(DATASETS)} "
+                       "(or any of their aliases)")
+    return canonical_dataset, check_track(track)
+
+
+def check_track(track: str) -> str:
+    """The canonical track of what an API caller typed; an unknown name is a gr.Error listing the choices."""
+    import gradio as gr
+
+    from rexrank.data import tracks
+    from rexrank.errors import UnknownNameError
+
+    try:
+        canonical_track = tracks.canonical_track(track)
+    except UnknownNameError:
+        canonical_track = None
+    if canonical_track not in TRACKS:
+        raise gr.Error(f"Unknown track {str(track)[:40]!r}. Available: {', '.join(TRACKS)}")
+    return canonical_track
+
+
+def upload_root() -> Path:
+    """gradio's upload folder: the only place a submitted file may come from, and the only one we delete in."""
+    from gradio.utils import get_upload_folder
+
+    return Path(get_upload_folder()).resolve()
+
+
+def discard_upload(path: Optional[str]) -> None:
+    """Delete an uploaded file and its folder, if (and only if) they are inside gradio's upload folder; anything
+    left there (gradio's own temporary files) goes with gradio's ``delete_cache`` sweep."""
+    if not path:
+        return
+    root = upload_root()
+    target = Path(path).resolve()
+    if root not in target.parents:  # not an upload (e.g. a host-side path): never delete it
+        return
+    target.unlink(missing_ok=True)
+    folder = target.parent  # gradio keeps each upload in a folder named after its hash
+    while folder != root and root in folder.parents:
+        try:
+            folder.rmdir()  # only if empty: the same file uploaded by someone else at the same moment stays
+        except OSError:
+            break
+        folder = folder.parent
+
+
+def oauth_configured() -> bool:
+    """Hugging Face login is available: running in a Space whose card sets ``hf_oauth`` (which sets these)."""
+    from gradio.utils import get_space
+
+    return get_space() is not None and bool(os.environ.get("OAUTH_CLIENT_ID"))
+
+
+class _DatasetView:
+    """One dataset/track view's components: its controls (the inputs of every update) and what they drive."""
+
+    def __init__(self, gr, views: Views, dataset: str, track: str):
+        self.dataset, self.track, self.key = dataset, track, view_key(dataset, track)
+        key = self.key
+        page = views.page_table(dataset, track)
+        choices = views.filter_choices(dataset, track)
+        with gr.Row(equal_height=True):
+            self.search = gr.Textbox(label="Search models and institutions", placeholder="e.g. MAIRA or Stanford",
+                                     elem_id=f"search-{key}", max_lines=1, scale=4)
+            gr.Markdown(f"[Download CSV](csv/{dataset}/{track})", elem_id=f"csv-{key}",
+                        elem_classes=["board-links"], min_height=0)
+        with gr.Accordion("Filters, columns and sorting", open=False, elem_id=f"filters-{key}"):
+            with gr.Row():
+                self.inst = gr.Dropdown(choices.institutions, multiselect=True, label="Institution",
+                                        elem_id=f"inst-{key}")
+                self.year = gr.Dropdown(choices.years, multiselect=True, label="Year", elem_id=f"year-{key}")
+                self.mtype = gr.Dropdown(choices.model_types, multiselect=True, label="Model type",
+                                         elem_id=f"type-{key}", visible=len(choices.model_types) > 1)
+                self.source = gr.Dropdown(list(SOURCES), multiselect=True, label="Source", elem_id=f"source-{key}")
+            with gr.Row():
+                self.trained = gr.Radio(TRAINED_CHOICES, value="all", label="Trained on this dataset",
+                                        elem_id=f"trained-{key}", visible=choices.show_trained)
+                self.columns = gr.Dropdown(METRIC_CHOICES, value=list(LEADERBOARD_METRICS), multiselect=True,
+                                           label="Columns", elem_id=f"columns-{key}")
+                self.sort = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Sort by (best first; Rank follows)",
+                                        elem_id=f"sort-{key}")
+        self.empty = gr.Markdown(page.empty, visible=bool(page.empty), elem_id=f"empty-{key}")
+        self.table = gr.Dataframe(value=page.frame, datatype=page.datatypes, interactive=False, label=page.label,
+                                  show_label=True, elem_id=f"table-{key}", pinned_columns=2, wrap=True,
+                                  elem_classes=["board-table", "pin2"], column_widths=page.widths,
+                                  max_height=TABLE_HEIGHT)
+        self.controls = [self.search, self.inst, self.year, self.mtype, self.trained, self.source, self.columns,
+                         self.sort]
+        self._plots(gr, views)
+
+    def table_update(self, gr, views: Views, values) -> list:
+        """[table, empty message] for the controls' ``values`` (in ``controls`` order)."""
+        search, inst, year, mtype, trained, source, columns, sort = values
+        page = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source, columns, sort)
+        return [gr.Dataframe(value=page.frame, datatype=page.datatypes, column_widths=page.widths, label=page.label),
+                gr.Markdown(page.empty, visible=bool(page.empty))]
+
+    def refresh(self, gr, views: Views, values) -> list:
+        """[table, empty, institution, year, model type, trained] after the store changed."""
+        choices = views.filter_choices(self.dataset, self.track)
+        return self.table_update(gr, views, values) + [
+            gr.Dropdown(choices=choices.institutions), gr.Dropdown(choices=choices.years),
+            gr.Dropdown(choices=choices.model_types, visible=len(choices.model_types) > 1),
+            gr.Radio(visible=choices.show_trained)]
+
+    def refresh_outputs(self) -> list:
+        return [self.table, self.empty, self.inst, self.year, self.mtype, self.trained]
+
+    def wire(self, gr, views: Views) -> None:
+        def update(*values):
+            return self.table_update(gr, views, values)
+
+        # .input (a choice by the user), not .change: a refresh that sets choices must not refill the table.
+        gr.on([c.input for c in self.controls], update, self.controls, [self.table, self.empty], **_PRIVATE)
+
+    def _plots(self, gr, views: Views) -> None:
+        """The bar chart (the table's rows, best first by a metric) and the agreement heatmap, drawn when their
+        section is open (a gr.Plot in the first page would load plotly's modules with it)."""
+        key = self.key
+        with gr.Accordion("Plots", open=False, elem_id=f"plots-{key}") as section:
+            metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Metric", elem_id=f"metric-{key}")
+            opened = gr.State(False)
+
+            @gr.render(inputs=[opened, metric, *self.controls],
+                       triggers=[opened.change, metric.input, *[c.input for c in self.controls]], **_RENDER)
+            def draw(is_open, chosen, search, inst, year, mtype, trained, source, columns, sort):
+                if not is_open:
+                    return
+                shown = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source,
+                                         columns, sort).shown
+                gr.Plot(views.bars_view(shown, chosen), show_label=False, elem_id=f"bars-{key}")
+                gr.Plot(views.agreement_view(self.dataset, self.track), show_label=False, elem_id=f"heat-{key}")
+
+        section.expand(lambda: True, None, opened, **_PRIVATE)
+        section.collapse(lambda: False, None, opened, **_PRIVATE)
+
+
+def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl: int = 3600,
+              views: Optional[Views] = None):
+    """Build the Space. ``submissions``: a ``Submissions`` service (None hides the Submit tab).
+
+    ``oauth``: the Space has Hugging Face login (``hf_oauth`` in its card): the Submit tab gets a login button and
+    submissions carry the user's identity. ``upload_ttl``: uploads never submitted (and gradio's own temporary files)
+    are deleted by gradio's ``delete_cache`` after this many seconds; handled uploads are deleted at once.
+    ``views``: the page's ``Views`` (``serve`` passes the one its CSV route reads too).
+    """
+    import gradio as gr
+
+    views = views or Views(store, submissions)
+    with gr.Blocks(title=TITLE, delete_cache=(upload_ttl, upload_ttl), fill_width=True) as demo:
+        generation = gr.State(views.generation())  # what this page's values were built from
+        header = gr.Markdown(views.header_markdown(), elem_classes=["board-header", "board-links"],
+                             elem_id="board-header")
+        # A phone shows every tab (rows of tabs), none behind a menu.
+        with gr.Tabs(overflow_behavior="wrap", elem_id="board-tabs"):
+            overview_tables = _overview_tab(gr, views)
+            dataset_views = _dataset_tabs(gr, views)
+            _models_tab(gr, views)
+            if submissions is not None:
+                _submit_tab(gr, views, submissions, oauth=oauth)
+            _about_tab(gr)
+        _api_endpoints(gr, views)
+        _freshness(gr, demo, views, generation, header, overview_tables, dataset_views)
+    return demo
+
+
+def _freshness(gr, demo, views: Views, generation, header, overview_tables: dict, dataset_views: list) -> None:
+    """On load and every FRESH_SECONDS: when the store's generation differs from the page's, every view is
+    recomputed (with its filters as set) and sent; otherwise nothing is."""
+    timer = gr.Timer(FRESH_SECONDS)
+    controls = [c for v in dataset_views for c in v.controls]
+    outputs = [generation, header, *overview_tables.values()] + [o for v in dataset_views for o in v.refresh_outputs()]
+
+    def refresh(page_generation, *values):
+        now = views.generation()
+        if now == page_generation:
+            return [gr.skip()] * len(outputs)
+        out = [now, views.header_markdown()]
+        out += [gr.Dataframe(value=views.overview_view(track)) for track in overview_tables]
+        n = len(dataset_views[0].controls) if dataset_views else 0
+        for k, view in enumerate(dataset_views):
+            out += view.refresh(gr, views, values[k * n:(k + 1) * n])
+        return out
+
+    gr.on([demo.load, timer.tick], refresh, [generation, *controls], outputs, **_PRIVATE)
+
+
+def _overview_tab(gr, views: Views) -> dict:
+    """The overview: one sub-tab per track, each a table built into the page; /overview is an API endpoint."""
+    payload = _frame_payload(gr)
+
+    def overview_api(track: str) -> dict:
+        """The overview table of one track ({headers, data}): rank by mean rank over the datasets."""
+        return payload(views.overview_view(check_track(track)))
+
+    tables = {}
+    with gr.Tab("Overview", id="overview"):
+        with gr.Tabs(elem_id="overview-tracks"):
+            for track in TRACKS:
+                suffix = "" if track == TRACKS[0] else f"-{track}"
+                with gr.Tab(TRACK_LABELS[track], id=f"overview-{track}"):
+                    tables[track] = gr.Dataframe(
+                        value=views.overview_view(track), interactive=False, label=overview_label(track),
+                        show_label=True, elem_id=f"overview-table{suffix}", pinned_columns=2,
+                        elem_classes=["board-table", "pin2"], wrap=True, max_height=TABLE_HEIGHT,
+                        column_widths=[52, 118, 76, 84] + [110] * 2 * len(DATASETS))
+                    with gr.Accordion("Rank across datasets (plot)", open=False,
+                                      elem_id=f"overview-plot{suffix}") as section:
+                        opened = gr.State(False)
+
+                        @gr.render(inputs=[opened], triggers=[opened.change], **_RENDER)
+                        def ranks(is_open, track=track, suffix=suffix):
+                            if is_open:
+                                gr.Plot(views.ranks_view(track), show_label=False, elem_id=f"overview-ranks{suffix}")
+
+                    section.expand(lambda: True, None, opened, **_PRIVATE)
+                    section.collapse(lambda: False, None, opened, **_PRIVATE)
+        gr.Markdown("Mean rank: the mean of a model's ranks over the datasets it is ranked on (Datasets), by "
+                    "1/RadCliQ-v1. Open a dataset tab for every metric with its 95% CI.")
+        # In the tab: gr.Tabs takes only tabs as children.
+        gr.api(overview_api, api_name="overview", queue=False)
+    return tables
+
+
+def _dataset_tabs(gr, views: Views) -> list:
+    """One tab per dataset, one sub-tab per track, each with its own table, controls and plots."""
+    built = []
+    for dataset in DATASETS:
+        with gr.Tab(DATASET_LABELS[dataset], id=dataset):
+            with gr.Tabs():
+                for track in TRACKS:
+                    with gr.Tab(TRACK_LABELS[track], id=view_key(dataset, track)):
+                        view = _DatasetView(gr, views, dataset, track)
+                        view.wire(gr, views)
+                        built.append(view)
+    return built
+
+
+def _frame_payload(gr):
+    """The JSON a gr.Dataframe output sends ({headers, data, metadata}), for the API endpoints that return a table
+    without a component on the page (``gr.api``)."""
+    frame = gr.Dataframe(render=False)
+    return lambda df: frame.postprocess(df).model_dump()
+
+
+def _models_tab(gr, views: Views) -> None:
+    """The Models tab, built by ``gr.render`` each time it is opened (so it shows the store as it is then); /model
+    is an API endpoint of its own, so it answers without the tab."""
+    payload = _frame_payload(gr)
+
+    def model_api(model: str) -> tuple[dict, str]:
+        """One model's results on every dataset and track ({headers, data}) and its details and subgroup results
+        (Markdown)."""
+        table, text = views.model_view(model)
+        return payload(table), text
+
+    with gr.Tab("Models", id="models") as tab:
+        # Each opening rebuilds the tab on the model chosen last, else the overview's first (never empty). Any name
+        # is accepted (the API may ask for a newer model).
+        chosen = gr.State(None)
+
+        @gr.render(inputs=chosen, triggers=[tab.select], **_RENDER)
+        def view(current: Optional[str]):
+            name = current or views.default_model()
+            table, text = views.model_view(name)
+            model_pick = gr.Dropdown(views.models_list(), value=name, label="Model", elem_id="model-pick",
+                                     allow_custom_value=True, interactive=True)
+            model_table = gr.Dataframe(table, interactive=False, elem_id="model-table", pinned_columns=1,
+                                       wrap=True, elem_classes=["board-table", "pin1"], label=f"Results of {name}",
+                                       show_label=True,
+                                       column_widths=[110, 110] + [136] * len(LEADERBOARD_METRICS) + [90, 100, 70, 100])
+            model_text = gr.Markdown(text, elem_id="model-details")
+
+            def pick(model: str):
+                table, text = views.model_view(model)
+                return gr.Dataframe(table, label=f"Results of {model}"), text, model
+
+            # .input: a choice by the user; the value set when the tab is built fires no second request.
+            model_pick.input(pick, model_pick, [model_table, model_text, chosen], **_PRIVATE)
+        # In the tab: gr.Tabs takes only tabs as children.
+        gr.api(model_api, api_name="model", concurrency_limit=None)
+
+
+def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False) -> None:
+    """The Submit tab: its text (and login button) in the page, the form and the queue built by ``gr.render`` when
+    it is opened; /submit and /queue are API endpoints of their own, so they answer without it."""
+    from gradio.data_classes import FileData
+
+    def send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile):
+        """(message, job id or None, note): the submission handled, its upload deleted."""
+        # profile: gradio injects the logged-in user's gr.OAuthProfile (None when logged out or without OAuth).
+        user = getattr(profile, "username", None) if oauth else None
+        if isinstance(file, dict):  # the API's FileData, as sent (gr.api does not preprocess)
+            file = file.get("path")
+        path = file if isinstance(file, str) or file is None else getattr(file, "path", None) or getattr(
+            file, "name", None)
+        if path is not None and upload_root() not in Path(path).resolve().parents:
+            # Hostile input: the API takes any string, and a server-side path would make the host read its own file
+            # (a private reference set, say). Only what a user uploaded through gradio may be submitted.
+            return SERVER_PATH_REFUSED, None, None
+        try:
+            job_id, note = submissions.submit_with_note(
+                path, {"name": name, "institution": institution, "url": url, "year": year or None,
+                       "model_type": model_type, "trained_on": trained_on or []}, dataset, track, user=user)
+        except RexrankError as exc:
+            return form_message(exc), None, None
+        finally:
+            discard_upload(path)  # accepted (copied into the queue) or rejected: the upload is gone
+        return views.submit_status(job_id, note), job_id, note
+
+    payload = _frame_payload(gr)
+
+    def submit(file: Optional[FileData], name: str, institution: str, url: str, year: Optional[int | str],
+               model_type: str, trained_on: Optional[list[str]], dataset: str, track: str,
+               profile: Optional[gr.OAuthProfile] = None) -> tuple[str, dict]:
+        """Submit a predictions file ({study_id: report} .json, .jsonl or .csv) for one test set and track: the
+        status message (Markdown) and the queue ({headers, data})."""
+        message = send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile)[0]
+        return message, payload(views.queue_view())
+
+    def queue_api() -> dict:
+        """The latest submissions and their status ({headers, data})."""
+        return payload(views.queue_view())
+
+    with gr.Tab("Submit", id="submit") as tab:
+        gr.Markdown(submissions.instructions())
+        if oauth:
+            with gr.Row():
+                gr.LoginButton(elem_id="login-button")
+                gr.Markdown(f"Logged in, you own the model names you register and have your own quota ("
+                            f"{submissions.private_quota}/day per private test set, {submissions.rate_limit}/day on "
+                            "the public ones; rejected submissions count). Anonymous submissions may only register "
+                            "new names.")
+        else:
+            gr.Markdown("This server runs without Hugging Face login (the hosted Space has it: `hf_oauth` in its "
+                        "card): submissions are anonymous and may only register new model names (never submit "
+                        "under an existing one); private test sets need a login.")
+        job = gr.State(None)  # (job id, note) of this page's last accepted submission: its status follows the queue
+
+        # Keys keep what the user entered (and the last status) when a later opening re-runs this; the queue is
+        # rebuilt as it is now.
+        @gr.render(inputs=[job], triggers=[tab.select], **_RENDER)
+        def form_view(last):
+            _submit_form(gr, views, submissions, send, job, last)
+
+        # In the tab: gr.Tabs takes only tabs as children.
+        gr.api(submit, api_name="submit")
+        gr.api(queue_api, api_name="queue")
+
+
+def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
+    """The Submit tab's form, status and queue (built by ``gr.render``: see ``_submit_tab``)."""
+    with gr.Row(key="submit-row"):
+        sub_file = gr.File(label="Predictions file (.json, .jsonl or .csv)", type="filepath", elem_id="submit-file",
+                           key="submit-file", interactive=True)
+        with gr.Column(key="submit-col1"):
+            sub_name = gr.Textbox(label="Model name", elem_id="submit-name", key="submit-name", interactive=True)
+            sub_inst = gr.Textbox(label="Institution", elem_id="submit-institution", key="submit-institution",
+                                  interactive=True)
+            sub_url = gr.Textbox(label="Model URL", placeholder="https://...", elem_id="submit-url", key="submit-url",
+                                 interactive=True)
+            this_year = time.gmtime().tm_year
+            sub_year = gr.Dropdown(list(range(this_year, 2014, -1)), value=None, label="Year (optional)",
+                                   allow_custom_value=True, elem_id="submit-year", key="submit-year",
+                                   interactive=True)
+            sub_type = gr.Textbox(label="Model type (e.g. VLM, encoder-decoder)", elem_id="submit-type",
+                                  key="submit-type", interactive=True)
+            sub_trained = gr.CheckboxGroup([(DATASET_LABELS[d], d) for d in DATASETS], label="Trained on",
+                                           elem_id="submit-trained", key="submit-trained", interactive=True)
+        with gr.Column(key="submit-col2"):
+            sub_dataset = gr.Dropdown([(DATASET_LABELS[d], d) for d in submissions.public_datasets()],
+                                      value=submissions.public_datasets()[0], label="Test set", key="submit-dataset",
+                                      interactive=True)
+            sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track",
+                                 key="submit-track", interactive=True)
+            sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button", key="submit-button")
+    sub_status = gr.Markdown(views.submit_status(*last) if last else "", elem_id="submit-status", key="submit-status")
+    queue_note = gr.Markdown(views.queue_note(), elem_id="queue-note")
+    queue_table = gr.Dataframe(value=views.queue_view(), interactive=False, elem_id="queue-table", wrap=True,
+                               label="Submission queue", show_label=True)
+    refresh = gr.Button("Refresh queue", size="sm")
+    # Polls the queue only while a job is waiting or running (checked when the tab is built, after a submission
+    # and on each tick): an idle board sends no requests.
+    timer = gr.Timer(QUEUE_SECONDS, active=views.queue_pending())
+    form = [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained]
+
+    def submit_form(file, name, institution, url, year, model_type, trained_on, dataset, track,
+                    profile: Optional[gr.OAuthProfile] = None):
+        message, job_id, note = send(file, name, institution, url, year, model_type, trained_on, dataset, track,
+                                     profile)
+        accepted = job_id is not None
+        # The upload was used (and deleted) either way: its field is cleared; an accepted entry clears the form.
+        cleared = [None, "", "", "", None, "", []] if accepted else [None] + [gr.skip()] * (len(form) - 1)
+        return [message, views.queue_note(), views.queue_view(), (job_id, note) if accepted else None,
+                *cleared, gr.Timer(active=views.queue_pending())]
+
+    def poll(last):
+        status = views.submit_status(*last) if last else gr.skip()
+        return status, views.queue_note(), views.queue_view(), gr.Timer(active=views.queue_pending())
+
+    sub_button.click(submit_form, [*form, sub_dataset, sub_track],
+                     [sub_status, queue_note, queue_table, job, *form, timer], api_visibility="private")
+    refresh.click(poll, job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
+    timer.tick(poll, job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
+
+
+def _about_tab(gr) -> None:
+    with gr.Tab("About", id="about"):
+        gr.Markdown(about.markdown(), elem_id="about-text")
+        # A Markdown code block (with its copy button), not gr.Code: the browser loads every component type in the
+        # page's config when the page loads, and the code editor's modules are among the largest.
+        gr.Markdown(f"**Cite ReXrank (BibTeX)**\n\n```bibtex\n{about.CITATION_BIBTEX.strip()}\n```", elem_id="cite")
+
+
+def _api_endpoints(gr, views: Views) -> None:
+    """API-only endpoints: the whole board, aggregates as JSON, and the filtered table of any dataset/track.
+
+    Read-only and fast: no concurrency cap (the store gives each worker thread its own connection). gradio builds
+    each endpoint's API description from the function's signature, type hints and docstring, hence plain functions.
+    """
+
+    def leaderboard_api() -> dict:
+        """The whole board: every dataset and track, each model's shown values and CIs, ranked by 1/RadCliQ-v1,
+        and when the board last changed (epoch seconds)."""
+        return views.leaderboard()
+
+    def results_api(dataset: str, track: str) -> str:
+        """JSON aggregates (means, CIs) of every model on one dataset and track (aliases accepted)."""
+        dataset, track = check(dataset, track)
+        return views.results_json(dataset, track)
+
+    def table_api(dataset: str, track: str, search: str = "", institutions: Optional[list[str]] = None,
+                  years: Optional[list[int]] = None, model_types: Optional[list[str]] = None, trained: str = "all",
+                  sources: Optional[list[str]] = None, columns: Optional[list[str]] = None,
+                  sort_by: str = PRIMARY) -> dict:
+        """The dataset/track table as shown on the page, filtered and sorted: {headers, data} (aliases accepted)."""
+        dataset, track = check(dataset, track)
+        df = views.table_view(dataset, track, search, institutions, years, model_types, trained, sources, columns,
+                              sort_by)
+        return {"headers": list(df.columns), "data": df.to_numpy().tolist()}
+
+    gr.api(leaderboard_api, api_name="leaderboard", concurrency_limit=None)
+    gr.api(results_api, api_name="results", concurrency_limit=None)
+    gr.api(table_api, api_name="table", concurrency_limit=None)
+
+
+def add_csv_route(demo, views: Views) -> None:
+    """GET /csv/{dataset}/{track}: the table as CSV, a plain link (no gradio event, nothing written to disk)."""
+    from fastapi import HTTPException
+    from fastapi.responses import Response
+
+    def csv_route(dataset: str, track: str):
+        if dataset not in DATASETS or track not in TRACKS:
+            raise HTTPException(404, f"unknown dataset/track {dataset[:40]}/{track[:40]}: "
+                                     f"datasets {', '.join(DATASETS)}; tracks {', '.join(TRACKS)}")
+        return Response(views.csv_text(dataset, track), media_type="text/csv", headers={
+            "Content-Disposition": f'attachment; filename="rexrank_{dataset}_{track}.csv"'})
+
+    demo.app.add_api_route("/csv/{dataset}/{track}", csv_route, methods=["GET"])
+
+
