@@ -184,6 +184,70 @@ def test_rexgradient_missing_metadata_says_where_access_is(tmp_path):
     assert "metadata/test_metadata_view_position.json" in str(err.value)
 
 
+def _edit_rexgradient(root: Path, edit) -> Path:
+    path = root / "metadata" / "test_metadata_view_position.json"
+    entries = json.loads(path.read_text())
+    edit(entries)
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def test_rexgradient_refuses_studies_without_an_image_or_a_report(tmp_path):
+    """A study with no ImagePath, or with neither Findings nor Impression (it would enter Findings + Impression as
+    "Findings: None Impression: None"), is refused like every builder's missing part, never dropped silently: one
+    line naming the file, the count of each kind and the ids (issue 26, point 6)."""
+    root = synthetic.write_rexgradient_tree(tmp_path / "rg", n_studies=10)
+    ids = []
+
+    def edit(entries):
+        ids.extend(entries)
+        entries[ids[1]]["ImagePath"] = []
+        entries[ids[2]].pop("ImagePath")
+        entries[ids[3]]["Findings"], entries[ids[3]]["Impression"] = None, "  "
+        entries[ids[5]]["Findings"] = None  # impression only: a Findings + Impression study, excluded from findings
+
+    path = _edit_rexgradient(root, edit)
+    for require_images in (True, False):
+        with pytest.raises(DatasetNotAvailableError) as err:
+            data.load("rexgradient", root, cache_dir=tmp_path / f"c{require_images}", require_images=require_images)
+        message = str(err.value)
+        assert "\n" not in message and str(path) in message
+        assert f"2 with no image ({ids[1]}, {ids[2]})" in message
+        assert f"1 with neither Findings nor Impression ({ids[3]})" in message and ids[5] not in message
+    from rexrank.data.verify import verify
+
+    report = verify("rexgradient", root, open_images=False)  # verify names the same studies, by the same rule
+    assert not report.ok and {f"{ids[1]}: no image", f"{ids[2]}: no image",
+                              f"{ids[3]}: neither Findings nor Impression"} <= set(report.problems)
+    assert not any(p.startswith(ids[5]) for p in report.problems)
+
+
+def test_rexgradient_study_with_impression_only_is_kept(tmp_path):
+    root = synthetic.write_rexgradient_tree(tmp_path / "rg", n_studies=10)
+    ds = data.load("rexgradient", root, cache_dir=tmp_path / "cache", track="findings_impression")
+    assert len(ds) == 10 and sum(f is None for f in ds["findings"]) == 2
+
+
+def test_rexgradient_metadata_that_is_not_utf8_is_one_line(tmp_path, cli):
+    """Latin-1 bytes in the metadata: the file, the byte offset, the study and field holding it, and the fix."""
+    root = synthetic.write_rexgradient_tree(tmp_path / "rg", n_studies=10)
+    path = root / "metadata" / "test_metadata_view_position.json"
+    raw = path.read_bytes()
+    study = json.loads(raw)
+    target = list(study)[4]
+    text = study[target]["Impression"]
+    raw = raw.replace(json.dumps(text).encode(), json.dumps(text).encode().replace(b'"', b'"Pl\xe8vre ', 1), 1)
+    path.write_bytes(raw)
+    offset = raw.index(b"\xe8")
+    with pytest.raises(DatasetNotAvailableError) as err:
+        data.load("rexgradient", root, cache_dir=tmp_path / "cache")
+    message = str(err.value)
+    assert "\n" not in message and str(path) in message and f"byte {offset:,}" in message and "0xe8" in message
+    assert target in message and "Impression" in message and "UTF-8" in message and "iconv" in message
+    code, text = cli("data", "prepare", "rexgradient", "--data-dir", str(root), "--cache-dir", str(tmp_path / "c2"))
+    assert code == 2 and "Traceback" not in text and len(text.strip().splitlines()) == 1, text
+
+
 # ---- names ---------------------------------------------------------------------------------------------------------
 
 def test_unknown_names_list_what_exists(tmp_path):

@@ -211,8 +211,9 @@ def _rexgradient(report: VerifyReport, root: Path, split: str, *, image_root=Non
     base = g.locate_images(root, path, entries, image_root)
     for study_id, entry in entries.items():
         images = [g.image_path(base, path, p) for p in entry.get("ImagePath") or []]
-        if not images:
-            report.problems.append(f"{study_id}: no ImagePath")
+        reason = g.unusable(entry)  # the builder's rule: it refuses such a study
+        if reason is not None:
+            report.problems.append(f"{study_id}: {reason}")
         if _record_images(report, images, root) and images:
             report.n_found += 1
         else:

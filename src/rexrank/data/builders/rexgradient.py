@@ -28,7 +28,7 @@ from pathlib import Path
 from rexrank.data import layouts
 from rexrank.data.builders.base import RexrankBuilder
 from rexrank.data.catalog import default_data_dir, get_dataset_spec
-from rexrank.data.gating import not_available
+from rexrank.data.gating import MAX_LISTED, not_available
 from rexrank.data.study import clean_section, make_study
 from rexrank.errors import DatasetNotAvailableError
 
@@ -119,13 +119,70 @@ def read_entries(data_dir: str | Path | None, split: str = "test", *,
     path = metadata_file(root, split, reports_root)
     if path is None:
         raise _missing_metadata(root, split, reports_root)
+    raw = path.read_bytes()
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        entries = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, raw, exc) from None
     except json.JSONDecodeError as exc:
         raise DatasetNotAvailableError(f"ReXGradient: {path} is not valid JSON ({exc})") from None
     if not isinstance(entries, dict) or not entries:
         raise DatasetNotAvailableError(f"ReXGradient: {path} holds no studies")
     return path, entries
+
+
+def _not_utf8(path: Path, raw: bytes, exc: UnicodeDecodeError) -> DatasetNotAvailableError:
+    """One line: the file, the byte offset and value, the study and field holding it (when the rest parses), the fix."""
+    where = ""
+    try:  # undecodable bytes become lone surrogates U+DC80-U+DCFF: the first value holding one is the culprit
+        entries = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+        where = next((f", in study {study_id} field {field}" for study_id, entry in entries.items()
+                      if isinstance(entry, dict) for field, value in entry.items()
+                      if any("\udc80" <= ch <= "\udcff" for ch in str(value))), "")
+    except (ValueError, AttributeError):  # not JSON either: the offset alone says where
+        pass
+    return DatasetNotAvailableError(
+        f"ReXGradient: {path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at byte {exc.start:,}{where}); the "
+        "published metadata is UTF-8: download it again, or convert the file from the encoding it was saved in, "
+        f"e.g. `iconv -f latin1 -t utf-8 {path.name} > fixed.json`")
+
+
+def unusable(entry: dict) -> str | None:
+    """Why a metadata entry cannot be a test study, or None: every study needs an image (what a model is given)
+    and a Findings or an Impression section (a study with neither would enter Findings + Impression with the
+    reference "Findings: None Impression: None", and no track without it). Read by the builder and by verify."""
+    if not entry.get("ImagePath"):
+        return NO_IMAGE
+    if clean_section(entry.get("Findings")) is None and clean_section(entry.get("Impression")) is None:
+        return NO_REPORT
+    return None
+
+
+NO_IMAGE = "no image"
+NO_REPORT = "neither Findings nor Impression"
+
+
+def _refuse_unusable(path: Path, entries: dict) -> None:
+    """The other builders' rule for a missing part (never a silently shorter set): unusable studies are an error,
+    one line with the count and the ids of each kind."""
+    found: dict[str, list[str]] = {}
+    for study_id, entry in entries.items():
+        reason = unusable(entry if isinstance(entry, dict) else {})
+        if reason is not None:
+            found.setdefault(reason, []).append(study_id)
+    if not found:
+        return
+    kinds = []
+    for reason in (NO_IMAGE, NO_REPORT):
+        ids = found.get(reason, [])
+        if ids:
+            more = f", and {len(ids) - MAX_LISTED:,} more" if len(ids) > MAX_LISTED else ""
+            kinds.append(f"{len(ids):,} with {reason} ({', '.join(ids[:MAX_LISTED])}{more})")
+    total = sum(len(ids) for ids in found.values())
+    raise DatasetNotAvailableError(
+        f"ReXGradient: {total:,} of {len(entries):,} studies in {path} cannot be test studies: {'; '.join(kinds)}. "
+        "Each needs an ImagePath and a Findings or Impression section: complete those entries, or remove them "
+        "from the file")
 
 
 def locate_images(data_dir: str | Path | None, path: Path, entries: dict,
@@ -141,6 +198,7 @@ def locate_images(data_dir: str | Path | None, path: Path, entries: dict,
 def build_records(data_dir: str | Path | None, split: str = "test", *, require_images: bool = True,
                   image_root: str | Path | None = None, reports_root: str | Path | None = None) -> list[dict]:
     path, entries = read_entries(data_dir, split, reports_root=reports_root)
+    _refuse_unusable(path, entries)
     base = locate_images(data_dir, path, entries, image_root)
     records, missing = [], []
     for study_id, entry in entries.items():
