@@ -1,11 +1,15 @@
 """Submissions are safe by construction: model names have owners, results their provenance, quotas count every
-attempt, uploads are size-limited and deleted once handled, names are plain text, duplicates are parsed content."""
+attempt whose file is read, uploads are size-limited, owner-only while queued and deleted once handled, names are
+plain text, duplicates are parsed content."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -32,7 +36,7 @@ from rexrank.leaderboard.store import (
     Store,
     _apply,
 )
-from rexrank.leaderboard.submissions import LoginRequired, Submissions
+from rexrank.leaderboard.submissions import ANONYMOUS, DEFAULT_MAX_UPLOAD_MB, ORPHAN_GRACE_S, LoginRequired, Submissions
 
 EVIL = {"name": "MedVersa", "institution": "Evil Corp", "url": "https://phish.example/login", "year": 2099}
 
@@ -310,12 +314,18 @@ def test_public_quota_counts_rejections_and_holds_under_concurrency(tmp_path, fa
     service = Submissions(store, tmp_path / "up", rate_limit=2, anonymous_limit=4)
     path = tmp_path / "p.json"
     path.write_text("{}")
-    with pytest.raises(InputError, match="invisible"):  # a bad name is an attempt too
-        service.submit(path, {"name": "bad\u202e"}, "iu_xray", "findings", user="carol")
-    with pytest.raises(InputError, match="\\.json, \\.jsonl or \\.csv"):
-        service.submit(tmp_path / "p.txt", {"name": "m"}, "iu_xray", "findings", user="carol")
+    junk = _write(tmp_path / "p.txt", "{}")
+    for _ in range(3):  # refused before the file is read: not counted
+        with pytest.raises(InputError, match="invisible"):
+            service.submit(path, {"name": "bad\u202e"}, "iu_xray", "findings", user="carol")
+        with pytest.raises(InputError, match="\\.json, \\.jsonl or \\.csv"):
+            service.submit(junk, {"name": "m"}, "iu_xray", "findings", user="carol")
+    for _ in range(2):  # read and rejected: counted
+        with pytest.raises(InputError, match="lack study"):
+            service.submit(path, {"name": "m"}, "iu_xray", "findings", user="carol")
     with pytest.raises(QuotaExceeded, match="at most 2 submissions per user per 24 h"):
         service.submit(path, {"name": "m"}, "iu_xray", "findings", user="carol")
+    assert [a["outcome"] for a in store.attempts("hf:carol")] == ["rejected"] * 2
     outcomes: list[str] = []
 
     def anonymous():
@@ -332,6 +342,39 @@ def test_public_quota_counts_rejections_and_holds_under_concurrency(tmp_path, fa
     for t in threads:
         t.join()
     assert sorted(outcomes) == ["quota"] * 6 + ["rejected"] * 4  # all anonymous users share one daily budget
+
+
+def _junk_requests(tmp_path: Path, valid: Path) -> list[tuple[object, dict]]:
+    """Requests refused on what they say about themselves, before their file is opened: (file, metadata)."""
+    oversized = tmp_path / "huge.json"
+    with open(oversized, "wb") as fh:  # sparse: over the limit without writing 50 MB
+        fh.truncate(DEFAULT_MAX_UPLOAD_MB * 1_000_000 + 1)
+    return [(_write(tmp_path / "notes.txt", "not predictions"), {"name": "Junk"}),
+            (tmp_path / "never-uploaded.json", {"name": "Junk"}),
+            (None, {"name": "Junk"}),
+            (oversized, {"name": "Junk"}),
+            (valid, {"name": ""}),
+            (valid, {"name": "Junk", "year": "soon"}),
+            (valid, {"name": "Junk", "url": "javascript:alert(1)"}),
+            (valid, {"name": "Junk\u202e"}),
+            (valid, {"name": "MedVersa"})]  # the host's name
+
+
+def test_junk_requests_do_not_spend_the_anonymous_quota(seeded, tmp_path):
+    """One client sending 200 junk requests (a .txt as predictions, no file, bad metadata, a taken name, over the
+    size limit) used to spend the 100 anonymous submissions everyone shares and lock every anonymous submitter out
+    for 24 h. Refused before their file is read, they are not counted; an honest submitter still gets through."""
+    service = Submissions(seeded, tmp_path / "queue", metrics=["bleu2"])
+    honest = iu_predictions(tmp_path / "honest.json", n_shift=6)
+    junk = _junk_requests(tmp_path, honest)
+    for n in range(200):
+        path, metadata = junk[n % len(junk)]
+        with pytest.raises(InputError) as refused:
+            service.submit(path, metadata, "iu_xray", "findings")
+        assert not isinstance(refused.value, QuotaExceeded), (n, str(refused.value))
+    assert seeded.attempts(ANONYMOUS) == [] and _files(tmp_path / "queue") == []
+    job = service.submit(honest, {"name": "Honest model"}, "iu_xray", "findings")
+    assert [(a["outcome"], a["submission_id"]) for a in seeded.attempts(ANONYMOUS)] == [("queued", job)]
 
 
 # -- duplicates ---------------------------------------------------------------------------------------------------
@@ -365,6 +408,96 @@ def test_duplicates_compare_parsed_predictions(tmp_path):
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# -- the queue folder: owner-only while queued, deleted once handled -------------------------------------------------
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_queued_files_are_owner_only_and_deleted_once_the_job_is_done(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    queue = tmp_path / "queue"
+    queue.mkdir(mode=0o755)
+    queue.chmod(0o755)  # as an older version left it
+    service = Submissions(store, queue, metrics=["bleu2"], n_resamples=20)
+    assert _mode(queue) == 0o700
+    old_umask = os.umask(0o022)  # the usual umask: what a plain copy would get is 0644
+    try:
+        service.submit(iu_predictions(tmp_path / "a.json", n_shift=1), {"name": "Scored"}, "iu_xray", "findings")
+    finally:
+        os.umask(old_umask)
+    queued = store.submissions(None)[0]["predictions_path"]
+    assert [Path(queued)] == [p for p in _files(queue)] and _mode(Path(queued)) == 0o600
+    assert service.work_once()
+    job = store.submissions(None)[0]
+    assert job["status"] == "done", job["error"]
+    assert not Path(queued).exists() and [p for p in _files(queue) if p.parent == queue] == []
+    store.close()
+
+
+def test_a_failed_jobs_file_is_deleted(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    service = Submissions(store, tmp_path / "queue", metrics=["bleu2"], n_resamples=20)
+    service.submit(iu_predictions(tmp_path / "a.json", n_shift=2), {"name": "Broken"}, "iu_xray", "findings")
+    queued = Path(store.submissions(None)[0]["predictions_path"])
+    queued.write_text("{}")  # no longer the test set's studies: validation fails when the worker scores it
+    assert service.work_once()
+    job = store.submissions(None)[0]
+    assert job["status"] == "failed" and "input validation failed" in job["error"]
+    assert not queued.exists() and _files(tmp_path / "queue") == []
+    store.close()
+
+
+def test_worker_start_deletes_leftovers_of_handled_jobs_only(tmp_path):
+    """A restart between marking a job and deleting its file (or a process killed mid-submission) leaves files;
+    the worker deletes them when it starts. Queued jobs keep theirs; a fresh file no job names yet may be a
+    submission in progress elsewhere and stays; files the queue did not name (the score cache) are never touched."""
+    store = Store(tmp_path / "s.sqlite")
+    queue = tmp_path / "queue"
+    service = Submissions(store, queue, metrics=["bleu2"], n_resamples=20, poll_seconds=0.05)
+    for n, name in enumerate(("Done", "Failed", "Waiting")):
+        service.submit(iu_predictions(tmp_path / f"{n}.json", n_shift=n + 1), {"name": name}, "iu_xray", "findings")
+    jobs = {j["model"]["name"]: j for j in store.submissions(None)}
+    files = {name: Path(job["predictions_path"]) for name, job in jobs.items()}
+    kept = {name: path.read_bytes() for name, path in files.items()}
+    # What a worker stopped right after marking its jobs leaves: the jobs handled, their files still there.
+    store.finish(jobs["Done"]["id"], ResultRecord(model=ModelInfo(name="Done"), dataset="iu_xray", split="test",
+                                                  track="findings", source="submission",
+                                                  metrics={"bleu2": MetricValue(0.1)}))
+    store.fail(jobs["Failed"]["id"], "scoring failed")
+    for name in ("Done", "Failed"):
+        files[name].write_bytes(kept[name])
+    orphan_old = queue / f"{'a' * 64}-{'b' * 12}.json.part"
+    orphan_new = queue / f"{'c' * 64}-{'d' * 12}.csv"
+    for orphan in (orphan_old, orphan_new):
+        orphan.write_text("{}")
+    os.utime(orphan_old, (time.time() - ORPHAN_GRACE_S - 60,) * 2)
+    cache = queue / "score-cache" / "entry.json"
+    cache.parent.mkdir()
+    cache.write_text("{}")
+    other = queue / "README.txt"
+    other.write_text("the host's")
+
+    service.start_worker()
+    deadline = time.time() + 120
+    while store.submissions(None)[0]["status"] != "done" and time.time() < deadline:  # "Waiting" gets scored
+        time.sleep(0.1)
+    service.stop_worker()
+    assert not files["Done"].exists() and not files["Failed"].exists() and not orphan_old.exists()
+    assert orphan_new.exists() and cache.exists() and other.exists()
+    assert store.submissions(None)[0]["status"] == "done" and not files["Waiting"].exists()
+    store.close()
+
+
+def test_clean_uploads_keeps_queued_files(tmp_path):
+    store = Store(tmp_path / "s.sqlite")
+    service = Submissions(store, tmp_path / "queue", metrics=["bleu2"])
+    service.submit(iu_predictions(tmp_path / "a.json", n_shift=3), {"name": "Queued"}, "iu_xray", "findings")
+    queued = Path(store.submissions(None)[0]["predictions_path"])
+    os.utime(queued, (time.time() - ORPHAN_GRACE_S - 60,) * 2)  # however old: its job still needs it
+    assert service.clean_uploads() == 0 and queued.exists()
+    store.close()
 
 
 # -- the running Space: upload limit, upload cleanup, identity ------------------------------------------------------

@@ -8,9 +8,18 @@ Rules the page relies on:
   reports): the same predictions twice, in any format or spacing, are rejected as a duplicate;
 - files over ``max_bytes`` are rejected before they are read (the Space also refuses larger uploads outright);
 - metadata is sanitised (``ModelInfo.from_dict``) before it is stored, and escaped again when shown;
-- quotas, counting every attempt (rejected ones included) in a rolling ``rate_window``: per logged-in user
-  ``private_quota`` per private test set and ``rate_limit`` over the public ones; anonymous submissions share
-  ``anonymous_limit`` over the public sets and are refused on private sets (log in first);
+- quotas, in a rolling ``rate_window``: per logged-in user ``private_quota`` per private test set and
+  ``rate_limit`` over the public ones; anonymous submissions share ``anonymous_limit`` over the public sets and
+  are refused on private sets (log in first). What a quota counts is every attempt whose file is read (validation),
+  whatever comes of it. A request refused on what it says about itself, before its file is opened (no file, a
+  missing one, another suffix, over the size limit, bad metadata, a name taken), is not counted: it costs a stat
+  and a lookup, reveals nothing about a test set, and would otherwise let one client spend the shared anonymous
+  quota with junk;
+- the queue folder (``upload_dir``, ``<store>.uploads`` by default) is the service's own: created owner-only
+  (0700), each queued file owner-only (0600) and named ``<digest>-<random>.<suffix>``. A file lives there only
+  while its job is queued or running: the worker deletes it once the job is done or failed, a refused submission's
+  copy is deleted at once, and ``clean_uploads`` (at worker start) deletes what a restart left for jobs already
+  handled;
 - private test sets (ReXGradient): validation says only that the ids do not match (no ids, no counts, no text),
   and only aggregates, rounded as published, are stored;
 - what a submission is scored with (``host_metrics``, unless the host names the metrics): every leaderboard metric
@@ -24,9 +33,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import shutil
 import threading
+import time
 import unicodedata
 import uuid
 from pathlib import Path
@@ -43,6 +54,11 @@ log = logging.getLogger(__name__)
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".csv")
 DEFAULT_MAX_UPLOAD_MB = 50  # decimal MB, as evaluation.predictions counts them; the Space's upload limit too
 ANONYMOUS = "anonymous"  # the quota bucket all anonymous submissions share
+# A queued file's name (``Submissions._submit``), with ``.part`` while it is being copied.
+_QUEUED_FILE = re.compile(r"[0-9a-f]{64}-[0-9a-f]{12}\.(?:json|jsonl|csv)(?:\.part)?")
+# A queue file that no job names yet may belong to a submission between its copy and its queue entry (another
+# process may be submitting): only older ones are leftovers.
+ORPHAN_GRACE_S = 3600.0
 
 
 class LoginRequired(InputError):
@@ -150,7 +166,12 @@ class Submissions:
                  poll_seconds: float = 2.0):
         self.store = store
         self.upload_dir = Path(upload_dir)
-        self.upload_dir.mkdir(parents=True, exist_ok=True)
+        self.upload_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:  # also a folder made before queue files were owner-only (and mkdir's mode obeys the umask)
+            self.upload_dir.chmod(0o700)
+        except PermissionError:
+            raise InputError(f"the submissions folder {self.upload_dir} is not this service's own (it cannot be made "
+                             "owner-only): give the service a folder of its own") from None
         self.model_paths = dict(model_paths or {})
         # None: every leaderboard metric this host can score with official weights (``host_metrics``), decided now.
         self.excluded: dict[str, str] = {}
@@ -221,9 +242,16 @@ class Submissions:
             raise InputError(f"this board does not accept submissions for {dataset}. "
                              f"Available: {', '.join(self.public_datasets())}")
         identity = hf_identity(user) if user else None
+        if dataset in PRIVATE_DATASETS and identity is None:
+            # A quota needs an identity: without one, a private set could be probed at will.
+            raise LoginRequired(f"{dataset} is a private test set: log in with Hugging Face to submit to it (each "
+                                f"user may submit {self.private_quota} times per {self.rate_window / 3600:g} h)")
+        # What can be refused without opening the file is, before the quota: such a refusal costs nothing to check
+        # and is not counted (one client's junk must not spend the anonymous quota everyone shares).
+        path, model, registered = self._check_request(path, metadata, identity)
         attempt = self._reserve(identity, dataset, split, track)
         try:
-            job_id, note = self._submit(path, metadata, dataset, split, track, identity, user)
+            job_id, note = self._submit(path, model, registered, dataset, split, track, identity, user)
         except Exception as exc:
             reason = str(exc) if isinstance(exc, RexrankError) else f"internal error ({type(exc).__name__})"
             self.store.finish_attempt(attempt, "rejected", reason)
@@ -232,12 +260,10 @@ class Submissions:
         return job_id, note
 
     def _reserve(self, identity: str | None, dataset: str, split: str, track: str) -> int:
-        """Record the attempt against the submitter's quota (it counts whatever comes of it), or refuse it."""
+        """Record the attempt against the submitter's quota (it counts whatever comes of it), or refuse it.
+        Called once the request itself is acceptable (``_check_request``), right before its file is read."""
         window = self.rate_window
         if dataset in PRIVATE_DATASETS:
-            if identity is None:  # a quota needs an identity: without one, private sets could be probed at will
-                raise LoginRequired(f"{dataset} is a private test set: log in with Hugging Face to submit to it "
-                                    f"(each user may submit {self.private_quota} times per {window / 3600:g} h)")
             return self.store.reserve_attempt(identity, dataset, split, track, limit=self.private_quota,
                                               window=window, scope=(dataset,),
                                               what=f"submissions per user to {dataset}")
@@ -250,8 +276,10 @@ class Submissions:
         return self.store.reserve_attempt(identity, dataset, split, track, limit=self.rate_limit, window=window,
                                           scope=public, what="submissions per user")
 
-    def _submit(self, path: str | Path | None, metadata: dict[str, Any], dataset: str, split: str, track: str,
-                identity: str | None, user: str | None) -> tuple[int, str | None]:
+    def _check_request(self, path: str | Path | None, metadata: dict[str, Any],
+                       identity: str | None) -> tuple[Path, ModelInfo, dict[str, Any] | None]:
+        """What the request says about itself, checked without opening its file: (the file, the sanitised model,
+        the registered model of its name or None). ``InputError`` naming the problem otherwise."""
         if not path:
             raise InputError("no predictions file was uploaded")
         path = Path(path)
@@ -263,13 +291,18 @@ class Submissions:
         if size > self.max_bytes:
             raise InputError(f"the file is {size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:g} MB limit")
         model = ModelInfo.from_dict(metadata)
-        registered = self.store.check_name(model.name, identity)  # before the (slower) validation
+        return path, model, self.store.check_name(model.name, identity)
+
+    def _submit(self, path: Path, model: ModelInfo, registered: dict[str, Any] | None, dataset: str, split: str,
+                track: str, identity: str | None, user: str | None) -> tuple[int, str | None]:
         digest = canonical_digest(self._validate(path, dataset, split, track), dataset, split, track)
-        # This attempt's own copy (no other job shares it, so a refusal can always delete it).
+        # This attempt's own copy (no other job shares it, so a refusal can always delete it), owner-only.
         stored = self.upload_dir / f"{digest}-{uuid.uuid4().hex[:12]}{path.suffix.lower()}"
         tmp = stored.with_name(stored.name + ".part")
         try:
-            shutil.copyfile(path, tmp)
+            with open(path, "rb") as source, os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                                                        "wb") as target:
+                shutil.copyfileobj(source, target)
             tmp.replace(stored)  # atomic: the worker never sees half a file
             job_id = self.store.enqueue(content_hash=digest, user=user, identity=identity, model=model,
                                         dataset=dataset, split=split, track=track, predictions_path=str(stored),
@@ -309,7 +342,10 @@ class Submissions:
 
     # -- worker -------------------------------------------------------------------------------------------
     def work_once(self) -> bool:
-        """Claim one job and score it. Returns False when the queue is empty."""
+        """Claim one job and score it. Returns False when the queue is empty.
+
+        Once the job is marked done or failed its file is deleted; if marking it fails (the store raised), the job
+        keeps its file for the retry after its lease."""
         job = self.store.claim(lease_seconds=self.lease_seconds)
         if job is None:
             return False
@@ -327,7 +363,38 @@ class Submissions:
         except Exception as exc:  # noqa: BLE001 - a bad job must not kill the worker
             log.exception("submission %s failed", job["id"])
             self.store.fail(job["id"], f"internal error while scoring ({type(exc).__name__})")
+        self._discard(job["predictions_path"])
         return True
+
+    def _discard(self, predictions_path: str | None) -> None:
+        """Delete a handled job's file: only a file of this queue folder (a job restored from elsewhere names
+        none, and nothing outside the folder is ever deleted)."""
+        if not predictions_path:
+            return
+        path = Path(predictions_path)
+        if path.parent.resolve() == self.upload_dir.resolve() and _QUEUED_FILE.fullmatch(path.name):
+            path.unlink(missing_ok=True)
+
+    def clean_uploads(self) -> int:
+        """Delete the queue files no queued or running job needs: those of jobs already done or failed (a worker
+        stopped between marking a job and deleting its file), and files older than ``ORPHAN_GRACE_S`` that no job
+        names (a process killed while submitting). Only files named as the queue names them are touched (the
+        folder also holds the score cache). How many were deleted."""
+        jobs = self.store.submissions(None)
+        needed = {Path(j["predictions_path"]).name for j in jobs
+                  if j["predictions_path"] and j["status"] in ("queued", "running")}
+        handled = {Path(j["predictions_path"]).name for j in jobs if j["predictions_path"]} - needed
+        removed = 0
+        now = time.time()
+        for path in self.upload_dir.iterdir():
+            if not _QUEUED_FILE.fullmatch(path.name) or path.name in needed or not path.is_file():
+                continue
+            if path.name in handled or now - path.stat().st_mtime > ORPHAN_GRACE_S:
+                path.unlink(missing_ok=True)
+                removed += 1
+        if removed:
+            log.info("deleted %d queue files of handled submissions from %s", removed, self.upload_dir)
+        return removed
 
     def _score(self, job: dict[str, Any]) -> dict[str, Any]:
         """Score through the harness, exactly as `rexrank score` does (same validation, cache and statistics)."""
@@ -347,6 +414,8 @@ class Submissions:
         return results
 
     def run_worker(self) -> None:
+        """Score queued jobs until ``stop_worker``; first deletes what an earlier run left (``clean_uploads``)."""
+        self.clean_uploads()
         while not self._stop.is_set():
             if not self.work_once():
                 self._stop.wait(self.poll_seconds)
