@@ -164,6 +164,60 @@ def test_full_precision_rows_are_disclosed_when_shown(tmp_path):
     assert "0.123 [0.120, 0.130]" in table.to_numpy().tolist()[0]
 
 
+def _judged(unparseable: int | None) -> Inputs:
+    """N studies whose judge value is 1.0 (prediction = reference), except study ``unparseable``, which the judge
+    cannot parse (NaN): the two runs differ in that one study's NaN and in nothing a mean shows."""
+    ids = [f"s{i:05d}" for i in range(N)]
+    refs = [f"study{i} lungs clear" for i in range(N)]
+    hyps = ["unparseable" if i == unparseable else r for i, r in enumerate(refs)]
+    return Inputs(ids, hyps, refs, attributes={sid: {"site": f"s{i % 2}"} for i, sid in enumerate(ids)})
+
+
+def test_one_studys_nan_changes_no_disclosed_count(tmp_path):
+    """Issue 26, point 7: n and n_nan were exact, so whether a judge could parse its answer for one study (which
+    can depend on the reference) was one bit per study per submission. Disclosed, the two runs are identical."""
+    options = ScoreOptions(metrics=["fake_judge"], use_cache=False, resamples=100)
+    runs = {}
+    for dataset in (PRIVATE, None):
+        runs[dataset] = [evaluate(_judged(target), model="M", track="findings", dataset=dataset,
+                                  split=None if dataset is None else "test", options=options)
+                         for target in (None, TARGET)]
+    open_a, open_b = (r.results for r in runs[None])
+    assert (open_a["metrics"]["fake_judge"]["n_nan"], open_b["metrics"]["fake_judge"]["n_nan"]) == (0, 1)  # the leak
+    assert open_a["subgroups"]["green"]["error_free_rate"]["n"] != open_b["subgroups"]["green"]["error_free_rate"]["n"]
+    a, b = runs[PRIVATE]
+    assert _aggregates(a.results) == _aggregates(b.results)
+    entry = b.results["metrics"]["fake_judge"]
+    assert (entry["n"], entry["n_nan"]) == (N, 0)  # n + n_nan is still the number of studies
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for evaluation, folder in zip((a, b), folders):
+        write_outputs(evaluation, folder)
+    results = [json.loads((f / "results.json").read_text()) for f in folders]
+    assert _aggregates(results[0]) == _aggregates(results[1])
+    for name in ("results.md", "model_index.yaml"):
+        assert (folders[0] / name).read_text() == (folders[1] / name).read_text()
+
+
+@pytest.mark.parametrize(("n", "n_nan", "shown"), [
+    (10_000, 0, 0), (9_999, 1, 0), (9_996, 4, 0), (9_995, 5, 10), (9_986, 14, 10), (9_985, 15, 20),
+    (9_990, 10, 10), (3, 9, 10), (1, 11, 10), (1, 6, 6), (2, 5, 6), (0, 12, 12)])
+def test_counts_are_disclosed_to_the_count_step(n, n_nan, shown):
+    """n_nan to the nearest PRIVATE_COUNT_STEP (halves up), never all of the studies while a value remains, and
+    n = the studies less that; idempotent; an entry without values (n = 0: its mean is null) as it is."""
+    results = {"dataset": PRIVATE, "metrics": {"fake_judge": {"mean": 0.5, "n": n, "n_nan": n_nan,
+                                                              "leaderboard_column": "FakeJudge"}},
+               "subgroups": {"green": {"error_free_rate": {"mean": 0.5, "n": n, "n_nan": n_nan}}}}
+    once = disclosure.disclose_results(results)
+    assert disclosure.disclose_results(once) == once
+    for entry in (once["metrics"]["fake_judge"], once["subgroups"]["green"]["error_free_rate"]):
+        assert entry["n_nan"] == shown and entry["n"] + entry["n_nan"] == n + n_nan
+    assert disclosure.PRIVATE_COUNT_STEP == 10 and "nearest 10" in once["disclosure"]["note"]
+    from rexrank.evaluation.report import nan_notes
+
+    assert nan_notes(once) == ([f"FakeJudge: about {shown} (to the nearest 10) of {n + n_nan} per-report values are "
+                                "NaN and left out of the mean"] if shown and n else [])
+
+
 # -- 2. minimum group size ------------------------------------------------------------------------------------------
 def test_small_groups_are_suppressed_with_a_marker(pair):
     (a, _), (open_a, _) = pair

@@ -1,6 +1,6 @@
 """What may leave the scorer for a private test set: the one disclosure policy, applied by every output path.
 
-DESIGN.md, "Trust boundaries": from a private test set only aggregates leave the scorer, rounded as published;
+docs/architecture.md, "Trust boundaries": from a private test set only aggregates leave the scorer, rounded as published;
 per-study outputs never carry reference text, labels or unkeyed hashes of it. Which sets are private is the
 catalog's fact (``rexrank.data.catalog.is_private``); this module only reads it. Open sets pass through unchanged.
 
@@ -12,6 +12,17 @@ The policy, each constant declared here once (docs/leaderboard.md, "Threat model
   GREEN rate on abnormal studies) of fewer studies is replaced by ``{"suppressed": "fewer than N studies"}``; and
   since the whole set's value is always shown, the suppressed groups of one breakdown together always hold at least
   N studies (more groups are suppressed until they do), so no small group is the difference of shown ones.
+- ``PRIVATE_COUNT_STEP``: a count of per-report values that depends on the submission, ``n_nan`` (values left out
+  of a mean: a judge that could not parse its answer, which can depend on the reference) and with it ``n`` (the
+  values in the mean), under ``metrics.<name>`` and ``subgroups.green``, is shown to the nearest 10 (halves up):
+  exact, it would say for one changed study whether its value became NaN, one bit per study per submission. This
+  is the means' rule at the set's scale: a mean at 3 decimals over ReXGradient's 10,000 studies also moves one
+  step only when about 10 studies change. ``n`` is the entry's studies less the shown ``n_nan``, so
+  ``n + n_nan`` is still the number of studies; ``n_nan`` is never all of them while a value remains, and an
+  entry without any value (``n`` = 0, its mean null and flagged) is shown as it is, the null mean saying so
+  anyway. Counts that are the same for every submission (``n_studies``, a site's or the normal studies' ``n``)
+  are properties of the host's set, carry no bit of a submission's outcome and stay exact; the suppression rules
+  below read only those (a GREEN rate's group is its ``n + n_nan`` studies), so no submission moves them.
 - ``HOST_SECRET_ENV``: per-study reference keys of a private set are HMAC-SHA256 under the host's secret; without
   the secret there is no reference key at all (``reference_key``, used by the harness).
 - Host operational details that depend on other people's submissions (cache hits) and drop counts are withheld.
@@ -36,6 +47,8 @@ from rexrank.errors import ConfigError, UnknownNameError
 
 # Resolution of every number a private set's result shows (the published tables' 3 decimals).
 PRIVATE_DECIMALS = 3
+# Resolution of a private set's submission-dependent counts (n_nan, and n with it): see the module docstring.
+PRIVATE_COUNT_STEP = 10
 # Smallest subgroup of a private set whose results are shown; the host changes it with $REXRANK_MIN_GROUP_SIZE.
 DEFAULT_MIN_GROUP_SIZE = 100
 MIN_GROUP_SIZE_ENV = "REXRANK_MIN_GROUP_SIZE"
@@ -101,6 +114,24 @@ def bounded_tree(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [bounded_tree(v) for v in value]
     return bounded(value)
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else None
+
+
+def bounded_counts(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry with ``n`` and ``n_nan`` as a private set shows them: ``n_nan`` to the nearest PRIVATE_COUNT_STEP
+    (halves up, at most the studies less one while a value remains), ``n`` the entry's studies less that. Other
+    entries, and one without any value (n = 0), are returned as they are. Idempotent."""
+    out = dict(entry)
+    n, n_nan = _count(entry.get("n")), _count(entry.get("n_nan"))
+    if n is None or n_nan is None or n <= 0 or n_nan < 0:
+        return out
+    studies = n + n_nan
+    shown = min((n_nan + PRIVATE_COUNT_STEP // 2) // PRIVATE_COUNT_STEP * PRIVATE_COUNT_STEP, studies - 1)
+    out["n"], out["n_nan"] = studies - shown, shown
+    return out
 
 
 # -- per-study reference keys --------------------------------------------------------------------------------------
@@ -174,18 +205,26 @@ def _is_marker(value: Any) -> bool:
     return isinstance(value, Mapping) and SUPPRESSED in value
 
 
+def _studies(entry: Any) -> int | None:
+    """The studies a rate is over: its values and its NaN (``n + n_nan``), the same for every submission."""
+    n = _size(entry)
+    n_nan = _count(entry.get("n_nan")) if n is not None else None
+    return n if n_nan is None else n + n_nan
+
+
 def _disclose_green(green: Mapping[str, Any], min_group: int) -> dict[str, Any]:
     """GREEN's error-free rate on all studies (shown, like every whole-set value) and on abnormal ones (suppressed
-    when the abnormal studies, or the normal ones it leaves, are fewer than the minimum)."""
-    total = _size(green.get("error_free_rate"))
+    when the abnormal studies, or the normal ones it leaves, are fewer than the minimum); counts as
+    ``bounded_counts`` shows them."""
+    total = _studies(green.get("error_free_rate"))
     out = {}
     for key, entry in green.items():
-        n = _size(entry)
+        n = _studies(entry)
         if key != "error_free_rate" and n is not None and (
                 0 < n < min_group or (total is not None and 0 < total - n < min_group)):
             out[key] = suppressed(min_group)
         else:
-            out[key] = bounded_tree(entry)
+            out[key] = bounded_tree(bounded_counts(entry) if isinstance(entry, Mapping) else entry)
     return out
 
 
@@ -204,7 +243,7 @@ def _disclose_metric_entry(name: str, entry: Mapping[str, Any]) -> dict[str, Any
     the rounded ones (so results.json, the store and the board show the same numbers), then rounded."""
     from rexrank.metrics.aggregation import leaderboard_flags, leaderboard_interval, leaderboard_values
 
-    out = dict(entry)
+    out = bounded_counts(entry)
     if isinstance(out.get("values"), Mapping):  # a corpus metric's named values (CE F1): rounded like the rest
         out["values"] = {k: {f: _json_bounded(v) for f, v in d.items()} for k, d in out["values"].items()}
     for key in ("mean", "ci_low", "ci_high"):
@@ -264,8 +303,9 @@ def policy(min_group: int | None = None) -> dict[str, Any]:
     """What results.json says about the policy applied to it."""
     min_group = min_group_size() if min_group is None else min_group
     return {"private": True, "decimals": PRIVATE_DECIMALS, "min_group_size": min_group,
-            "note": f"private test set: aggregates only, rounded to {PRIVATE_DECIMALS} decimals; subgroups of "
-                    f"fewer than {min_group} studies suppressed"}
+            "count_step": PRIVATE_COUNT_STEP,
+            "note": f"private test set: aggregates only, rounded to {PRIVATE_DECIMALS} decimals; NaN counts to the "
+                    f"nearest {PRIVATE_COUNT_STEP}; subgroups of fewer than {min_group} studies suppressed"}
 
 
 def disclose_results(results: Mapping[str, Any], min_group: int | None = None, *,
@@ -309,8 +349,8 @@ def disclose_records(records: Iterable[Mapping[str, Any]], min_group: int | None
     return [disclose_record(r, min_group) for r in records]
 
 
-__all__ = ["DEFAULT_MIN_GROUP_SIZE", "HOST_SECRET_ENV", "MIN_GROUP_SIZE_ENV", "PRIVATE_DECIMALS",
-           "REFERENCE_HASH_COLUMN", "REFERENCE_HMAC_COLUMN", "REFERENCE_KEY_COLUMNS", "SUPPRESSED", "bounded",
-           "bounded_tree", "disclose_record", "disclose_records", "disclose_results", "disclose_subgroups",
-           "host_secret", "is_private", "min_group_size", "policy", "reference_key", "references_digest",
-           "suppressed"]
+__all__ = ["DEFAULT_MIN_GROUP_SIZE", "HOST_SECRET_ENV", "MIN_GROUP_SIZE_ENV", "PRIVATE_COUNT_STEP",
+           "PRIVATE_DECIMALS", "REFERENCE_HASH_COLUMN", "REFERENCE_HMAC_COLUMN", "REFERENCE_KEY_COLUMNS", "SUPPRESSED",
+           "bounded", "bounded_counts", "bounded_tree", "disclose_record", "disclose_records", "disclose_results",
+           "disclose_subgroups", "host_secret", "is_private", "min_group_size", "policy", "reference_key",
+           "references_digest", "suppressed"]

@@ -100,14 +100,17 @@ def flag_notes(results: dict[str, Any]) -> list[str]:
 
 
 def nan_notes(results: dict[str, Any]) -> list[str]:
-    """One line per metric with NaN per-report values left out of its mean (when some values remain)."""
+    """One line per metric with NaN per-report values left out of its mean (when some values remain); a private
+    set's count is the disclosed one, to the nearest ``disclosure.PRIVATE_COUNT_STEP``, and says so."""
     notes = []
+    step = (results.get("disclosure") or {}).get("count_step") if isinstance(results.get("disclosure"), dict) else None
     for name, entry in results["metrics"].items():
         n_nan, n = entry.get("n_nan") or 0, entry.get("n") or 0
         if n_nan and n:
             verb = "is" if n_nan == 1 else "are"
-            notes.append(f"{entry.get('leaderboard_column') or name}: {n_nan} of {n + n_nan} per-report values {verb} "
-                         "NaN and left out of the mean")
+            about = f"about {n_nan} (to the nearest {step})" if step else f"{n_nan}"
+            notes.append(f"{entry.get('leaderboard_column') or name}: {about} of {n + n_nan} per-report values "
+                         f"{verb} NaN and left out of the mean")
     return notes
 
 
