@@ -1,4 +1,4 @@
-"""`rexrank score` and `rexrank compare` end to end: files in, the DESIGN.md result contract out.
+"""`rexrank score` and `rexrank compare` end to end: files in, the result contract out (docs/harness.md, "Outputs").
 
 Uses BLEU-2 and the fake metrics of tests/evaluation_fakes.py (a CheXbert-like labeller, a GREEN-like judge with
 error counts, a reciprocal-aggregated metric), so every column family of the per-study table is exercised without

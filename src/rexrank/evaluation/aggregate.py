@@ -1,4 +1,5 @@
-"""Per-study table -> results.json (the DESIGN.md contract): means, CIs, leaderboard values, provenance."""
+"""Per-study table -> results.json (the contract in docs/harness.md, "Outputs"): means, CIs, leaderboard values,
+provenance."""
 
 from __future__ import annotations
 

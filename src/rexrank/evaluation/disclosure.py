@@ -1,7 +1,7 @@
 """What may leave the scorer for a private test set: the one disclosure policy, applied by every output path.
 
-docs/architecture.md, "Trust boundaries": from a private test set only aggregates leave the scorer, rounded as published;
-per-study outputs never carry reference text, labels or unkeyed hashes of it. Which sets are private is the
+docs/architecture.md, "Trust boundaries": from a private test set only aggregates leave the scorer, rounded as
+published; per-study outputs never carry reference text, labels or unkeyed hashes of it. Which sets are private is the
 catalog's fact (``rexrank.data.catalog.is_private``); this module only reads it. Open sets pass through unchanged.
 
 The policy, each constant declared here once (docs/leaderboard.md, "Threat model", says what it protects):
