@@ -26,11 +26,12 @@ DEFAULT_CONFIDENCE = 0.95
 # The most resamples (and permutations) a run may ask for: 100,000 already pins a 95% percentile interval and a
 # p-value to ~1e-5, and costs seconds on 10,000 studies; far more only burns minutes (rexrank.evaluation.harness).
 MAX_RESAMPLES = 100_000
-# Count matrices are built in blocks of about this many cells, so memory stays bounded for any n.
+# Count (and swap) matrices are built in blocks of about this many cells, so memory stays bounded for any n.
 _BLOCK_CELLS = 4_000_000
 
 
-def _rows_per_block(n: int) -> int:
+def rows_per_block(n: int) -> int:
+    """Rows of each count (or swap) block for n studies: part of the streams' definition, a function of n only."""
     return max(1, _BLOCK_CELLS // max(n, 1))
 
 
@@ -39,7 +40,7 @@ def count_blocks(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT
     if n <= 0:
         raise ValueError("bootstrap needs at least one study")
     rng = np.random.default_rng(seed)
-    rows = _rows_per_block(n)
+    rows = rows_per_block(n)
     dtype = np.int32 if n < 2**31 // max(rows, 1) else np.int64
     done = 0
     while done < resamples:
@@ -52,10 +53,25 @@ def count_blocks(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT
         done += size
 
 
+def swap_blocks(n: int, permutations: int, seed: int = DEFAULT_SEED) -> Iterator[np.ndarray]:
+    """Yield (rows, n) float64 0/1 matrices; all blocks together are ``permutations`` approximate-randomization
+    draws (1: swap the two models' values of that study). Their own stream (``[seed, 1]``), independent of the
+    resamples', and like them a function of (n, permutations, seed) only: every pair of models sees the same swaps."""
+    if n <= 0:
+        raise ValueError("a randomization test needs at least one study")
+    rng = np.random.default_rng([seed, 1])
+    rows = rows_per_block(n)
+    done = 0
+    while done < permutations:
+        size = min(rows, permutations - done)
+        yield rng.integers(0, 2, size=(size, n), dtype=np.int8).astype(np.float64)
+        done += size
+
+
 def index_matrix(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
     """The (resamples, n) study indices behind ``count_blocks`` (same stream): for inspection and tests."""
     rng = np.random.default_rng(seed)
-    rows = _rows_per_block(n)
+    rows = rows_per_block(n)
     dtype = np.int32 if n < 2**31 // max(rows, 1) else np.int64
     out, done = [], 0
     while done < resamples:

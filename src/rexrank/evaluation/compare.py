@@ -8,15 +8,17 @@ For two models on the studies both scored, for every metric:
   differences at least as large as the observed one, |d'| >= |d|.
 Both p-values are (k + 1) / (n + 1), never exactly 0. A side is named better only when the difference is
 significant at alpha = 1 - confidence by every measure: the CI excludes 0 and both p-values are below alpha
-(``SIGNIFICANCE_RULE``); otherwise the verdict is "no significant difference". No metric is rescored: a
-permutation of per-study values moves each model's mean by a matrix product, so 10,000 permutations take well under
-a second.
+(``SIGNIFICANCE_RULE``); otherwise the verdict is "no significant difference". No metric is rescored: every
+metric is a function of column sums of its per-study table (``SumRule``), so a resample or a permutation moves every
+model's sums by one matrix product; ``statistics.compare_tables`` draws the resamples and swaps once and evaluates
+every model, pair and metric from them (per-report and corpus metrics alike).
 For many models: each model's rank per metric with a bootstrap CI of the rank, all pairwise tests, per-site ranks,
 normal/abnormal subgroups, GREEN error-free rates, and agreement between metrics (Kendall tau of model rankings).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -28,38 +30,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rexrank import progress
 from rexrank.errors import InputError
 from rexrank.evaluation.aggregate import corpus_metrics, json_safe, metric_columns
-from rexrank.evaluation.bootstrap import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    count_blocks,
-    percentile_interval,
-)
+from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rexrank.evaluation.disclosure import REFERENCE_KEY_COLUMNS
+from rexrank.evaluation.statistics import DEFAULT_PERMUTATIONS, compare_tables, ranks
 from rexrank.evaluation.subgroups import ERROR_FREE_COLUMN, SITE_COLUMN, normal_mask, site_masks
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.aggregation import (
-    MEAN,
-    aggregate,
-    corpus_outputs,
-    corpus_values,
-    is_corpus,
-    leaderboard_flags,
-    leaderboard_higher_is_better,
-    leaderboard_values,
-    nan_means,
-)
+from rexrank.metrics.aggregation import MEAN, SumRule, aggregate, leaderboard_higher_is_better, sum_rule
 
-DEFAULT_PERMUTATIONS = 10_000
 NO_SIGNIFICANT_DIFFERENCE = "no significant difference"
 # Conservative on purpose: a reader acts on a named winner, so all three measures must agree before one is named.
 SIGNIFICANCE_RULE = ("a model is named better only when the {confidence:.0%} CI of the difference excludes 0 and "
                      "both p-values (paired bootstrap, approximate randomization) are below alpha = {alpha:g}; "
                      f"otherwise '{NO_SIGNIFICANT_DIFFERENCE}'")
-_BLOCK_CELLS = 4_000_000
 
 
 @dataclass
@@ -159,59 +143,38 @@ def align(runs: list[Run]) -> tuple[list[str], list[pd.DataFrame], list[str]]:
     return ids, frames, notes
 
 
-def _blocks_of(total: int, n: int):
-    rows = max(1, _BLOCK_CELLS // max(n, 1))
-    done = 0
-    while done < total:
-        size = min(rows, total - done)
-        yield size
-        done += size
-
-
 def paired_test(a: np.ndarray, b: np.ndarray, *, aggregation: str = "mean", resamples: int = DEFAULT_RESAMPLES,
                 permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED,
                 confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
     """Difference of the leaderboard values of A and B on paired studies, its CI and two p-values.
 
-    Studies where either value is NaN are left out (and counted in ``n_excluded``).
+    One pair through ``statistics.compare_tables`` (the path every comparison takes). Studies where either value
+    is NaN are left out (and counted in ``n_excluded``).
     """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise InputError(f"paired values differ in length: {a.shape[0]} vs {b.shape[0]}")
-    keep = ~(np.isnan(a) | np.isnan(b))
-    a, b = a[keep], b[keep]
-    n = a.shape[0]
-    out: dict[str, Any] = {"n": int(n), "n_excluded": int((~keep).sum())}
-    if n == 0:
-        return {**out, "value_a": None, "value_b": None, "difference": None, "ci_low": None, "ci_high": None,
-                "p_bootstrap": None, "p_randomization": None}
-    mean_a, mean_b = a.mean(), b.mean()
-    observed = float(leaderboard_values(mean_a, aggregation) - leaderboard_values(mean_b, aggregation))
-    both = np.column_stack([a, b])
-    diffs = []
-    for counts in count_blocks(n, resamples, seed):
-        means = counts @ both / n
-        diffs.append(leaderboard_values(means[:, 0], aggregation) - leaderboard_values(means[:, 1], aggregation))
-    boot = np.concatenate(diffs)
-    low, high = percentile_interval(boot, confidence)
-    # Ties with the observed value count as "at least as extreme": tolerate float rounding of the matrix products.
-    tol = 1e-12 * max(1.0, abs(observed))
-    k_boot = int(np.sum(np.abs(boot - observed) >= abs(observed) - tol))
-    rng = np.random.default_rng([seed, 1])  # its own stream, independent of the bootstrap's
-    delta = (b - a) / n
-    k_perm = 0
-    for rows in _blocks_of(permutations, n):
-        swaps = rng.integers(0, 2, size=(rows, n), dtype=np.int8).astype(np.float64)
-        shift = swaps @ delta
-        perm = leaderboard_values(mean_a + shift, aggregation) - leaderboard_values(mean_b - shift, aggregation)
-        k_perm += int(np.sum(np.abs(perm) >= abs(observed) - tol))
-    return {**out, "value_a": float(leaderboard_values(mean_a, aggregation)),
-            "value_b": float(leaderboard_values(mean_b, aggregation)),
-            "flags_a": list(leaderboard_flags(float(mean_a), aggregation)),
-            "flags_b": list(leaderboard_flags(float(mean_b), aggregation)),
-            "difference": observed, "ci_low": float(low), "ci_high": float(high),
-            "p_bootstrap": (k_boot + 1) / (resamples + 1), "p_randomization": (k_perm + 1) / (permutations + 1),
-            "resamples": resamples, "permutations": permutations}
+    rule = SumRule.of_aggregation(aggregation)
+    return _one_pair(np.stack([a, b])[:, :, None], rule, resamples=resamples, permutations=permutations, seed=seed,
+                     confidence=confidence)
+
+
+def corpus_paired_test(a: np.ndarray, b: np.ndarray, metric, *, resamples: int = DEFAULT_RESAMPLES,
+                       permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED,
+                       confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    """``paired_test`` of a corpus-level metric (CE F1): ``a`` and ``b`` are the two models' (n, statistics)
+    tables on the same studies. The headline output fills the usual fields; ``outputs`` holds every output's
+    difference, CI and p-values. Same path, resamples and swaps as ``paired_test`` (a swap exchanges a study's row)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise InputError(f"paired statistics differ in shape: {a.shape} vs {b.shape}")
+    return _one_pair(np.stack([a, b]), sum_rule(metric), resamples=resamples, permutations=permutations, seed=seed,
+                     confidence=confidence)
+
+
+def _one_pair(table: np.ndarray, rule: SumRule, **options: Any) -> dict[str, Any]:
+    out = compare_tables({rule.name: table}, {rule.name: rule}, pairs=[(0, 1)], rank=False, **options)
+    return out[rule.name]["tests"][(0, 1)]
 
 
 def rank_intervals(values: np.ndarray, *, aggregation: str, higher_is_better: bool,
@@ -221,90 +184,22 @@ def rank_intervals(values: np.ndarray, *, aggregation: str, higher_is_better: bo
 
     Studies with a NaN for any model are left out, so every resample ranks the models on the same studies.
     """
-    from scipy.stats import rankdata
-
     values = np.asarray(values, dtype=np.float64)
-    values = values[~np.isnan(values).any(axis=1)]
-    n, m = values.shape
-    if n == 0:
-        nan = np.full(m, np.nan)
-        return {"value": nan, "rank": nan, "rank_ci_low": nan, "rank_ci_high": nan, "n": 0}
-    sign = -1.0 if higher_is_better else 1.0
-    point = leaderboard_values(values.mean(axis=0), aggregation)
-    ranks = rankdata(sign * point, method="min")
-    boot_ranks = []
-    for counts in count_blocks(n, resamples, seed):
-        boot_ranks.append(_ranks(leaderboard_values(counts @ values / n, aggregation), higher_is_better))
-    boot = np.concatenate(boot_ranks)
-    alpha = (1.0 - confidence) / 2.0
-    low = np.quantile(boot, alpha, axis=0, method="lower")
-    high = np.quantile(boot, 1.0 - alpha, axis=0, method="higher")
-    return {"value": point, "rank": ranks, "rank_ci_low": low, "rank_ci_high": high, "n": n}
-
-
-def corpus_paired_test(a: np.ndarray, b: np.ndarray, metric, *, resamples: int = DEFAULT_RESAMPLES,
-                       permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED,
-                       confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
-    """``paired_test`` for a corpus-level metric (CE F1): ``a`` and ``b`` are the two models' (n, statistics)
-    per-study tables on the same studies. The headline output fills the usual fields; ``outputs`` holds every
-    output's difference, CI and p-values. Same resamples as ``paired_test`` (same seed); a randomization swaps a
-    study's whole row of statistics, so each model's sums move by one matrix product."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise InputError(f"paired statistics differ in shape: {a.shape} vs {b.shape}")
-    n = a.shape[0]
-    out: dict[str, Any] = {"n": int(n), "n_excluded": 0}
-    if n == 0:
-        return {**out, "value_a": None, "value_b": None, "difference": None, "ci_low": None, "ci_high": None,
-                "p_bootstrap": None, "p_randomization": None}
-    names = list(REGISTRY.cls(metric).OUTPUTS)
-    value_a, value_b = corpus_values(a.sum(axis=0), n, metric), corpus_values(b.sum(axis=0), n, metric)
-    observed = value_a - value_b
-    tol = 1e-12 * np.maximum(1.0, np.abs(observed))
-    diffs = []
-    for counts in count_blocks(n, resamples, seed):
-        diffs.append(corpus_values(counts @ a, n, metric) - corpus_values(counts @ b, n, metric))
-    boot = np.concatenate(diffs)
-    low, high = percentile_interval(boot, confidence)
-    k_boot = np.sum(np.abs(boot - observed) >= np.abs(observed) - tol, axis=0)
-    rng = np.random.default_rng([seed, 1])
-    delta, sum_a, sum_b = b - a, a.sum(axis=0), b.sum(axis=0)
-    k_perm = np.zeros(len(names), dtype=np.int64)
-    for rows in _blocks_of(permutations, n):
-        swaps = rng.integers(0, 2, size=(rows, n), dtype=np.int8).astype(np.float64)
-        shift = swaps @ delta
-        perm = corpus_values(sum_a + shift, n, metric) - corpus_values(sum_b - shift, n, metric)
-        k_perm += np.sum(np.abs(perm) >= np.abs(observed) - tol, axis=0)
-    p_boot, p_perm = (k_boot + 1) / (resamples + 1), (k_perm + 1) / (permutations + 1)
-    outputs = {name: {"value_a": float(value_a[j]), "value_b": float(value_b[j]), "difference": float(observed[j]),
-                      "ci_low": float(low[j]), "ci_high": float(high[j]), "p_bootstrap": float(p_boot[j]),
-                      "p_randomization": float(p_perm[j])} for j, name in enumerate(names)}
-    head = outputs[names[0]]
-    return {**out, **head, "headline": names[0], "flags_a": [], "flags_b": [], "outputs": outputs,
-            "resamples": resamples, "permutations": permutations}
+    return _ranking(values.T[:, :, None], SumRule.of_aggregation(aggregation, higher_is_better), resamples=resamples,
+                    seed=seed, confidence=confidence)
 
 
 def corpus_rank_intervals(tables: Sequence[np.ndarray], metric, *, higher_is_better: bool,
                           resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                           confidence: float = DEFAULT_CONFIDENCE) -> dict[str, np.ndarray]:
     """``rank_intervals`` for a corpus metric's headline output: each model's (n, statistics) table, same studies."""
-    from scipy.stats import rankdata
+    rule = dataclasses.replace(sum_rule(metric), higher_is_better=higher_is_better)
+    return _ranking(np.stack([np.asarray(t, dtype=np.float64) for t in tables]), rule, resamples=resamples,
+                    seed=seed, confidence=confidence)
 
-    stacked = np.stack([np.asarray(t, dtype=np.float64) for t in tables])  # (models, n, statistics)
-    m, n = stacked.shape[:2]
-    if n == 0:
-        nan = np.full(m, np.nan)
-        return {"value": nan, "rank": nan, "rank_ci_low": nan, "rank_ci_high": nan, "n": 0}
-    point = corpus_values(stacked.sum(axis=1), n, metric)[:, 0]
-    ranks = rankdata((-1.0 if higher_is_better else 1.0) * point, method="min")
-    boot_ranks = []
-    for counts in count_blocks(n, resamples, seed):
-        heads = np.stack([corpus_values(counts @ stacked[j], n, metric)[:, 0] for j in range(m)], axis=1)
-        boot_ranks.append(_ranks(heads, higher_is_better))
-    boot = np.concatenate(boot_ranks)
-    alpha = (1.0 - confidence) / 2.0
-    return {"value": point, "rank": ranks, "rank_ci_low": np.quantile(boot, alpha, axis=0, method="lower"),
-            "rank_ci_high": np.quantile(boot, 1.0 - alpha, axis=0, method="higher"), "n": n}
+
+def _ranking(table: np.ndarray, rule: SumRule, **options: Any) -> dict[str, np.ndarray]:
+    return compare_tables({rule.name: table}, {rule.name: rule}, pairs=[], **options)[rule.name]["ranking"]
 
 
 def _metric_names(frames: list[pd.DataFrame], requested: Sequence[str] | None) -> list[str]:
@@ -334,19 +229,18 @@ class _Aligned:
 
     @property
     def per_report(self) -> list[str]:
-        """The metrics that are means of per-study values (subgroups and agreement read only these)."""
-        return [n for n in self.names if not is_corpus(n)]
+        """The metrics with a value per study (agreement correlates only these)."""
+        return [n for n in self.names if sum_rule(n).per_study_values]
 
-    def statistics(self, name: str) -> list[np.ndarray]:
-        """A corpus metric's (studies, statistics) table of each model."""
-        columns = corpus_metrics(self.frames[0])[name]
-        return [f[columns].to_numpy(dtype=np.float64) for f in self.frames]
+    def table(self, name: str, mask: np.ndarray | None = None) -> np.ndarray:
+        """(models, studies, columns) per-study table of one metric (``SumRule.columns``), optionally a subset."""
+        columns = list(sum_rule(name).columns)
+        stacked = np.stack([f[columns].to_numpy(dtype=np.float64) for f in self.frames])
+        return stacked if mask is None else stacked[:, mask]
 
-    def matrix(self, name: str, mask: np.ndarray | None = None) -> np.ndarray:
-        """(studies, models) per-study values of one metric, optionally for a subset of studies."""
-        column = REGISTRY.spec(name).column
-        stacked = np.column_stack([f[column].to_numpy(dtype=np.float64) for f in self.frames])
-        return stacked if mask is None else stacked[mask]
+    def matrix(self, name: str) -> np.ndarray:
+        """(studies, models) values of a metric with one value per study."""
+        return self.table(name)[:, :, 0].T
 
 
 def compare_runs(runs: list[Run], metrics: Sequence[str] | None = None, *, resamples: int = DEFAULT_RESAMPLES,
@@ -363,8 +257,7 @@ def compare_runs(runs: list[Run], metrics: Sequence[str] | None = None, *, resam
                               "notes": notes}
     first = runs[0].results or {}
     report.update({k: first.get(k) for k in ("dataset", "split", "track")})
-    report["ranking"] = _rankings(aligned, **boot)
-    report["pairwise"] = _pairwise_tests(aligned, permutations=permutations, **boot)
+    report["ranking"], report["pairwise"] = _statistics(aligned, permutations=permutations, **boot)
     report["subgroups"] = _subgroups(aligned)
     report["agreement"] = _agreement(aligned, report["ranking"])
     return json_safe(report)
@@ -379,49 +272,29 @@ def _align_runs(runs: list[Run], metrics: Sequence[str] | None) -> tuple[_Aligne
     return _Aligned([r.name for r in runs], frames, names), ids, notes + align_notes
 
 
-def _rankings(aligned: _Aligned, **boot: Any) -> dict[str, Any]:
-    """Each model's leaderboard value and rank per metric, with a bootstrap CI of the rank."""
+def _statistics(aligned: _Aligned, *, permutations: int, resamples: int, seed: int,
+                confidence: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Each model's rank per metric with its bootstrap CI, and the paired tests of every pair on every metric.
+
+    One call of ``statistics.compare_tables`` for every metric: the resamples and swaps are drawn once."""
+    rules = {name: sum_rule(name) for name in aligned.names}
+    results = compare_tables({name: aligned.table(name) for name in aligned.names}, rules, resamples=resamples,
+                             permutations=permutations, seed=seed, confidence=confidence)
+    models, alpha = aligned.models, significance_level(confidence)
     ranking: dict[str, Any] = {}
     for name in aligned.names:
-        spec = REGISTRY.spec(name)
-        if is_corpus(spec):
-            r = corpus_rank_intervals(aligned.statistics(name), spec, higher_is_better=spec.higher_is_better, **boot)
-        else:
-            r = rank_intervals(aligned.matrix(name), aggregation=spec.leaderboard_aggregation,
-                               higher_is_better=leaderboard_higher_is_better(spec), **boot)
-        ranking[name] = {"leaderboard_column": spec.leaderboard_column, "n": r["n"], "models": {
+        r = results[name]["ranking"]
+        ranking[name] = {"leaderboard_column": REGISTRY.spec(name).leaderboard_column, "n": r["n"], "models": {
             model: {"value": r["value"][j], "rank": r["rank"][j], "rank_ci_low": r["rank_ci_low"][j],
-                    "rank_ci_high": r["rank_ci_high"][j]} for j, model in enumerate(aligned.models)}}
-    return ranking
-
-
-def _pairwise_tests(aligned: _Aligned, *, permutations: int, resamples: int, seed: int,
-                    confidence: float) -> list[dict[str, Any]]:
-    """Paired bootstrap and randomization tests of every pair of models on every metric."""
-    models = aligned.models
+                    "rank_ci_high": r["rank_ci_high"][j]} for j, model in enumerate(models)}}
     pairs = []
-    n_tests = len(models) * (len(models) - 1) // 2 * len(aligned.names)
-    with progress.task(n_tests, "compare: paired tests", unit="test") as task:
-        for i, j in itertools.combinations(range(len(models)), 2):
-            tests = {}
-            for name in aligned.names:
-                if is_corpus(name):
-                    tables = aligned.statistics(name)
-                    tests[name] = corpus_paired_test(tables[i], tables[j], name, resamples=resamples,
-                                                     permutations=permutations, seed=seed, confidence=confidence)
-                    tests[name].update(verdict(tests[name], name, models[i], models[j],
-                                               significance_level(confidence)))
-                    task.update(1)
-                    continue
-                values = aligned.matrix(name)
-                tests[name] = paired_test(values[:, i], values[:, j],
-                                          aggregation=REGISTRY.spec(name).leaderboard_aggregation,
-                                          resamples=resamples, permutations=permutations, seed=seed,
-                                          confidence=confidence)
-                tests[name].update(verdict(tests[name], name, models[i], models[j], significance_level(confidence)))
-                task.update(1)
-            pairs.append({"a": models[i], "b": models[j], "tests": tests})
-    return pairs
+    for i, j in itertools.combinations(range(len(models)), 2):
+        tests = {}
+        for name in aligned.names:
+            tests[name] = results[name]["tests"][(i, j)]
+            tests[name].update(verdict(tests[name], name, models[i], models[j], alpha))
+        pairs.append({"a": models[i], "b": models[j], "tests": tests})
+    return ranking, pairs
 
 
 def _subgroups(aligned: _Aligned) -> dict[str, Any]:
@@ -518,38 +391,24 @@ def _shared_normal_mask(frames: list[pd.DataFrame]) -> np.ndarray | None:
     return None
 
 
-def _ranks(point: np.ndarray, higher_is_better: bool) -> np.ndarray:
-    """Rank 1 = best; a NaN value ranks last (ties share the better rank)."""
-    from scipy.stats import rankdata
-
-    sign = -1.0 if higher_is_better else 1.0
-    return rankdata(sign * np.where(np.isnan(point), np.inf * sign, point), method="min", axis=-1)
-
-
 def _group_values(aligned: _Aligned, mask: np.ndarray, with_rank: bool = False) -> dict[str, Any]:
-    """Each model's leaderboard value per metric on a subset of studies (and its rank among the models)."""
+    """Each model's leaderboard value per metric on a subset of studies (and its rank among the models).
+
+    A model's value is its ``SumRule`` values of the column sums over its usable studies in the group (a NaN value
+    is left out, as in ``nan_means``); a metric with named outputs (CE F1, NLG) shows each under ``values``."""
     out = {}
     for name in aligned.names:
-        spec = REGISTRY.spec(name)
-        if is_corpus(spec):
-            # A corpus metric's group value is its headline output of the group's summed statistics (CE F1: the
-            # group's TP/FP/FN), every other output alongside, exactly as over the whole set.
-            tables = [t[mask] for t in aligned.statistics(name)]
-            every = [corpus_values(t.sum(axis=0), len(t), spec) for t in tables]
-            point = np.array([v[0] for v in every])
-            outputs = corpus_outputs(spec)
-            entry = {model: {"value": float(point[j]), "values": dict(zip(outputs, map(float, every[j])))}
-                     for j, model in enumerate(aligned.models)}
-            if with_rank and int(mask.sum()):
-                for j, rank in enumerate(_ranks(point, spec.higher_is_better)):
-                    entry[aligned.models[j]]["rank"] = int(rank)
-            out[name] = entry
-            continue
-        values = aligned.matrix(name, mask)
-        point = leaderboard_values(nan_means(values, axis=0), spec)
-        entry = {model: {"value": float(point[j])} for j, model in enumerate(aligned.models)}
-        if with_rank and len(values):
-            for j, rank in enumerate(_ranks(point, leaderboard_higher_is_better(spec))):
+        rule = sum_rule(name)
+        table = aligned.table(name, mask)  # (models, studies, columns)
+        usable = ~np.isnan(table).any(axis=2, keepdims=True)
+        every = rule.values(np.where(usable, table, 0.0).sum(axis=1), usable.sum(axis=1)[:, 0])
+        point = every[:, 0]
+        entry: dict[str, Any] = {model: {"value": float(point[j])} for j, model in enumerate(aligned.models)}
+        if rule.outputs:
+            for j, model in enumerate(aligned.models):
+                entry[model]["values"] = dict(zip(rule.outputs, map(float, every[j])))
+        if with_rank and table.shape[1]:
+            for j, rank in enumerate(ranks(point, rule.higher_is_better)):
                 entry[aligned.models[j]]["rank"] = int(rank)
         out[name] = entry
     return out

@@ -199,13 +199,76 @@ def corpus_aggregate(statistics, metric: str | MetricSpec) -> dict[str, float]:
     return dict(zip(corpus_outputs(metric), map(float, values)))
 
 
+# -- every metric as a function of column sums: what the bootstrap, paired tests and rank CIs are written against ----
+@dataclass(frozen=True)
+class SumRule:
+    """A metric's leaderboard values as a function of the column sums of its per-study table.
+
+    Each study contributes one row of ``columns`` (a per-report metric: its one value; a corpus metric: its
+    statistics, e.g. CE F1's TP/FP/FN). Every value the leaderboard shows is ``values(sums, n)`` of the column sums
+    over the n studies used, so a bootstrap resample (count vector c: sums ``c @ table``), a permuted pair of models
+    and a subgroup all go through this one function: the statistics of rexrank.evaluation.statistics are written
+    once against it, with per-report metrics the one-column case (``values`` = ``leaderboard_values(sum / n)``).
+
+    ``outputs``: the named values, the first the headline (a corpus metric's ``OUTPUTS``); empty for a per-report
+    metric, whose one value is its leaderboard value. ``higher_is_better``: the headline's leaderboard direction.
+    A study with a NaN in any column is not usable (callers leave it out and count it).
+    """
+
+    name: str
+    columns: tuple[str, ...]
+    outputs: tuple[str, ...]
+    higher_is_better: bool
+    aggregation: str | None  # a per-report metric's MEAN / RECIPROCAL_OF_MEAN; None: the corpus class's values
+
+    @classmethod
+    def of_aggregation(cls, how: str | MetricSpec, higher_is_better: bool = True, column: str = "value") -> "SumRule":
+        """The rule of one per-report column aggregated by ``how`` (for callers that hold values, not a metric)."""
+        return cls(getattr(how, "name", column), (getattr(how, "column", column),), (), higher_is_better,
+                   aggregation_name(how))
+
+    @property
+    def width(self) -> int:
+        """How many values ``values`` gives per row of sums."""
+        return max(1, len(self.outputs))
+
+    @property
+    def per_study_values(self) -> bool:
+        """Whether a single study has a value of the metric (its one column), e.g. for per-study correlations."""
+        return self.aggregation is not None
+
+    def values(self, sums, n) -> np.ndarray:
+        """(..., width) values from (..., len(columns)) column sums over ``n`` studies (broadcast); NaN where n is 0."""
+        sums = np.asarray(sums, dtype=np.float64)
+        if self.aggregation is None:
+            return corpus_values(sums, n, self.name)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            means = sums / np.asarray(n, dtype=np.float64)[..., None] if np.ndim(n) else sums / n
+        return leaderboard_values(means, self.aggregation)
+
+    def flags(self, sums, n) -> tuple[str, ...]:
+        """``leaderboard_flags`` of one set of sums (a corpus metric's values carry none)."""
+        if self.aggregation is None:
+            return ()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return leaderboard_flags(float(np.asarray(sums, dtype=np.float64)[0] / n), self.aggregation)
+
+
+def sum_rule(metric: str | MetricSpec) -> SumRule:
+    """The ``SumRule`` of a registered metric: its per-study columns and how their sums become its values."""
+    spec = metric if hasattr(metric, "level") else _spec(metric)
+    if is_corpus(spec):
+        return SumRule(spec.name, corpus_statistics(spec), corpus_outputs(spec), spec.higher_is_better, None)
+    return SumRule(spec.name, (spec.column,), (), leaderboard_higher_is_better(spec), aggregation_name(spec))
+
+
 def _spec(name: str) -> MetricSpec:
     from rexrank.metrics import REGISTRY  # here, not at the top: rexrank.metrics may come to import this module
 
     return REGISTRY.spec(name)
 
 
-__all__ = ["AGGREGATIONS", "Aggregate", "CORPUS", "MEAN", "NAN_MEAN", "NEGATIVE_MEAN", "RECIPROCAL_OF_MEAN", "ZERO_MEAN",
-           "aggregate", "aggregation_name", "corpus_aggregate", "corpus_outputs", "corpus_statistics",
+__all__ = ["AGGREGATIONS", "Aggregate", "CORPUS", "MEAN", "NAN_MEAN", "NEGATIVE_MEAN", "RECIPROCAL_OF_MEAN", "SumRule",
+           "ZERO_MEAN", "aggregate", "aggregation_name", "corpus_aggregate", "corpus_outputs", "corpus_statistics",
            "corpus_values", "is_corpus", "leaderboard_flags", "leaderboard_higher_is_better",
-           "leaderboard_interval", "leaderboard_values", "mean_label", "nan_means"]
+           "leaderboard_interval", "leaderboard_values", "mean_label", "nan_means", "sum_rule"]
