@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` (set up + main job) and `make test` (set up + whole suite).
-.PHONY: setup setup-ref setup-browser setup-java demo test bench
+.PHONY: setup setup-ref setup-browser setup-java setup-bwrap demo test bench
 
 setup:
 	bash scripts/setup.sh
@@ -13,10 +13,13 @@ setup-browser:
 setup-java:
 	bash scripts/setup_java.sh
 
+setup-bwrap:
+	bash scripts/setup_bwrap.sh
+
 demo: setup
 	bash scripts/demo.sh
 
-test: setup setup-ref setup-browser setup-java
+test: setup setup-ref setup-browser setup-java setup-bwrap
 	.venv/bin/lint-imports --no-cache
 	HF_HUB_OFFLINE=1 HF_EVALUATE_OFFLINE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests
 

@@ -523,3 +523,20 @@ def test_accelerate_asked_for_two_but_started_one_is_said(study_json, helpers, t
     assert "1 process took part" in proc.stdout
     assert "warning: accelerate launch was asked for several processes" in proc.stderr
     assert "torchrun --standalone --nproc_per_node N" in proc.stderr
+
+
+def test_a_report_with_a_lone_surrogate_fails_only_its_study(records, tmp_path):
+    """A string no UTF-8 file can hold (a lone surrogate, e.g. from a model's bad decode, or sent by a sandboxed
+    model as a JSON escape) fails its study with a clear error instead of crashing the part-file writer."""
+    from rexrank.generate.adapters.base import Adapter
+
+    class Surrogate(Adapter):
+        def config(self):
+            return {"adapter": "surrogate"}
+
+        def generate(self, prepared):
+            return ["bad \ud800" if s.study_id == "s1" else "Findings: ok." for s in prepared]
+
+    result = generate(records, Surrogate(), tmp_path, GenerateOptions(progress=False))
+    assert set(result.errors) == {"s1"} and "not Unicode text (a lone surrogate)" in result.errors["s1"]
+    assert len(json.loads(result.reports_path.read_text())) == N_STUDIES - 1

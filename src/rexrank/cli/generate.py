@@ -58,6 +58,12 @@ def generate_command(
                                         "repeatable."),
     script_python: str | None = typer.Option(None, help="Python interpreter for an inference.py model "
                                              "(default: this one)."),
+    sandbox: bool | None = typer.Option(None, "--sandbox/--no-sandbox", help="Run the model's code under "
+                                        "bubblewrap, seeing only its files, its Python environment and its batch's "
+                                        "images (docs/threat_model.md). Default: on for a private test set."),
+    trust_model: bool = typer.Option(False, "--i-trust-this-model", help="With --no-sandbox on a private test set: "
+                                     "you have vetted the model's code and accept that it could read the "
+                                     "references."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="On resume, try failed studies again."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Discard an earlier run in --out."),
     allow_errors: bool = typer.Option(False, "--allow-errors", help="Exit 0 even if some studies failed."),
@@ -84,6 +90,9 @@ def generate_command(
             max_new_tokens=defaults.max_new_tokens if max_new_tokens is None else max_new_tokens,
             num_beams=defaults.num_beams if num_beams is None else num_beams, do_sample=do_sample,
             temperature=temperature, top_p=top_p, extra=_key_values(gen_arg, "--gen-arg")).check()
+    from rexrank.generate.adapters.sandbox import sandbox_required
+
+    use_sandbox = sandbox_required(sandbox, dataset is not None and _is_private(dataset), trust_model)
     records = _studies(dataset, split, data_dir, input_json, image_root, track, limit)
     _check_images(records, dataset, data_dir, input_json, image_root)  # before any adapter or model exists
     if prompt is not None and prompt.startswith("@"):
@@ -93,11 +102,16 @@ def generate_command(
         prompt = path.read_text(encoding="utf-8").strip()
     adapter = load_adapter(model, model_type, model_args=_key_values(model_arg, "--model-arg"), settings=settings,
                            dtype=dtype, trust_remote_code=trust_remote_code, chat_template=chat_template,
-                           script_python=script_python)
+                           script_python=script_python, sandbox=use_sandbox,
+                           hidden=_hidden_paths(dataset, data_dir, input_json, out) if use_sandbox else ())
     options = GenerateOptions(track=track, images=images, context=context, prompt=prompt, batch_size=batch_size,
                               retry_errors=retry_errors, overwrite=overwrite,
-                              progress=progress_enabled(progress), device=device)
-    result = generate(records, adapter, out, options)
+                              progress=progress_enabled(progress), device=device, trust_model=trust_model)
+    try:
+        result = generate(records, adapter, out, options)
+    finally:
+        if hasattr(adapter, "close"):  # a sandboxed model's process and staging folder
+            adapter.close()
     # SystemExit rather than typer.Exit: rexrank.cli.main runs click with standalone_mode=False, where click turns
     # typer.Exit into a return value that main() does not pass on, so the exit status would be lost.
     failed = bool(result.errors) and not allow_errors
@@ -119,6 +133,29 @@ def generate_command(
                     fg=typer.colors.RED, err=True)
         if failed:
             raise SystemExit(EXIT_STUDIES_FAILED)
+
+
+def _is_private(dataset: str) -> bool:
+    from rexrank.data.catalog import canonical_dataset, is_private
+
+    return is_private(canonical_dataset(dataset))
+
+
+def _hidden_paths(dataset, data_dir, input_json, out) -> list:
+    """What a sandbox must never mount: the references (the data dir, an input JSON), the run folder, rexrank's
+    caches and the datasets cache."""
+    import os
+
+    import datasets.config
+
+    from rexrank.data import default_data_dir
+    from rexrank.evaluation.cache import default_cache_dir
+
+    hidden = [out, input_json, default_cache_dir(), datasets.config.HF_DATASETS_CACHE,
+              os.environ.get("REXRANK_DATA_DIR")]
+    if dataset is not None:
+        hidden.append(data_dir if data_dir is not None else default_data_dir(dataset))
+    return [p for p in hidden if p]
 
 
 def _studies(dataset, split, data_dir, input_json, image_root, track, limit) -> list[dict]:

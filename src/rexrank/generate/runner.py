@@ -27,7 +27,8 @@ from rexrank.generate.lock import RunLock
 from rexrank.generate.prompts import DEFAULT_PROMPTS, check_template, format_report
 from rexrank.generate.sharding import batches_for_process, in_input_order, make_batches
 from rexrank.generate.store import PARTS_DIR, PartWriter, latest_by_id, part_path, read_parts
-from rexrank.generate.studies import StudyInput, build_inputs, resolve_image_mode, rexrank_record
+from rexrank.generate.studies import (StudyInput, build_inputs, private_dataset, resolve_image_mode,
+                                      rexrank_record)
 
 log = logging.getLogger("rexrank.generate")
 
@@ -53,6 +54,9 @@ class GenerateOptions:
     overwrite: bool = False  # discard an earlier run in the same folder
     progress: bool = True
     device: str | None = None  # None: accelerate's device for this process
+    # A private test set's studies go only to a sandboxed adapter (load_adapter(..., sandbox=True)) unless the host
+    # vouches for the code (the CLI's --no-sandbox --i-trust-this-model).
+    trust_model: bool = False
 
 
 @dataclass
@@ -93,6 +97,12 @@ def generate(records: Iterable[Mapping[str, Any]], adapter: Adapter, out_dir: st
     get_track(options.track)
     out = Path(out_dir).expanduser().absolute()  # handed to adapters that run elsewhere (inference.py's folder)
     records = list(records)
+    if not getattr(adapter, "sandboxed", False) and not options.trust_model \
+            and any(private_dataset(r.get("dataset")) for r in records):
+        raise ConfigError(f"these studies are from a private test set and {adapter.name} runs in this process, where "
+                          "it could read the reference reports: build the adapter with load_adapter(..., "
+                          "sandbox=True) (rexrank generate does so by default), or set GenerateOptions(trust_model="
+                          "True) if you have vetted the code")
     image_mode = resolve_image_mode(options.images, adapter.multi_image, adapter.name)
     use_context = _context_setting(options.context, adapter)
     if options.prompt is not None and not adapter.uses_prompt:
@@ -357,10 +367,20 @@ def _finish(adapter: Adapter, batch: list[StudyInput], prepared, track: str) -> 
             record["error"] = _describe(answer)
         elif not isinstance(answer, str):
             record["error"] = f"TypeError: the model returned {type(answer).__name__}, not a report string"
+        elif not _is_unicode(answer):  # a lone surrogate: no file can hold it as UTF-8
+            record["error"] = "ValueError: the model returned a report that is not Unicode text (a lone surrogate)"
         else:
             record["raw"], record["report"] = answer, format_report(answer, track)
         records.append(record)
     return records
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _call(adapter: Adapter, inputs, n: int):

@@ -165,7 +165,7 @@ def rexrank_record(record: Mapping[str, Any]) -> dict[str, Any]:
         "key_image_path": record.get("key_image"),
         "image_path": image_paths_of(record),
     }
-    if not _private(record.get("dataset")):
+    if not private_dataset(record.get("dataset")):
         if findings is not None or impression is not None:
             entry["report"] = findings_impression_text(findings, impression)
         entry.update({"section_findings": findings, "section_impression": impression})
@@ -175,7 +175,8 @@ def rexrank_record(record: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def _private(dataset: Any) -> bool:
+def private_dataset(dataset: Any) -> bool:
+    """Whether a Study record's ``dataset`` names a private catalog test set (a user's own name: no)."""
     from rexrank.data.catalog import canonical_dataset, is_private
     from rexrank.errors import UnknownNameError
 

@@ -3,6 +3,9 @@
 * `path/to/inference.py` (an existing .py file): the upstream submission contract, run as a subprocess;
 * `package.module:function` or `file.py:function`: a Python entry point called with batches of studies;
 * anything else: a Hugging Face model (local directory or Hub id), vision-encoder-decoder or image-text-to-text.
+
+Any of them can run in a bubblewrap sandbox (`sandbox.py`, `load_adapter(..., sandbox=True)`): the child process
+builds the adapter with this same `load_adapter`.
 """
 
 from __future__ import annotations
@@ -35,10 +38,23 @@ def adapter_kind(model: str) -> str:
 
 def load_adapter(model: str, kind: str = "auto", *, model_args: dict[str, Any] | None = None,
                  settings: GenerationSettings | None = None, dtype: str = "auto", trust_remote_code: bool = False,
-                 chat_template: bool = True, script_python: str | None = None) -> Adapter:
-    """An adapter for --model; options that do not apply to the chosen kind are an error, not silently ignored."""
+                 chat_template: bool = True, script_python: str | None = None, sandbox: bool = False,
+                 hidden: tuple = ()) -> Adapter:
+    """An adapter for --model; options that do not apply to the chosen kind are an error, not silently ignored.
+
+    ``sandbox``: the adapter is built and run in a bubblewrap child (adapters/sandbox.py) by this same function;
+    this process never imports the model's code. ``hidden``: host paths the sandbox must not mount.
+    """
     if kind not in ADAPTER_KINDS:
         raise ConfigError(f"Unknown --model-type {kind!r}. Available: {', '.join(ADAPTER_KINDS)}")
+    if sandbox:
+        from dataclasses import asdict
+
+        from rexrank.generate.adapters.sandbox import AdapterSpec, SandboxedAdapter
+
+        return SandboxedAdapter(AdapterSpec(model, kind, dict(model_args or {}),
+                                            None if settings is None else asdict(settings), dtype, trust_remote_code,
+                                            chat_template, script_python), hidden=hidden)
     if kind == "auto":
         kind = adapter_kind(model)
     model_args = dict(model_args or {})

@@ -25,6 +25,7 @@ from rexrank.generate.adapters.base import Adapter
 from rexrank.generate.studies import StudyInput, script_entry
 
 DEFAULT_BATCH_SIZE = 256
+LOG_FILE = "script.log"  # in the adapter's workdir: the script's stdout and stderr, call by call
 
 
 class ScriptError(RuntimeError):
@@ -74,7 +75,7 @@ class InferenceScriptAdapter(Adapter):
         root = os.path.commonpath([os.path.dirname(p) for p in images]) if images else str(folder)
         payload = {study.study_id: script_entry(study, root) for study in prepared}
         input_json.write_text(json.dumps(payload, indent=1, ensure_ascii=False))
-        log_path = folder / "script.log"
+        log_path = folder / LOG_FILE
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"\n=== call {self._calls}: {len(prepared)} studies ===\n")
             log.flush()

@@ -1,0 +1,526 @@
+"""Code under test in a bubblewrap sandbox: `rexrank generate --sandbox` (the default for a private test set).
+
+The model's adapter (any kind: entry point, inference.py, Hugging Face) is built and called by this module's
+``serve`` in a child process started under ``bwrap``. The parent keeps a ``SandboxedAdapter`` with the same
+interface, so the runner (batches, resume, ordering, part files, predictions) is one code path with or without the
+sandbox, and the child runs the very adapter code an unsandboxed run calls in-process.
+
+What the child sees (docs/threat_model.md says what this does and does not guarantee):
+
+* read-only: the Python environment (the interpreter's prefixes and what its site-packages add to ``sys.path``,
+  asked of the interpreter itself with ``-I``), the model's own files (an entry point's folder, the folder of an
+  inference.py and its ``--script-python`` environment, a local model folder or one Hub cache entry), ``/usr`` and
+  a few files of ``/etc`` the dynamic loader and libc read, GPU device nodes when there are some;
+* read-only at ``INPUT_DIR``: a fresh tree holding only the images of the batch being generated (hard links where
+  the file system allows, else copies), removed when the batch is done; paths are ``INPUT_DIR/<call>/<k>/<j><ext>``;
+* writable: ``SCRATCH_DIR`` (its HOME, a fresh temporary folder deleted at the end) and a private ``/tmp``;
+* its own network, PID, IPC, UTS, cgroup and user namespaces (no network at all; no other process visible; uid
+  65534, no capabilities), a new session (no terminal injection), and only the environment ``sandbox_env`` builds.
+
+Nothing else of the host is mounted: not the run folder, not the reference files, not rexrank's or the datasets
+caches. The parent refuses to start when a folder it would mount holds one of the host's paths it was told to hide
+(the data dir, the run folder, the caches), since mounting it would show them.
+
+Protocol: JSON lines over two pipes (file descriptors passed to the child, so the model's prints on stdout cannot
+corrupt it); requests ``start`` (the adapter spec), ``load`` (device), ``generate`` (StudyInputs with staged
+paths), ``close``; each answered by ``{"ok": ...}`` or ``{"error": ...}``. The child's stdout and stderr are copied
+to the parent's stderr. The parent treats every reply as hostile input: size-capped, shape-checked, and a model
+can only ever change its own reports.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from rexrank.errors import ConfigError, RexrankError
+from rexrank.generate.adapters.base import Adapter
+from rexrank.generate.studies import StudyInput
+
+BWRAP = "bwrap"
+BWRAP_PACKAGE = "bubblewrap"  # Debian/Ubuntu/Fedora/Arch all call the package this
+TRUST_FLAG = "--i-trust-this-model"  # the host's explicit "run this private set's model unsandboxed"
+INPUT_DIR = "/rexrank/input"
+SCRATCH_DIR = "/rexrank/scratch"
+SANDBOX_UID = 65534  # nobody: no capabilities, owns nothing on the host
+# The only host variables the model's process gets (when set), besides FIXED_ENV and PATH.
+PASSED_ENV = ("LANG", "LC_ALL", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+              "NUMEXPR_NUM_THREADS", "TOKENIZERS_PARALLELISM", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+              "PYTORCH_CUDA_ALLOC_CONF")
+FIXED_ENV = {"HOME": SCRATCH_DIR, "TMPDIR": "/tmp", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+             "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+# What the dynamic loader, libc and Python read under /etc; the rest of /etc stays out.
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group", "localtime",
+             "alternatives")
+MAX_REPLY_BYTES = 256 * 1024 * 1024  # a batch's reports; more is a model flooding the pipe
+_LOG_LINES = 20  # the child's last output lines, quoted when it dies
+
+
+def sandbox_required(requested: bool | None, private: bool, trusted: bool) -> bool:
+    """Whether to sandbox: as asked, else for a private test set. ``--no-sandbox`` on a private set needs the
+    host's explicit TRUST_FLAG: its references must stay out of reach of code the host has not vetted."""
+    if trusted and requested is not False:
+        raise ConfigError(f"{TRUST_FLAG} only goes with --no-sandbox (it says you vouch for code run unsandboxed)")
+    if requested is False and private and not trusted:
+        raise ConfigError(f"this is a private test set: --no-sandbox would let the model's code read its reference "
+                          f"reports. Drop --no-sandbox (the model then runs under bubblewrap), or add {TRUST_FLAG} "
+                          "if you have vetted the code")
+    return private if requested is None else requested
+
+
+def find_bwrap() -> str:
+    path = shutil.which(BWRAP)
+    if path is None:
+        raise ConfigError(f"--sandbox needs bubblewrap, and there is no `{BWRAP}` on PATH: install the "
+                          f"{BWRAP_PACKAGE} package (Debian/Ubuntu: apt-get install {BWRAP_PACKAGE}; `make "
+                          "setup-bwrap`), or, for an open test set and code you trust, pass --no-sandbox")
+    return path
+
+
+@dataclass
+class AdapterSpec:
+    """load_adapter's arguments: the child builds the adapter from these (the parent never imports the model)."""
+
+    model: str
+    kind: str = "auto"
+    model_args: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] | None = None  # GenerationSettings as a dict
+    dtype: str = "auto"
+    trust_remote_code: bool = False
+    chat_template: bool = True
+    script_python: str | None = None
+
+
+def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The model process's whole environment: FIXED_ENV, PASSED_ENV where set, PATH (the interpreter's folder and
+    the system's), and ``extra`` (HF_HUB_CACHE for a Hub model)."""
+    env = {name: os.environ[name] for name in PASSED_ENV if os.environ.get(name)}
+    env.setdefault("LANG", "C.UTF-8")
+    folders = dict.fromkeys([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"])
+    return env | FIXED_ENV | {"PATH": ":".join(folders)} | (extra or {})
+
+
+def python_folders(python: str) -> list[str]:
+    """The folders an interpreter imports from, as it reports them in isolated mode (-I: no cwd, no PYTHONPATH,
+    no user site): its prefixes and sys.path, plus the folder of the executable and of what it links to."""
+    code = ("import sys, json; print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, "
+            "sys.base_exec_prefix, *sys.path]))")
+    try:
+        out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=120,
+                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, check=True).stdout
+        paths = json.loads(out.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        raise ConfigError(f"cannot ask the interpreter {python} where it imports from: {exc}") from None
+    executable = shutil.which(python) or python
+    paths += [os.path.dirname(os.path.abspath(executable)), os.path.dirname(os.path.realpath(executable))]
+    return [p for p in dict.fromkeys(os.path.abspath(p) for p in paths if p) if os.path.isdir(p)]
+
+
+def _outermost(paths: Iterable[str]) -> list[str]:
+    """Paths without those inside another one of them (one bind covers its sub-folders)."""
+    kept: list[str] = []
+    for path in sorted(dict.fromkeys(os.path.realpath(p) for p in paths), key=len):
+        if not any(_inside(path, k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _model_files(spec: AdapterSpec) -> tuple[list[str], list[str], dict[str, str]]:
+    """(folders of the model's own files to mount, folders the child adds to sys.path, extra environment), found
+    without importing or running any of the model's code."""
+    from rexrank.generate.adapters import adapter_kind
+    from rexrank.generate.adapters.entrypoint import looks_like_entry_point
+
+    kind = adapter_kind(spec.model) if spec.kind == "auto" else spec.kind
+    if kind == "script":
+        folders = [str(Path(spec.model).expanduser().resolve().parent)]
+        if spec.script_python:
+            folders += python_folders(shutil.which(spec.script_python) or spec.script_python)
+        return folders, [], {}
+    if kind == "entrypoint" or (kind == "auto" and looks_like_entry_point(spec.model)):
+        module, _, _ = spec.model.rpartition(":")
+        if module.endswith(".py"):
+            return [str(Path(module).expanduser().resolve().parent)], [], {}
+        return _module_folders(module.split(".")[0])
+    path = Path(spec.model).expanduser()
+    if path.exists():
+        return [str(path.resolve())], [], {}
+    return _hub_cache_entry(spec.model)
+
+
+def _module_folders(top: str) -> tuple[list[str], list[str], dict[str, str]]:
+    """A ``package.module:function`` entry point: nothing to add when the environment provides the package, else
+    its own folder (only it, never the folder it sits in), added to the child's sys.path. PathFinder locates it
+    without executing anything (importlib.util.find_spec would run a parent package's __init__)."""
+    from importlib.machinery import PathFinder
+
+    found = PathFinder.find_spec(top, [p for p in sys.path if p])
+    if found is None:
+        return [], [], {}  # the child reports the import error
+    locations = list(found.submodule_search_locations or []) or [found.origin]
+    return [p for p in locations if p], [os.path.dirname(p) for p in locations if p], {}
+
+
+def _hub_cache_entry(repo_id: str) -> tuple[list[str], list[str], dict[str, str]]:
+    """A Hub model id: its one entry of the Hub cache (models--org--name), mounted where it is; the child reads
+    it offline through HF_HUB_CACHE."""
+    from huggingface_hub import constants
+
+    cache = constants.HF_HUB_CACHE
+    entry = Path(cache) / f"models--{repo_id.replace('/', '--')}"
+    if not entry.is_dir():
+        raise ConfigError(f"{repo_id} is not in the Hugging Face cache ({cache}) and the sandbox has no network: "
+                          f"download it first (huggingface-cli download {repo_id}), or pass a local folder")
+    return [str(entry.resolve())], [], {"HF_HUB_CACHE": cache}
+
+
+def bwrap_args(read_only: list[str], *, input_dir: str, scratch: str) -> list[str]:
+    """bubblewrap's options for the child (documented in this module's docstring and docs/threat_model.md)."""
+    args = ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--unshare-net",
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent",
+            "--new-session", "--cap-drop", "ALL", "--clearenv",
+            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",  # first: the binds below may lie under /tmp
+            "--ro-bind", "/usr", "/usr"]
+    for link in ("bin", "sbin", "lib", "lib64", "lib32"):
+        target = os.readlink(f"/{link}") if os.path.islink(f"/{link}") else None
+        if target is not None and not target.startswith("/"):
+            args += ["--symlink", target, f"/{link}"]
+        elif os.path.isdir(f"/{link}"):
+            args += ["--ro-bind", f"/{link}", f"/{link}"]
+    for name in ETC_FILES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for path in _outermost(read_only):
+        if not path.startswith("/usr/"):
+            args += ["--ro-bind", path, path]
+    gpus = sorted(str(p) for p in Path("/dev").glob("nvidia*")) + (["/dev/dri"] if os.path.isdir("/dev/dri") else [])
+    for device in gpus:  # CUDA needs its device nodes and reads /sys (NVML, NUMA)
+        args += ["--dev-bind", device, device]
+    if gpus:
+        args += ["--ro-bind", "/sys", "/sys"]
+    args += ["--ro-bind", input_dir, INPUT_DIR, "--bind", scratch, SCRATCH_DIR, "--chdir", SCRATCH_DIR]
+    return args
+
+
+class SandboxedAdapter(Adapter):
+    """The adapter of ``spec`` running in a bwrap child; the child starts here (it reports the adapter's name,
+    capabilities and config, which the runner checks options against) and lives until ``close``.
+
+    ``hidden``: host paths the child must not see (the data dir, the run folder, the caches); a folder this would
+    mount that holds one of them is refused with an error naming both.
+    """
+
+    sandboxed = True
+
+    def __init__(self, spec: AdapterSpec, *, hidden: Iterable[str | os.PathLike] = ()):
+        self.spec = spec
+        self._bwrap = find_bwrap()
+        model_folders, self._sys_path, self._env = _model_files(spec)
+        self._mounts = [*python_folders(sys.executable), *model_folders]
+        _check_hidden(self._mounts, hidden)
+        self._root = Path(tempfile.mkdtemp(prefix="rexrank-sandbox-"))
+        self._input, self._scratch = self._root / "input", self._root / "scratch"
+        self._input.mkdir()
+        self._scratch.mkdir()
+        self._proc: subprocess.Popen | None = None
+        self._device: str | None = None
+        self._calls = 0
+        self._finalizer = weakref.finalize(self, _cleanup, self._root, [])
+        info = self._start()
+        self.name = str(info.get("name") or spec.model)
+        self.multi_image = bool(info.get("multi_image", True))
+        self.uses_prompt = bool(info.get("uses_prompt", True))
+        self.uses_context = bool(info.get("uses_context", self.uses_prompt))
+        self.isolate_failures = bool(info.get("isolate_failures", True))
+        if isinstance(info.get("default_batch_size"), int) and info["default_batch_size"] > 0:
+            self.default_batch_size = info["default_batch_size"]
+        self._config = info.get("config") if isinstance(info.get("config"), dict) else {"adapter": "sandboxed"}
+
+    # ---- the Adapter interface ------------------------------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        return self._config
+
+    def load(self, device: str) -> None:
+        self._device = device
+        self._request({"op": "load", "device": device})
+
+    def generate(self, prepared: list[StudyInput]) -> list:
+        if self._proc is None or self._proc.poll() is not None:  # the model killed its process: start afresh
+            self._start()
+            if self._device is not None:
+                self._request({"op": "load", "device": self._device})
+        self._calls += 1
+        folder = self._input / str(self._calls)
+        try:
+            studies = [_staged(study, folder / str(k), f"{INPUT_DIR}/{self._calls}/{k}")
+                       for k, study in enumerate(prepared)]
+            reply = self._request({"op": "generate", "studies": studies})
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)  # the child only ever sees the batch in flight
+        reports = reply.get("reports") if isinstance(reply, dict) else None
+        if not isinstance(reports, list):
+            raise RuntimeError("the sandboxed model sent no list of reports")
+        return [_answer(item) for item in reports]
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                self._send(proc, {"op": "close"})
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+        if proc is not None:
+            proc.rexrank_copier.join(timeout=10)  # the model's last output lines reach stderr before we return
+        self._finalizer()
+
+    # ---- the child ----------------------------------------------------------------------------------------
+    def _start(self) -> dict[str, Any]:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        command = [self._bwrap, *bwrap_args(self._mounts, input_dir=str(self._input), scratch=str(self._scratch))]
+        for name, value in sandbox_env(self._env).items():
+            command += ["--setenv", name, value]
+        command += ["--", sys.executable, "-I", "-m", "rexrank.generate.adapters.sandbox", str(to_child_r),
+                    str(from_child_w)]
+        try:
+            # bwrap itself gets an empty environment: the child can read its PID-1 parent's /proc/1/environ.
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, pass_fds=(to_child_r, from_child_w), env={})
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+        proc.rexrank_writer = os.fdopen(to_child_w, "wb")  # type: ignore[attr-defined]
+        proc.rexrank_reader = os.fdopen(from_child_r, "rb")  # type: ignore[attr-defined]
+        proc.rexrank_log = collections.deque(maxlen=_LOG_LINES)  # type: ignore[attr-defined]
+        proc.rexrank_copier = threading.Thread(  # type: ignore[attr-defined]
+            target=_copy_output, args=(proc.stdout, proc.rexrank_log), daemon=True)
+        proc.rexrank_copier.start()
+        self._proc = proc
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _cleanup, self._root, [proc])
+        spec = asdict(self.spec)
+        return self._request({"op": "start", "spec": spec, "sys_path": self._sys_path})
+
+    def _request(self, message: dict[str, Any]) -> Any:
+        proc = self._proc
+        try:
+            self._send(proc, message)
+            line = proc.rexrank_reader.readline(MAX_REPLY_BYTES + 1)
+        except OSError:
+            line = b""
+        if len(line) > MAX_REPLY_BYTES:
+            proc.kill()
+            raise RuntimeError(f"the sandboxed model sent a reply over {MAX_REPLY_BYTES} bytes; stopped it")
+        if not line:
+            status = proc.wait()
+            tail = "\n".join(proc.rexrank_log)
+            error = ConfigError if message["op"] == "start" else RuntimeError
+            raise error(f"the sandboxed model process exited (status {status}) during {message['op']}"
+                        + (f"; its last output:\n{tail}" if tail else ""))
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise RuntimeError("the sandboxed model sent a reply that is not JSON") from None
+        if isinstance(reply, dict) and "error" in reply:
+            raise _remote_error(reply["error"])
+        if not isinstance(reply, dict) or "ok" not in reply:
+            raise RuntimeError("the sandboxed model sent a reply without ok or error")
+        return reply["ok"]
+
+    @staticmethod
+    def _send(proc: subprocess.Popen, message: dict[str, Any]) -> None:
+        proc.rexrank_writer.write(json.dumps(message, ensure_ascii=True).encode("ascii") + b"\n")
+        proc.rexrank_writer.flush()
+
+
+def _check_hidden(mounts: list[str], hidden: Iterable[str | os.PathLike]) -> None:
+    for secret in (os.path.realpath(os.fspath(h)) for h in hidden if h):
+        for mount in mounts:
+            if _inside(secret, os.path.realpath(mount)):
+                raise ConfigError(f"the sandbox would mount {mount} (the model's files or its Python environment), "
+                                  f"which holds {secret}, a path the model must not see: move the model's files "
+                                  "(or the environment) to a folder of their own")
+
+
+def _copy_output(stream, tail: collections.deque) -> None:
+    """The child's stdout and stderr, line by line, to this process's stderr (and the last lines kept)."""
+    for raw in iter(stream.readline, b""):
+        text = raw.decode("utf-8", errors="replace")
+        tail.append(text.rstrip("\n"))
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # stderr closed (the CLI is exiting)
+            pass
+    stream.close()
+
+
+def _cleanup(root: Path, procs: list) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _link_or_copy(source: str, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or links refused (protected_hardlinks): a copy
+        shutil.copyfile(source, target)
+
+
+def _staged(study: StudyInput, host_folder: Path, inside_folder: str) -> dict[str, Any]:
+    """The study as the child gets it: every image path (chosen, all, key; also inside ``record``) replaced by its
+    staged copy's path inside the sandbox."""
+    paths = list(dict.fromkeys([*study.all_images, *study.images, *([study.key_image] if study.key_image else [])]))
+    mapping = {}
+    for j, path in enumerate(paths):
+        name = f"{j}{Path(path).suffix}"
+        _link_or_copy(path, host_folder / name)
+        mapping[path] = f"{inside_folder}/{name}"
+    record = dict(study.record)
+    record["image_paths"] = [mapping[p] for p in record.get("image_paths") or ()]
+    if record.get("key_image"):
+        record["key_image"] = mapping[record["key_image"]]
+    data = {f.name: getattr(study, f.name) for f in fields(StudyInput)}
+    return data | {"images": [mapping[p] for p in study.images], "all_images": [mapping[p] for p in study.all_images],
+                   "key_image": mapping.get(study.key_image), "record": record}
+
+
+_TYPE_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _type_name(value: Any, default: str) -> str:
+    name = str(value)[:100] if value else ""
+    return name if name and set(name) <= _TYPE_NAME_CHARS and not name[0].isdigit() else default
+
+
+def _remote_error(error: Any) -> Exception:
+    """The child's exception as the parent raises it: rexrank's own errors as themselves (one-line CLI errors),
+    others under their own class name (the runner records 'Type: message' as an unsandboxed run does)."""
+    import rexrank.errors as errors
+
+    error = error if isinstance(error, dict) else {}
+    name, message = _type_name(error.get("type"), "RemoteError"), str(error.get("message", ""))[:10000]
+    cls = getattr(errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, RexrankError):
+        return cls(message)
+    return type(name, (RuntimeError,), {})(message)
+
+
+def _answer(item: Any) -> Any:
+    """One study's answer from the child: a report string, an exception, or a stand-in for a non-string answer
+    that carries its type's name (the runner's TypeError names it)."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict) and "exception" in item:
+        return _remote_error(item["exception"])
+    name = _type_name(item.get("not_a_string") if isinstance(item, dict) else None, "object")
+    return type(name, (), {})()
+
+
+# ---- the child's side ------------------------------------------------------------------------------------------
+
+def _describe_adapter(adapter: Adapter) -> dict[str, Any]:
+    info = {"name": adapter.name, "multi_image": adapter.multi_image, "uses_prompt": adapter.uses_prompt,
+            "uses_context": getattr(adapter, "uses_context", adapter.uses_prompt),
+            "isolate_failures": adapter.isolate_failures, "config": adapter.config()}
+    if isinstance(getattr(adapter, "default_batch_size", None), int):
+        info["default_batch_size"] = adapter.default_batch_size
+    return json.loads(json.dumps(info, default=str))
+
+
+def _encode_answer(answer: Any) -> Any:
+    if isinstance(answer, str):
+        return answer
+    if isinstance(answer, BaseException):
+        return {"exception": {"type": type(answer).__name__, "message": str(answer)}}
+    return {"not_a_string": type(answer).__name__}
+
+
+def serve(read_fd: int, write_fd: int) -> None:
+    """The child's loop: build the adapter from the ``start`` spec, then answer ``load`` and ``generate``."""
+    from rexrank.generate.adapters import GenerationSettings, load_adapter
+
+    reader, writer = os.fdopen(read_fd, "rb"), os.fdopen(write_fd, "wb")
+    os.set_inheritable(read_fd, False)
+    os.set_inheritable(write_fd, False)  # an inference.py subprocess gets neither pipe
+
+    def reply(payload: dict[str, Any]) -> None:
+        writer.write(json.dumps(payload, ensure_ascii=True).encode("ascii") + b"\n")
+        writer.flush()
+
+    adapter: Adapter | None = None
+    scratch = Path(os.environ.get("HOME", SCRATCH_DIR))
+    log_seen = 0
+    for line in reader:
+        message = json.loads(line)
+        op = message.get("op")
+        if op == "close":
+            break
+        try:
+            if op == "start":
+                sys.path[:0] = [p for p in message.get("sys_path", []) if p not in sys.path]
+                spec = dict(message["spec"])
+                settings = spec.pop("settings")
+                adapter = load_adapter(spec.pop("model"), spec.pop("kind"),
+                                       settings=None if settings is None else GenerationSettings(**settings), **spec)
+                reply({"ok": _describe_adapter(adapter)})
+            elif op == "load":
+                adapter.load(message["device"])
+                if hasattr(adapter, "workdir"):  # an inference.py: its input/output JSON and log live in scratch
+                    adapter.workdir = scratch / "work"
+                reply({"ok": None})
+            elif op == "generate":
+                batch = [StudyInput(**{k: tuple(v) if isinstance(v, list) else v for k, v in study.items()})
+                         for study in message["studies"]]
+                outputs = adapter.generate(adapter.prepare(batch))
+                reply({"ok": {"reports": [_encode_answer(o) for o in outputs]}})
+                log_seen = _forward_script_log(adapter, log_seen)
+            else:
+                reply({"error": {"type": "RuntimeError", "message": f"unknown request {op!r}"}})
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to the parent, which decides
+            log_seen = _forward_script_log(adapter, log_seen)
+            reply({"error": {"type": type(exc).__name__, "message": str(exc)}})
+
+
+def _forward_script_log(adapter: Adapter | None, seen: int) -> int:
+    """An inference.py's log is in the scratch folder, deleted at the end: its new lines go to stderr (the
+    parent copies them to its own)."""
+    from rexrank.generate.adapters.script import LOG_FILE
+
+    folder = getattr(adapter, "workdir", None)
+    path = Path(folder) / LOG_FILE if folder else None
+    if path is None or not path.is_file():
+        return seen
+    with open(path, "rb") as handle:
+        handle.seek(seen)
+        data = handle.read()
+    sys.stderr.write(data.decode("utf-8", errors="replace"))
+    sys.stderr.flush()
+    return seen + len(data)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), int(sys.argv[2]))

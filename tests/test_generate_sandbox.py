@@ -1,0 +1,420 @@
+"""`rexrank generate --sandbox`: code under test runs under bubblewrap (rexrank.generate.adapters.sandbox; the threat
+model is docs/threat_model.md).
+
+A hostile entry point tries every route to the answers and to the host (walking up from its images, the metadata
+file, the caches, the run folder, the parent's environment, the network) and reports what it found: under the
+sandbox every route finds nothing, and the same model without the sandbox finds them (so the checks can fail). An
+honest model gives byte-identical files with and without the sandbox, on one and two processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from rexrank.errors import ConfigError
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed "
+                                "(make setup-bwrap)")
+
+# The hostile model: every route it tries is a key of its report, with what it found there (empty: nothing).
+# HOST holds the host's paths and the listener's port, filled in by the test.
+HOSTILE = '''
+import json, os, socket, sys
+
+HOST = json.loads(%r)
+
+
+def _listing(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _walk_up(image):
+    """Every name in every folder above the image, up to /: looking for metadata/ or any JSON."""
+    found, folder = [], os.path.dirname(image)
+    while True:
+        for name in _listing(folder):
+            path = os.path.join(folder, name)
+            if name == "metadata" or name.endswith(".json"):
+                found.append(path)
+            if name == "metadata":
+                found += [os.path.join(path, n) for n in _listing(path)]
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return found
+        folder = parent
+
+
+def _connect(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            return ["connected"]
+    except OSError:
+        return []
+
+
+_SEARCHED = None
+
+
+def _every_file_under(root, limit=20000):
+    """Any file it can see (outside the system and Python folders, which hold no references) whose text holds the
+    marker the test put in every reference (joined here, so this file itself does not hold it). Once per process."""
+    global _SEARCHED
+    if _SEARCHED is not None:
+        return _SEARCHED
+    marker = "".join(HOST["marker"])
+    skip = ("/proc", "/sys", "/dev", "/usr", sys.prefix, sys.base_prefix)
+    hits, seen = [], 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not os.path.join(folder, d).startswith(skip)]
+        for name in files:
+            seen += 1
+            path = os.path.join(folder, name)
+            try:
+                if seen > limit or os.path.getsize(path) > 5_000_000:
+                    continue
+            except OSError:
+                continue
+            if marker in _read(path):
+                hits.append(path)
+    _SEARCHED = hits
+    return hits
+
+
+class Hostile:
+    def __call__(self, studies):
+        reports = []
+        for study in studies:
+            found = {
+                "walk_up": sorted({p for image in study["image_paths"] for p in _walk_up(image)}),
+                "metadata": [HOST["metadata"]] if _read(HOST["metadata"]) else [],
+                "relative_metadata": [p for image in study["image_paths"]
+                                      for p in [os.path.join(os.path.dirname(image), *[".."] * 8, "metadata",
+                                                             os.path.basename(HOST["metadata"]))] if _read(p)],
+                "home_cache": _listing(HOST["home_cache"]),
+                "score_cache": _listing(HOST["score_cache"]),
+                "datasets_cache": _listing(HOST["datasets_cache"]),
+                "run_folder": _listing(HOST["run_folder"]),
+                "parent_environ": ["readable"] if _read("/proc/%%d/environ" %% HOST["parent"]) else [],
+                "pid1_environ": [_read("/proc/1/environ")[:200]] if _read("/proc/1/environ") else [],
+                "own_environ": [HOST["canary"]] if HOST["canary"] in json.dumps(dict(os.environ)) else [],
+                "socket": _connect(HOST["port"]),
+                "reference_text": _every_file_under("/") if HOST["search"] else [],
+                "env_keys": sorted(os.environ),
+            }
+            reports.append("Findings: " + json.dumps(found, sort_keys=True))
+        return reports
+'''
+
+# An honest stand-in: its report depends only on what it is allowed to see (pixels, view count, prompt, context).
+HONEST = '''
+from PIL import Image
+import numpy as np
+
+
+class Honest:
+    def __call__(self, studies):
+        reports = []
+        for study in studies:
+            means = ["%.3f" % np.asarray(Image.open(p).convert("L"), dtype=np.float64).mean()
+                     for p in study["image_paths"]]
+            reports.append("Findings: %s, %d views, means %s, key %s. Impression: context=%s prompt=%d." % (
+                study["study_id"], len(study["image_paths"]), ",".join(means),
+                study["key_image"] in study["all_image_paths"], study["context"], len(study["prompt"])))
+        return reports
+'''
+
+N_STUDIES = 8
+MARKER = ("refmark", "-91c3-")  # in every reference of the private set; kept in two pieces everywhere else
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                                                             "MASTER_PORT", "LOCAL_WORLD_SIZE")}
+    return env | {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+@pytest.fixture
+def private_set(tmp_path):
+    """A synthetic ReXGradient tree (the private set's layout: metadata/ beside deid_png/) and its reference texts."""
+    from rexrank.data.synthetic import write_rexgradient_tree
+
+    root = write_rexgradient_tree(tmp_path / "rg", n_studies=6)
+    metadata = root / "metadata" / "test_metadata_view_position.json"
+    entries = json.loads(metadata.read_text())
+    for i, entry in enumerate(entries.values()):  # a marker in every reference, for the model's file search
+        if entry["Findings"]:
+            entry["Findings"] += f" {MARKER[0]}{MARKER[1]}{i}"
+    metadata.write_text(json.dumps(entries, indent=1))
+    references = [e["Findings"] for e in entries.values() if e["Findings"]]
+    return root, metadata, references
+
+
+@pytest.fixture
+def listener():
+    """A TCP listener on 127.0.0.1 the model tries to reach; the test checks nothing connected."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.setblocking(False)
+    yield server
+    server.close()
+
+
+def _connections(server: socket.socket) -> int:
+    count = 0
+    while True:
+        try:
+            conn, _ = server.accept()
+        except BlockingIOError:
+            return count
+        conn.close()
+        count += 1
+
+
+def _model_file(folder: Path, text: str, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    path.write_text(text)
+    return path
+
+
+def _found(out: Path) -> dict[str, dict]:
+    """study_id -> the routes the hostile model reported (from the raw answers in the part files)."""
+    records = [json.loads(line) for part in sorted((out / "parts").glob("*.jsonl"))
+               for line in part.read_text().splitlines()]
+    assert records and all(r["error"] is None for r in records), records
+    return {r["study_id"]: json.loads(r["raw"][len("Findings: "):]) for r in records}
+
+
+def test_a_hostile_model_finds_nothing_and_is_still_scored(private_set, listener, cli, tmp_path, monkeypatch):
+    """The issue's attack and every other route, on the private set's real layout: under the (default) sandbox
+    each finds nothing and the reports are scored; without it the same model finds the answers."""
+    from datasets import config as datasets_config
+
+    root, metadata, references = private_set
+    monkeypatch.setenv("REXRANK_CACHE", str(tmp_path / "rexrank-cache"))
+    score_cache = tmp_path / "rexrank-cache" / "scores"
+    score_cache.mkdir(parents=True)
+    (score_cache / "pairs.sqlite").write_text("cached scores")
+    canary = "canary-7d1f0c"
+    monkeypatch.setenv("REXRANK_TEST_SECRET", canary)
+    out = tmp_path / "runs" / "hostile"
+    host = {"metadata": str(metadata), "home_cache": str(Path.home() / ".cache"), "score_cache": str(score_cache),
+            "datasets_cache": str(datasets_config.HF_DATASETS_CACHE), "run_folder": str(out),
+            "parent": os.getpid(), "canary": canary, "port": listener.getsockname()[1], "marker": MARKER,
+            "search": True}
+    model = _model_file(tmp_path / "model", HOSTILE % json.dumps(host), "hostile")
+    common = ["generate", "--dataset", "rexgradient", "--data-dir", str(root), "--batch-size", "2", "--no-progress"]
+
+    code, output = cli(*common, "--model", f"{model}:Hostile", "--out", str(out))
+    assert code == 0, output
+    found = _found(out)
+    assert len(found) == 4  # the findings track's studies
+    from rexrank.generate.adapters.sandbox import FIXED_ENV, PASSED_ENV
+
+    for study_id, routes in found.items():
+        # Only the documented variables (PWD: bwrap's --chdir; LC_CTYPE: Python's locale coercion).
+        assert set(routes.pop("env_keys")) <= {*FIXED_ENV, *PASSED_ENV, "PATH", "PWD", "LC_CTYPE"}, study_id
+        assert set(routes) == {"walk_up", "metadata", "relative_metadata", "home_cache", "score_cache",
+                               "datasets_cache", "run_folder", "parent_environ", "pid1_environ", "own_environ",
+                               "socket", "reference_text"}
+        assert all(value == [] for value in routes.values()), (study_id, routes)
+    assert _connections(listener) == 0
+    assert not any(ref in (out / "predictions.json").read_text() for ref in references)
+
+    scores = tmp_path / "scores"
+    code, output = cli("score", "--predictions", str(out / "predictions.json"), "--dataset", "rexgradient",
+                       "--data-dir", str(root), "--metrics", "bleu2", "--no-cache", "--resamples", "10",
+                       "--out", str(scores), "--quiet")
+    assert code == 0, output
+    assert json.loads((scores / "results.json").read_text())["n_studies"] == 4
+
+    # The same model in this process (the host vouching for it) reaches the answers: the checks above can fail.
+    # (Not searching the host's whole disk: the routes below already reach the answers.)
+    model = _model_file(tmp_path / "model", HOSTILE % json.dumps(host | {"search": False}), "hostile_no_search")
+    code, output = cli(*common, "--model", f"{model}:Hostile", "--out", str(tmp_path / "runs" / "open"),
+                       "--no-sandbox", "--i-trust-this-model")
+    assert code == 0, output
+    leaked = next(iter(_found(tmp_path / "runs" / "open").values()))
+    for route in ("walk_up", "metadata", "relative_metadata", "score_cache", "run_folder", "parent_environ",
+                  "own_environ", "socket"):
+        assert leaked[route], route
+    assert _connections(listener) > 0
+
+
+@pytest.fixture
+def open_set(tmp_path):
+    """A ReXrank-style JSON (an open set: not sandboxed unless asked) with 1-3 random images per study."""
+    root = tmp_path / "studies"
+    entries = {}
+    for i in range(N_STUDIES):
+        paths = []
+        for j in range(1 + i % 3):
+            (root / "img" / f"s{i}").mkdir(parents=True, exist_ok=True)
+            pixels = np.random.RandomState(10 * i + j).randint(0, 255, (24 + 2 * j, 20, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / "img" / f"s{i}" / f"{j}.png")
+            paths.append(f"s{i}/{j}.png")
+        entries[f"s{i}"] = {"key_image_path": paths[0], "image_path": paths, "section_findings": f"Finding {i}.",
+                            "section_impression": "Normal.", "context": "Cough." if i % 2 else None}
+    (root / "studies.json").write_text(json.dumps(entries))
+    return root / "studies.json"
+
+
+def _open_args(study_json: Path, out: Path, model: str, *extra: str) -> list[str]:
+    return ["generate", "--input-json", str(study_json), "--image-root", str(study_json.parent / "img"),
+            "--out", str(out), "--model", model, "--batch-size", "3", "--track", "findings_impression", "--context",
+            "--no-progress", *extra]
+
+
+@pytest.mark.slow
+def test_an_honest_model_gives_the_same_files_with_and_without_the_sandbox(open_set, cli, tmp_path):
+    """Byte-identical predictions.json and reports.json: unsandboxed on one process, sandboxed on one, sandboxed on
+    two (torchrun, gloo; each process runs its own sandbox)."""
+    model = f"{_model_file(tmp_path / 'model', HONEST, 'honest')}:Honest"
+    code, output = cli(*_open_args(open_set, tmp_path / "plain", model))
+    assert code == 0, output
+    code, output = cli(*_open_args(open_set, tmp_path / "one", model, "--sandbox"))
+    assert code == 0, output
+    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                             "-m", "rexrank", *_open_args(open_set, tmp_path / "two", model, "--sandbox")],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "2 processes took part" in stdout
+    plain = tmp_path / "plain"
+    assert "means" in json.loads((plain / "reports.json").read_text())["s1"]
+    for run in ("one", "two"):
+        for name in ("predictions.json", "reports.json", "errors.json"):
+            assert (tmp_path / run / name).read_bytes() == (plain / name).read_bytes(), (run, name)
+    parts = [len(p.read_text().splitlines()) for p in sorted((tmp_path / "two" / "parts").glob("*.jsonl"))]
+    assert len(parts) == 2 and min(parts) > 0 and sum(parts) == N_STUDIES
+
+
+INFERENCE_SCRIPT = '''
+import json, os, sys
+input_json, output_json, root = sys.argv[1:4]
+studies = json.load(open(input_json))
+for study_id, entry in studies.items():
+    sizes = [os.path.getsize(os.path.join(root, p)) for p in entry["image_path"]]
+    entry["model_prediction"] = "Findings: %d views, %d bytes. Impression: %s" % (len(sizes), sum(sizes),
+                                                                                 entry.get("context"))
+print("script ran on", len(studies), "studies")
+json.dump(studies, open(output_json, "w"))
+'''
+
+
+def test_inference_script_and_hf_model_run_the_same_in_the_sandbox(open_set, standins, cli, tmp_path):
+    """The other adapters take the same path: an upstream inference.py (run by the child inside the sandbox, its
+    log copied to stderr) and a local Hugging Face model give the same files with and without the sandbox."""
+    script = _model_file(tmp_path / "script", INFERENCE_SCRIPT, "inference")
+    ved = standins("generate")["generate_ved"]
+    for name, model, extra in (("script", str(script), ["--context"]),
+                               ("ved", ved, ["--max-new-tokens", "6", "--no-context"])):
+        runs = {}
+        for mode in ("--no-sandbox", "--sandbox"):
+            out = tmp_path / f"{name}{mode}"
+            args = [a for a in _open_args(open_set, out, model) if a != "--context"] + extra + [mode]
+            code, output = cli(*args)
+            assert code == 0, output
+            runs[mode] = (out / "predictions.json").read_bytes()
+            if name == "script" and mode == "--sandbox":  # its log, from the scratch folder to stderr
+                assert "script ran on 3 studies" in output
+        assert runs["--sandbox"] == runs["--no-sandbox"], name
+
+
+def test_missing_bwrap_is_one_clear_line(open_set, cli, tmp_path, monkeypatch):
+    """No `bwrap` on PATH: one error line naming the package to install, exit 2, nothing run or written."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    model = f"{_model_file(tmp_path / 'model', HONEST, 'honest')}:Honest"
+    code, output = cli(*_open_args(open_set, tmp_path / "out", model, "--sandbox"))
+    assert code == 2, output
+    assert len(output.strip().splitlines()) == 1 and "Traceback" not in output
+    assert "apt-get install bubblewrap" in output and "no `bwrap` on PATH" in output
+    assert not (tmp_path / "out" / "parts").exists()
+
+
+def test_unsandboxed_private_runs_need_the_hosts_word(private_set, cli, tmp_path):
+    """--no-sandbox on a private set is refused unless the host adds --i-trust-this-model (which alone is refused);
+    the Python API refuses an in-process adapter for private studies unless trust_model=True."""
+    from rexrank import data
+    from rexrank.generate import GenerateOptions, generate, load_adapter
+
+    root = private_set[0]
+    model = f"{_model_file(tmp_path / 'model', HONEST, 'honest')}:Honest"
+    base = ["generate", "--dataset", "rexgradient", "--data-dir", str(root), "--model", model, "--no-progress",
+            "--out", str(tmp_path / "out")]
+    for extra, message in ((["--no-sandbox"], "this is a private test set: --no-sandbox"),
+                           (["--i-trust-this-model"], "--i-trust-this-model only goes with --no-sandbox")):
+        code, output = cli(*base, *extra)
+        assert code == 2 and message in output and len(output.strip().splitlines()) <= 2, output
+    assert not (tmp_path / "out").exists()
+    records = list(data.load("rexgradient", data_dir=root, track="findings"))
+    with pytest.raises(ConfigError, match="private test set"):
+        generate(records, load_adapter(model), tmp_path / "api", GenerateOptions(progress=False))
+    result = generate(records, load_adapter(model), tmp_path / "api",
+                      GenerateOptions(progress=False, trust_model=True))
+    assert not result.errors
+
+
+def test_the_sandbox_never_mounts_a_folder_holding_the_run_or_the_references(private_set, cli, tmp_path):
+    """A model file beside the run folder (or the data) would mount that folder: refused, naming both paths."""
+    root = private_set[0]
+    model = _model_file(tmp_path, HONEST, "honest")  # tmp_path also holds rg/ and out/
+    code, output = cli("generate", "--dataset", "rexgradient", "--data-dir", str(root), "--model", f"{model}:Honest",
+                       "--no-progress", "--out", str(tmp_path / "out"))
+    assert code == 2, output
+    assert f"the sandbox would mount {tmp_path}" in output and "a folder of their own" in output
+    assert not (tmp_path / "out" / "parts").exists()
+
+
+CRASHING = '''
+import os
+
+
+class Crashing:
+    """Kills its own process on study s2 (a model that segfaults or calls os._exit)."""
+    def __call__(self, studies):
+        if any(s["study_id"] == "s2" for s in studies):
+            os._exit(7)
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+'''
+
+
+def test_a_model_that_kills_its_process_fails_only_its_studies(open_set, cli, tmp_path):
+    """The child dies on one study: that study is recorded as failed (exit 3) and a fresh sandbox carries on with
+    the rest."""
+    model = f"{_model_file(tmp_path / 'model', CRASHING, 'crashing')}:Crashing"
+    code, output = cli(*_open_args(open_set, tmp_path / "out", model, "--sandbox", "--no-context"))
+    assert code == 3, output
+    errors = json.loads((tmp_path / "out" / "errors.json").read_text())
+    assert list(errors) == ["s2"] and "exited (status 7)" in errors["s2"]
+    assert len(json.loads((tmp_path / "out" / "reports.json").read_text())) == N_STUDIES - 1
