@@ -12,32 +12,37 @@ from rexrank.metrics.registry import MetricSpec, Registry
 
 REGISTRY = Registry("metric")
 _R = "rexrank.metrics"
+# value_range: what each metric's values can be (MetricSpec.value_range). Proportions, F1s and overlap scores lie in
+# [0, 1]; SembScore is a cosine; BERTScore is rescaled with a baseline, (F - b) / (1 - b), so it never exceeds 1 but
+# has no fixed floor; RaTEScore is the F1 of two weighted cosine means, unbounded when they differ in sign; the
+# RadCliQ composites are regressions; FineRadScore sums non-negative severity weights.
+_UNIT = (0.0, 1.0)
 
 # Leaderboard column names follow the published ReXrank tables (rajpurkarlab/ReXrank gh-pages CSVs);
 # per-report column names follow CXR-Report-Metric's output CSV (CXRMetric/run_eval.py).
 REGISTRY.register(
     MetricSpec("bleu2", "bleu_score", True, "1", "Sentence BLEU-2 (fast_bleu / NLTK method1), CXR-Report-Metric tokenisation",
-               leaderboard_column="BLEU"),
+               leaderboard_column="BLEU", value_range=_UNIT),
     f"{_R}.bleu:Bleu2", aliases=("bleu", "bleu-2", "bleu_score"))
 REGISTRY.register(
     MetricSpec("bertscore", "bertscore", True, "1", "BERTScore F1, distilroberta-base layer 5, baseline-rescaled",
-               needs_model=True, across_processes="shard", leaderboard_column="BertScore"),
+               needs_model=True, across_processes="shard", leaderboard_column="BertScore", value_range=(None, 1.0)),
     f"{_R}.bertscore:BertScore", aliases=("bert_score",))
 REGISTRY.register(
     MetricSpec("semb", "semb_score", True, "1", "SembScore: cosine of CheXbert [CLS] embeddings",
-               needs_model=True, across_processes="shard", leaderboard_column="SembScore"),
+               needs_model=True, across_processes="shard", leaderboard_column="SembScore", value_range=(-1.0, 1.0)),
     f"{_R}.semb:SembScore", aliases=("semb_score", "sembscore", "chexbert"))
 REGISTRY.register(
     MetricSpec("radgraph", "radgraph_combined", True, "1",
                "RadGraph-F1 as ReXrank computes it: (entity F1 + relation F1) / 2 on RadGraph annotations",
-               needs_model=True, across_processes="shard", leaderboard_column="RadGraph"),
+               needs_model=True, across_processes="shard", leaderboard_column="RadGraph", value_range=_UNIT),
     f"{_R}.radgraph:RadGraphCombined", aliases=("radgraph_combined", "radgraph-f1", "radgraph_f1"))
 for _level, _desc in (("simple", "RG_E: entities only"), ("partial", "RG_ER: entities and relations"),
                       ("complete", "RG_ER-bar: entities with all their relations")):
     REGISTRY.register(
         MetricSpec(f"radgraph_{_level}", f"radgraph_{_level}", True, "1",
                    f"radgraph package F1RadGraph reward, level {_level!r} ({_desc}); not the ReXrank RadGraph column",
-                   needs_model=True, across_processes="shard"),
+                   needs_model=True, across_processes="shard", value_range=_UNIT),
         f"{_R}.radgraph:RadGraphReward{_level.capitalize()}")
 REGISTRY.register(
     MetricSpec("radcliq_v1", "radcliq_v1", False, "1", "RadCliQ-v1 composite of RadGraph, BERTScore, SembScore, BLEU-2",
@@ -55,29 +60,30 @@ REGISTRY.register(
     f"{_R}.ratescore:RaTEScore", aliases=("rate_score", "ratescore_v05"))
 REGISTRY.register(
     MetricSpec("green", "green_score", True, "1", "GREEN: fine-tuned LLM judge, matched / (matched + significant errors)",
-               needs_model=True, across_processes="shard", leaderboard_column="GREEN"),
+               needs_model=True, across_processes="shard", leaderboard_column="GREEN", value_range=_UNIT),
     f"{_R}.green:Green", aliases=("green_score",))
 REGISTRY.register(
     MetricSpec("fineradscore", "fineradscore", False, "1",
                "FineRadScore: LLM line-by-line severity judge (rexrank's documented aggregation; published numbers are not reproducible)",
-               needs_model=True, across_processes="shard", leaderboard_aggregation="reciprocal_of_mean", leaderboard_column="1/FineRadScore"),
+               needs_model=True, across_processes="shard", leaderboard_aggregation="reciprocal_of_mean", leaderboard_column="1/FineRadScore",
+               value_range=(0.0, None)),
     f"{_R}.fineradscore:FineRadScore", aliases=("finerad", "fine_rad_score"))
 REGISTRY.register(
     MetricSpec("ce_f1", "ce_exact_match_5", True, "1",
                "Clinical-efficacy F1 from CheXbert labels (f1chexbert's convention): micro/macro F1, precision, "
                "recall over 14 and 5 conditions, per-condition F1; corpus-level, from per-study TP/FP/FN",
-               needs_model=True, across_processes="shard", level="corpus", shares=("semb",)),
+               needs_model=True, across_processes="shard", level="corpus", shares=("semb",), value_range=_UNIT),
     f"{_R}.ce_f1:CEF1", aliases=("ce-f1", "chexbert_f1", "f1chexbert", "clinical_efficacy"))
 REGISTRY.register(
     MetricSpec("nlg", "nlg_rouge_l", True, "1",
                "The NLG metrics as pycocoevalcap computes them (PTB tokenisation): corpus BLEU-1..4, ROUGE-L, "
                "CIDEr-D; corpus-level, from per-study n-gram counts and scores",
-               level="corpus"),
+               level="corpus", value_range=_UNIT),  # the headline is corpus BLEU-4
     f"{_R}.nlg:NLG", aliases=("coco", "pycocoevalcap", "coco_caption"))
 REGISTRY.register(
     MetricSpec("meteor", "meteor", True, "1",
                "METEOR 1.5 as pycocoevalcap runs it (Java; -l en -norm, PTB-tokenised text); corpus score from summed "
-               "segment statistics", level="corpus"),
+               "segment statistics", level="corpus", value_range=_UNIT),
     f"{_R}.meteor:Meteor", aliases=("meteor_1.5",))
 
 # The eight ReXrank leaderboard metrics, in leaderboard column order.

@@ -44,6 +44,10 @@ class MetricSpec:
     # Registry names whose configuration this metric takes as a keyword dict (``semb={...}``) and whose per-text
     # cache entries it reads: CE F1 reuses SembScore's CheXbert labels (rexrank.evaluation.plan.metric_config).
     shares: tuple[str, ...] = ()
+    # The interval every value the metric reports lies in, a mean and its CI bounds included (None: no bound on
+    # that side). The leaderboard store refuses a result outside it (rexrank.leaderboard.records.check_numbers);
+    # for a corpus-level metric it bounds the headline value (results' "mean" slot).
+    value_range: tuple[float | None, float | None] = (None, None)
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
