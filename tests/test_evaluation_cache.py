@@ -6,10 +6,17 @@ finished, a second model reuses every reference-side result, and processes shari
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
+import logging
+import math
 import multiprocessing as mp
 import os
+import resource
 import signal
+import sqlite3
+import struct
 import subprocess
 import sys
 import time
@@ -20,6 +27,8 @@ import pandas as pd
 import pytest
 
 import evaluation_fakes as fakes
+from rexrank.errors import ConfigError
+from rexrank.evaluation import cache as cache_module
 from rexrank.evaluation.cache import ScoreCache
 
 TESTS = Path(__file__).resolve().parent
@@ -35,7 +44,7 @@ def fake_metrics():
 
 
 def test_text_and_pair_roundtrip(tmp_path):
-    """Values come back exactly (pickled), per namespace, and a reopened cache still has them."""
+    """Values come back exactly, per namespace, and a reopened cache still has them."""
     cache = ScoreCache(tmp_path)
     cache.put_many("ns:a", {"k1": np.arange(3.0), "k2": {"x": 1}})
     cache.put_pairs("fp", {("h", "r"): {"col": 0.5, "detail": [1, 2]}})
@@ -210,3 +219,416 @@ def test_killed_run_restarted_recomputes_nothing_that_finished(tmp_path, fake_me
                      options=ScoreOptions(metrics=["bleu2", "fake_slow"], use_cache=False, resamples=50))
     assert check_equal(pd.read_parquet(out / "per_study.parquet"), fresh.per_study)
     assert results["metrics"] == json.loads(json.dumps(fresh.results["metrics"]))
+
+
+# -- the cache stores values, never code; every row is checked ---------------------------------------------------------
+def _float(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+def _assert_same(got, want, where="value"):
+    """Equal in type and content, floats bit for bit, arrays in dtype, shape and bytes, dicts in key order."""
+    assert type(got) is type(want), f"{where}: {type(got)} != {type(want)}"
+    if isinstance(want, float):
+        assert struct.pack("<d", got) == struct.pack("<d", want), f"{where}: {got!r} != {want!r} (bits)"
+    elif isinstance(want, np.ndarray):
+        assert (got.dtype, got.shape, got.tobytes()) == (want.dtype, want.shape, want.tobytes()), where
+        assert got.flags.writeable, f"{where}: a cached array must be writable, as a computed one is"
+    elif isinstance(want, np.generic):
+        assert (got.dtype, got.tobytes()) == (want.dtype, want.tobytes()), where
+    elif isinstance(want, dict):
+        assert len(got) == len(want) and list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
+        for key in want:
+            _assert_same(got[key], want[key], f"{where}[{key!r}]")
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want), where
+        for i, (a, b) in enumerate(zip(got, want)):
+            _assert_same(a, b, f"{where}[{i}]")
+    elif want is pd.NA or want is None:
+        assert got is want, where
+    else:
+        assert got == want, where
+
+
+# What the metrics put in the cache, by who puts it (per-text artefacts through Metric.per_text, pair rows as
+# runner._rows builds them: float scores, Int64/boolean/string detail columns whose missing values are pd.NA).
+NEG_NAN, PAYLOAD_NAN = _float(0xFFF8000000000000), _float(0x7FF8000000000123)  # numpy's 0/0 on x86; a payload
+ARTEFACTS = {
+    "semb: (embedding, classes)": (np.array([0.1, -0.0, np.nan, 3e38], np.float32), np.array([0, 3, 1, 2], np.int8)),
+    "bertscore: (token ids, embeddings)": (np.array([0, 713, 2], np.int32),
+                                           np.arange(12, dtype=np.float32).reshape(3, 4) / 7),
+    "bertscore: empty embedding": (np.zeros(0, np.int32), np.zeros((0, 768), np.float32)),
+    "radgraph: annotation": {"text": "no effusion", "entities": {"1": {"tokens": "effusion", "label": "OBS-DA",
+                                                                       "start_ix": 1, "end_ix": 1,
+                                                                       "relations": [["modify", "2"]]}}},
+    "ratescore: entities": [("effusion", "ABNORMALITY"), ("lung", "ANATOMY")],
+    "ratescore: no entities": [],
+    "ratescore: entity embedding": np.linspace(-1, 1, 5, dtype=np.float32),
+    "ratescore: report embeddings": np.ones((2, 3), np.float64),
+    "green: analysis": "[Clinically Significant Errors]:\n(a) ... 0. \u00e9\ud800",  # lone surrogate kept
+    "fineradscore: answer": {"answer": {"errors": [{"severity": "major", "n": 2}], "ok": True, "x": None},
+                             "raw": "{...}", "attempts": 1, "error": None},
+    "test fakes: word set": frozenset({"lungs", "clear"}),
+    "test fakes: float": 0.1,
+    "numpy scalars": [np.float32(0.1), np.float64(NEG_NAN), np.int64(-3), np.bool_(True), np.uint8(255)],
+    "python scalars": [True, False, 0, -1, 2**63 - 1, -(2**63), 2**80, -(2**70), b"\x00\xff", {"a", 1}, (1,),
+                       {2: "int key", (1, "t"): "tuple key", None: 0.5}],
+    "floats": [0.0, -0.0, 1e-310, math.inf, -math.inf, math.nan, NEG_NAN, PAYLOAD_NAN, 0.1 + 0.2],
+    "arrays": [np.array([True, False]), np.array([[1, 2]], np.uint16), np.array(2.5), np.array([1 + 2j]),
+               np.array(["ab", "c"]), np.asfortranarray(np.arange(6.0).reshape(2, 3)), np.arange(4.0)[::2],
+               np.array([1.5], ">f8")],
+}
+PAIR_ROWS = {
+    "bleu2": {"bleu_score": 0.25, "bleu_1": 0.5, "bleu_n_ref": 12.0},
+    "bertscore": {"bertscore": -0.0, "bertscore_precision": NEG_NAN, "bertscore_recall": PAYLOAD_NAN,
+                  "x": math.inf},
+    "green": {"green_score": math.nan, "green_sig_a_x": pd.NA, "green_error_free": True,
+              "green_parse_error": "no [Matched Findings]", "green_analysis": pd.NA},
+    "fineradscore": {"fineradscore": NEG_NAN, "fineradscore_n_errors": 3, "fineradscore_error": None},
+}
+
+
+def test_every_value_type_the_metrics_store_round_trips_exactly(tmp_path):
+    """Through the file and back: same types, floats bit for bit (NaN payloads, -0.0, inf), arrays with dtype (byte
+    order included) and shape (a Fortran-ordered or strided array comes back with the same values, C-contiguous)."""
+    cache = ScoreCache(tmp_path)
+    cache.put_many("ns", ARTEFACTS)
+    cache.put_pairs("fp", {(name, "r"): row for name, row in PAIR_ROWS.items()})
+    cache.close()
+    again = ScoreCache(tmp_path)
+    got = again.get_many("ns", list(ARTEFACTS))
+    for name, value in ARTEFACTS.items():
+        if name == "arrays":  # memory layout is not a value
+            value = [np.array(a, order="C") for a in value]
+        _assert_same(got[name], value, name)
+    rows = again.get_pairs("fp", [(name, "r") for name in PAIR_ROWS])
+    for name, row in PAIR_ROWS.items():
+        _assert_same(rows[(name, "r")], row, name)
+
+
+def test_a_value_the_cache_cannot_hold_is_refused_when_stored(tmp_path):
+    """No fallback to pickling: an object of any other type (here a class instance, an object array) is a TypeError
+    naming the type, and nothing is written."""
+    from rexrank.metrics.chexbert import TextOutputs
+
+    cache = ScoreCache(tmp_path)
+    for value in (TextOutputs(np.zeros(2, np.float32), np.zeros(2, np.int8)), np.array([{}], dtype=object),
+                  [lambda: 0]):
+        with pytest.raises(TypeError, match="plain values|numpy values"):
+            cache.put_many("ns", {"k": value})
+    assert cache.stats() == {"texts": 0, "pairs": 0}
+
+
+def test_cache_module_never_unpickles():
+    """cache.py imports no pickle (nor marshal, shelve, dill, joblib): nothing it reads from disk is code."""
+    tree = ast.parse(Path(cache_module.__file__).read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert not imported & {"pickle", "_pickle", "marshal", "shelve", "dill", "cloudpickle", "joblib"}
+
+
+def _run(tmp_path, metrics=("bleu2", "fake_len", "fake_judge"), n=40):
+    from rexrank.evaluation.harness import ScoreOptions, evaluate
+
+    inputs = _inputs(n, seed=5)
+    inputs.hyps[3] = "unparseable " + inputs.hyps[3]  # fake_judge: a NaN score and missing error counts
+    return evaluate(inputs, model="A", track="findings",
+                    options=ScoreOptions(metrics=list(metrics), cache_dir=tmp_path / "cache", resamples=50))
+
+
+def _metrics_json(result) -> str:
+    return json.dumps(result.results["metrics"], sort_keys=True)
+
+
+def test_warm_rescore_reads_no_pickle_and_equals_the_cold_run_byte_for_byte(tmp_path, fake_metrics, monkeypatch):
+    import pickle
+
+    cold = _run(tmp_path)
+    assert all(s["computed"] > 0 for s in cold.stats.values())
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the score cache unpickled something")
+
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "load", refuse)
+    warm = _run(tmp_path)
+    assert all(s["computed"] == 0 and s["cached"] == s["pairs"] for s in warm.stats.values())
+    assert _metrics_json(warm) == _metrics_json(cold)
+    pd.testing.assert_frame_equal(warm.per_study, cold.per_study)
+
+
+def _tamper(path: Path, table: str, where: str, change) -> int:
+    """Apply ``change(value, checksum) -> (value, checksum)`` to the rows of ``table`` matching ``where``, straight
+    in SQLite; returns how many rows changed."""
+    conn = sqlite3.connect(path)
+    key = "namespace, key" if table == "texts" else "fingerprint, hyp, ref"
+    rows = conn.execute(f"SELECT {key}, value, checksum FROM {table} WHERE {where}").fetchall()
+    for *ident, value, checksum in rows:
+        value, checksum = change(value, checksum)
+        cond = " AND ".join(f"{col.strip()}=?" for col in key.split(","))
+        conn.execute(f"UPDATE {table} SET value=?, checksum=? WHERE {cond}", (value, checksum, *ident))
+    conn.commit()
+    conn.close()
+    return len(rows)
+
+
+def _rewrite_bleu(value, checksum):
+    row = cache_module.decode_value(value)
+    row["bleu_score"] = 0.999  # a plausible number, validly encoded: only the checksum tells
+    return cache_module.encode_value(row), checksum
+
+
+def _flip_last_byte(value, checksum):
+    return value[:-1] + bytes([value[-1] ^ 0x01]), checksum
+
+
+def _garbage(value, checksum):
+    return b"\x80\x04\x95 not a value at all", checksum
+
+
+TAMPERING = {"rewritten value": _rewrite_bleu, "flipped byte": _flip_last_byte, "garbage bytes": _garbage}
+
+
+@pytest.mark.parametrize("how", list(TAMPERING))
+def test_a_tampered_pair_row_is_recomputed_never_used(tmp_path, fake_metrics, caplog, how):
+    """A pair row changed in SQLite (a rewritten score, one flipped bit, bytes that are no value) is reported in one
+    warning line naming the file, recomputed and replaced: the results equal a clean run's."""
+    clean = _run(tmp_path)
+    path = tmp_path / "cache" / "scores.sqlite"
+    bleu_rows = ("(fingerprint, hyp, ref) IN (SELECT fingerprint, hyp, ref FROM pairs "
+                 "WHERE instr(value, CAST('bleu_score' AS BLOB)) > 0 ORDER BY hyp LIMIT 3)")
+    changed = _tamper(path, "pairs", bleu_rows, TAMPERING[how])
+    assert changed == 3
+    with caplog.at_level(logging.WARNING, logger="rexrank.evaluation"):
+        again = _run(tmp_path)
+    warnings = [r.getMessage() for r in caplog.records if "corrupt cache row" in r.getMessage()]
+    assert len(warnings) == 1 and str(path) in warnings[0] and "\n" not in warnings[0], warnings
+    assert sum(s["computed"] for s in again.stats.values()) == 3
+    assert _metrics_json(again) == _metrics_json(clean)
+    pd.testing.assert_frame_equal(again.per_study, clean.per_study)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="rexrank.evaluation"):
+        third = _run(tmp_path)  # the rows were replaced
+    assert not caplog.records and all(s["computed"] == 0 for s in third.stats.values())
+
+
+def test_a_row_moved_to_another_key_is_not_used(tmp_path, fake_metrics, caplog):
+    """The checksum covers the key: a sound row copied over another pair's row fails it."""
+    clean = _run(tmp_path, metrics=("bleu2",))
+    conn = sqlite3.connect(tmp_path / "cache" / "scores.sqlite")
+    rows = conn.execute("SELECT fingerprint, hyp, ref, value, checksum FROM pairs ORDER BY hyp").fetchall()
+    (fp, _, _, value, checksum), (_, hyp, ref, other, _) = next(
+        (a, b) for a, b in zip(rows, rows[1:]) if a[3] != b[3])  # two rows with different scores
+    conn.execute("UPDATE pairs SET value=?, checksum=? WHERE fingerprint=? AND hyp=? AND ref=?",
+                 (value, checksum, fp, hyp, ref))
+    conn.commit()
+    conn.close()
+    with caplog.at_level(logging.WARNING, logger="rexrank.evaluation"):
+        again = _run(tmp_path, metrics=("bleu2",))
+    assert again.stats["bleu2"]["computed"] == 1
+    assert sum("corrupt cache row" in r.getMessage() for r in caplog.records) == 1
+    assert _metrics_json(again) == _metrics_json(clean)
+
+
+def test_a_tampered_per_text_artefact_is_not_used(tmp_path, caplog):
+    """Per-text artefacts are checked like pair rows: a changed one is missing from the lookup (so per_text
+    computes it again) and the warning names the file."""
+    cache = ScoreCache(tmp_path)
+    cache.put_many("fake_len:words:fp", {"k1": frozenset({"lungs"}), "k2": frozenset({"clear"})})
+    assert _tamper(cache.path, "texts", "key='k1'",
+                   lambda value, checksum: (cache_module.encode_value(frozenset({"effusion"})), checksum)) == 1
+    with caplog.at_level(logging.WARNING, logger="rexrank.evaluation"):
+        assert cache.get_many("fake_len:words:fp", ["k1", "k2"]) == {"k2": frozenset({"clear"})}
+    assert len(caplog.records) == 1 and str(cache.path) in caplog.records[0].getMessage()
+    cache.put_many("fake_len:words:fp", {"k1": frozenset({"lungs"})})  # what per_text does next: replaced
+    assert cache.get_many("fake_len:words:fp", ["k1"]) == {"k1": frozenset({"lungs"})}
+
+
+def test_hostile_bytes_never_get_past_the_decoder(tmp_path):
+    """Every truncation of a valid encoding, and random bytes, are refused with ValueError (a corrupt row), never
+    another exception, a huge allocation or a value."""
+    for value in (ARTEFACTS, PAIR_ROWS, PAIR_ROWS["bleu2"]):
+        data = cache_module.encode_value(value)
+        for end in range(len(data)):
+            with pytest.raises(ValueError):
+                cache_module.decode_value(data[:end])
+        with pytest.raises(ValueError):
+            cache_module.decode_value(data + b"\x00")
+    # A row of float columns naming one column twice, or fewer names than numbers.
+    with pytest.raises(ValueError):
+        cache_module.decode_value(b"r" + struct.pack("<II", 2, 3) + b"a\x00a" + struct.pack("<2d", 1.0, 2.0))
+    with pytest.raises(ValueError):
+        cache_module.decode_value(b"r" + struct.pack("<II", 2, 1) + b"a" + struct.pack("<2d", 1.0, 2.0))
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        blob = rng.integers(0, 256, int(rng.integers(1, 40)), dtype=np.uint8).tobytes()
+        try:
+            cache_module.decode_value(blob)
+        except ValueError:
+            pass
+    # An array header claiming 2**60 elements, and an object dtype: refused before numpy allocates or parses.
+    with pytest.raises(ValueError):
+        cache_module.decode_value(b"a\x03<f8\x01" + struct.pack("<Q", 2**60))
+    with pytest.raises(ValueError):
+        cache_module.decode_value(b"a\x03|O8\x01" + struct.pack("<Q", 1) + b"\x00" * 8)
+    with pytest.raises(ValueError):  # nesting deeper than any metric's value
+        cache_module.decode_value(b"l\x01\x00\x00\x00" * 500 + b"N")
+
+
+def _pickled_cache(folder: Path, marker: Path) -> None:
+    """A cache as rexrank wrote it before values were checksummed (schema 1), whose rows would run code if
+    unpickled: creating ``marker``."""
+    import pickle
+
+    class Payload:
+        def __reduce__(self):
+            return (os.mkdir, (str(marker),))
+
+    folder.mkdir(mode=0o700)
+    conn = sqlite3.connect(folder / "scores.sqlite")
+    conn.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO meta VALUES ('schema', '1');"
+        "CREATE TABLE texts (namespace TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, "
+        "PRIMARY KEY (namespace, key)) WITHOUT ROWID;"
+        "CREATE TABLE pairs (fingerprint TEXT NOT NULL, hyp TEXT NOT NULL, ref TEXT NOT NULL, value BLOB NOT NULL, "
+        "PRIMARY KEY (fingerprint, hyp, ref)) WITHOUT ROWID;"
+        "CREATE TABLE pair_origins (dataset TEXT NOT NULL, fingerprint TEXT NOT NULL, hyp TEXT NOT NULL, "
+        "ref TEXT NOT NULL, PRIMARY KEY (dataset, fingerprint, hyp, ref)) WITHOUT ROWID;")
+    conn.execute("INSERT INTO texts VALUES ('ns', 'k', ?)", (pickle.dumps(Payload()),))
+    conn.execute("INSERT INTO pairs VALUES ('fp', 'h', 'r', ?)", (pickle.dumps({"v": Payload()}),))
+    conn.execute("INSERT INTO pair_origins VALUES ('iu_xray', 'fp', 'h', 'r')")
+    conn.commit()
+    conn.close()
+
+
+def test_an_old_pickled_cache_is_dropped_unread(tmp_path, caplog):
+    """Opening a schema-1 cache drops its rows without unpickling them (one info line), overwrites their bytes, and
+    the cache works on."""
+    folder, marker = tmp_path / "cache", tmp_path / "unpickled"
+    _pickled_cache(folder, marker)
+    cache = ScoreCache(folder)
+    with caplog.at_level(logging.INFO, logger="rexrank.evaluation"):
+        assert cache.get_pairs("fp", [("h", "r")]) == {} and cache.get_many("ns", ["k"]) == {}
+    assert not marker.exists()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "dropped 1 pair rows and 1 per-text artefacts" in lines[0] and str(folder) in lines[0]
+    cache.put_many("ns", {"k": 1.5})
+    assert cache.get_many("ns", ["k"]) == {"k": 1.5} and cache.integrity_check() == "ok"
+    cache.close()
+    conn = sqlite3.connect(folder / "scores.sqlite")
+    assert conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == (cache_module.SCHEMA_VERSION,)
+    assert conn.execute("SELECT COUNT(*) FROM pair_origins").fetchone() == (0,)
+    conn.close()
+    stored = b"".join(p.read_bytes() for p in ScoreCache(folder).sidecars() if p.exists())
+    assert str(marker).encode() not in stored  # the dropped rows' bytes were overwritten, not just unlinked
+
+
+def test_a_cache_from_a_newer_rexrank_is_refused_without_advice_to_delete_it(tmp_path):
+    ScoreCache(tmp_path).put_many("ns", {"k": 1})
+    conn = sqlite3.connect(tmp_path / "scores.sqlite")
+    conn.execute("UPDATE meta SET value='99' WHERE key='schema'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ConfigError, match="newer rexrank") as err:
+        ScoreCache(tmp_path).get_many("ns", ["k"])
+    assert "elete" not in str(err.value) and "--cache-dir" in str(err.value)
+
+
+def _foreign(path: Path, monkeypatch) -> None:
+    """Make ``path`` another user's: chown it where this test may (root), else make the folder this user owns look
+    like another's (os.geteuid)."""
+    if os.geteuid() == 0:
+        os.chown(path, 65534, 65534)
+    else:
+        uid = os.geteuid()
+        monkeypatch.setattr(os, "geteuid", lambda: uid + 1)
+
+
+@pytest.mark.parametrize("case", ["another user's folder", "group-writable folder", "world-writable folder",
+                                  "another user's database file"])
+def test_a_cache_folder_others_can_write_is_refused(tmp_path, case, monkeypatch):
+    """Refused, not warned about and not chmod-ed: someone else could have written the scores. One line naming the
+    folder (or file) and the fix; nothing is read, created or changed there."""
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    if case == "another user's database file":
+        ScoreCache(folder).put_many("ns", {"k": 1})
+        _foreign(folder / "scores.sqlite", monkeypatch)
+    elif case == "another user's folder":
+        _foreign(folder, monkeypatch)
+    else:
+        os.chmod(folder, 0o770 if case.startswith("group") else 0o707)
+    before = {p.name: (p.stat().st_mode, p.stat().st_uid) for p in [folder, *folder.iterdir()]}
+    with pytest.raises(ConfigError) as err:
+        ScoreCache(folder).get_many("ns", ["k"])
+    message = str(err.value)
+    assert "\n" not in message and str(folder) in message, message
+    assert ("chmod 700" if "writable" in case else "--cache-dir") in message, message
+    assert {p.name: (p.stat().st_mode, p.stat().st_uid) for p in [folder, *folder.iterdir()]} == before
+
+
+def test_harness_run_with_a_group_writable_cache_is_one_clear_error(tmp_path, fake_metrics):
+    from rexrank.evaluation.harness import ScoreOptions, evaluate
+
+    (tmp_path / "cache").mkdir(mode=0o775)
+    os.chmod(tmp_path / "cache", 0o775)  # as a umask of 002 leaves a folder made by hand
+    with pytest.raises(ConfigError, match="can be written by its group"):
+        evaluate(_inputs(5), model="A", track="findings",
+                 options=ScoreOptions(metrics=["bleu2"], cache_dir=tmp_path / "cache", resamples=10))
+
+
+class _FullDisk(sqlite3.Connection):
+    """A connection whose inserts fail as SQLite's do on a full disk (SQLITE_FULL)."""
+
+    def executemany(self, sql, rows):
+        if sql.startswith("INSERT OR REPLACE"):
+            exc = sqlite3.OperationalError("database or disk is full")
+            exc.sqlite_errorcode, exc.sqlite_errorname = 13, "SQLITE_FULL"
+            raise exc
+        return super().executemany(sql, rows)
+
+
+def test_a_full_disk_is_one_error_naming_the_folder_and_what_to_do(tmp_path, monkeypatch):
+    from rexrank.errors import RexrankError
+
+    ScoreCache(tmp_path).put_pairs("fp", {("h", "r"): {"v": 1.0}})
+    monkeypatch.setattr(sqlite3, "connect", functools.partial(sqlite3.connect, factory=_FullDisk))
+    with pytest.raises(RexrankError) as err:
+        ScoreCache(tmp_path).put_pairs("fp", {("h2", "r"): {"v": 2.0}})
+    message = str(err.value)
+    assert "\n" not in message and str(tmp_path) in message and "full" in message
+    assert "--cache-dir" in message and "--no-cache" in message and "elete" not in message
+    monkeypatch.undo()
+    again = ScoreCache(tmp_path)
+    assert again.get_pairs("fp", [("h", "r"), ("h2", "r")]) == {("h", "r"): {"v": 1.0}}
+    assert again.integrity_check() == "ok"
+
+
+def _limit_file_size():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing
+    resource.setrlimit(resource.RLIMIT_FSIZE, (96 * 1024, 96 * 1024))
+
+
+def test_a_file_size_limit_while_scoring_is_one_error_line_and_the_cache_stays_sound(tmp_path):
+    """`rexrank score` under `ulimit -f` (a real SQLite write failure, SQLITE_IOERR_WRITE): one error line naming
+    the cache folder and what to do, no traceback, no advice to delete the cache; the committed chunks are sound."""
+    n = 600
+    preds, refs = _write_pair_files(tmp_path, n)
+    cache_dir = tmp_path / "cache"
+    args = [sys.executable, "-m", "rexrank", "score", "-p", str(preds), "-r", str(refs), "-m", "bleu2",
+            "--cache-dir", str(cache_dir), "--chunk-size", "50", "-o", str(tmp_path / "out"), "-q",
+            "--resamples", "10"]
+    done = subprocess.run(args, env=_env(tmp_path / "log", 0.0), capture_output=True, text=True, timeout=300,
+                          preexec_fn=_limit_file_size)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write the scoring cache in {cache_dir}:"), lines
+    assert "ulimit -f" in lines[0] and "--cache-dir" in lines[0] and "--no-cache" in lines[0]
+    assert "elete" not in lines[0]
+    cache = ScoreCache(cache_dir)
+    assert cache.integrity_check() == "ok"
+    committed = cache.stats()["pairs"]
+    assert 0 < committed < n and committed % 50 == 0

@@ -14,7 +14,30 @@ queue on a lock (``busy_timeout``) instead of corrupting anything. Several proce
 (torchrun/accelerate) or several runs can share one cache directory on a local disk. Network filesystems that do
 not implement POSIX locks (some NFS setups) are not safe for SQLite: put the cache on local disk there.
 
-Values are pickled: the cache is a private working file written by rexrank itself, never a file to exchange.
+What the cache trusts, and what it checks. The file is outside input: anything that can write it could change
+scores, so it holds values, never code, and every row is checked before it is used.
+
+- Values are plain data in a typed binary encoding (``encode_value``/``decode_value``): None, bool, int, float,
+  str, bytes, list, tuple, dict, set, frozenset, pandas' NA, and numpy arrays and scalars of bool/int/float/complex/
+  fixed-width string dtypes. They come back exactly: the same types, floats bit for bit (NaN payloads, -0.0,
+  infinities), arrays with their dtype and shape. Nothing is unpickled or imported by name when a row is read; a
+  metric that stores any other type gets a TypeError when it stores it. Reading hostile bytes can at worst give
+  a wrong value that passes the checks below; it never runs code.
+- Each row carries a checksum (BLAKE2b, 16 bytes) over its key and its value bytes. A row whose checksum or
+  encoding does not match is never used: the read logs one "corrupt cache row" warning naming the file and the
+  value is recomputed (and the row replaced). The checksum is not keyed: it catches corruption, a hand-edited value
+  and a row moved to another key, not someone who recomputes it, which is why:
+- The folder must be the user's own and not writable by group or others, and the database files the user's own;
+  otherwise opening the cache is refused (a ConfigError naming the folder and the fix), before anything is read.
+  Parent folders are not checked.
+- SQLite itself reads the file with ``trusted_schema=OFF`` (no side-effecting SQL functions in a schema a file
+  brings along).
+- Caches written before rows were checksummed (schema 1, pickled values) have their rows dropped, unread, the
+  first time they are opened (one info line); they are recomputed as runs need them.
+
+A full disk or a file-size limit (``ulimit -f``) while the cache is written is one error naming the folder and
+what to do (free space, another ``--cache-dir``, or ``--no-cache``); SQLite rolls the transaction back, so the
+rows committed before stay sound. Only a file that is not a sound database is answered with "delete it".
 
 Privacy: pair rows and artefacts hold (or are derived from) reference text, which is licensed for MIMIC-CXR,
 CheXpert Plus and ReXGradient; RadGraph annotations hold the whole report. So the folder is 0700 and the database
@@ -26,23 +49,37 @@ dataset's reference texts, which also finds rows written before tagging or by ``
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import logging
+import math
 import os
-import pickle
+import re
+import shutil
 import sqlite3
+import stat
+import struct
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rexrank.data.private_files import make_private, private_file, private_folder
-from rexrank.errors import ConfigError
+import numpy as np
 
-SCHEMA_VERSION = "1"
+from rexrank.data.private_files import make_private, private_file, private_folder
+from rexrank.errors import ConfigError, RexrankError
+
+log = logging.getLogger("rexrank.evaluation")
+
+# 2: typed values with a checksum per row. 1: pickled values (dropped unread when such a cache is opened).
+SCHEMA_VERSION = "2"
+_PICKLED_SCHEMAS = ("1",)
 FILENAME = "scores.sqlite"
 # SQLite's host-parameter limit is 32766 on 3.32+, 999 before; stay far below either.
 _BATCH = 500
 _BUSY_TIMEOUT_MS = 120_000
+_CHECKSUM_BYTES = 16
 
 
 def default_cache_dir() -> Path:
@@ -71,6 +108,8 @@ class ScoreCache:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
+        check_cache_folder(self.directory)  # before anything is created, chmod-ed or read there
+        conn = None
         try:
             private_folder(self.directory)
             # Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the database's mode.
@@ -79,41 +118,95 @@ class ScoreCache:
             conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                    check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA trusted_schema=OFF")
             _retry(lambda: conn.execute("PRAGMA journal_mode=WAL"))
             # NORMAL in WAL mode: a committed transaction survives a killed process (only an OS crash can lose the
             # last ones, never corrupt the file) and commits stay cheap.
             conn.execute("PRAGMA synchronous=NORMAL")
-            _retry(lambda: self._create_schema(conn))
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"cannot open the scoring cache {self.path}: {exc}. Delete the file to start a fresh "
-                              "cache, choose another --cache-dir, or run with --no-cache.") from None
+            if _retry(lambda: self._create_schema(conn)):
+                # The dropped rows' old page versions: copied back over (zeroed) and the WAL emptied, as purge does.
+                _retry(lambda: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+        except (sqlite3.DatabaseError, OSError) as exc:
+            if conn is not None:
+                conn.close()
+            raise self._storage_error(exc) from None
         self._conn, self._pid = conn, os.getpid()
         return conn
 
-    @staticmethod
-    def _create_schema(conn: sqlite3.Connection) -> None:
+    def _create_schema(self, conn: sqlite3.Connection) -> bool:
+        """Create the tables, or check the file's schema; True when rows of an older schema were dropped."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            stored = None if row is None else row[0]
+            if stored in _PICKLED_SCHEMAS:
+                self._drop_pickled_rows(conn, stored)
+            elif stored is not None and stored != SCHEMA_VERSION:
+                raise _NewerSchema(stored)
             conn.execute("CREATE TABLE IF NOT EXISTS texts (namespace TEXT NOT NULL, key TEXT NOT NULL, "
-                         "value BLOB NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID")
+                         "value BLOB NOT NULL, checksum BLOB NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID")
             conn.execute("CREATE TABLE IF NOT EXISTS pairs (fingerprint TEXT NOT NULL, hyp TEXT NOT NULL, "
-                         "ref TEXT NOT NULL, value BLOB NOT NULL, PRIMARY KEY (fingerprint, hyp, ref)) WITHOUT ROWID")
-            # Which dataset's run wrote a row (added without a schema bump: older readers ignore the tables).
+                         "ref TEXT NOT NULL, value BLOB NOT NULL, checksum BLOB NOT NULL, "
+                         "PRIMARY KEY (fingerprint, hyp, ref)) WITHOUT ROWID")
+            # Which dataset's run wrote a row (added in schema 1 without a bump: older readers ignore the tables).
             conn.execute("CREATE TABLE IF NOT EXISTS text_origins (dataset TEXT NOT NULL, namespace TEXT NOT NULL, "
                          "key TEXT NOT NULL, PRIMARY KEY (dataset, namespace, key)) WITHOUT ROWID")
             conn.execute("CREATE TABLE IF NOT EXISTS pair_origins (dataset TEXT NOT NULL, fingerprint TEXT NOT NULL, "
                          "hyp TEXT NOT NULL, ref TEXT NOT NULL, PRIMARY KEY (dataset, fingerprint, hyp, ref)) "
                          "WITHOUT ROWID")
-            row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None:
-                conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            elif row[0] != SCHEMA_VERSION:
-                raise sqlite3.DatabaseError(f"cache schema {row[0]} is not the supported schema {SCHEMA_VERSION}")
+            if stored != SCHEMA_VERSION:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
+        return stored in _PICKLED_SCHEMAS
+
+    def _drop_pickled_rows(self, conn: sqlite3.Connection, schema: str) -> None:
+        """Schema 1 stored pickles, which only unpickling could check: drop the rows without reading them. Their
+        content is overwritten (secure_delete), as purge does, since the rows derive from licensed text."""
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        counts = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("texts", "pairs") if t in tables}
+        conn.execute("PRAGMA secure_delete=ON")
+        try:
+            for table in ("texts", "pairs", "text_origins", "pair_origins"):
+                if table in tables:
+                    conn.execute(f"DELETE FROM {table}")
+            conn.execute("DROP TABLE IF EXISTS texts")  # their columns changed: recreated by the caller
+            conn.execute("DROP TABLE IF EXISTS pairs")
+        finally:
+            conn.execute("PRAGMA secure_delete=OFF")
+        log.info("scoring cache %s: dropped %d pair rows and %d per-text artefacts written by an older rexrank "
+                 "(schema %s, pickled values, never read); they are recomputed when a run needs them",
+                 self.path, counts.get("pairs", 0), counts.get("texts", 0), schema)
+
+    def _storage_error(self, exc: BaseException) -> RexrankError:
+        """One line for a failed open/read/write of the cache: the problem, the folder and the fix."""
+        if isinstance(exc, RexrankError):
+            return exc
+        if isinstance(exc, _NewerSchema):
+            return ConfigError(f"the scoring cache {self.path} was written by a newer rexrank (cache schema "
+                               f"{exc.args[0]}; this version reads schema {SCHEMA_VERSION}): run that version, give "
+                               "this one another --cache-dir, or run with --no-cache")
+        name = getattr(exc, "sqlite_errorname", None) or ""
+        text = str(exc)
+        full = (name == "SQLITE_FULL" or "disk is full" in text
+                or isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT))
+        if full or name.startswith("SQLITE_IOERR") or "disk I/O error" in text:
+            if full:
+                what = "the disk is full or a file-size limit (ulimit -f) was reached"
+            else:
+                what = f"disk I/O error ({name or text}), usually a full disk or a file-size limit (ulimit -f)"
+            return RexrankError(f"cannot write the scoring cache in {self.directory}: {what}"
+                                f"{_free_space(self.directory)}. Free space there, point --cache-dir at a folder on "
+                                "another disk, or run with --no-cache; the rows already committed are intact")
+        if name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT") or "not a database" in text:
+            return ConfigError(f"the scoring cache {self.path} is not a sound SQLite database ({text}): delete it "
+                               "and its -wal/-shm files to start a fresh cache, choose another --cache-dir, or run "
+                               "with --no-cache")
+        return ConfigError(f"cannot use the scoring cache {self.path}: {text}. Choose another --cache-dir, or run "
+                           "with --no-cache")
 
     def close(self) -> None:
         if self._conn is not None and self._pid == os.getpid():
@@ -128,46 +221,70 @@ class ScoreCache:
 
     def sidecars(self) -> list[Path]:
         """The database and the -wal/-shm files SQLite keeps beside it."""
-        return [self.path, *(self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm"))]
+        return _sidecars(self.path)
 
     # -- per-text artefacts (TextCache protocol) ------------------------------------------------------------------
     def get_many(self, namespace: str, keys: list[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
+        corrupt = 0
+        seal = _Seal("texts", namespace)
         for block in _blocks(list(dict.fromkeys(keys))):
             marks = ",".join("?" * len(block))
-            rows = self._read(f"SELECT key, value FROM texts WHERE namespace=? AND key IN ({marks})",
+            rows = self._read(f"SELECT key, value, checksum FROM texts WHERE namespace=? AND key IN ({marks})",
                               [namespace, *block])
-            found.update((key, pickle.loads(value)) for key, value in rows)
+            for key, value, checksum in rows:
+                try:
+                    found[key] = seal.open((key,), value, checksum)
+                except _CorruptRow:
+                    corrupt += 1
+        self._report_corrupt(corrupt, f"per-text artefacts ({namespace.split(':', 1)[0]})")
         return found
 
     def put_many(self, namespace: str, items: dict[str, Any]) -> None:
-        rows = [(namespace, key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)) for key, value in items.items()]
+        seal = _Seal("texts", namespace)
+        rows = [(namespace, key, *seal.close((key,), value)) for key, value in items.items()]
         tags = [(self.dataset, namespace, key) for key in items] if self.dataset else []
-        self._write(("INSERT OR REPLACE INTO texts VALUES (?, ?, ?)", rows),
+        self._write(("INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?)", rows),
                     ("INSERT OR IGNORE INTO text_origins VALUES (?, ?, ?)", tags))
 
     # -- per-pair results ----------------------------------------------------------------------------------------
     def get_pairs(self, fingerprint: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
-        """Finished rows for (hyp hash, ref hash) keys; absent keys are simply missing from the result."""
+        """Finished rows for (hyp hash, ref hash) keys; absent keys (and corrupt rows) are missing from the result."""
         wanted = set(keys)
         found: dict[tuple[str, str], dict[str, Any]] = {}
+        corrupt = 0
+        seal = _Seal("pairs", fingerprint)
         hyps = sorted({h for h, _ in wanted})
         for block in _blocks(hyps):
             marks = ",".join("?" * len(block))
-            rows = self._read(f"SELECT hyp, ref, value FROM pairs WHERE fingerprint=? AND hyp IN ({marks})",
+            rows = self._read(f"SELECT hyp, ref, value, checksum FROM pairs WHERE fingerprint=? AND hyp IN ({marks})",
                               [fingerprint, *block])
-            for hyp, ref, value in rows:
+            for hyp, ref, value, checksum in rows:
                 if (hyp, ref) in wanted:
-                    found[(hyp, ref)] = pickle.loads(value)
+                    try:
+                        row = seal.open((hyp, ref), value, checksum)
+                    except _CorruptRow:
+                        corrupt += 1
+                        continue
+                    if type(row) is not dict:  # a sound encoding of the wrong shape is corrupt too
+                        corrupt += 1
+                        continue
+                    found[(hyp, ref)] = row
+        self._report_corrupt(corrupt, "pair rows")
         return found
 
     def put_pairs(self, fingerprint: str, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
         """Store finished rows in one transaction (all or nothing)."""
-        payload = [(fingerprint, hyp, ref, pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL))
-                   for (hyp, ref), row in rows.items()]
+        seal = _Seal("pairs", fingerprint)
+        payload = [(fingerprint, hyp, ref, *seal.close((hyp, ref), row)) for (hyp, ref), row in rows.items()]
         tags = [(self.dataset, fingerprint, hyp, ref) for hyp, ref in rows] if self.dataset else []
-        self._write(("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?, ?)", payload),
+        self._write(("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?, ?, ?)", payload),
                     ("INSERT OR IGNORE INTO pair_origins VALUES (?, ?, ?, ?)", tags))
+
+    def _report_corrupt(self, count: int, what: str) -> None:
+        if count:
+            log.warning("corrupt cache row%s in %s: %d %s failed the checksum or could not be decoded; not used, "
+                        "recomputed and replaced", "s" if count > 1 else "", self.path, count, what)
 
     # -- purge (rexrank data purge) --------------------------------------------------------------------------------
     def purge(self, dataset: str, texts: Iterable[str] = (), *, dry_run: bool = False) -> dict[str, int]:
@@ -217,16 +334,16 @@ class ScoreCache:
                     conn.execute("DELETE FROM temp.purge_keys")
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    _rollback(conn)
                     raise
                 finally:
                     conn.execute("PRAGMA secure_delete=OFF")
                 return {"pairs": n_pairs, "texts": n_texts, "bytes": pair_bytes + text_bytes}
 
-            removed = _retry(transaction)
+            removed = self._run(transaction)
             if not dry_run:
                 # Old page versions may still sit in the WAL: copy the overwritten pages back and empty it.
-                _retry(lambda: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+                self._run(lambda: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
         return removed
 
     def stats(self) -> dict[str, int]:
@@ -237,10 +354,17 @@ class ScoreCache:
         return self._read("PRAGMA integrity_check", [])[0][0]
 
     # -- plumbing ------------------------------------------------------------------------------------------------
+    def _run(self, action):
+        """``action()`` with lock retries; a database failure becomes one RexrankError (``_storage_error``)."""
+        try:
+            return _retry(action)
+        except sqlite3.DatabaseError as exc:
+            raise self._storage_error(exc) from None
+
     def _read(self, sql: str, params: list[Any]) -> list[tuple]:
         with self._lock:
             conn = self._connect()
-            return _retry(lambda: conn.execute(sql, params).fetchall())
+            return self._run(lambda: conn.execute(sql, params).fetchall())
 
     def _write(self, *statements: tuple[str, Iterable[tuple]]) -> None:
         """Run each (sql, rows) statement over its rows, all in one transaction."""
@@ -259,10 +383,73 @@ class ScoreCache:
                             conn.executemany(sql, rows)
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    _rollback(conn)
                     raise
 
-            _retry(transaction)
+            self._run(transaction)
+
+
+def check_cache_folder(directory: str | os.PathLike) -> None:
+    """Refuse a cache folder that someone else could have written: not the user's own, writable by group or
+    others, or holding a database file of another user. A folder that does not exist yet is fine (it is created
+    0700). Raises ConfigError naming the folder and the fix."""
+    directory = Path(directory).expanduser()
+    if not hasattr(os, "geteuid"):  # no POSIX owners to check (Windows)
+        return
+    try:
+        info = directory.stat()
+    except FileNotFoundError:
+        return
+    me = os.geteuid()
+    if not stat.S_ISDIR(info.st_mode):
+        raise ConfigError(f"the scoring cache folder {directory} is not a folder; give --cache-dir a folder path")
+    if info.st_uid != me:
+        raise ConfigError(f"the scoring cache folder {directory} belongs to another user (uid {info.st_uid}), who "
+                          "could have written its scores: give --cache-dir a folder of your own, run with "
+                          f"--no-cache, or, if the folder is yours, `chown -R {me} {directory}`")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = " and ".join(w for w, bit in (("its group", stat.S_IWGRP), ("other users", stat.S_IWOTH))
+                           if info.st_mode & bit)
+        raise ConfigError(f"the scoring cache folder {directory} can be written by {who} (mode "
+                          f"{stat.S_IMODE(info.st_mode):o}), who could have changed its scores: `chmod 700 "
+                          f"{directory}` if only you have written there, or give --cache-dir another folder")
+    for path in _sidecars(directory / FILENAME):
+        try:
+            owner = path.lstat().st_uid
+        except FileNotFoundError:
+            continue
+        if owner != me:
+            raise ConfigError(f"the scoring cache file {path} belongs to another user (uid {owner}), who could "
+                              f"have written its scores: give --cache-dir a folder of your own, run with --no-cache, "
+                              f"or delete the file")
+
+
+def _sidecars(path: Path) -> list[Path]:
+    return [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))]
+
+
+def _free_space(directory: Path) -> str:
+    for folder in (directory, *directory.parents):
+        try:
+            free = shutil.disk_usage(folder).free
+            return f" ({free / 1e9:.1f} GB free there)" if free >= 1e9 else f" ({free / 1e6:.1f} MB free there)"
+        except OSError:
+            continue
+    return ""
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is left of a failed transaction. SQLite has already rolled it back after some errors (a full
+    disk, an I/O error): a second ROLLBACK would raise and hide the error that matters."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+class _NewerSchema(sqlite3.DatabaseError):
+    """The file's schema is newer than this version reads (args[0]: its schema)."""
 
 
 def _canonical(dataset: str | None) -> str | None:
@@ -293,6 +480,289 @@ def _retry(action, attempts: int = 20):
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
     return None  # pragma: no cover
+
+
+# -- rows: checksum + value encoding ------------------------------------------------------------------------------
+class _CorruptRow(ValueError):
+    """A stored row whose checksum or encoding does not match: never used."""
+
+
+class _Seal:
+    """Checksums of one table's rows under one namespace/fingerprint: BLAKE2b over the table, every key part
+    (length-prefixed, so no two keys share an encoding) and the value's bytes."""
+
+    def __init__(self, table: str, scope: str) -> None:
+        self._prefix = hashlib.blake2b(_framed((table, scope)), digest_size=_CHECKSUM_BYTES, person=b"rexrank-scores")
+
+    def _digest(self, key: tuple[str, ...], value: bytes) -> bytes:
+        h = self._prefix.copy()
+        h.update(_framed(key))
+        h.update(value)
+        return h.digest()
+
+    def close(self, key: tuple[str, ...], value: Any) -> tuple[bytes, bytes]:
+        """(encoded value, checksum) to store."""
+        data = encode_value(value)
+        return data, self._digest(key, data)
+
+    def open(self, key: tuple[str, ...], data: Any, checksum: Any) -> Any:
+        """The stored value, if its checksum and encoding hold; else _CorruptRow."""
+        if type(data) is not bytes or type(checksum) is not bytes or self._digest(key, data) != checksum:
+            raise _CorruptRow
+        return decode_value(data)
+
+
+def _framed(parts: tuple[str, ...]) -> bytes:
+    """Strings in one unambiguous byte string: each prefixed by its length in characters."""
+    return "".join([f"{len(part)}:{part}" for part in parts]).encode("utf-8", "surrogatepass")
+
+
+_U32 = struct.Struct("<I")
+_I64 = struct.Struct("<q")
+_F64 = struct.Struct("<d")
+_U64 = struct.Struct("<Q")
+_MAX_DEPTH = 100
+_MAX_NDIM = 32
+# dtype strings an array or numpy scalar may carry (numpy's dtype.str: byte order, kind, item size): bool, int, uint,
+# float, complex and fixed-width byte/unicode strings. Checked before numpy parses them: never object or structured.
+_DTYPE = re.compile(r"[<>|][biufcSU][0-9]{1,6}")
+
+# One-byte tags of the encoding.
+_NONE, _TRUE, _FALSE, _INT, _BIGINT, _FLOAT, _STR, _BYTES = b"N", b"T", b"F", b"i", b"I", b"f", b"s", b"b"
+_LIST, _TUPLE, _DICT, _SET, _FROZENSET, _ARRAY, _SCALAR, _NA = b"l", b"t", b"d", b"S", b"Z", b"a", b"g", b"A"
+_RECORD = b"r"  # a dict of str keys and float values, stored compactly
+_CONTAINERS = {list: _LIST, tuple: _TUPLE, set: _SET, frozenset: _FROZENSET}
+
+
+def encode_value(value: Any) -> bytes:
+    """The bytes the cache stores for ``value`` (see the module docstring for the types); TypeError for others."""
+    out = bytearray()
+    _encode(value, out, 0)
+    return bytes(out)
+
+
+def decode_value(data: bytes) -> Any:
+    """``encode_value``'s inverse. Malformed bytes raise ``_CorruptRow``; nothing in them is executed or imported."""
+    try:
+        value, end = _decode(data, 0, 0)
+    except _CorruptRow:
+        raise
+    except (IndexError, ValueError, TypeError, OverflowError, struct.error, RecursionError, MemoryError):
+        raise _CorruptRow from None
+    if end != len(data):
+        raise _CorruptRow
+    return value
+
+
+def _encode(value: Any, out: bytearray, depth: int) -> None:
+    if depth > _MAX_DEPTH:
+        raise TypeError(f"the scoring cache stores values nested at most {_MAX_DEPTH} deep")
+    kind = type(value)
+    if kind is float:
+        out += _FLOAT
+        out += _F64.pack(value)  # the IEEE bits as they are: NaN payloads and -0.0 included
+    elif kind is str:
+        data = value.encode("utf-8", "surrogatepass")
+        out += _STR
+        out += _U32.pack(len(data))
+        out += data
+    elif value is None:
+        out += _NONE
+    elif kind is bool:
+        out += _TRUE if value else _FALSE
+    elif kind is int:
+        if -(1 << 63) <= value < (1 << 63):
+            out += _INT
+            out += _I64.pack(value)
+        else:
+            data = str(value).encode("ascii")
+            out += _BIGINT
+            out += _U32.pack(len(data))
+            out += data
+    elif kind is dict and value and all(type(v) is float for v in value.values()) \
+            and all(type(k) is str and "\0" not in k for k in value):
+        # A row of float columns (most pair rows): its keys as one string and its numbers as one block, read
+        # back in two calls instead of two per column.
+        keys = "\0".join(value).encode("utf-8", "surrogatepass")
+        out += _RECORD
+        out += _U32.pack(len(value))
+        out += _U32.pack(len(keys))
+        out += keys
+        out += _floats(len(value)).pack(*value.values())
+    elif kind is dict:
+        out += _DICT
+        out += _U32.pack(len(value))
+        for key, item in value.items():
+            _encode(key, out, depth + 1)
+            _encode(item, out, depth + 1)
+    elif kind in _CONTAINERS:
+        out += _CONTAINERS[kind]
+        out += _U32.pack(len(value))
+        for item in value:
+            _encode(item, out, depth + 1)
+    elif kind is bytes:
+        out += _BYTES
+        out += _U32.pack(len(value))
+        out += value
+    elif kind is np.ndarray:
+        array = value
+        if array.ndim > _MAX_NDIM:
+            raise TypeError(f"the scoring cache stores arrays of at most {_MAX_NDIM} dimensions, not {array.ndim}")
+        out += _ARRAY
+        _encode_dtype(array.dtype, out)
+        out += bytes((array.ndim,))
+        for size in array.shape:
+            out += _U64.pack(size)
+        out += array.tobytes(order="C")  # any layout; a 0-d array keeps its shape (ascontiguousarray would not)
+    elif isinstance(value, np.generic):
+        scalar = np.asarray(value)
+        out += _SCALAR
+        _encode_dtype(scalar.dtype, out)
+        out += scalar.tobytes()
+    elif kind.__name__ == "NAType" and kind.__module__.startswith("pandas"):
+        out += _NA
+    else:
+        raise TypeError(f"the scoring cache stores plain values (None, bool, int, float, str, bytes, list, tuple, "
+                        f"dict, set, frozenset, pandas NA, numeric numpy arrays and scalars), not "
+                        f"{kind.__module__}.{kind.__qualname__}")
+
+
+def _encode_dtype(dtype: np.dtype, out: bytearray) -> None:
+    code = dtype.str
+    if not _DTYPE.fullmatch(code) or dtype.itemsize == 0:
+        raise TypeError(f"the scoring cache stores numpy values of bool, number or fixed-width string dtypes, not "
+                        f"{dtype}")
+    out += bytes((len(code),))
+    out += code.encode("ascii")
+
+
+def _decode_dtype(data: bytes, pos: int) -> tuple[np.dtype, int]:
+    size = data[pos]
+    code = data[pos + 1 : pos + 1 + size].decode("ascii")
+    if not _DTYPE.fullmatch(code):
+        raise _CorruptRow
+    dtype = np.dtype(code)
+    if dtype.itemsize == 0:
+        raise _CorruptRow
+    return dtype, pos + 1 + size
+
+
+def _decode(data: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    """(value, position after it). Out-of-range reads raise IndexError/struct.error; a read past the end through
+    a slice is caught by decode_value's final length check."""
+    if depth > _MAX_DEPTH:
+        raise _CorruptRow
+    tag = data[pos]
+    pos += 1
+    if tag == _T_RECORD:
+        count, size = _unpack_2u32(data, pos)
+        pos += 8
+        blob = data[pos : pos + size]
+        keys = _record_keys.get(blob)
+        if keys is None:
+            keys = tuple(blob.decode("utf-8", "surrogatepass").split("\0"))
+            if len(keys) != count or len(set(keys)) != count:
+                raise _CorruptRow
+            if len(_record_keys) < 4096:  # the same few column sets over and over: decode each once
+                _record_keys[blob] = keys
+        pos += size
+        return dict(zip(keys, _floats(count).unpack_from(data, pos))), pos + 8 * count
+    # Floats and strings are most of what other values hold: containers read them inline, sparing a call per item.
+    if tag == _T_FLOAT:
+        return _unpack_f64(data, pos)[0], pos + 8
+    if tag == _T_STR:
+        end = pos + 4 + _unpack_u32(data, pos)[0]
+        return data[pos + 4 : end].decode("utf-8", "surrogatepass"), end
+    if tag == _T_DICT:
+        (count,) = _unpack_u32(data, pos)
+        pos += 4
+        result = {}
+        for _ in range(count):
+            if data[pos] == _T_STR:
+                end = pos + 5 + _unpack_u32(data, pos + 1)[0]
+                key = data[pos + 5 : end].decode("utf-8", "surrogatepass")
+                pos = end
+            else:
+                key, pos = _decode(data, pos, depth + 1)
+            if data[pos] == _T_FLOAT:
+                result[key] = _unpack_f64(data, pos + 1)[0]
+                pos += 9
+            else:
+                result[key], pos = _decode(data, pos, depth + 1)
+        return result, pos
+    if tag == _T_INT:
+        return _unpack_i64(data, pos)[0], pos + 8
+    if tag == _T_NONE:
+        return None, pos
+    if tag == _T_TRUE:
+        return True, pos
+    if tag == _T_FALSE:
+        return False, pos
+    if tag in _SEQUENCES:
+        (count,) = _unpack_u32(data, pos)
+        pos += 4
+        items = []
+        for _ in range(count):
+            if data[pos] == _T_FLOAT:
+                items.append(_unpack_f64(data, pos + 1)[0])
+                pos += 9
+            else:
+                item, pos = _decode(data, pos, depth + 1)
+                items.append(item)
+        return _SEQUENCES[tag](items), pos
+    if tag == _T_BYTES:
+        end = pos + 4 + _unpack_u32(data, pos)[0]
+        return data[pos + 4 : end], end
+    if tag == _T_BIGINT:
+        end = pos + 4 + _unpack_u32(data, pos)[0]
+        raw = data[pos + 4 : end]
+        if not raw.lstrip(b"-").isdigit():
+            raise _CorruptRow
+        return int(raw), end
+    if tag == _T_ARRAY:
+        dtype, pos = _decode_dtype(data, pos)
+        ndim = data[pos]
+        if ndim > _MAX_NDIM:
+            raise _CorruptRow
+        shape = struct.unpack_from(f"<{ndim}Q", data, pos + 1)
+        pos += 1 + 8 * ndim
+        count = math.prod(shape)
+        end = pos + count * dtype.itemsize
+        if end > len(data):
+            raise _CorruptRow
+        # A copy: the caller gets a writable array of its own, as it would from the computation.
+        return np.frombuffer(data, dtype=dtype, count=count, offset=pos).reshape(shape).copy(), end
+    if tag == _T_SCALAR:
+        dtype, pos = _decode_dtype(data, pos)
+        end = pos + dtype.itemsize
+        if end > len(data):
+            raise _CorruptRow
+        return np.frombuffer(data, dtype=dtype, count=1, offset=pos)[0], end
+    if tag == _T_NA:
+        import pandas as pd
+
+        return pd.NA, pos
+    raise _CorruptRow
+
+
+_T_NONE, _T_TRUE, _T_FALSE, _T_INT, _T_BIGINT, _T_FLOAT, _T_STR, _T_BYTES = (
+    _NONE[0], _TRUE[0], _FALSE[0], _INT[0], _BIGINT[0], _FLOAT[0], _STR[0], _BYTES[0])
+_T_DICT, _T_ARRAY, _T_SCALAR, _T_NA, _T_RECORD = _DICT[0], _ARRAY[0], _SCALAR[0], _NA[0], _RECORD[0]
+_SEQUENCES = {tag[0]: kind for kind, tag in _CONTAINERS.items()}
+_unpack_u32, _unpack_i64, _unpack_f64 = _U32.unpack_from, _I64.unpack_from, _F64.unpack_from
+_unpack_2u32 = struct.Struct("<II").unpack_from
+_record_keys: dict[bytes, tuple[str, ...]] = {}
+
+
+def _floats(count: int) -> struct.Struct:
+    """struct for `count` little-endian doubles (one per row width, kept)."""
+    packer = _float_structs.get(count)
+    if packer is None:
+        packer = _float_structs[count] = struct.Struct(f"<{count}d")
+    return packer
+
+
+_float_structs: dict[int, struct.Struct] = {}
 
 
 class MemoryPairCache:

@@ -78,7 +78,7 @@ def build_metrics(base: Sequence[str], *, model_paths: Mapping[str, Any] | None 
 
 
 def _plain(value: Any) -> Any:
-    # numpy scalars -> Python scalars: smaller pickles, and identical values whether fresh or from the cache.
+    # numpy scalars -> Python scalars: smaller cache rows, and identical values whether fresh or from the cache.
     return value.item() if isinstance(value, np.generic) else value
 
 

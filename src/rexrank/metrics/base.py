@@ -73,7 +73,8 @@ class TextCache(Protocol):
     """Per-text artefacts (CheXbert embeddings and labels, RadGraph annotations, ...), keyed by text hash.
 
     ``namespace`` always includes the metric fingerprint, so a change of weights or options never reuses stale
-    values. The harness supplies a persistent implementation (evaluation/cache); values must be picklable.
+    values. The harness supplies a persistent implementation (evaluation/cache), which stores plain values only
+    (the types ``rexrank.evaluation.cache.encode_value`` takes; no class instances): what a metric may put here.
     """
 
     def get_many(self, namespace: str, keys: list[str]) -> dict[str, Any]: ...

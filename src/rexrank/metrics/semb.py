@@ -92,14 +92,16 @@ class SembScore(Metric):
             self._model = chexbert.build_model(self.checkpoint, self.backbone, trusted=self._trusted).to(self.device)
         return self._model, self._tokenizer
 
-    def _compute(self, texts: list[str]) -> list[chexbert.TextOutputs]:
+    def _compute(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         model, tokenizer = self._load()
-        return chexbert.run(model, tokenizer, texts, batch_size=self.batch_size, device=self.device,
+        outs = chexbert.run(model, tokenizer, texts, batch_size=self.batch_size, device=self.device,
                             progress=self._report_progress)
+        # The score cache stores plain values, not classes (rexrank.evaluation.cache): (embedding, classes).
+        return [(o.embedding, o.classes) for o in outs]
 
     def outputs(self, texts: Sequence[str]) -> list[chexbert.TextOutputs]:
         """Embedding and labels of each text (cached per unique text)."""
-        return self.per_text("chexbert", list(texts), self._compute)
+        return [chexbert.TextOutputs(*value) for value in self.per_text("chexbert", list(texts), self._compute)]
 
     def embeddings(self, texts: Sequence[str]) -> np.ndarray:
         """(n, hidden) float32 [CLS] embeddings."""
