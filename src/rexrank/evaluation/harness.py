@@ -34,6 +34,7 @@ from rexrank.evaluation import disclosure
 from rexrank.evaluation.aggregate import build_results, corpus_metrics
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES
 from rexrank.evaluation.inputs import Inputs
+from rexrank.evaluation.paths import check_writable  # noqa: F401 - its owner; imported from here by the CLIs
 from rexrank.evaluation.plan import plan
 from rexrank.evaluation.runner import (
     DEFAULT_CHUNK_PAIRS,
@@ -106,27 +107,6 @@ def check_device(device: str | None, option: str = "--device") -> None:
     else:
         return
     raise ConfigError(f"{option} {device}: {problem}; the devices here are {', '.join(_devices_here())}")
-
-
-def check_writable(path: str | os.PathLike, option: str, *, file: bool = False) -> None:
-    """``path`` can be written: an existing writable folder (``file=True``: file), or a new one whose nearest
-    existing parent is a writable folder (so it can be created, with any missing parents)."""
-    path = Path(path).expanduser()
-    what = "file" if file else "folder"
-    if path.exists():
-        if path.is_dir() == file:
-            raise ConfigError(f"{option} {path} is an existing {'folder' if file else 'file'}; give a {what} path"
-                              + ("" if file else " (it is created if missing)"))
-        if not os.access(path, os.W_OK):
-            raise ConfigError(f"{option} {path}: no permission to write there; choose another {what}")
-        return
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ConfigError(f"{option} {path} cannot be created: {parent} is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option} {path} cannot be created: no permission to write in {parent}")
 
 
 @dataclass
