@@ -48,8 +48,9 @@ def count_blocks(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT
         # Draw indices, then count them per row: bincount on row-offset indices is one pass for the whole block.
         idx = rng.integers(0, n, size=(size, n), dtype=dtype)
         idx += (np.arange(size, dtype=dtype) * n)[:, None]
-        counts = np.bincount(idx.ravel(), minlength=size * n).reshape(size, n)
-        yield counts.astype(np.float64)
+        counts = np.bincount(idx.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+        del idx  # only the float block stays alive while the caller uses it
+        yield counts
         done += size
 
 

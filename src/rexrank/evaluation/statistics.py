@@ -174,14 +174,15 @@ def memory_bound(models: int, studies: int, columns: int, width: int, resamples:
     """Bytes ``compare_tables`` holds at most beyond its inputs and results, when its largest metric has
     ``columns`` per-study columns and ``width`` values (for ``models`` runs on ``studies`` studies).
 
-    A draw block (``bootstrap._BLOCK_CELLS`` cells: int64 indices and counts plus float64 counts; or int8 and float64
-    swaps), at most ten ``_BLOCK_CELLS`` blocks of products, pair differences and the value function's temporaries,
-    and one batch of stored values and columns (``_STORE_CELLS``, or the largest metric's own need when larger).
-    Linear in models and studies through that one metric's columns only: never in pairs, nor in resamples x studies.
+    A draw block of ``bootstrap._BLOCK_CELLS`` cells while it is drawn (indices, numpy's int64 copy of them for
+    bincount, the int64 counts and the float64 block: at most four 8-byte copies; swaps: int8 and float64), at most
+    ten ``_BLOCK_CELLS`` blocks of products, pair differences and the value function's temporaries, and one batch
+    of stored values and columns (``_STORE_CELLS``, or the largest metric's own need when larger). Linear in models
+    and studies through that one metric's columns only: never in pairs, nor in resamples x studies.
     """
     draw = max(1, rows_per_block(studies)) * max(studies, 1)
     one_metric = models * (resamples * width + studies * columns)
-    return 8 * (3 * draw + 10 * (_BLOCK_CELLS + models * max(columns, width)) + max(_STORE_CELLS, one_metric))
+    return 8 * (4 * draw + 10 * (_BLOCK_CELLS + models * max(columns, width)) + max(_STORE_CELLS, one_metric))
 
 
 def _per_model(block: np.ndarray, unit: _Unit, offset: int) -> np.ndarray:
@@ -207,6 +208,7 @@ def _run_batch(batch: list[_Unit], task, *, resamples: int, permutations: int, s
                     unit.boot[rows] = unit.rule.values(_per_model(sums, unit, offset), n)
                 task.update(sums.shape[0])
         done += counts.shape[0]
+        del counts  # not held while the next block is drawn
     tested = [(matrix, [(u, o) for u, o in members if u.pairs]) for matrix, members in masks]
     tested = [(matrix, members) for matrix, members in tested if members]
     if not tested:
@@ -220,6 +222,7 @@ def _run_batch(batch: list[_Unit], task, *, resamples: int, permutations: int, s
                 for unit, offset in members:
                     _count_permutations(unit, _per_model(moved, unit, offset), thresholds[id(unit)])
                 task.update(moved.shape[0])
+        del swaps
 
 
 def _observed(unit: _Unit) -> tuple[np.ndarray, np.ndarray]:
