@@ -246,7 +246,8 @@ def test_model_page_shows_ce_f1_outside_the_ranking_columns(tmp_path):
         for dataset in ("iu_xray", "rexgradient"):  # an open and a private set
             store.add_result(from_results_json(
                 {"dataset": dataset, "split": "test", "track": "findings", "metrics": summary, "n_studies": 60,
-                 "configs": {"ce_f1": {"uncertain": "negative"}}}, ModelInfo(name="M")))
+                 "configs": {"ce_f1": {"uncertain": "negative"}}}, ModelInfo(name="M")),
+                allow_unofficial_weights=True)  # counts made up here: no SembScore weights behind them
         table = board.model_corpus_metrics(store, "M")
         assert len(table) == 2 and set(table["Options"]) == {"uncertain=negative"}
         micro = summary["ce_f1"]["values"]["micro_f1_14"]

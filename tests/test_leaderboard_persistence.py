@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from leaderboard_helpers import free_port, iu_predictions
 from rexrank.errors import ConfigError
 from rexrank.leaderboard import board
-from rexrank.leaderboard.hub_sync import PREFIX, REQUESTS_PREFIX, HubSync, request_entry
+from rexrank.leaderboard.hub_sync import REQUESTS_PREFIX, HubSync, request_entry
 from rexrank.leaderboard.published import SEED_KEY, bundled_tables, parse_table, seed_store
 from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
 from rexrank.leaderboard.store import LOST_UPLOAD, Store
@@ -197,7 +197,8 @@ def test_pushes_retry_in_the_background_and_never_block_a_write(tmp_path, hub):
     assert sync.flush(30)
     failed = [path for _, path, status in server.requests if status == 400]
     assert len(failed) == 6 and all("/tree/" in path for path in failed)  # every injected failure was met
-    assert [path.startswith(PREFIX) for path in server.repo("org/results").files] == [True]  # and the one row pushed
+    # and the one row pushed, with its model's registration
+    assert sorted(path.split("/")[0] for path in server.repo("org/results").files) == ["events", "results"]
     sync.stop()
     store.close()
 

@@ -28,10 +28,15 @@ def seeded(store):
     return store
 
 
+# The verdict `from_results_json` gives a results.json scored with the official weights (RadCliQ-v1 needs them).
+OFFICIAL = {"weights": {"official": ["radcliq_v1"], "unofficial": [], "unverified": [], "label": ""}}
+
+
 def _record(name="M", mean=0.5, dataset="iu_xray", track="findings", **kw):
     return ResultRecord(model=ModelInfo(name=name), dataset=dataset, split="test", track=track, source="rexrank",
                         metrics={"bleu2": MetricValue(mean, mean - 0.1, mean + 0.1),
-                                 "radcliq_v1": MetricValue(2.0, 1.6, 2.5)}, n_studies=590, **kw)
+                                 "radcliq_v1": MetricValue(2.0, 1.6, 2.5)}, n_studies=590,
+                        extra={**OFFICIAL, **kw.pop("extra", {})}, **kw)
 
 
 def test_new_store_is_wal_and_current_schema(store):
@@ -138,7 +143,8 @@ def test_filters_narrow_the_table(seeded):
 
 def test_trained_on_filter_and_model_page(store):
     store.add_result(ResultRecord(model=ModelInfo(name="T", trained_on=["iu_xray"]), dataset="iu_xray", split="test",
-                                  track="findings", source="rexrank", metrics={"radcliq_v1": MetricValue(1.0)}))
+                                  track="findings", source="rexrank", metrics={"radcliq_v1": MetricValue(1.0)},
+                                  extra=OFFICIAL))
     store.add_result(_record(name="U"))
     df = board.numeric_table(store, "iu_xray", "findings")
     assert list(board.filter_table(df, trained="exclude")["model"]) == ["U"]
@@ -204,12 +210,13 @@ def test_hub_sync_both_ways(tmp_path, seeded):
     from rexrank.leaderboard.hub_sync import HubSync
 
     hub = FakeHub(tmp_path)
-    assert HubSync(seeded, "org/results", api=hub).push() == 128
+    assert HubSync(seeded, "org/results", api=hub).push() == 128 + 25  # every result, every name's registration
     assert HubSync(seeded, "org/results", api=hub).push() == 0 and hub.commits == 1
+    assert len([f for f in hub.files if f.startswith("events/")]) == 25
     other = Store(tmp_path / "other.sqlite")
     other.add_result(_record(name="Local"))
-    assert HubSync(other, "org/results", api=hub).sync() == {"pulled": 128, "pushed": 1}
-    assert other.counts()["results"] == 129
+    assert HubSync(other, "org/results", api=hub).sync() == {"pulled": 128 + 25, "pushed": 2}
+    assert other.counts()["results"] == 129 and other.counts()["models"] == 26
     assert json.loads(hub.files[next(iter(hub.files))])["source"] == "published"
 
 

@@ -119,7 +119,8 @@ def _store_with(tmp_path, name: str, results_list):
 
     store = Store(tmp_path / f"{name}.sqlite")
     for model, results in results_list:
-        store.add_result(from_results_json(results, ModelInfo(name=model)))
+        # stand-in metrics (fakes): no official weights behind them
+        store.add_result(from_results_json(results, ModelInfo(name=model)), allow_unofficial_weights=True)
     return store
 
 
@@ -460,12 +461,12 @@ def test_hub_sync_pushes_disclosed_records(tmp_path):
                "metrics": {"bleu2": {"mean": 0.1234567891, "ci_low": 0.12, "ci_high": 0.13}}}
     store = _store_with(tmp_path, "local", [("Old", results)])
     hub = Hub()
-    assert HubSync(store, "org/results", api=hub).push() == 1
+    assert HubSync(store, "org/results", api=hub).push() == 2  # the result and its model's registration event
     assert HubSync(store, "org/results", api=hub).sync() == {"pulled": 0, "pushed": 0}
-    (payload,) = hub.files.values()
+    (payload,) = [data for path, data in hub.files.items() if path.startswith("results/")]
     assert json.loads(payload)["metrics"]["bleu2"]["mean"] == 0.123 and b"0.1234567891" not in payload
     other = Store(tmp_path / "other.sqlite")
-    assert HubSync(other, "org/results", api=hub).sync() == {"pulled": 1, "pushed": 0}
+    assert HubSync(other, "org/results", api=hub).sync() == {"pulled": 2, "pushed": 0}
 
 
 # -- 6. aliases on the read-only API -----------------------------------------------------------------------------------

@@ -68,14 +68,23 @@ def serve(
 
 @app.command("add")
 def add(
-    results: Path = typer.Argument(..., help="results.json written by `rexrank score`."),
-    name: str = typer.Option(..., "--name", help="Model name shown on the board."),
+    results: list[Path] = typer.Argument(..., help="results.json files written by `rexrank score`: every one is "
+                                         "checked before any is stored, then all are stored in one transaction."),
+    name: Optional[str] = typer.Option(None, "--name", help="Model name shown on the board (default: each "
+                                       "results.json's own model name, from `rexrank score --model-name`)."),
     institution: Optional[str] = typer.Option(None, "--institution"),
     url: Optional[str] = typer.Option(None, "--url"),
     year: Optional[int] = typer.Option(None, "--year"),
     model_type: Optional[str] = typer.Option(None, "--model-type"),
     trained_on: Optional[str] = typer.Option(None, "--trained-on", help="Comma-separated dataset names "
                                              "(aliases such as mimic or chexpert are accepted)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="The board a results.json scored with "
+                                          "--references FILE belongs to (its own dataset is null); must agree with "
+                                          "a results.json that names one."),
+    split: Optional[str] = typer.Option(None, "--split", help="With --dataset: the split (default: the one the "
+                                        "leaderboard scores)."),
+    track: Optional[str] = typer.Option(None, "--track", help="With --dataset: the track, where the results.json "
+                                        "does not name it."),
     store: Path = typer.Option(DEFAULT_STORE, "--store"),
     allow_unofficial_weights: bool = typer.Option(
         False, "--allow-unofficial-weights", help="Add a result whose metric weights are not (or cannot be shown "
@@ -83,42 +92,80 @@ def add(
     no_seed: bool = typer.Option(False, "--no-seed", help="A new store: do not import the published ReXrank tables "
                                  "(recorded in the store, so `serve` and `worker` leave it unseeded too)."),
 ) -> None:
-    """Add a `rexrank score` result to the store (only results scored with the official metric weights, unless
-    --allow-unofficial-weights)."""
+    """Add `rexrank score` results to the store (only results scored with the official metric weights, unless
+    --allow-unofficial-weights; only possible numbers). All or nothing: one bad file adds none."""
     from rexrank.errors import InputError
-    from rexrank.leaderboard.records import ModelInfo, Provenance, from_results_json
+    from rexrank.leaderboard.records import Provenance, check_numbers, check_weights
     from rexrank.leaderboard.store import Store
-    from rexrank.metrics.official import UnofficialWeightsError, check_results
+    from rexrank.metrics.official import UnofficialWeightsError
 
     _check_store(store)
-    try:
-        data = json.loads(results.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8, or a number over Python's digit limit
-        raise InputError(f"cannot read {results}: {exc}") from None
-    except RecursionError:
-        raise InputError(f"cannot read {results}: JSON nested too deeply") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{results} is not a `rexrank score` results.json (a JSON object)")
-    model = ModelInfo.from_dict({"name": name, "institution": institution, "url": url, "year": year,
-                                 "model_type": model_type, "trained_on": trained_on})
-    record = from_results_json(data, model)  # dataset/split/track aliases become the catalog's names here
-    weights = check_results(data)  # the registry of official weights (rexrank.metrics.official)
-    if not weights.ok and not allow_unofficial_weights:
-        raise UnofficialWeightsError(
-            f"{results} was not scored with the official metric weights, so it was not added:\n{weights.explain()}\n"
-            f"To add it anyway, labelled '{weights.label}' on the board, pass --allow-unofficial-weights.")
-    record.extra["weights"] = weights.summary()  # the label lives in the record's JSON; the board shows it
+    if len(set(results)) != len(results):
+        raise InputError("a results.json is given twice: give each file once")
+    # Every file read and checked as the store will check it (Store.add_result) before the store opens or is
+    # seeded, so a bad file is reported with its name and changes nothing.
+    records = []
+    for path in results:
+        data = _read_results(path)
+        try:
+            record = _record(path, data, name, institution, url, year, model_type, trained_on, dataset, split, track)
+            check_numbers(record)
+            records.append(check_weights(record, allow_unofficial_weights=allow_unofficial_weights))
+        except UnofficialWeightsError:
+            from rexrank.metrics.official import check_results
+
+            weights = check_results(data)  # its explanation: per metric, the digest found and the official one
+            raise UnofficialWeightsError(
+                f"{path} was not scored with the official metric weights, so {_nothing(results)}:\n"
+                f"{weights.explain()}\nTo add it anyway, labelled '{weights.label}' on the board, pass "
+                "--allow-unofficial-weights.") from None
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}; {_nothing(results)}") from None
     db = Store(store)
     _seed(db, no_seed)
-    record_id, new = db.add_result(record, provenance=Provenance(via="cli"))  # as the host
-    what = f"({model.name}, {record.dataset} {record.split}, {record.track})"
-    if new:
-        typer.echo(f"added: result #{record_id} {what}" + (f"; labelled '{weights.label}'" if weights.label else ""))
-    elif db.is_shown(record_id):
-        typer.echo(f"already on the board as #{record_id} {what}, with the same numbers; nothing added")
-    else:
-        typer.echo(f"already stored as #{record_id} {what}, with the same numbers (an older result: the board shows "
-                   "a newer one for this model); nothing added")
+    provenance = Provenance(via="cli")  # as the host; a name someone else owns: NameTaken before anything is stored
+    added = db.add_results(records, provenance=provenance, allow_unofficial_weights=allow_unofficial_weights)
+    for record, (record_id, new) in zip(records, added):
+        what = f"({record.model.name}, {record.dataset} {record.split}, {record.track})"
+        label = (record.extra.get("weights") or {}).get("label")
+        if new:
+            typer.echo(f"added: result #{record_id} {what}" + (f"; labelled '{label}'" if label else ""))
+        elif db.is_shown(record_id):
+            typer.echo(f"already on the board as #{record_id} {what}, with the same numbers; nothing added")
+        else:
+            typer.echo(f"already stored as #{record_id} {what}, with the same numbers (an older result: the board "
+                       "shows a newer one for this model); nothing added")
+
+
+def _read_results(path: Path) -> dict:
+    from rexrank.errors import InputError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: bad JSON or UTF-8, or a number over Python's digit limit
+        raise InputError(f"cannot read {path}: {exc}") from None
+    except RecursionError:
+        raise InputError(f"cannot read {path}: JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path} is not a `rexrank score` results.json (a JSON object)")
+    return data
+
+
+def _record(path: Path, data: dict, name, institution, url, year, model_type, trained_on, dataset, split, track):
+    """The record of one results.json, named by --name or by its own model name."""
+    from rexrank.errors import InputError
+    from rexrank.leaderboard.records import ModelInfo, from_results_json
+
+    if name is None and not isinstance(data.get("model"), str):
+        raise InputError("names no model: pass --name")
+    model = ModelInfo.from_dict({"name": name if name is not None else data["model"], "institution": institution,
+                                 "url": url, "year": year, "model_type": model_type, "trained_on": trained_on})
+    # dataset/split/track aliases become the catalog's names here; --dataset names the board of a --references run
+    return from_results_json(data, model, dataset=dataset, split=split, track=track)
+
+
+def _nothing(results: list[Path]) -> str:
+    return "it was not added" if len(results) == 1 else f"none of the {len(results)} files was added"
 
 
 @app.command("edit-model")
@@ -210,7 +257,10 @@ def sync(
     from rexrank.leaderboard.hub_sync import HubSync
     from rexrank.leaderboard.store import Store
 
-    typer.echo(json.dumps(HubSync(Store(store), repo, requests_repo=requests_repo).sync()))
+    hub = HubSync(Store(store), repo, requests_repo=requests_repo)
+    typer.echo(json.dumps(hub.sync()))
+    for path in hub.refused:
+        typer.echo(f"  skipped {path}: not a valid event or result (see the log)")
 
 
 def _seed(db, no_seed: bool) -> None:
@@ -232,7 +282,7 @@ def _metrics(submission_metrics: str) -> Optional[list[str]]:
 
 
 def _check_store(store: Path) -> None:
-    from rexrank.evaluation.harness import check_writable
+    from rexrank.evaluation.paths import check_writable  # not the harness: light commands import no scoring stack
 
     check_writable(store, "--store", file=True)
 

@@ -1,16 +1,26 @@
-"""Hub dataset repo backend for a hosted board: results as JSON files, synced both ways with the local store.
+"""Hub dataset repo backend for a hosted board: the store's log as JSON files, synced both ways with the local store.
 
-Layout in the repo: ``results/<content_hash>.json``, one ``ResultRecord`` each (aggregates only). A result's
-file name is its content hash, so pushing and pulling are idempotent and two boards never overwrite each
-other's files. The SQLite store stays the working copy; the repo is the durable, shareable copy.
+Layout in the results repo: the store's log (``rexrank.leaderboard.store``), one file per entry, named by its
+content hash: ``results/<content_hash>.json``, one ``ResultRecord`` each (aggregates only), and
+``events/<content_hash>.json``, one model event each (a name registered, details filled or edited, a name handed
+over; ``store.make_event``). Files are only ever added, never rewritten, so pushing and pulling are idempotent and
+two boards never overwrite each other's files; a pull applies events in their recorded order whatever order they
+arrive in (``Store.add_events``), so an edit or a hand-over survives a restart from the repo. The SQLite store
+stays the working copy; the repo is the durable, shareable copy.
+
+What a pull accepts (the repo is outside input): an event file whose content hashes to its name and that
+``store.check_event`` accepts; a result file that builds a ``ResultRecord`` with possible numbers
+(``records.check_numbers``, as ``Store.add_result`` checks on every path). Anything else is skipped, logged and
+listed in ``refused``; it never stops the pull or changes a stored row. Results are stored as they were accepted
+where they were added (``Store.add_result(mirror=True)``: owner and weights rules not applied again).
 
 What is pushed is the disclosed record (``rexrank.evaluation.disclosure.disclose_record``): a private test set's
 numbers rounded to 3 decimals and small subgroups suppressed, even where the local row holds more, and the file is
 named after the disclosed record's hash (a row already disclosed keeps its own hash).
 
-Each file also holds the row's ``provenance`` (who added it, how, when, its submission id and its model name's
-owner; not part of the record or its hash), so a board rebuilt from the repo keeps every name's owner and shows
-the same rows.
+Each result file also holds the row's ``provenance`` (who added it, how, when, its submission id, when this store
+recorded it and, for repos written before events existed, its model name's owner at the time; not part of the
+record or its hash), so a board rebuilt from the repo shows the same rows in the same order.
 
 Requests (the submission queue), in a second dataset repo when one is configured: ``requests/<id>.json``, one
 per job, holding ``REQUEST_FIELDS`` only: the job's id, the sha256 identifying its predictions (duplicate
@@ -37,14 +47,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rexrank.errors import ConfigError, RexrankError
+from rexrank.errors import ConfigError, InputError, RexrankError
 from rexrank.evaluation.disclosure import disclose_record
 from rexrank.leaderboard.records import HOST, MetricValue, ModelInfo, Provenance, ResultRecord
-from rexrank.leaderboard.store import Store
+from rexrank.leaderboard.store import Store, check_event, event_hash
 
 log = logging.getLogger(__name__)
 
 PREFIX = "results/"
+EVENTS_PREFIX = "events/"
 REQUESTS_PREFIX = "requests/"
 # What a request file holds (see the module docstring): never the predictions or where they lie.
 REQUEST_FIELDS = ("id", "content_hash", "identity", "user", "model", "dataset", "split", "track", "metrics",
@@ -63,6 +74,15 @@ def _payload(data: dict[str, Any]) -> bytes:
 def _git_blob_sha1(data: bytes) -> str:
     """The id git (and so the Hub's tree listing) gives a file's content."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _recorded_at(data: Any) -> float:
+    """When a result file's row was first recorded (older files: when it was submitted); 0 if unknown."""
+    given = (data.get("provenance") if isinstance(data, dict) else None) or {}
+    for key in ("recorded_at", "submitted_at"):
+        if isinstance(given, dict) and isinstance(given.get(key), (int, float)):
+            return float(given[key])
+    return 0.0
 
 
 def record_from_row(row: dict[str, Any]) -> ResultRecord:
@@ -103,14 +123,17 @@ class HubSync:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
+        self.refused: list[str] = []  # repo files the last pull skipped (see the module docstring)
 
-    def _remote_names(self) -> set[str]:
+    def _remote_files(self) -> dict[str, set[str]]:
+        """{prefix: file names (``<hash>.json``)} of the results repo's results and events."""
         try:
             files = self.api.list_repo_files(self.repo_id, repo_type="dataset")
         except Exception as exc:  # noqa: BLE001 - one clear message for auth/network/missing repo
             raise RexrankError(f"cannot list the results repo {self.repo_id}: {type(exc).__name__}. Check that it "
                                "exists and that HF_TOKEN can read it.") from None
-        return {f[len(PREFIX):] for f in files if f.startswith(PREFIX) and f.endswith(".json")}
+        return {prefix: {f[len(prefix):] for f in files if f.startswith(prefix) and f.endswith(".json")}
+                for prefix in (PREFIX, EVENTS_PREFIX)}
 
     def _request_files(self) -> dict[str, str]:
         """{path: content id} of the requests repo's request files (git blob sha1, or sha256 for an LFS file)."""
@@ -123,24 +146,31 @@ class HubSync:
                                "it exists and that HF_TOKEN can read it.") from None
 
     def push(self) -> int:
-        """Upload every stored result missing from the results repo, in one commit, and every queue entry that
-        differs from its request file, in one commit to the requests repo. Returns how many files were uploaded."""
+        """Upload every result and event of the store missing from the results repo, in one commit, and every queue
+        entry that differs from its request file, in one commit to the requests repo. Returns how many files were
+        uploaded."""
         from huggingface_hub import CommitOperationAdd
 
-        remote = self._remote_names()
+        remote = self._remote_files()
         ops = []
         for row in self.store.results(latest=False, include_hidden=True):
             record, digest = shared_record(row)
             name = f"{digest}.json"
-            if name not in remote:
-                remote.add(name)  # two local rows that disclose to one record are pushed once
+            if name not in remote[PREFIX]:
+                remote[PREFIX].add(name)  # two local rows that disclose to one record are pushed once
                 data = {**record.to_json(), "provenance": {
                     "submitted_by": row["submitted_by"], "via": row["submitted_via"],
-                    "submission_id": row["submission_id"], "submitted_at": row["submitted_at"], "owner": row["owner"]}}
+                    "submission_id": row["submission_id"], "submitted_at": row["submitted_at"],
+                    "recorded_at": row["created_at"], "owner": row["owner"]}}
                 ops.append(CommitOperationAdd(path_in_repo=PREFIX + name, path_or_fileobj=_payload(data)))
+        results = len(ops)
+        for digest, event in self.store.events():
+            if f"{digest}.json" not in remote[EVENTS_PREFIX]:
+                ops.append(CommitOperationAdd(path_in_repo=f"{EVENTS_PREFIX}{digest}.json",
+                                              path_or_fileobj=_payload(event)))
         if ops:
             self.api.create_commit(self.repo_id, operations=ops, repo_type="dataset",
-                                   commit_message=f"rexrank: add {len(ops)} result(s)")
+                                   commit_message=f"rexrank: add {results} result(s), {len(ops) - results} event(s)")
         return len(ops) + self._push_requests()
 
     def _push_requests(self) -> int:
@@ -161,32 +191,74 @@ class HubSync:
         return len(ops)
 
     def pull(self) -> int:
-        """Add every repo result missing from the store, then put back the queue entries of the requests repo.
-        Returns how many results and queue entries were new or updated."""
+        """Add every event and result of the repo missing from the store (events first: they register the names
+        and carry their details and owners), then put back the queue entries of the requests repo. Returns how many
+        events, results and queue entries were new or updated; files refused are listed in ``refused``."""
+        self.refused = []
+        remote = self._remote_files()
+        local_events = {digest for digest, _ in self.store.events()}
         rows = self.store.results(latest=False, include_hidden=True)
         # A local row is known under its own hash and under its disclosed record's (the name it was pushed as).
         known = {row["content_hash"] for row in rows} | {shared_record(row)[1] for row in rows}
-        added = 0
         with tempfile.TemporaryDirectory() as tmp:
-            files = [json.loads(Path(self.api.hf_hub_download(self.repo_id, PREFIX + name, repo_type="dataset",
-                                                              local_dir=tmp)).read_text())
-                     for name in sorted(self._remote_names()) if name[:-5] not in known]
-        # In the order they were first added: a host-owned model's missing details are filled from its earliest
-        # rows (``Store._model_id``), so the rebuilt store registers the same details as the original.
-        files.sort(key=lambda data: ((data.get("provenance") or {}).get("submitted_at") or 0.0))
-        for data in files:
-            record = ResultRecord.from_json(data)
-            # The repo is the host's own copy: rows come back as they were (provenance and owners kept; the
-            # board's owner rule decides what is shown). A file without provenance predates it: a result the
-            # host added, or a submission from no one known (kept, not shown).
-            given = data.get("provenance") or {}
-            provenance = Provenance(
-                submitted_by=given.get("submitted_by") or (HOST if record.source != "submission" else "unknown"),
-                via=given.get("via") or "hub-sync", submission_id=given.get("submission_id"),
-                submitted_at=given.get("submitted_at"))
-            added += self.store.add_result(record, provenance=provenance, enforce_owner=False,
-                                           owner_if_new=given.get("owner") or HOST)[1]
+            events = [(name, self._download(EVENTS_PREFIX + name, tmp)) for name in sorted(remote[EVENTS_PREFIX])
+                      if name[:-5] not in local_events]
+            files = [(name, self._download(PREFIX + name, tmp)) for name in sorted(remote[PREFIX])
+                     if name[:-5] not in known]
+        accepted = []
+        for name, data in events:
+            try:
+                if not isinstance(data, dict) or event_hash(data) != name[:-5]:
+                    raise InputError("its content does not hash to its name")
+                accepted.append(check_event(data))
+            except InputError as exc:
+                self._refuse(EVENTS_PREFIX + name, exc)
+        # In the order they were first recorded: the rebuilt store holds them in the original's order (the board's
+        # "newest row" rule reads that order), and a repo without events fills a host-owned model's details from its
+        # earliest rows as the original did (``Store._model_id``).
+        files.sort(key=lambda item: _recorded_at(item[1]))
+        added = 0
+        with self.store.transaction() as conn:
+            added += self.store.add_events(accepted, conn)
+            for name, data in files:
+                try:
+                    added += self._add_file(data, conn)
+                except (InputError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                    self._refuse(PREFIX + name, exc)
         return added + self._pull_requests()
+
+    def _download(self, path: str, tmp: str) -> Any:
+        """A repo file's JSON (None if it is not JSON: refused by the caller's checks)."""
+        text = Path(self.api.hf_hub_download(self.repo_id, path, repo_type="dataset", local_dir=tmp)).read_text()
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+
+    def _add_file(self, data: Any, conn) -> int:
+        """Store one result file of the repo (as it was accepted where it was added); whether it was new."""
+        if not isinstance(data, dict):
+            raise InputError("not a JSON object")
+        record = ResultRecord.from_json(data)
+        # The repo is the host's own copy: rows come back as they were (provenance and owners kept; the board's
+        # owner rule decides what is shown). A file without provenance predates it: a result the host added, or a
+        # submission from no one known (kept, not shown). Its "owner" only matters for a repo without events.
+        given = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+        for key, types in (("submitted_by", str), ("via", str), ("owner", str), ("submission_id", int),
+                           ("submitted_at", (int, float)), ("recorded_at", (int, float))):
+            if given.get(key) is not None and (not isinstance(given[key], types) or isinstance(given[key], bool)):
+                raise InputError(f"provenance {key} is not a {getattr(types, '__name__', 'number')}")
+        provenance = Provenance(
+            submitted_by=given.get("submitted_by") or (HOST if record.source != "submission" else "unknown"),
+            via=given.get("via") or "hub-sync", submission_id=given.get("submission_id"),
+            submitted_at=given.get("submitted_at"))
+        return self.store.add_result(record, conn, provenance=provenance, mirror=True,
+                                     owner_if_new=given.get("owner") or HOST,
+                                     recorded_at=given.get("recorded_at"))[1]
+
+    def _refuse(self, path: str, exc: Exception) -> None:
+        self.refused.append(path)
+        log.warning("skipped %s from %s: %s", path, self.repo_id, exc)
 
     def _pull_requests(self) -> int:
         if not self.requests_repo:

@@ -276,16 +276,29 @@ def canonical_datasets(names: list[str], field_name: str) -> list[str]:
     return out
 
 
-def from_results_json(results: dict[str, Any], model: ModelInfo, source: str = "rexrank") -> ResultRecord:
-    """Turn a `rexrank score` results.json into a record (aggregates only; per-study data stays out)."""
+def from_results_json(results: dict[str, Any], model: ModelInfo, source: str = "rexrank", *,
+                      dataset: str | None = None, split: str | None = None, track: str | None = None) -> ResultRecord:
+    """Turn a `rexrank score` results.json into a record (aggregates only; per-study data stays out).
+
+    ``dataset``/``split``/``track``: the board it belongs to, for a results.json scored with ``--references FILE``
+    (its dataset is null); a name the results.json also gives must agree with it. Without a split, the split the
+    leaderboard scores. The record carries the official-weights verdict of the results.json's metric configs
+    (``extra["weights"]``, ``rexrank.metrics.official.check_results``): what the store's ``check_weights`` reads.
+    Numbers are taken as they are (a string is an error); whether they are possible is ``check_numbers``'s call.
+    """
+    from rexrank.metrics.official import check_results
+
     try:
-        dataset, split, track = results["dataset"], results["split"], results["track"]
+        given = {"dataset": results["dataset"], "split": results.get("split"), "track": results["track"]}
         raw_metrics = results["metrics"]
     except KeyError as exc:
         raise InputError(f"results.json lacks the field {exc.args[0]!r}") from None
+    if not isinstance(raw_metrics, dict) or not all(isinstance(e, dict) for e in raw_metrics.values()):
+        raise InputError("results.json's metrics must be an object of {metric: {mean, ci_low, ci_high}}")
+    names = _board_names(given, {"dataset": dataset, "split": split, "track": track})
     metrics: dict[str, MetricValue] = {}
     for name, entry in raw_metrics.items():
-        metrics[name] = MetricValue(_num(entry.get("mean")), _num(entry.get("ci_low")), _num(entry.get("ci_high")))
+        metrics[name] = MetricValue(*(_num(entry.get(part), name, part) for part in ("mean", "ci_low", "ci_high")))
     extra = {k: results[k] for k in ("leaderboard", "fingerprints", "versions", "subgroups", "analyses",
                                      "n_dropped", "created_at") if k in results}
     # Corpus-level metrics (CE F1): every named value with its CI, for the model pages (never a ranking column).
@@ -294,12 +307,136 @@ def from_results_json(results: dict[str, Any], model: ModelInfo, source: str = "
               for name, entry in raw_metrics.items() if isinstance(entry.get("values"), dict)}
     if corpus:
         extra["corpus_metrics"] = corpus
-    return ResultRecord(model=model, dataset=dataset, split=split, track=track, source=source, metrics=metrics,
-                        n_studies=results.get("n_studies"), extra=extra)
+    extra["weights"] = check_results(results).summary()
+    note = None if given["dataset"] is not None else "scored against a references file; the host named its test set"
+    return ResultRecord(model=model, dataset=names[0], split=names[1], track=names[2], source=source, metrics=metrics,
+                        n_studies=results.get("n_studies"), note=note, extra=extra)
 
 
-def _num(value: Any) -> float | None:
+def _board_names(given: dict[str, Any], chosen: dict[str, str | None]) -> tuple[str, str, str]:
+    """(dataset, split, track) of a results.json from its own fields and the host's choice, as the catalog spells
+    them; a field both give must name the same thing (an alias of it is fine)."""
+    if given["dataset"] is None and chosen["dataset"] is None:
+        raise InputError("results.json names no test set (it was scored with --references FILE): say which board "
+                         "it belongs to with --dataset NAME (and --split, --track where they are not the board's)")
+    dataset = chosen["dataset"] or given["dataset"]
+    try:
+        dataset = catalog.canonical_dataset(dataset)
+        names = canonical_names(dataset, chosen["split"] or given["split"] or catalog.leaderboard_split(dataset),
+                                chosen["track"] or given["track"])
+    except UnknownNameError as exc:
+        raise InputError(str(exc)) from None
+    canonical = {"dataset": catalog.canonical_dataset, "split": lambda v: catalog.canonical_split(names[0], v),
+                 "track": tracks.canonical_track}
+    for index, field_name in enumerate(("dataset", "split", "track")):
+        if given[field_name] is None or chosen[field_name] is None:
+            continue
+        theirs = _lenient_name(canonical[field_name], given[field_name])
+        if theirs != names[index]:
+            raise InputError(f"results.json was scored on {field_name} {given[field_name]!r}, not "
+                             f"{chosen[field_name]!r}: leave --{field_name} out, or add the matching results.json")
+    return names
+
+
+def _lenient_name(canonical, name: Any) -> Any:
+    try:
+        return canonical(name)
+    except UnknownNameError:
+        return name
+
+
+def _num(value: Any, metric: str = "", part: str = "mean") -> float | None:
+    """A results.json number: None and NaN (a metric with no value: the NaN rule) are None; a string or any other
+    non-number is an InputError naming the metric; infinities are kept for ``check_numbers`` to refuse."""
     if value is None:
         return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"metric {metric!r}: {part} is {value!r:.60}, not a number (a results.json holds numbers "
+                         "as JSON numbers)")
     value = float(value)
     return None if math.isnan(value) else value
+
+
+# -- what a result may hold: every way into the store checks it (Store.add_result) ------------------------------------
+# A mean outside its own CI by more than this is impossible. The slack covers float noise and bounds rounded
+# separately: rounding is monotone, so the disclosure rule's 3 decimals keep a mean inside its interval.
+CI_SLACK = 1e-6
+RANGE_SLACK = 1e-9  # float noise at a metric's bound (a cosine of 1.0000000000000002)
+
+
+def check_numbers(record: ResultRecord) -> None:
+    """InputError, naming the metric, the value and what it should be, unless every number of ``record`` is possible.
+
+    Each metric's mean and CI bounds are numbers, finite and inside the metric's range (``MetricSpec.value_range``;
+    a name the registry does not know has no range); a CI has a mean and ``ci_low <= mean <= ci_high`` (published
+    rows have no CI). Not for a corpus-level metric's mean: its CI is a percentile interval of a nonlinear
+    statistic, which need not contain the value on the whole corpus. ``n_studies``, when given, is a whole number
+    of at least 1.
+    """
+    from rexrank.metrics import REGISTRY
+
+    n = record.n_studies
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise InputError(f"n_studies is {n!r:.60}: it must be a whole number of at least 1 (the studies scored)")
+    for name, value in record.metrics.items():
+        spec = REGISTRY.spec(name) if name in REGISTRY else None
+        low, high = spec.value_range if spec is not None else (None, None)
+        for part in ("mean", "ci_low", "ci_high"):
+            number = getattr(value, part)
+            if number is None:
+                continue
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise InputError(f"metric {name!r}: {part} is {number!r:.60}, not a number")
+            if not math.isfinite(number):
+                raise InputError(f"metric {name!r}: {part} is {number}, not a finite number")
+            if (low is not None and number < low - RANGE_SLACK) or (high is not None and number > high + RANGE_SLACK):
+                bounds = f"[{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
+                raise InputError(f"metric {name!r}: {part} {number:g} is outside the metric's range {bounds}")
+        mean, ci_low, ci_high = value.mean, value.ci_low, value.ci_high
+        if mean is None and (ci_low is not None or ci_high is not None):
+            raise InputError(f"metric {name!r} has a CI but no mean")
+        if ci_low is not None and ci_high is not None and ci_low > ci_high + CI_SLACK:
+            raise InputError(f"metric {name!r}: ci_low {ci_low:g} is above ci_high {ci_high:g}")
+        if spec is not None and spec.level == "corpus":
+            continue
+        if (ci_low is not None and mean < ci_low - CI_SLACK) or (ci_high is not None and mean > ci_high + CI_SLACK):
+            raise InputError(f"metric {name!r}: mean {mean:g} is outside its own CI [{ci_low}, {ci_high}]")
+
+
+def weights_verdict(record: ResultRecord) -> dict[str, Any] | None:
+    """The official-weights verdict of ``record`` (``WeightsCheck.summary()``'s form); None for a published row.
+
+    From the record's ``extra["weights"]`` (``from_results_json`` sets it from the results.json's configs). A
+    metric that needs weights and that verdict does not name (a record built by hand, or one whose verdict lost a
+    metric) is judged as a results.json without configs is: nothing shows its weights, so it is unofficial (or
+    unverified where no official weights exist, e.g. FineRadScore).
+    """
+    if record.source == "published":  # the published tables are the reference numbers, with no weights to check
+        return None
+    from rexrank.metrics.official import MetricCheck, WeightsCheck, check_results
+
+    given = record.extra.get("weights") if isinstance(record.extra.get("weights"), dict) else {}
+    claimed = {name: status for status in ("official", "unofficial", "unverified")
+               for name in (given.get(status) or []) if isinstance(name, str)}
+    bare = check_results({"metrics": dict.fromkeys(record.metrics)})  # which metrics need weights at all
+    return WeightsCheck({name: MetricCheck(name, claimed.get(name, check.status))
+                         for name, check in bare.metrics.items()}).summary()
+
+
+def check_weights(record: ResultRecord, *, allow_unofficial_weights: bool = False) -> ResultRecord:
+    """``record`` if its weights are official; ``UnofficialWeightsError`` if not, unless allowed: then ``record``
+    carrying its verdict in ``extra["weights"]`` (the board's label), added where the record lacked one."""
+    verdict = weights_verdict(record)
+    if verdict is None or not verdict["label"]:
+        return record
+    if not allow_unofficial_weights:
+        from rexrank.metrics.official import UnofficialWeightsError
+
+        raise UnofficialWeightsError(
+            f"the result of {record.model.name!r} on {record.dataset} {record.split} ({record.track}) was not scored "
+            f"with the official metric weights ({verdict['label']}), so it was not added. To add it anyway, labelled "
+            f"'{verdict['label']}' on the board, pass --allow-unofficial-weights (Python: "
+            "allow_unofficial_weights=True)")
+    if record.extra.get("weights") == verdict:
+        return record
+    return ResultRecord.from_json({**record.to_json(), "extra": {**record.extra, "weights": verdict}})

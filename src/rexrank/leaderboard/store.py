@@ -1,20 +1,35 @@
 """The results store: SQLite by default (WAL; every write is one transaction; schema versioned and migrated).
 
-Tables: models (one per name: its details and its owner), results (every result ever added, each with its
-provenance: the board shows the newest the owner or the host added per model/dataset/split/track/source, older
-ones are history), submissions (the queue), attempts (every submission attempt, rejected ones included: the
-quotas count them) and meta (facts about the store itself, e.g. whether it was seeded with the published tables:
-``published.seed_store`` owns that rule). Readers never block writers (WAL), and each write commits or rolls back whole, so a process
-killed mid-write leaves the store as it was.
+One log. Everything the board shows is an append-only, content-addressed entry: a result (table ``results``, its
+id the sha256 of its record) or a model event (table ``events``: a name registered, details filled in by the
+host's own rows, details edited, a name handed over; its id the sha256 of the event). Nothing in either table is
+ever changed or deleted. ``models`` (one row per name: details, owner) is derived from the events, replayed in
+their recorded order (``at``, then hash); the Hub sync carries both kinds of entry (``hub_sync``), so a store
+rebuilt from the repo shows the same board. Other tables are not the board: submissions (the queue), attempts
+(every submission attempt, rejected ones included: the quotas count them) and meta (facts about the store itself,
+e.g. whether it was seeded with the published tables: ``published.seed_store`` owns that rule).
 
-Ownership: a model name (compared by ``records.name_key``: NFKC, casefold, hidden characters and look-alikes
-folded) belongs to whoever first registered it, the host for the published rows. Only its owner may add results
-under it; nothing but ``edit_model`` (the host's CLI) changes its details or its owner.
+The generation (``generation()``, which ``version()`` returns) is bumped by every commit that changes a row, so
+one number keys every cache and the page's refresh: an edit or a hand-over changes it like a new result does.
+Readers never block writers (WAL), and each write commits or rolls back whole, so a process killed mid-write
+leaves the store as it was.
+
+What may enter (``add_result``, on every path: `leaderboard add`, the Python API, a submission's ``finish``, the
+Hub pull): a record whose numbers are possible (``records.check_numbers``: finite, inside each metric's range,
+the mean inside its own CI, at least one study) and, except on a Hub pull of rows already accepted, whose metric
+weights are official (``records.check_weights``) unless the caller allows unofficial ones, which the board
+labels. A file that is not a SQLite store, or a damaged one, is a one-line ``StoreError`` naming it and the fix.
+
+Ownership: a model name (compared by ``records.name_key``) belongs to whoever first registered it, the host for
+the published rows. Only its owner may add results under it; nothing but ``edit_model`` (the host's CLI) changes
+its details or its owner.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import secrets
 import sqlite3
 import threading
 import time
@@ -34,11 +49,13 @@ from rexrank.leaderboard.records import (
     anonymous_identity,
     canonical_datasets,
     canonical_names,
+    check_numbers,
+    check_weights,
     describe_identity,
     name_key,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def _canonical_names_v3(conn: sqlite3.Connection) -> None:
@@ -201,6 +218,184 @@ def _rebuild_details(conn: sqlite3.Connection, model_id: int, owner: str) -> Non
                   details.get("trained_on", "[]"), model_id))
 
 
+# -- model events: the part of the log that ``models`` is derived from ----------------------------------------------
+EVENT_KINDS = ("register", "fill", "edit", "owner")
+DETAIL_FIELDS = ("institution", "url", "year", "model_type", "trained_on")
+# Consecutive events of one store are at least this far apart, so a store's own events keep their order whatever
+# the clock does (an event pulled from a board whose clock runs ahead, or two events in one clock tick).
+_EVENT_STEP = 1e-6
+_MAX_EVENT_TEXT = 400
+
+
+def event_hash(event: dict[str, Any]) -> str:
+    """An event's identity: the sha256 of its JSON (sorted keys), as a result's is of its record."""
+    return hashlib.sha256(json.dumps(event, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def make_event(kind: str, model: str, at: float, by: str, *, owner: str | None = None,
+               details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One model event. ``register``: a new name, its owner and every detail; ``fill``: details still unknown, given
+    by the host's own rows; ``edit``: details the host changed; ``owner``: the name handed over. ``by``: who caused
+    it; ``at``: when (the log's order)."""
+    event: dict[str, Any] = {"kind": kind, "model": model, "at": float(at), "by": by}
+    if kind in ("register", "owner"):
+        event["owner"] = owner
+    if kind in ("register", "fill", "edit"):
+        event["details"] = dict(details or {})
+    return event
+
+
+def check_event(event: Any) -> dict[str, Any]:
+    """``event`` if it is one ``make_event`` could have made, else InputError saying what is wrong. What a Hub file
+    may hold: these fields of these types and lengths, nothing else (the page shows every text as plain text)."""
+    if not isinstance(event, dict) or event.get("kind") not in EVENT_KINDS:
+        raise InputError(f"not a model event (kind must be one of {', '.join(EVENT_KINDS)})")
+    kind = event["kind"]
+    expected = {"kind", "model", "at", "by"} | ({"owner"} if kind in ("register", "owner") else set()) | (
+        {"details"} if kind in ("register", "fill", "edit") else set())
+    if set(event) != expected:
+        raise InputError(f"a {kind} event holds {', '.join(sorted(expected))} (got {', '.join(sorted(event))})")
+    for key in ("model", "by") + (("owner",) if "owner" in expected else ()):
+        if not isinstance(event[key], str) or not event[key].strip() or len(event[key]) > _MAX_EVENT_TEXT:
+            raise InputError(f"a {kind} event's {key} must be a non-empty text")
+    if isinstance(event["at"], bool) or not isinstance(event["at"], (int, float)) or event["at"] != event["at"] \
+            or abs(event["at"]) == float("inf"):
+        raise InputError(f"a {kind} event's time must be a number")
+    details = event.get("details")
+    if "details" in expected:
+        if not isinstance(details, dict) or not set(details) <= set(DETAIL_FIELDS) or (
+                kind == "register" and set(details) != set(DETAIL_FIELDS)):
+            raise InputError(f"a {kind} event's details are {', '.join(DETAIL_FIELDS)}")
+        for key, value in details.items():
+            if key == "trained_on":
+                ok = isinstance(value, list) and all(isinstance(v, str) and len(v) < _MAX_EVENT_TEXT for v in value)
+            elif key == "year":
+                ok = value is None or (isinstance(value, int) and not isinstance(value, bool))
+            else:
+                ok = value is None or (isinstance(value, str) and len(value) <= _MAX_EVENT_TEXT)
+            if not ok or (kind != "register" and value is None):
+                raise InputError(f"a {kind} event's {key} is not a valid value ({value!r:.60})")
+    return event
+
+
+def _details_of(model: ModelInfo) -> dict[str, Any]:
+    return {key: getattr(model, key) for key in DETAIL_FIELDS}
+
+
+def _unknown(value: Any) -> bool:
+    return value is None or value == []
+
+
+def _fold(models: dict[str, dict[str, Any]], event: dict[str, Any], key_taken: Callable[[str], bool]) -> bool:
+    """Apply one event to ``models`` (name -> the row's fields, trained_on a list); whether it changed anything.
+
+    A name registered again (two boards registered it, or a look-alike of it, before they synced) keeps its first
+    registration; a look-alike registered later keeps its own row without the key (as schema 4 left such names),
+    so its rows stay. An event about a name never registered changes nothing."""
+    name, kind = event["model"], event["kind"]
+    if kind == "register":
+        if name in models:
+            return False
+        key = name_key(name)
+        models[name] = {"name": name, "name_key": None if key_taken(key) else key, "owner": event["owner"],
+                        **{k: event["details"].get(k) for k in DETAIL_FIELDS}, "created_at": event["at"]}
+        models[name]["trained_on"] = list(models[name]["trained_on"] or [])
+        return True
+    row = models.get(name)
+    if row is None:
+        return False
+    before = dict(row)
+    if kind == "fill":
+        row.update({k: v for k, v in event["details"].items() if _unknown(row[k]) and not _unknown(v)})
+    elif kind == "edit":
+        row.update({k: v for k, v in event["details"].items() if v is not None})
+    else:
+        row["owner"] = event["owner"]
+    return row != before
+
+
+def _model_fields(row: sqlite3.Row) -> dict[str, Any]:
+    fields = {k: row[k] for k in ("name", "name_key", "owner", *DETAIL_FIELDS, "created_at")}
+    fields["trained_on"] = json.loads(fields["trained_on"] or "[]")
+    return fields
+
+
+def _write_model(conn: sqlite3.Connection, fields: dict[str, Any]) -> None:
+    values = (fields["name_key"], fields["owner"], fields["institution"], fields["url"], fields["year"],
+              fields["model_type"], json.dumps(fields["trained_on"]), fields["created_at"])
+    if conn.execute("SELECT 1 FROM models WHERE name = ?", (fields["name"],)).fetchone():
+        conn.execute("UPDATE models SET name_key=?, owner=?, institution=?, url=?, year=?, model_type=?, trained_on=?,"
+                     " created_at=? WHERE name=?", (*values, fields["name"]))
+    else:
+        conn.execute("INSERT INTO models(name_key, owner, institution, url, year, model_type, trained_on, created_at,"
+                     " name) VALUES (?,?,?,?,?,?,?,?,?)", (*values, fields["name"]))
+
+
+def _insert_event(conn: sqlite3.Connection, event: dict[str, Any]) -> bool:
+    """Store ``event`` in the log (not yet applied); False if the log already holds it."""
+    cur = conn.execute("INSERT OR IGNORE INTO events(content_hash, kind, model, at, event, created_at)"
+                       " VALUES (?,?,?,?,?,?)", (event_hash(event), event["kind"], event["model"], event["at"],
+                                                 json.dumps(event, sort_keys=True), time.time()))
+    return cur.rowcount == 1
+
+
+def _apply_event(conn: sqlite3.Connection, event: dict[str, Any]) -> None:
+    """Apply the newest event of the log to ``models`` (one row)."""
+    row = conn.execute("SELECT * FROM models WHERE name = ?", (event["model"],)).fetchone()
+    models = {} if row is None else {row["name"]: _model_fields(row)}
+    key_taken = lambda key: conn.execute("SELECT 1 FROM models WHERE name_key = ?", (key,)).fetchone() is not None
+    if _fold(models, event, key_taken):
+        _write_model(conn, models[event["model"]])
+
+
+def _replay_models(conn: sqlite3.Connection) -> None:
+    """``models`` rebuilt from the whole log, in its order (``at``, then hash): what an event that arrived out of
+    order (a Hub pull of another board's older events) needs. Row ids are kept; new names get new rows in order."""
+    models: dict[str, dict[str, Any]] = {}
+    taken: set[str] = set()
+    for (text,) in conn.execute("SELECT event FROM events ORDER BY at, content_hash").fetchall():
+        event = json.loads(text)
+        if _fold(models, event, taken.__contains__) and event["kind"] == "register":
+            key = models[event["model"]]["name_key"]
+            if key is not None:
+                taken.add(key)
+    conn.executemany("UPDATE models SET name_key = NULL WHERE name = ?", [(name,) for name in models])
+    for fields in models.values():
+        _write_model(conn, fields)
+
+
+def _log_v6(conn: sqlite3.Connection) -> None:
+    """Version 6: one log. Model registrations, detail fills, edits and hand-overs become append-only events
+    (table ``events``) from which ``models`` is derived; one generation counter keys every cache.
+
+    Each existing model is expressed as one ``register`` event holding its current details and owner, at its
+    creation time (made strictly increasing in id order, so the log's order is the rows' order), so nothing
+    changes on screen. Every ``name_key`` is recomputed with today's ``records.name_key``; of two names that now
+    compare equal, the older (lower id) holds the key and the other keeps its row without one, as schema 4 did.
+    """
+    conn.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,"
+                 " model TEXT NOT NULL, at REAL NOT NULL, event TEXT NOT NULL, created_at REAL NOT NULL)")
+    conn.execute("CREATE INDEX events_order ON events(at, content_hash)")
+    # store_id: a random name for this store file, so a cache key never matches another store (a store deleted and
+    # created again at the same path counts its generations from 0 again).
+    conn.execute("CREATE TABLE generation (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL,"
+                 " store_id TEXT NOT NULL)")
+    conn.execute("INSERT INTO generation(id, value, store_id) VALUES (1, 0, ?)", (secrets.token_hex(8),))
+    rows = conn.execute("SELECT * FROM models ORDER BY id").fetchall()
+    conn.execute("UPDATE models SET name_key = NULL")  # recomputed below; the unique index holds throughout
+    taken: set[str] = set()
+    last: float | None = None
+    for row in rows:
+        key = name_key(row["name"])
+        at = row["created_at"] if last is None else max(row["created_at"], last + _EVENT_STEP)
+        last = at
+        conn.execute("UPDATE models SET name_key = ?, created_at = ? WHERE id = ?",
+                     (None if key in taken else key, at, row["id"]))
+        taken.add(key)
+        details = {k: row[k] for k in DETAIL_FIELDS} | {"trained_on": json.loads(row["trained_on"] or "[]")}
+        _insert_event(conn, make_event("register", row["name"], at, HOST, owner=row["owner"], details=details))
+
+
 # Each migration takes the store from version i to i+1: SQL statements, or a function of the connection for a
 # step that rewrites data. Never edit a released step; append a new one.
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
@@ -229,6 +424,7 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     _canonical_names_v3,
     _ownership_v4,
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at REAL NOT NULL)",
+    _log_v6,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -244,6 +440,58 @@ def _apply(conn: sqlite3.Connection, migration: str | Callable[[sqlite3.Connecti
 
 class StoreError(RexrankError):
     pass
+
+
+def _unreadable(path: Path, exc: Exception) -> StoreError:
+    return StoreError(f"{path} is not a readable rexrank store ({exc}): it is damaged or not a SQLite file. Move it "
+                      "aside and restore a backup, or rebuild it from the board's Hub repo with `rexrank leaderboard "
+                      "sync --repo ORG/NAME --store NEW_PATH`")
+
+
+@contextmanager
+def _readable(path: Path) -> Iterator[None]:
+    """SQLite's "file is not a database" / "database disk image is malformed" (a plain DatabaseError, not one of
+    its subclasses: locks, constraints) as a StoreError naming the file and the fix, wherever a query meets it."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        if type(exc) is not sqlite3.DatabaseError:
+            raise
+        raise _unreadable(path, exc) from None
+
+
+class _Cursor(sqlite3.Cursor):
+    def execute(self, *args):
+        with _readable(self.connection.store_path):
+            return super().execute(*args)
+
+    def executemany(self, *args):
+        with _readable(self.connection.store_path):
+            return super().executemany(*args)
+
+    def fetchone(self):
+        with _readable(self.connection.store_path):
+            return super().fetchone()
+
+    def fetchall(self):
+        with _readable(self.connection.store_path):
+            return super().fetchall()
+
+    def __next__(self):
+        with _readable(self.connection.store_path):
+            return super().__next__()
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose queries report a damaged store file as ``StoreError`` (``_readable``)."""
+
+    store_path = Path()
+
+    def execute(self, sql, parameters=()):
+        return self.cursor(_Cursor).execute(sql, parameters)
+
+    def executemany(self, sql, parameters):
+        return self.cursor(_Cursor).executemany(sql, parameters)
 
 
 # A queued job's error when its uploaded file is gone (the Space restarted before scoring it: uploads stay on the
@@ -301,11 +549,21 @@ class Store:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
+            try:
+                conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None,
+                                       check_same_thread=False, factory=_Connection)
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"cannot open the store {self.path} ({exc}): give a --store path in a folder you "
+                                 "can write") from None
+            conn.store_path = self.path
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            except BaseException:
+                conn.close()
+                raise
             self._local.conn = conn
         return conn
 
@@ -317,11 +575,14 @@ class Store:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
+            changed = conn.total_changes != before
+            if changed:  # one generation per commit that changed a row: every cache's and the page's key
+                conn.execute("UPDATE generation SET value = value + 1")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        if conn.total_changes != before:
+        if changed:
             self._changed()
 
     def add_listener(self, callback: Callable[[], None]) -> None:
@@ -386,24 +647,58 @@ class Store:
         A registered name may be used only by its owner (``NameTaken`` otherwise, unless ``enforce`` is False: the
         host mirroring its own Hub copy). Its details never change here, except that the host's own additions
         fill details still unknown (the published tables give a model's link in one table and not in another).
+        Registering and filling are events of the log (``_event``).
         """
         row = self._find_model(conn, model.name)
         if row is None:
-            cur = conn.execute(
-                "INSERT INTO models(name, name_key, owner, institution, url, year, model_type, trained_on, created_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?)",
-                (model.name, name_key(model.name), owner_if_new or identity, model.institution, model.url,
-                 model.year, model.model_type, json.dumps(model.trained_on), time.time()))
-            return cur.lastrowid
+            self._event(conn, "register", model.name, identity, owner=owner_if_new or identity,
+                        details=_details_of(model))
+            return conn.execute("SELECT id FROM models WHERE name = ?", (model.name,)).fetchone()[0]
         if enforce:
             check_owner(row, model.name, identity)
         if identity == HOST and row["owner"] == HOST:
-            conn.execute(
-                "UPDATE models SET institution=COALESCE(institution, ?), url=COALESCE(url, ?),"
-                " year=COALESCE(year, ?), model_type=COALESCE(model_type, ?),"
-                " trained_on=CASE WHEN trained_on='[]' THEN ? ELSE trained_on END WHERE id=?",
-                (model.institution, model.url, model.year, model.model_type, json.dumps(model.trained_on), row["id"]))
+            stored = _model_fields(row)
+            missing = {k: v for k, v in _details_of(model).items() if _unknown(stored[k]) and not _unknown(v)}
+            if missing:
+                self._event(conn, "fill", row["name"], HOST, details=missing)
         return row["id"]
+
+    def _event(self, conn: sqlite3.Connection, kind: str, model: str, by: str, **fields: Any) -> None:
+        """Record this store's own event, after every event it holds, and apply it to ``models``."""
+        last = conn.execute("SELECT MAX(at) FROM events").fetchone()[0]
+        at = time.time() if last is None else max(time.time(), last + _EVENT_STEP)
+        event = make_event(kind, model, at, by, **fields)
+        if _insert_event(conn, event):
+            _apply_event(conn, event)
+
+    def add_events(self, events: list[dict[str, Any]], conn: sqlite3.Connection | None = None) -> int:
+        """Add events made elsewhere (a Hub pull: another board's, or this one's before a restart); how many were new.
+
+        Every event is checked (``check_event``) before any is stored; the ones the log already holds are skipped
+        (idempotent), and ``models`` is replayed from the whole log when any arrived out of order, so the result does
+        not depend on the order events arrive in.
+        """
+        events = [check_event(event) for event in events]
+        if conn is None:
+            with self.transaction() as tx:
+                return self.add_events(events, tx)
+        added = 0
+        for event in sorted(events, key=lambda e: (e["at"], event_hash(e))):
+            last = conn.execute("SELECT at, content_hash FROM events ORDER BY at DESC, content_hash DESC"
+                                " LIMIT 1").fetchone()
+            if not _insert_event(conn, event):
+                continue
+            added += 1
+            if last is None or (event["at"], event_hash(event)) > (last["at"], last["content_hash"]):
+                _apply_event(conn, event)
+            else:
+                _replay_models(conn)
+        return added
+
+    def events(self) -> list[tuple[str, dict[str, Any]]]:
+        """The model events of the log, in its order: (content hash, event)."""
+        rows = self._conn().execute("SELECT content_hash, event FROM events ORDER BY at, content_hash").fetchall()
+        return [(row["content_hash"], json.loads(row["event"])) for row in rows]
 
     def model(self, name: str) -> dict[str, Any] | None:
         """The registered model of ``name`` (compared by name key): details, owner; None if the name is free."""
@@ -425,47 +720,66 @@ class Store:
             check_owner(row, name, identity)
         return None if row is None else dict(row)
 
-    def edit_model(self, name: str, *, owner: str | None = None, **details: Any) -> dict[str, Any]:
+    def edit_model(self, name: str, *, owner: str | None = None, by: str = HOST, **details: Any) -> dict[str, Any]:
         """The host's explicit edit of a model's details or owner (``rexrank leaderboard edit-model``).
 
-        ``details``: institution, url, year, model_type, trained_on; values None are left as they are.
+        ``details``: institution, url, year, model_type, trained_on; values None are left as they are. Each change
+        is an event of the log (``edit`` for the details that differ, ``owner`` for a hand-over), so the board, its
+        caches and the Hub copy follow it at once; an edit that changes nothing records nothing.
         """
-        allowed = ("institution", "url", "year", "model_type", "trained_on")
-        unknown = set(details) - set(allowed)
+        unknown = set(details) - set(DETAIL_FIELDS)
         if unknown:
             raise InputError(f"unknown model fields: {', '.join(sorted(unknown))}")
         with self.transaction() as conn:
             row = self._find_model(conn, name)
             if row is None:
                 raise InputError(f"no model named {name!r}")
-            sets, args = [], []
-            for key in allowed:
-                if details.get(key) is not None:
-                    value = details[key]
-                    sets.append(f"{key} = ?")
-                    args.append(json.dumps(value) if key == "trained_on" else value)
-            if owner is not None:
-                sets.append("owner = ?")
-                args.append(owner)
-            if sets:
-                conn.execute(f"UPDATE models SET {', '.join(sets)} WHERE id = ?", (*args, row["id"]))
+            stored = _model_fields(row)
+            changed = {k: (list(v) if k == "trained_on" else v) for k, v in details.items()
+                       if v is not None and stored[k] != v}
+            if changed:
+                self._event(conn, "edit", row["name"], by, details=changed)
+            if owner is not None and owner != row["owner"]:
+                self._event(conn, "owner", row["name"], by, owner=owner)
         return self.model(row["name"])
 
+    def check_result(self, record: ResultRecord, *, provenance: Provenance | None = None,
+                     allow_unofficial_weights: bool = False) -> ResultRecord:
+        """What ``add_result`` checks before it writes, without writing: InputError for impossible numbers
+        (``records.check_numbers``), ``UnofficialWeightsError`` for weights that are not official unless allowed
+        (``records.check_weights``), ``NameTaken`` for a name another adder owns. Returns the record as it would be
+        stored (with its weights verdict where it lacked one and unofficial weights were allowed)."""
+        check_numbers(record)
+        record = check_weights(record, allow_unofficial_weights=allow_unofficial_weights)
+        row = self._find_model(self._conn(), record.model.name)
+        if row is not None:
+            check_owner(row, record.model.name, (provenance or Provenance()).submitted_by)
+        return record
+
     def add_result(self, record: ResultRecord, conn: sqlite3.Connection | None = None, *,
-                   provenance: Provenance | None = None, enforce_owner: bool = True,
-                   owner_if_new: str | None = None) -> tuple[int, bool]:
+                   provenance: Provenance | None = None, allow_unofficial_weights: bool = False,
+                   mirror: bool = False, owner_if_new: str | None = None,
+                   recorded_at: float | None = None) -> tuple[int, bool]:
         """Insert a result; returns (result id, whether it was new). The same result twice is stored once.
 
+        Checked first, whoever calls (`leaderboard add`, the Python API, ``finish``, the Hub pull), and nothing is
+        written when a check fails: the numbers (``records.check_numbers``: InputError), and, except for a
+        ``mirror``, the weights (``records.check_weights``: ``UnofficialWeightsError`` unless
+        ``allow_unofficial_weights``, which stores the record with its label) and the owner (``NameTaken``).
         "The same": the same content hash, or (``_same_result``) a result its adder already stored for this
         model, test set, split, track and source with the same ``ResultRecord.result_key`` (the same numbers,
         scored at another time: re-running `rexrank score` and `leaderboard add` adds nothing).
-        ``provenance``: who adds it and how (default: the host). Only the owner of the model's name may add a
-        result under it (``NameTaken`` otherwise); a new name is registered to ``provenance.submitted_by``.
+        ``provenance``: who adds it and how (default: the host); a new name is registered to
+        ``provenance.submitted_by`` (or ``owner_if_new``). ``mirror``: a row of this board's own Hub copy (or
+        another of the host's boards), stored exactly as it was accepted there, at ``recorded_at``.
         """
+        check_numbers(record)  # before disclosure, which cannot round an infinity
+        if not mirror:
+            record = check_weights(record, allow_unofficial_weights=allow_unofficial_weights)
         if conn is None:
             with self.transaction() as tx:
-                return self.add_result(record, tx, provenance=provenance, enforce_owner=enforce_owner,
-                                       owner_if_new=owner_if_new)
+                return self.add_result(record, tx, provenance=provenance, mirror=mirror, owner_if_new=owner_if_new,
+                                       recorded_at=recorded_at, allow_unofficial_weights=True)
         provenance = provenance or Provenance()
         # A private set's result is stored as it may be disclosed (rounded, small groups suppressed): the store is
         # synced to the Hub and read by the Space, so full precision must never enter it.
@@ -479,10 +793,10 @@ class Store:
         same = self._same_result(conn, record, provenance.submitted_by)
         if same is not None:
             return same, False
-        model_id = self._model_id(conn, record.model, provenance.submitted_by, enforce=enforce_owner,
+        model_id = self._model_id(conn, record.model, provenance.submitted_by, enforce=not mirror,
                                   owner_if_new=owner_if_new)
         metrics = {k: vars(v) for k, v in record.metrics.items()}
-        now = time.time()
+        now = recorded_at if mirror and recorded_at is not None else self._next_time(conn)
         cur = conn.execute(
             "INSERT INTO results(model_id, dataset, split, track, source, n_studies, metrics, extra, note,"
             " record, content_hash, created_at, submitted_by, submitted_via, submission_id, submitted_at)"
@@ -492,6 +806,23 @@ class Store:
              json.dumps(record.to_json(), default=str), digest, now, provenance.submitted_by, provenance.via,
              provenance.submission_id, provenance.submitted_at or now))
         return cur.lastrowid, True
+
+    @staticmethod
+    def _next_time(conn: sqlite3.Connection) -> float:
+        """Now, or just after the newest row if the clock says otherwise: rows' times follow their ids, so a store
+        rebuilt from the Hub (which orders rows by these times) gives them the same order."""
+        last = conn.execute("SELECT created_at FROM results ORDER BY id DESC LIMIT 1").fetchone()
+        now = time.time()
+        return now if last is None or now > last[0] else last[0] + _EVENT_STEP
+
+    def add_results(self, records: list[ResultRecord], *, provenance: Provenance | None = None,
+                    allow_unofficial_weights: bool = False) -> list[tuple[int, bool]]:
+        """Many results at once (`leaderboard add A.json B.json ...`): every one checked (``check_result``) before any
+        is stored, then all stored in ONE transaction, so either all are added or none."""
+        checked = [self.check_result(r, provenance=provenance, allow_unofficial_weights=allow_unofficial_weights)
+                   for r in records]
+        with self.transaction() as conn:
+            return [self.add_result(r, conn, provenance=provenance, allow_unofficial_weights=True) for r in checked]
 
     def _same_result(self, conn: sqlite3.Connection, record: ResultRecord, submitted_by: str) -> int | None:
         """The newest row ``submitted_by`` stored with ``record``'s result key for its model/set/split/track/source."""
@@ -562,10 +893,15 @@ class Store:
             out.append(item)
         return out
 
-    def version(self) -> tuple[int, int]:
-        """Changes whenever a result is added (results are append-only): a cheap key for caching views."""
-        row = self._conn().execute("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM results").fetchone()
-        return int(row[0]), int(row[1])
+    def generation(self) -> int:
+        """The store's generation: bumped by every commit that changed a row (a result, a registration, an edit, a
+        hand-over, the queue, ...), in every process that writes the file."""
+        return int(self._conn().execute("SELECT value FROM generation").fetchone()[0])
+
+    def version(self) -> tuple[str, int]:
+        """A cheap key for caching views and refreshing the page: this store's id and its generation. Opaque."""
+        row = self._conn().execute("SELECT store_id, value FROM generation").fetchone()
+        return row["store_id"], int(row["value"])
 
     def models(self) -> list[dict[str, Any]]:
         rows = self._conn().execute("SELECT * FROM models ORDER BY name").fetchall()
