@@ -1,8 +1,8 @@
 """The evaluate modules in metrics/<slug>/: layout, cards, documented examples, Gradio apps, and Hub-style loading.
 
-Like huggingface/evaluate's own common test, the examples in each module's docstring (identical to its card's) run
-here, so a card cannot drift from the code. Model-backed modules run on random-weight stand-ins: that proves the
-plumbing, never the real models' numbers (the examples of those modules print shapes, not numbers).
+The card's examples equal the module docstring's here; they run in huggingface/evaluate's own module check
+(tests/test_evaluate_peer_check.py), so a card cannot drift from the code. Model-backed modules run on random-weight
+stand-ins: that proves the plumbing, never the real models' numbers.
 """
 
 from __future__ import annotations
@@ -214,22 +214,6 @@ def test_card_examples_equal_module_examples(slug):
     module_examples = _examples(_module_file(slug)._KWARGS_DESCRIPTION)
     assert module_examples, f"{slug} documents no runnable example"
     assert _examples(_readme_examples(slug)) == module_examples
-
-
-@pytest.mark.parametrize("slug", SLUGS)
-def test_documented_examples_run(slug, hub_shim, monkeypatch):
-    """Run the module's examples as doctests. BLEU-2 and RadCliQ print numbers, which are checked exactly."""
-    import evaluate
-
-    _require(slug)
-    monkeypatch.setattr(evaluate, "load", hub_shim)
-    text = _module_file(slug)._KWARGS_DESCRIPTION
-    test = doctest.DocTestParser().get_doctest(text, {}, f"metrics/{slug}", str(METRICS_DIR / slug / f"{slug}.py"), 0)
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    out: list[str] = []
-    result = runner.run(test, out=out.append)
-    assert result.attempted > 0
-    assert result.failed == 0, "".join(out)
 
 
 @pytest.mark.parametrize("slug", SLUGS)

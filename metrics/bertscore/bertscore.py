@@ -64,7 +64,8 @@ Returns:
     hashcode (`str`): bert-score's setting string (model, layers, idf, rescaling), with rexrank's version.
 Examples:
     >>> import evaluate
-    >>> bertscore = evaluate.load("rexrank/bertscore", device="cpu")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> bertscore = evaluate.load(str(module_path("bertscore")), device="cpu")
     >>> results = bertscore.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],

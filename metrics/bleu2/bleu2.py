@@ -60,7 +60,8 @@ Returns:
 Empty reports score 0.0 (no unigram can match). A missing report (None) is an error naming its index.
 Examples:
     >>> import evaluate
-    >>> bleu2 = evaluate.load("rexrank/bleu2")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> bleu2 = evaluate.load(str(module_path("bleu2")))
     >>> results = bleu2.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],

@@ -53,7 +53,8 @@ Returns:
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
 Examples:
     >>> import evaluate
-    >>> ce_f1 = evaluate.load("rexrank/ce_f1", device="cpu")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> ce_f1 = evaluate.load(str(module_path("ce_f1")), device="cpu")
     >>> results = ce_f1.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],

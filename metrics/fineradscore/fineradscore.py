@@ -59,7 +59,8 @@ Returns:
     details (`dict` of `list`, with return_details=True): per-pair extra columns.
 Examples:
     >>> import evaluate
-    >>> fineradscore = evaluate.load("rexrank/fineradscore", device="cpu")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> fineradscore = evaluate.load(str(module_path("fineradscore")), device="cpu")
     >>> results = fineradscore.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],

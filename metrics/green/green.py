@@ -56,7 +56,8 @@ Returns:
     details (`dict` of `list`, with return_details=True): per-pair extra columns.
 Examples:
     >>> import evaluate
-    >>> green = evaluate.load("rexrank/green", device="cpu")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> green = evaluate.load(str(module_path("green")), device="cpu")
     >>> results = green.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],

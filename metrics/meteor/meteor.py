@@ -46,7 +46,8 @@ Returns:
     tokenizer (`str`), leaderboard_flags (`list`), warning (None), fingerprint (`str`): as every rexrank module.
 Examples:
     >>> import evaluate
-    >>> meteor = evaluate.load("rexrank/meteor")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> meteor = evaluate.load(str(module_path("meteor")))
     >>> results = meteor.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],

@@ -59,7 +59,8 @@ Returns:
     tokenizer (`str`), leaderboard_flags (`list`), warning (None), fingerprint (`str`): as every rexrank module.
 Examples:
     >>> import evaluate
-    >>> nlg = evaluate.load("rexrank/nlg")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> nlg = evaluate.load(str(module_path("nlg")))
     >>> results = nlg.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],

@@ -66,7 +66,8 @@ Examples:
 
     The evaluate module scores reports (it loads RadGraph, BERTScore and CheXbert weights once):
     >>> import evaluate
-    >>> radcliq = evaluate.load("rexrank/radcliq", device="cpu")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> radcliq = evaluate.load(str(module_path("radcliq")), device="cpu")
     >>> report = "Mild cardiomegaly with small bilateral pleural effusions and bibasilar atelectasis."
     >>> results = radcliq.compute(predictions=[report], references=[report], return_details=True)
     >>> print(round(results["radcliq_v1"], 4))  # identical reports: the best possible RadCliQ-v1

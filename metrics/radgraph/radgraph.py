@@ -71,7 +71,8 @@ Returns:
     details (`dict` of `list`, with return_details=True): per-pair extra columns.
 Examples:
     >>> import evaluate
-    >>> radgraph = evaluate.load("rexrank/radgraph", device="cpu")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> radgraph = evaluate.load(str(module_path("radgraph")), device="cpu")
     >>> results = radgraph.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],

@@ -52,7 +52,8 @@ Returns:
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
 Examples:
     >>> import evaluate
-    >>> ratescore = evaluate.load("rexrank/ratescore", device="cpu")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> ratescore = evaluate.load(str(module_path("ratescore")), device="cpu")
     >>> results = ratescore.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],

@@ -58,7 +58,8 @@ Returns:
     fingerprint (`str`): hash of everything that can change the numbers (model files, options).
 Examples:
     >>> import evaluate
-    >>> semb = evaluate.load("rexrank/semb", device="cpu")
+    >>> from rexrank.evaluate_modules import module_path
+    >>> semb = evaluate.load(str(module_path("semb")), device="cpu")
     >>> results = semb.compute(
     ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
     ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
