@@ -580,30 +580,56 @@ def test_harness_run_with_a_group_writable_cache_is_one_clear_error(tmp_path, fa
                  options=ScoreOptions(metrics=["bleu2"], cache_dir=tmp_path / "cache", resamples=10))
 
 
-class _FullDisk(sqlite3.Connection):
-    """A connection whose inserts fail as SQLite's do on a full disk (SQLITE_FULL)."""
+def _failing_connection(statement: str, name: str, message: str):
+    """A sqlite3.Connection class whose statements starting with `statement` fail as SQLite's do with error `name`."""
 
-    def executemany(self, sql, rows):
-        if sql.startswith("INSERT OR REPLACE"):
-            exc = sqlite3.OperationalError("database or disk is full")
-            exc.sqlite_errorcode, exc.sqlite_errorname = 13, "SQLITE_FULL"
-            raise exc
-        return super().executemany(sql, rows)
+    def fail():
+        exc = sqlite3.OperationalError(message)
+        exc.sqlite_errorname = name
+        raise exc
+
+    class Failing(sqlite3.Connection):
+        def execute(self, sql, *args):
+            return fail() if sql.startswith(statement) else super().execute(sql, *args)
+
+        def executemany(self, sql, *args):
+            return fail() if sql.startswith(statement) else super().executemany(sql, *args)
+
+    return Failing
 
 
-def test_a_full_disk_is_one_error_naming_the_folder_and_what_to_do(tmp_path, monkeypatch):
+STORAGE_ERRORS = {  # SQLite's error, the statement it strikes, and what the one line must say
+    "full disk": ("INSERT OR REPLACE", "SQLITE_FULL", "database or disk is full",
+                  ["cannot write", "disk is full", "--cache-dir", "--no-cache"]),
+    "write error": ("INSERT OR REPLACE", "SQLITE_IOERR_WRITE", "disk I/O error",
+                    ["cannot write", "ulimit -f", "--cache-dir", "--no-cache"]),
+    "read error": ("SELECT hyp", "SQLITE_IOERR_READ", "disk I/O error", ["cannot read", "failing", "--cache-dir"]),
+    "corrupt file": ("SELECT hyp", "SQLITE_CORRUPT", "database disk image is malformed",
+                     ["not a sound SQLite", "delete it"]),
+}
+
+
+@pytest.mark.parametrize("case", list(STORAGE_ERRORS))
+def test_a_storage_error_is_one_line_naming_the_cache_and_what_to_do(tmp_path, monkeypatch, case):
+    """A full disk is never answered with "delete the file" (only a file that is no sound database is), and a failed
+    write leaves the committed rows as they were."""
     from rexrank.errors import RexrankError
 
+    statement, name, text, expected = STORAGE_ERRORS[case]
     ScoreCache(tmp_path).put_pairs("fp", {("h", "r"): {"v": 1.0}})
-    monkeypatch.setattr(sqlite3, "connect", functools.partial(sqlite3.connect, factory=_FullDisk))
+    monkeypatch.setattr(sqlite3, "connect", functools.partial(sqlite3.connect,
+                                                              factory=_failing_connection(statement, name, text)))
+    cache = ScoreCache(tmp_path)
     with pytest.raises(RexrankError) as err:
-        ScoreCache(tmp_path).put_pairs("fp", {("h2", "r"): {"v": 2.0}})
+        cache.put_pairs("fp", {("h2", "r"): {"v": 2.0}})
+        cache.get_pairs("fp", [("h", "r")])
     message = str(err.value)
-    assert "\n" not in message and str(tmp_path) in message and "full" in message
-    assert "--cache-dir" in message and "--no-cache" in message and "elete" not in message
+    assert "\n" not in message and str(tmp_path) in message, message
+    assert all(part in message for part in expected), message
+    assert ("elete" in message) == (case == "corrupt file"), message
     monkeypatch.undo()
     again = ScoreCache(tmp_path)
-    assert again.get_pairs("fp", [("h", "r"), ("h2", "r")]) == {("h", "r"): {"v": 1.0}}
+    assert again.get_pairs("fp", [("h", "r")]) == {("h", "r"): {"v": 1.0}}
     assert again.integrity_check() == "ok"
 
 

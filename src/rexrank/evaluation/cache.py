@@ -80,6 +80,8 @@ FILENAME = "scores.sqlite"
 _BATCH = 500
 _BUSY_TIMEOUT_MS = 120_000
 _CHECKSUM_BYTES = 16
+# I/O errors of reading, which a full disk does not cause (the others are mostly writes: full disk, ulimit -f).
+_READ_ERRORS = frozenset({"SQLITE_IOERR_READ", "SQLITE_IOERR_SHORT_READ"})
 
 
 def default_cache_dir() -> Path:
@@ -193,6 +195,9 @@ class ScoreCache:
         text = str(exc)
         full = (name == "SQLITE_FULL" or "disk is full" in text
                 or isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT))
+        if name in _READ_ERRORS:
+            return RexrankError(f"cannot read the scoring cache {self.path}: disk I/O error ({name}), the disk may be "
+                                "failing. Point --cache-dir at a folder on another disk, or run with --no-cache")
         if full or name.startswith("SQLITE_IOERR") or "disk I/O error" in text:
             if full:
                 what = "the disk is full or a file-size limit (ulimit -f) was reached"
