@@ -34,6 +34,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -220,10 +221,10 @@ def _rebuild_details(conn: sqlite3.Connection, model_id: int, owner: str) -> Non
 
 # -- model events: the part of the log that ``models`` is derived from ----------------------------------------------
 EVENT_KINDS = ("register", "fill", "edit", "owner")
-DETAIL_FIELDS = ("institution", "url", "year", "model_type", "trained_on")
-# Consecutive events of one store are at least this far apart, so a store's own events keep their order whatever
-# the clock does (an event pulled from a board whose clock runs ahead, or two events in one clock tick).
-_EVENT_STEP = 1e-6
+DETAIL_FIELDS = tuple(f.name for f in dataclass_fields(ModelInfo) if f.name != "name")  # what edit-model may change
+# Consecutive entries of one store's log are at least this far apart in time, so they keep their order whatever the
+# clock does (an event pulled from a board whose clock runs ahead, or two writes in one clock tick).
+_TIME_STEP = 1e-6
 _MAX_EVENT_TEXT = 400
 
 
@@ -263,9 +264,8 @@ def check_event(event: Any) -> dict[str, Any]:
         raise InputError(f"a {kind} event's time must be a number")
     details = event.get("details")
     if "details" in expected:
-        if not isinstance(details, dict) or not set(details) <= set(DETAIL_FIELDS) or (
-                kind == "register" and set(details) != set(DETAIL_FIELDS)):
-            raise InputError(f"a {kind} event's details are {', '.join(DETAIL_FIELDS)}")
+        if not isinstance(details, dict) or not set(details) <= set(DETAIL_FIELDS):
+            raise InputError(f"a {kind} event's details are among {', '.join(DETAIL_FIELDS)}")
         for key, value in details.items():
             if key == "trained_on":
                 ok = isinstance(value, list) and all(isinstance(v, str) and len(v) < _MAX_EVENT_TEXT for v in value)
@@ -387,12 +387,14 @@ def _log_v6(conn: sqlite3.Connection) -> None:
     last: float | None = None
     for row in rows:
         key = name_key(row["name"])
-        at = row["created_at"] if last is None else max(row["created_at"], last + _EVENT_STEP)
+        at = row["created_at"] if last is None else max(row["created_at"], last + _TIME_STEP)
         last = at
         conn.execute("UPDATE models SET name_key = ?, created_at = ? WHERE id = ?",
                      (None if key in taken else key, at, row["id"]))
         taken.add(key)
-        details = {k: row[k] for k in DETAIL_FIELDS} | {"trained_on": json.loads(row["trained_on"] or "[]")}
+        # The details schema 6 knew (written out: a released step must not follow later changes of ModelInfo).
+        details = {k: row[k] for k in ("institution", "url", "year", "model_type")}
+        details["trained_on"] = json.loads(row["trained_on"] or "[]")
         _insert_event(conn, make_event("register", row["name"], at, HOST, owner=row["owner"], details=details))
 
 
@@ -666,7 +668,7 @@ class Store:
     def _event(self, conn: sqlite3.Connection, kind: str, model: str, by: str, **fields: Any) -> None:
         """Record this store's own event, after every event it holds, and apply it to ``models``."""
         last = conn.execute("SELECT MAX(at) FROM events").fetchone()[0]
-        at = time.time() if last is None else max(time.time(), last + _EVENT_STEP)
+        at = time.time() if last is None else max(time.time(), last + _TIME_STEP)
         event = make_event(kind, model, at, by, **fields)
         if _insert_event(conn, event):
             _apply_event(conn, event)
@@ -813,7 +815,7 @@ class Store:
         rebuilt from the Hub (which orders rows by these times) gives them the same order."""
         last = conn.execute("SELECT created_at FROM results ORDER BY id DESC LIMIT 1").fetchone()
         now = time.time()
-        return now if last is None or now > last[0] else last[0] + _EVENT_STEP
+        return now if last is None or now > last[0] else last[0] + _TIME_STEP
 
     def add_results(self, records: list[ResultRecord], *, provenance: Provenance | None = None,
                     allow_unofficial_weights: bool = False) -> list[tuple[int, bool]]:
