@@ -383,3 +383,17 @@ def test_add_imports_no_scoring_stack(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"}).stdout
     assert out.strip().splitlines()[-1] == "0 []"
+
+
+def test_an_impossible_published_cell_skips_its_row_with_a_note(tmp_path, store):
+    """The published importer goes through Store.add_result too: a table with an impossible cell (a host's own
+    folder of tables) loses that row, with a note naming it, and keeps the others."""
+    source = bundled_tables() / "gh-pages_findings_result_iu_xray.csv"
+    lines = source.read_text(encoding="utf-8").splitlines()
+    header, first = lines[0].split(","), lines[1].split(",")
+    first[header.index("BLEU")] = "5.0"
+    (tmp_path / source.name).write_text("\n".join([lines[0], ",".join(first), *lines[2:]]), encoding="utf-8")
+    report = import_published(store, tmp_path)
+    assert report["added"] == report["rows"] - 1 == len(lines) - 2
+    assert any(f"{first[header.index('Model Name')]} not imported" in note and "bleu2" in note
+               for note in report["notes"]), report["notes"]

@@ -23,8 +23,9 @@ from typing import Any
 
 from rexrank.data.catalog import dataset_for_published_table, leaderboard_split
 from rexrank.data.tracks import TRACKS
+from rexrank.errors import InputError
 from rexrank.leaderboard.records import MetricValue, ModelInfo, Provenance, ResultRecord
-from rexrank.leaderboard.store import NameTaken, Store
+from rexrank.leaderboard.store import Store
 
 # Published column -> (registry metric, whether the column is the reciprocal of the metric's mean).
 COLUMNS = {
@@ -134,9 +135,9 @@ def import_published(store: Store, directory: str | Path) -> dict[str, object]:
             records, _ = parse_table(text, dataset, split, track)  # per-row notes: summarised below instead
             for record in records:
                 seen += 1
-                try:  # the host's rows; a name someone else registered first is skipped, with a note
+                try:  # the host's rows; a name someone else registered first, or an impossible cell, is skipped
                     new = store.add_result(record, conn, provenance=Provenance(via="published"))[1]
-                except NameTaken as exc:
+                except InputError as exc:  # NameTaken, or records.check_numbers (nothing of the row was written)
                     notes.append(f"{dataset}/{track}: {record.model.name} not imported: {exc}")
                     continue
                 added += new
