@@ -419,7 +419,7 @@ def test_a_row_moved_to_another_key_is_not_used(tmp_path, fake_metrics, caplog):
     clean = _run(tmp_path, metrics=("bleu2",))
     conn = sqlite3.connect(tmp_path / "cache" / "scores.sqlite")
     rows = conn.execute("SELECT fingerprint, hyp, ref, value, checksum FROM pairs ORDER BY hyp").fetchall()
-    (fp, _, _, value, checksum), (_, hyp, ref, other, _) = next(
+    (fp, _, _, value, checksum), (_, hyp, ref, _, _) = next(
         (a, b) for a, b in zip(rows, rows[1:]) if a[3] != b[3])  # two rows with different scores
     conn.execute("UPDATE pairs SET value=?, checksum=? WHERE fingerprint=? AND hyp=? AND ref=?",
                  (value, checksum, fp, hyp, ref))
