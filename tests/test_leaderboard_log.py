@@ -359,6 +359,15 @@ def test_bulk_add_checks_every_file_first_and_stores_all_in_one_transaction(tmp_
     store.close()
 
 
+def test_bulk_add_names_each_model_from_its_own_results_json(tmp_path, cli):
+    path = tmp_path / "board.sqlite"
+    files = [str(_results_json(tmp_path / f"{name}.json", model=name)) for name in ("Alpha", "Beta")]
+    code, text = cli("leaderboard", "add", *files, "--store", str(path), "--no-seed")
+    assert code == 0 and "(Alpha, iu_xray" in text and "(Beta, iu_xray" in text, text
+    code, text = cli("leaderboard", "add", str(_results_json(tmp_path / "anon.json")), "--store", str(path))
+    assert code == 2 and "anon.json: names no model: pass --name" in text, text
+
+
 def test_a_references_run_needs_dataset_and_is_added_under_it(tmp_path, cli):
     path = tmp_path / "board.sqlite"
     results = _results_json(tmp_path / "refs.json", dataset=None)

@@ -108,7 +108,7 @@ def add(
     for path in results:
         data = _read_results(path)
         try:
-            record = _record(path, data, name, institution, url, year, model_type, trained_on, dataset, split, track)
+            record = _record(data, name, institution, url, year, model_type, trained_on, dataset, split, track)
             check_numbers(record)
             records.append(check_weights(record, allow_unofficial_weights=allow_unofficial_weights))
         except UnofficialWeightsError:
@@ -151,7 +151,7 @@ def _read_results(path: Path) -> dict:
     return data
 
 
-def _record(path: Path, data: dict, name, institution, url, year, model_type, trained_on, dataset, split, track):
+def _record(data: dict, name, institution, url, year, model_type, trained_on, dataset, split, track):
     """The record of one results.json, named by --name or by its own model name."""
     from rexrank.errors import InputError
     from rexrank.leaderboard.records import ModelInfo, from_results_json
