@@ -1,0 +1,206 @@
+"""Expert-rated sets for meta-evaluation: radiologists' error counts on (reference, candidate) report pairs.
+
+These are not leaderboard test sets (nothing generates reports for them and the board never shows them), so they
+live here and not in `data/catalog.py`: that module's names, splits and `LEADERBOARD_ORDER` are what every stage
+treats as "a test set". This module is the one owner of every expert-set fact: name, aliases, source files, the
+PhysioNet project and release, the number of studies, candidates per study and raters, the error categories,
+licence and access steps, the layouts a download lands in, and ReXrank's gated Hub copy
+(`<REXRANK_HUB_ORG>/<hub_name>`, the catalog's organisation).
+
+`read(name, data_dir)` finds a local copy as its download unpacks (`data/layouts.py`) and returns an `ExpertSet`;
+`read(name, from_hub=True)` fetches the source files from the gated Hub repo into an owner-only folder
+(`data/private_files.py`), since they hold licensed report text. A local copy is read in place and never copied.
+
+What an expert set may see and change: it reads the named CSV files only; it writes nothing but the Hub route's
+owner-only download folder. Every value in the files is checked (columns, codes, ranges, counts) and anything
+unexpected is one DatasetNotAvailableError naming the file, the row and the fix.
+
+Not here, and why:
+- RadEvalX (PhysioNet `rad-eval-x` 1.0.0, IU-Xray, 100 candidates, 2 radiologists, 8 categories): its file names
+  are known from public code (RadEval_clinically_significant_errors.csv, RadEval-clinically_insignificant_errors.csv,
+  metrcis_scores_m2tr.csv) but no public source we could read gives their columns or what a blank cell means, so a
+  reader would have to guess; it is left out until the layout is confirmed.
+- The RadEval expert dataset (Hub IAMJB/RadEvalExpertDataset): its licence and columns could not be read from a
+  public source here (the RadEval package is MIT; the dataset card was not reachable), so it is left out.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rexrank.data.catalog import hub_org
+from rexrank.data.layouts import Layout
+from rexrank.errors import UnknownNameError
+
+# Error counts are stored per (pair, rater, category, significance); SIGNIFICANCE indexes the last axis.
+SIGNIFICANCE = ("insignificant", "significant")
+
+
+@dataclass(frozen=True)
+class ExpertSetSpec:
+    name: str
+    title: str
+    reader: str  # "module:function" returning an ExpertSet from a folder holding `files`
+    project: str  # PhysioNet project slug (its folder name in a `wget -r` download)
+    versions: tuple[str, ...]  # release folders, newest first
+    files: tuple[str, ...]  # the source files, as the release names them
+    n_studies: int
+    candidates: tuple[str, ...]  # candidate report kinds per study, as the source names them
+    n_raters: int
+    categories: dict[int, str]  # error category code -> what it means
+    licence: str
+    access: str
+    download: str
+    layouts: tuple[Layout, ...]
+    hub_name: str  # ReXrank's gated Hub copy: <hub_org()>/<hub_name>, the release's files at the repo root
+    citation: str
+    aliases: tuple[str, ...] = ()
+    sources: tuple[str, ...] = field(default_factory=tuple)  # where the layout facts come from
+
+    @property
+    def n_pairs(self) -> int:
+        return self.n_studies * len(self.candidates)
+
+    def layout_text(self) -> str:
+        lines = [f"DATA_DIR/{layout.prefix.replace('{project}', self.project).replace('{version}', self.versions[0])}"
+                 f"{'/' if layout.prefix else ''}{{{', '.join(self.files)}}}   ({layout.name})"
+                 for layout in self.layouts]
+        return "\n".join(lines)
+
+
+# PhysioNet's download routes: `wget -r -N -c -np --user USER --ask-password https://physionet.org/files/<project>/
+# <version>/` keeps the host and path; the project page's file browser saves the files into any folder.
+PHYSIONET_LAYOUTS = (
+    Layout("wget -r", "physionet.org/files/{project}/{version}"),
+    Layout("project folder", "{project}/{version}"),
+    Layout("flat", ""),
+)
+
+EXPERT_SETS: dict[str, ExpertSetSpec] = {
+    spec.name: spec
+    for spec in (
+        ExpertSetSpec(
+            name="rexval",
+            title="ReXVal (Radiology Report Expert Evaluation) 1.0.0",
+            reader="rexrank.data.builders.rexval:read_folder",
+            project="rexval-dataset",
+            versions=("1.0.0",),
+            files=("50_samples_gt_and_candidates.csv", "6_valid_raters_per_rater_error_categories.csv"),
+            n_studies=50,
+            # The candidates' columns in 50_samples_gt_and_candidates.csv and the rater file's candidate_type values:
+            # the four retrieval candidates of Yu et al. (nearest report by RadGraph, BERTScore, SembScore, BLEU).
+            candidates=("radgraph", "bertscore", "s_emb", "bleu"),
+            n_raters=6,
+            categories={1: "false prediction of finding", 2: "omission of finding",
+                        3: "incorrect location/position of finding", 4: "incorrect severity of finding",
+                        5: "mention of comparison that is not present in the reference",
+                        6: "omission of comparison describing a change from a previous study"},
+            licence="PhysioNet Credentialed Health Data License 1.5.0",
+            access="https://physionet.org/content/rexval-dataset/1.0.0/ (credentialed PhysioNet account, CITI "
+                   "training, signed data use agreement)",
+            download="50_samples_gt_and_candidates.csv and 6_valid_raters_per_rater_error_categories.csv",
+            layouts=PHYSIONET_LAYOUTS,
+            hub_name="rexval",
+            aliases=("rex-val", "rexval-dataset"),
+            citation="Yu F, Endo M, Krishnan R, et al. Evaluating progress in automatic chest X-ray radiology report "
+                     "generation. Patterns 2023;4(9):100802. Dataset: Radiology Report Expert Evaluation (ReXVal) "
+                     "Dataset 1.0.0, PhysioNet, https://doi.org/10.13026/2fp8-qr71",
+            sources=(
+                "PhysioNet rexval-dataset 1.0.0 page: 6 radiologists, 6 error categories, clinically significant or "
+                "not, 4 candidates for 50 MIMIC-CXR studies (200 pairs)",
+                "the columns: MultiMedEval's test of the ReXVal correlation (reads study_id, gt_report, then the "
+                "radgraph, bertscore, s_emb, bleu candidates by position; sums num_errors per study_number and "
+                "candidate_type, divides by 6) and a ReXVal processor that reads gt_report, columns[2:], "
+                "study_number == row index, candidate_type, error_category 1-6, clinically_significant, num_errors",
+            ),
+        ),
+    )
+}
+
+
+@dataclass
+class ExpertSet:
+    """One expert-rated set, read and checked: pair i is (references[i], hypotheses[i]) of study study_ids[i].
+
+    `errors[i, r, c, s]`: errors rater r counted in pair i, category `categories[c]`, s = 1 clinically significant
+    (SIGNIFICANCE). Missing rows in the source count 0 (the source lists only non-zero counts)."""
+
+    name: str
+    study_ids: list[str]
+    candidates: list[str]
+    references: list[str]
+    hypotheses: list[str]
+    raters: list[str]
+    categories: list[int]
+    errors: np.ndarray
+    source: str  # the folder read (or "hub:<repo>")
+
+    @property
+    def groups(self) -> np.ndarray:
+        """Each pair's study as an integer 0..n_studies-1: the unit the bootstrap resamples."""
+        order = {study: k for k, study in enumerate(dict.fromkeys(self.study_ids))}
+        return np.asarray([order[s] for s in self.study_ids], dtype=np.int64)
+
+
+def canonical_expert_set(name: str) -> str:
+    key = str(name).strip().lower()
+    for spec in EXPERT_SETS.values():
+        if key == spec.name or key in spec.aliases:
+            return spec.name
+    raise UnknownNameError(f"Unknown expert set {name!r}. Available: {', '.join(EXPERT_SETS)}")
+
+
+def get_expert_set(name: str) -> ExpertSetSpec:
+    return EXPERT_SETS[canonical_expert_set(name)]
+
+
+def expert_set_names() -> list[str]:
+    return list(EXPERT_SETS)
+
+
+def hub_repo_id(name: str, org: str | None = None) -> str:
+    """ReXrank's gated Hub copy of an expert set: <REXRANK_HUB_ORG or rexrank>/<hub_name>."""
+    return f"{org or hub_org()}/{get_expert_set(name).hub_name}"
+
+
+def hub_cache_dir(name: str) -> Path:
+    """Where the Hub route keeps its download: owner-only, under $REXRANK_CACHE_DIR or ~/.cache/rexrank."""
+    root = os.environ.get("REXRANK_CACHE_DIR") or Path.home() / ".cache" / "rexrank"
+    return Path(root).expanduser() / "expert_sets" / canonical_expert_set(name)
+
+
+def read(name: str, data_dir: str | os.PathLike | None = None, *, from_hub: bool = False,
+         token: str | bool | None = None) -> ExpertSet:
+    """An expert set from its local copy (`data_dir`, searched as the download unpacks) or, with `from_hub`, from
+    ReXrank's gated Hub copy (downloaded once into an owner-only folder)."""
+    from rexrank.errors import ConfigError
+
+    spec = get_expert_set(name)
+    if from_hub:
+        if data_dir is not None:
+            raise ConfigError("give either a data directory or the Hub route (--from-hub), not both")
+        folder = _download(spec, token)
+    elif data_dir is None:
+        raise ConfigError(f"{spec.title}: name its local copy with --data-dir DIR (request access at {spec.access}), "
+                          f"or read ReXrank's gated copy with --from-hub ({hub_repo_id(spec.name)})")
+    else:
+        folder = Path(data_dir).expanduser()
+    module, _, function = spec.reader.partition(":")
+    return getattr(importlib.import_module(module), function)(folder, from_hub=from_hub)
+
+
+def _download(spec: ExpertSetSpec, token) -> Path:
+    from rexrank.data.hub import download_file
+    from rexrank.data.private_files import make_private, private_folder
+
+    folder = private_folder(hub_cache_dir(spec.name))  # 0700 before any licensed byte lands in it
+    repo = hub_repo_id(spec.name)
+    for filename in spec.files:
+        download_file(repo, filename, local_dir=folder, token=token)
+    make_private([folder])
+    return folder
