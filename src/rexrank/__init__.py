@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "parallel", "rewards", "score", "summarize"]
+__all__ = ["__version__", "meta_eval", "parallel", "rewards", "score", "summarize"]
 
 
 def __getattr__(name: str):
@@ -16,6 +16,10 @@ def __getattr__(name: str):
         from rexrank.evaluation import in_memory as scoring
 
         return getattr(scoring, name)
+    if name == "meta_eval":
+        from rexrank.evaluation.meta_eval import meta_eval
+
+        return meta_eval
     if name in ("parallel", "rewards"):  # `rexrank.parallel.local()` etc. after a plain `import rexrank`
         import importlib
 

@@ -51,7 +51,7 @@ def _register() -> None:
     if _REGISTERED:
         return
     _REGISTERED = True
-    from rexrank.cli import data, evaluation, generate, hub, leaderboard, models
+    from rexrank.cli import data, evaluation, generate, hub, leaderboard, meta_eval, models
 
     app.add_typer(models.app, name="models", help="Download and inspect metric model weights.")
     app.add_typer(data.app, name="data", help="Prepare and verify the ReXrank test sets.")
@@ -59,6 +59,7 @@ def _register() -> None:
     app.add_typer(hub.app, name="hub", help="Publish metrics and results to the Hugging Face Hub.")
     evaluation.register(app)
     generate.register(app)
+    meta_eval.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

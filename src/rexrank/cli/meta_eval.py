@@ -1,0 +1,52 @@
+"""`rexrank meta-eval`: how well each metric agrees with radiologists on an expert-rated set (docs/meta_eval.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("meta-eval")(meta_eval_command)
+
+
+def meta_eval_command(
+    dataset: str = typer.Option(..., "--dataset", help="Expert-rated set: rexval."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help="Comma-separated per-report metrics, "
+                                          "or 'leaderboard' (default: what `rexrank score` runs by default)."),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local copy of the set (as PhysioNet's "
+                                            "download unpacks it)."),
+    from_hub: bool = typer.Option(False, "--from-hub", help="Read ReXrank's gated Hub copy instead (a token "
+                                  "with access)."),
+    model_path: Optional[list[str]] = typer.Option(None, "--model-path", help="METRIC=PATH: local weights."),
+    option: Optional[list[str]] = typer.Option(None, "--option", help="METRIC.KEY=VALUE: any metric option."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... for model-backed metrics."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Batch size of model-backed metrics."),
+    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples of studies."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    confidence: float = typer.Option(0.95, "--confidence", help="CI level (alpha of the paired tests: 1 - it)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write meta_eval.json, meta_eval.md and the plot "
+                                       "here."),
+) -> None:
+    """Kendall tau-b of each metric against radiologists' error counts, with bootstrap CIs, paired tests and the
+    inter-rater ceiling."""
+    from rexrank.cli.evaluation import _metric_options, _model_paths
+    from rexrank.data.expert_sets import canonical_expert_set
+    from rexrank.evaluation.harness import check_device, check_statistics, check_writable, write_files
+    from rexrank.evaluation.meta_eval import markdown, meta_eval, output_files
+
+    # Every option is checked before the set is read or a metric loaded.
+    name = canonical_expert_set(dataset)
+    check_statistics(resamples, confidence, seed)
+    check_device(device)
+    if out is not None:
+        check_writable(out, "--out")
+    report = meta_eval(name, metrics, data_dir=data_dir, from_hub=from_hub, resamples=resamples, seed=seed,
+                       confidence=confidence, model_paths=_model_paths(model_path),
+                       metric_configs=_metric_options(option), device=device, batch_size=batch_size)
+    typer.echo(markdown(report))
+    if out is not None:
+        paths = write_files(out, output_files(report))
+        typer.echo("wrote " + ", ".join(str(p) for p in paths.values()))
