@@ -157,3 +157,18 @@ def test_cli_refuses_bad_options_in_one_line(tmp_path, cli, args, message):
 def test_cli_names_a_missing_copy(tmp_path, cli):
     code, output = cli("meta-eval", "--dataset", "rexval", "--data-dir", str(tmp_path / "none"), "--metrics", "bleu2")
     assert code == 2 and "does not exist" in output and "wget -r" in output
+
+
+@pytest.mark.slow
+def test_stand_in_weights_run_through_the_harness_and_are_flagged(tmp_path, cli, standins):
+    """A model-backed metric with random-weight stand-ins runs through `rexrank.score`'s core; the output says the
+    numbers describe those weights, not the metric as published."""
+    paths = standins("semb")
+    write_rexval(tmp_path / "data", seed=10)
+    code, output = cli("meta-eval", "--dataset", "rexval", "--data-dir", str(tmp_path / "data"), "--metrics",
+                       "semb,bleu2", "--model-path", f"semb={paths['semb']}", "--option",
+                       f"semb.backbone={paths['semb_backbone']}", "--resamples", "20", "--out", str(tmp_path / "out"))
+    assert code == 0, output
+    notes = json.loads((tmp_path / "out" / "meta_eval.json").read_text())["notes"]
+    assert len(notes) == 1 and "not verified official ones (semb)" in notes[0] and "meaningless" in notes[0]
+    assert "> Note: scored with weights that are not verified official ones (semb)" in output
