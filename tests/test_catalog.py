@@ -21,7 +21,7 @@ from rexrank.data import catalog, tracks
 from rexrank.errors import InputError, UnknownNameError
 from rexrank.leaderboard import board
 from rexrank.leaderboard.published import bundled_tables, import_published, parse_table, table_of
-from rexrank.data.load import builder_class
+from rexrank.data.loading import builder_class
 from rexrank.leaderboard.records import ModelInfo, ResultRecord, from_results_json
 from rexrank.leaderboard.store import MIGRATIONS, SCHEMA_VERSION, Store
 
@@ -111,7 +111,7 @@ def test_splits_and_tracks_have_one_spelling():
 
 def test_catalog_declares_the_leaderboard_facts():
     from rexrank.leaderboard import records
-    from rexrank.data.verify import checker_for
+    from rexrank.data.verification import checker_for
 
     assert records.DATASETS == catalog.leaderboard_datasets() == ("rexgradient", "mimic_cxr", "iu_xray",
                                                                   "chexpert_plus")

@@ -12,7 +12,7 @@ import yaml
 from rexrank.data import synthetic
 from rexrank.data.catalog import DATASETS
 from rexrank.data.manifests import read_manifest
-from rexrank.data.verify import verify
+from rexrank.data.verification import verify
 from rexrank.errors import DatasetNotAvailableError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -214,7 +214,7 @@ def test_rexgradient_refuses_studies_without_an_image_or_a_report(tmp_path):
         assert "\n" not in message and str(path) in message
         assert f"2 with no image ({ids[1]}, {ids[2]})" in message
         assert f"1 with neither Findings nor Impression ({ids[3]})" in message and ids[5] not in message
-    from rexrank.data.verify import verify
+    from rexrank.data.verification import verify
 
     report = verify("rexgradient", root, open_images=False)  # verify names the same studies, by the same rule
     assert not report.ok and {f"{ids[1]}: no image", f"{ids[2]}: no image",

@@ -20,7 +20,7 @@ import evaluation_fakes as fakes
 from rexrank import data
 from rexrank.data import synthetic
 from rexrank.data.catalog import get_dataset_spec
-from rexrank.data.load import cached_copies
+from rexrank.data.loading import cached_copies
 from rexrank.data.private_files import FILE_MODE, FOLDER_MODE
 from rexrank.data.tracks import TRACKS
 from rexrank.metrics.base import text_key
@@ -120,7 +120,7 @@ def test_one_copy_whatever_images_are_required_and_after_the_source_changes(root
     assert all(os.path.isfile(p) for paths in loaded["image_paths"] for p in paths)
     assert cached_copies(OPEN)["copies"] == 1
 
-    from rexrank.data.load import cached_reference_texts
+    from rexrank.data.loading import cached_reference_texts
 
     data.references(LICENSED, chexpert_tree)
     csv = next(chexpert_tree.rglob("*.csv"))
@@ -231,7 +231,7 @@ def test_purge_without_arrow_copy_finds_the_texts_in_the_local_copy_and_leaves_n
     file_refs = roots["tmp"] / "refs.json"
     file_refs.write_text(json.dumps(refs))
     _score(cli, _predictions(roots["tmp"] / "p.json", refs, "F"), roots["tmp"] / "r", "-r", str(file_refs))
-    from rexrank.data.load import purge_cached_copies
+    from rexrank.data.loading import purge_cached_copies
 
     purge_cached_copies(LICENSED)
     code, text = cli("data", "purge", LICENSED, "--yes", "--data-dir", str(chexpert_tree))

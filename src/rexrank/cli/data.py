@@ -55,7 +55,7 @@ def prepare(name: str, data_dir: Optional[Path] = _DATA_DIR,
 
     if cache_dir is not None:
         check_writable(cache_dir, "--cache-dir")
-    from rexrank.data.load import prepare as prepare_dataset
+    from rexrank.data.loading import prepare as prepare_dataset
 
     builder = prepare_dataset(name, data_dir, cache_dir=cache_dir, require_images=require_images,
                               image_root=image_root, reports_root=reports_root)
@@ -76,7 +76,7 @@ def verify(name: str, data_dir: Optional[Path] = _DATA_DIR, split: Optional[str]
 
     if max_listed < 0:
         raise ConfigError(f"--max-listed must be 0 or more (got {max_listed})")
-    from rexrank.data.verify import verify as verify_dataset
+    from rexrank.data.verification import verify as verify_dataset
 
     report = verify_dataset(name, data_dir, split, open_images=open_images, image_root=image_root,
                             reports_root=reports_root)
@@ -96,7 +96,7 @@ def export(name: str, out: Path = typer.Option(..., "--out", "-o", help="ReXrank
     from rexrank.evaluation.harness import check_writable
 
     check_writable(out, "--out", file=True)  # before the dataset loads
-    from rexrank.data.load import load, track_info
+    from rexrank.data.loading import load, track_info
     from rexrank.data.rexrank_json import write_rexrank_json
 
     dataset = load(name, data_dir, split=split, track=track, require_images=False)
@@ -120,7 +120,7 @@ def purge(name: str,
     """Remove every cached copy of a test set's text: its Arrow copies and the scoring-cache rows and artefacts
     derived from its references (a later `rexrank score` recomputes them)."""
     from rexrank.data.catalog import canonical_dataset
-    from rexrank.data.load import cached_copies, cached_reference_texts, purge_cached_copies, reference_texts
+    from rexrank.data.loading import cached_copies, cached_reference_texts, purge_cached_copies, reference_texts
     from rexrank.errors import ConfigError, DatasetNotAvailableError
     from rexrank.evaluation.cache import ScoreCache
 

@@ -9,8 +9,6 @@ so the leaderboard, the Space and the CLI can read dataset names and tracks with
 """
 
 import importlib
-import sys
-import types
 
 from rexrank.data.catalog import (
     DATASETS,
@@ -26,7 +24,7 @@ from rexrank.data.tracks import DEFAULT_TRACK, TRACKS, Track, canonical_track, g
 # Public names that need `datasets`, and the module that defines each.
 _LAZY = {
     **dict.fromkeys(("apply_track", "default_split", "get_builder", "load", "prepare", "references", "track_info"),
-                    "rexrank.data.load"),
+                    "rexrank.data.loading"),
     "read_rexrank_json": "rexrank.data.rexrank_json",
     **dict.fromkeys(("STUDY_COLUMNS", "STUDY_FEATURES", "findings_impression_text", "make_study"),
                     "rexrank.data.study"),
@@ -42,23 +40,11 @@ def __getattr__(name: str):
 
 
 def verify(name, data_dir=None, split=None, *, open_images=True, image_root=None, reports_root=None):
-    """Check a local copy against the ReXrank manifest (see rexrank.data.verify.VerifyReport)."""
-    from rexrank.data.verify import verify as _verify
+    """Check a local copy against the ReXrank manifest (see rexrank.data.verification.VerifyReport)."""
+    from rexrank.data.verification import verify as _verify
 
     return _verify(name, data_dir, split, open_images=open_images, image_root=image_root, reports_root=reports_root)
 
-
-class _Package(types.ModuleType):
-    """The import system binds every imported submodule as an attribute of its package. Two submodules share
-    their name with a function of this package (`load`, `verify`): importing them must not hide the function."""
-
-    def __setattr__(self, name: str, value) -> None:
-        if name in ("load", "verify") and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "DATASETS", "DEFAULT_TRACK", "STUDY_COLUMNS", "STUDY_FEATURES", "TRACKS", "Track", "apply_track",

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from rexrank.data.catalog import default_data_dir, get_dataset_spec, hub_repo_id
 from rexrank.data.gating import not_available
-from rexrank.data.load import apply_track, builder_class, load
+from rexrank.data.loading import apply_track, builder_class, load
 from rexrank.data.tracks import track_names
 
 log = logging.getLogger("rexrank.data")

@@ -91,7 +91,8 @@ def checker_for(name: str):
     so the dataset names stay declared in the catalog alone)."""
     checker = globals().get(f"_{name}")
     if checker is None:
-        raise NotImplementedError(f"rexrank.data.verify has no check for dataset {name!r}: add a function _{name}")
+        raise NotImplementedError(f"rexrank.data.verification has no check for dataset {name!r}: add a function "
+                                  f"_{name}")
     return checker
 
 

@@ -1,4 +1,5 @@
-"""`rexrank.data.load`: a ReXrank test set as a `datasets.Dataset` of Study records, optionally for one track.
+"""`rexrank.data.load` (defined here): a ReXrank test set as a `datasets.Dataset` of Study records, optionally for
+one track.
 
 With `track=`, a `reference` column holds that track's ground truth and studies the track does not count are
 excluded. The exclusion is logged and recorded in `dataset.info.description` (a line `rexrank-track: {json}`),
