@@ -381,14 +381,14 @@ def test_a_references_run_needs_dataset_and_is_added_under_it(tmp_path, cli):
 
 
 def test_add_imports_no_scoring_stack(tmp_path):
-    """The fixed cost of `leaderboard add` was imports (the harness, pandas): it needs neither."""
+    """The fixed cost of `leaderboard add` was imports (the harness, pandas, numpy): it needs none of them."""
     import subprocess
     import sys
 
     code = ("import sys; from rexrank.cli import main; "
             f"rc = main(['leaderboard', 'add', {str(_results_json(tmp_path / 'r.json'))!r}, '--name', 'X', "
             f"'--store', {str(tmp_path / 's.sqlite')!r}, '--no-seed']); "
-            "print(rc, sorted(m for m in ('pandas', 'torch', 'rexrank.evaluation.harness') if m in sys.modules))")
+            "print(rc, sorted(m for m in ('numpy', 'pandas', 'torch', 'rexrank.evaluation.harness') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"}).stdout
     assert out.strip().splitlines()[-1] == "0 []"

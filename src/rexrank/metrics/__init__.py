@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rexrank.metrics.base import Metric, check_pairs
 from rexrank.metrics.registry import MetricSpec, Registry
 
 REGISTRY = Registry("metric")
@@ -88,6 +87,16 @@ REGISTRY.register(
 
 # The eight ReXrank leaderboard metrics, in leaderboard column order.
 LEADERBOARD_METRICS = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1", "ratescore", "green", "fineradscore")
+
+
+def __getattr__(name: str) -> Any:
+    # Metric and check_pairs live in metrics.base, which imports numpy: loaded when first asked for, so reading the
+    # registry (the leaderboard store's checks, `rexrank leaderboard add`) costs no numpy import.
+    if name in ("Metric", "check_pairs"):
+        from rexrank.metrics import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get(name: str, **config: Any) -> Metric:

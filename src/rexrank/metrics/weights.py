@@ -19,7 +19,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from rexrank.errors import ModelNotAvailableError, RexrankError, UnknownNameError
-from rexrank.metrics.base import file_digest
 
 
 @dataclass(frozen=True)
@@ -273,6 +272,8 @@ def file_sha256(path: str | os.PathLike) -> str:
     memo_key = f"{key[0]}|{key[1]}|{key[2]}"
     digest = _read_memo().get(memo_key) if persistent else None
     if digest is None:
+        from rexrank.metrics.base import file_digest  # base imports numpy: not for a command that only checks digests
+
         digest = file_digest(real, 1 << 22)
         if persistent:
             _write_memo(memo_key, digest)
