@@ -16,6 +16,7 @@ from rexrank.leaderboard.published import bundled_tables, import_published
 from rexrank.leaderboard.records import (DATASETS, HOST, TRACKS, MetricValue, ModelInfo, Provenance, ResultRecord,
                                          from_results_json)
 from rexrank.leaderboard.store import MIGRATIONS, Store, StoreError, event_hash, make_event
+from rexrank.leaderboard.views import Views
 from rexrank.metrics.official import UnofficialWeightsError
 from rexrank.testing.loopback_hub import LoopbackHub
 
@@ -124,6 +125,7 @@ def _board_data(store: Store) -> dict:
     for model in store.models():
         data["page", model["name"]] = board.model_page(store, model["name"]).to_json(orient="split")
     data["queue"] = [request_entry(job) for job in store.submissions(None)]
+    data["/leaderboard"] = json.dumps(Views(store).leaderboard(), sort_keys=True)  # the Space's JSON API
     return data
 
 
