@@ -4,7 +4,10 @@ clear error for anything that is not the release; the Hub route keeps the licens
 from __future__ import annotations
 
 import csv
-import stat
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -105,28 +108,53 @@ def test_names_and_routes_are_checked():
     assert not set(expert_sets.EXPERT_SETS) & set(DATASET_ALIASES)
 
 
-def test_the_hub_route_keeps_the_licensed_files_owner_only(tmp_path, monkeypatch):
-    """The files come from <org>/rexval into an owner-only folder (0700, files 0600) and are read from there."""
-    source, written = write_rexval(tmp_path / "hub_repo", seed=5)
-    fetched = []
-
-    def download_file(repo_id, filename, *, local_dir=None, token=None):  # a Hub that serves the repo's files
-        fetched.append((repo_id, filename))
-        target = Path(local_dir) / filename
-        target.write_bytes((source / filename).read_bytes())
-        target.chmod(0o644)  # what a library writing with the default umask leaves
-        return str(target)
-
-    import rexrank.data.hub
-    monkeypatch.setattr(rexrank.data.hub, "download_file", download_file)
-    monkeypatch.setenv("REXRANK_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("REXRANK_HUB_ORG", "host-org")
+HUB_READ = """
+import json, os, stat, sys
+from rexrank.data import expert_sets
+try:
     expert = expert_sets.read("rexval", from_hub=True)
-    assert fetched == [("host-org/rexval", name) for name in SPEC.files]
-    folder = tmp_path / "cache" / "expert_sets" / "rexval"
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    assert {stat.S_IMODE((folder / name).stat().st_mode) for name in SPEC.files} == {0o600}
-    assert np.array_equal(expert.errors, written) and expert.source.startswith("hub:")
+except Exception as exc:
+    print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+else:
+    folder = expert_sets.hub_cache_dir("rexval")
+    modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in folder.iterdir() if p.is_file()}
+    print(json.dumps({"errors": expert.errors.tolist(), "source": expert.source,
+                      "folder": oct(stat.S_IMODE(folder.stat().st_mode)), "modes": modes}))
+"""
+
+
+def _hub_read(hub, home: Path, token: str | None) -> dict:
+    env = {key: value for key, value in os.environ.items() if key not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
+    env.update(HF_ENDPOINT=hub.endpoint, HF_HUB_OFFLINE="0", HF_HOME=str(home / "hf"), REXRANK_HUB_ORG="host-org",
+               REXRANK_CACHE_DIR=str(home / "cache"), HF_HUB_DISABLE_PROGRESS_BARS="1")
+    if token:
+        env["HF_TOKEN"] = token
+    result = subprocess.run([sys.executable, "-c", HUB_READ], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_hub_route_is_gated_and_keeps_the_licensed_files_owner_only(tmp_path):
+    """<REXRANK_HUB_ORG>/rexval on a loopback Hub over real HTTP: a granted token gets the set (equal to the local
+    read), in an owner-only folder (0700, files 0600); no token and an ungranted token get one clear error each."""
+    from rexrank.testing.loopback_hub import LoopbackHub
+
+    source, written = write_rexval(tmp_path / "release", seed=5)
+    with LoopbackHub() as hub:
+        hub.add_user("reader", "hf_reader_token_0001")
+        hub.add_user("stranger", "hf_stranger_token_0002")
+        hub.add_repo("host-org/rexval", files={name: (source / name).read_bytes() for name in SPEC.files},
+                     gated="manual")
+        hub.grant("host-org/rexval", "reader")
+        granted = _hub_read(hub, tmp_path / "reader", "hf_reader_token_0001")
+        stranger = _hub_read(hub, tmp_path / "stranger", "hf_stranger_token_0002")
+        anonymous = _hub_read(hub, tmp_path / "anonymous", None)
+    assert np.array_equal(np.asarray(granted["errors"]), written) and granted["source"].startswith("hub:")
+    assert granted["folder"] == "0o700" and set(granted["modes"]) >= set(SPEC.files)
+    assert {granted["modes"][name] for name in SPEC.files} == {"0o600"}
+    assert stranger["error"] == "DatasetNotAvailableError" and "not been granted access" in stranger["message"]
+    assert anonymous["error"] == "DatasetNotAvailableError" and "no Hugging Face token" in anonymous["message"]
+    assert "hf_stranger_token_0002" not in stranger["message"]
 
 
 def test_the_reader_never_writes_into_the_local_copy(tmp_path):
