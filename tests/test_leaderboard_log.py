@@ -165,6 +165,29 @@ def test_every_change_survives_a_restart_from_the_hub(tmp_path, hub):
     restored.close()
 
 
+def test_two_boards_on_one_repo_converge_and_never_rewrite_a_file(tmp_path, hub):
+    api, server = hub
+    one, two = Store(tmp_path / "one.sqlite"), Store(tmp_path / "two.sqlite")
+    sync_one, sync_two = (HubSync(s, "org/results", api=api) for s in (one, two))
+    one.add_result(_record("M"))
+    sync_one.sync()
+    sync_two.sync()
+    one.edit_model("M", institution="Lab one", year=2024)  # concurrent edits, before either board syncs
+    two.edit_model("M", institution="Lab two", url="https://m.example", owner="hf:alice")  # the later edit
+    files = {}
+    for sync in (sync_one, sync_two, sync_one, sync_two):
+        sync.sync()
+        repo = dict(server.repo("org/results").files)
+        assert all(repo[path] == data for path, data in files.items())  # files are only ever added
+        files = repo
+    assert one.models() == two.models()
+    assert [(m["institution"], m["year"], m["url"], m["owner"]) for m in one.models()] == [
+        ("Lab two", 2024, "https://m.example", "hf:alice")]  # every edit, the later one winning where they meet
+    assert len([p for p in files if p.startswith(EVENTS_PREFIX)]) == 4  # register, two edits, one hand-over
+    one.close()
+    two.close()
+
+
 def test_events_apply_in_their_recorded_order_whatever_order_they_arrive_in(tmp_path, store):
     store.add_result(_record("M"))
     store.edit_model("M", institution="First")
