@@ -1,7 +1,9 @@
 """The leaderboard's data: one model's aggregate result on one dataset/split/track, and what it came from.
 
 A ``ResultRecord`` is what the store keeps and the Space shows. It holds aggregates only (means and CIs),
-never report text, so a result on a private test set can be shown and downloaded safely.
+never report text, so a result on a private test set can be shown and downloaded safely. What a record must be to
+be stored (``check_numbers``: possible numbers; ``check_weights``: official metric weights, or allowed and
+labelled) is decided here and enforced by ``Store.add_result`` on every way in.
 """
 
 from __future__ import annotations
