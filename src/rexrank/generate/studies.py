@@ -3,10 +3,11 @@
 Study records come from `rexrank.data.load` (a datasets.Dataset) or `rexrank.data.read_rexrank_json`; any iterable
 of dicts with the Study columns works (only study_id and image_paths/images are required).
 
-Trust boundary (DESIGN.md, "Trust boundaries"): code under test is handed only what MODEL_INPUT_FIELDS (and, with
+Trust boundary (docs/threat_model.md, layer 1): code under test is handed only what MODEL_INPUT_FIELDS (and, with
 --context, CONTEXT_FIELDS) name. `model_view` is the one place that reads a Study record for a model: it *copies*
 those keys, so findings, impression, the ground truth columns and any column added to the Study record later never
-reach an adapter unless they are added to the list here.
+reach an adapter unless they are added to the list here. What the model's code can reach beyond what it is handed
+is layer 2, the sandbox (adapters/sandbox.py).
 """
 
 from __future__ import annotations
