@@ -330,6 +330,7 @@ json.dump(studies, open(output_json, "w"))
 '''
 
 
+@pytest.mark.slow
 def test_inference_script_and_hf_model_run_the_same_in_the_sandbox(open_set, standins, cli, tmp_path):
     """The other adapters take the same path: an upstream inference.py (run by the child inside the sandbox, its
     log copied to stderr) and a local Hugging Face model give the same files with and without the sandbox."""
@@ -418,3 +419,29 @@ def test_a_model_that_kills_its_process_fails_only_its_studies(open_set, cli, tm
     errors = json.loads((tmp_path / "out" / "errors.json").read_text())
     assert list(errors) == ["s2"] and "exited (status 7)" in errors["s2"]
     assert len(json.loads((tmp_path / "out" / "reports.json").read_text())) == N_STUDIES - 1
+
+
+@pytest.mark.slow
+def test_a_hub_model_id_is_read_from_its_cache_entry_in_the_sandbox(open_set, standins, tmp_path):
+    """A Hub id (not a local folder): the sandbox mounts its one entry of the Hugging Face cache and reads it offline
+    through HF_HUB_CACHE; the files equal an unsandboxed run's. A Hub id missing from the cache is one error line."""
+    ved = Path(standins("generate")["generate_ved"])
+    cache = tmp_path / "hub"
+    entry = cache / "models--rexrank-test--tiny-ved"
+    shutil.copytree(ved, entry / "snapshots" / "0123456789abcdef")
+    (entry / "refs").mkdir()
+    (entry / "refs" / "main").write_text("0123456789abcdef")
+    env = _env() | {"HF_HUB_CACHE": str(cache)}
+    outputs = {}
+    for mode in ("--no-sandbox", "--sandbox"):
+        args = [a for a in _open_args(open_set, tmp_path / mode, "rexrank-test/tiny-ved") if a != "--context"]
+        proc = subprocess.run([sys.executable, "-m", "rexrank", *args, "--max-new-tokens", "6", mode], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outputs[mode] = (tmp_path / mode / "predictions.json").read_bytes()
+    assert outputs["--sandbox"] == outputs["--no-sandbox"]
+    args = [a for a in _open_args(open_set, tmp_path / "missing", "rexrank-test/not-cached") if a != "--context"]
+    proc = subprocess.run([sys.executable, "-m", "rexrank", *args, "--sandbox"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 2 and "not in the Hugging Face cache" in proc.stderr, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
