@@ -900,10 +900,11 @@ class Store:
         hand-over, the queue, ...), in every process that writes the file."""
         return int(self._conn().execute("SELECT value FROM generation").fetchone()[0])
 
-    def version(self) -> tuple[str, int]:
-        """A cheap key for caching views and refreshing the page: this store's id and its generation. Opaque."""
+    def version(self) -> str:
+        """A cheap key for caching views and refreshing the page: this store's id and its generation, as one opaque
+        text (hashable, and the same after a trip through JSON, e.g. in a page's state)."""
         row = self._conn().execute("SELECT store_id, value FROM generation").fetchone()
-        return row["store_id"], int(row["value"])
+        return f"{row['store_id']}:{row['value']}"
 
     def models(self) -> list[dict[str, Any]]:
         rows = self._conn().execute("SELECT * FROM models ORDER BY name").fetchall()
