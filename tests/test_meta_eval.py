@@ -93,7 +93,7 @@ def test_the_paired_test_names_the_better_metric():
     report = me.agreement({"radgraph": -total + rng.normal(size=200), "bleu2": rng.normal(size=200)},
                           _expert(errors), resamples=300, seed=0)
     test = report["pairwise"][0]["tests"]["total"]
-    assert test["significant"] and test["better"] == "RadGraph" and test["p"] < 0.01
+    assert test["significant"] and test["better"] == "radgraph" and test["p"] < 0.01
     assert test["verdict"].startswith("RadGraph agrees better (p = ")
 
 
@@ -172,3 +172,29 @@ def test_stand_in_weights_run_through_the_harness_and_are_flagged(tmp_path, cli,
     notes = json.loads((tmp_path / "out" / "meta_eval.json").read_text())["notes"]
     assert len(notes) == 1 and "not verified official ones (semb)" in notes[0] and "meaningless" in notes[0]
     assert "> Note: scored with weights that are not verified official ones (semb)" in output
+
+
+@pytest.mark.slow
+def test_two_launched_processes_write_what_one_writes(tmp_path):
+    """torchrun with 2 processes: each computes the same report, only the main one prints and writes; the files
+    equal a single-process run's byte for byte."""
+    import os
+    import subprocess
+    import sys
+
+    write_rexval(tmp_path / "data", seed=11)
+    env = dict(os.environ, OMP_NUM_THREADS="1", REXRANK_PROGRESS="0", HF_HUB_OFFLINE="1")
+    common = ["meta-eval", "--dataset", "rexval", "--data-dir", str(tmp_path / "data"), "--metrics", "bleu2",
+              "--resamples", "40"]
+    single = subprocess.run([sys.executable, "-m", "rexrank", *common, "--out", str(tmp_path / "one")], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    multi = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                            "-m", "rexrank", *common, "--out", str(tmp_path / "two")], env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert multi.returncode == 0, multi.stderr[-3000:]
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "two").iterdir())
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    assert multi.stdout.count("**Meta-evaluation on rexval**") == 1

@@ -1,4 +1,7 @@
-"""`rexrank meta-eval`: how well each metric agrees with radiologists on an expert-rated set (docs/meta_eval.md)."""
+"""`rexrank meta-eval`: how well each metric agrees with radiologists on an expert-rated set (docs/meta_eval.md).
+
+Under a launcher (torchrun, accelerate) every process computes the same report (the same pairs, metrics and seed)
+and only the main process prints it and writes --out, so the folder never sees two writers."""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ def meta_eval_command(
 ) -> None:
     """Kendall tau-b of each metric against radiologists' error counts, with bootstrap CIs, paired tests and the
     inter-rater ceiling."""
+    from rexrank import parallel
     from rexrank.cli.evaluation import _metric_options, _model_paths
     from rexrank.data.expert_sets import canonical_expert_set
     from rexrank.evaluation.harness import check_device, check_statistics, check_writable, write_files
@@ -46,6 +50,8 @@ def meta_eval_command(
     report = meta_eval(name, metrics, data_dir=data_dir, from_hub=from_hub, resamples=resamples, seed=seed,
                        confidence=confidence, model_paths=_model_paths(model_path),
                        metric_configs=_metric_options(option), device=device, batch_size=batch_size)
+    if not parallel.context().is_main:
+        return
     typer.echo(markdown(report))
     if out is not None:
         paths = write_files(out, output_files(report))

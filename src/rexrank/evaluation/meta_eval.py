@@ -190,7 +190,8 @@ def agreement(scores: Mapping[str, np.ndarray], expert: ExpertSet, *, resamples:
             d_low, d_high = _interval(moved[:, None], confidence)
             p = paired_p(difference, moved)
             tests[goal] = {"difference": difference, "ci_low": d_low[0], "ci_high": d_high[0], "p": p,
-                           **_verdict(difference, p, alpha, metrics[name_a]["label"], metrics[name_b]["label"])}
+                           **_verdict(difference, p, alpha, name_a, name_b, metrics[name_a]["label"],
+                                       metrics[name_b]["label"])}
         pairwise.append({"a": name_a, "b": name_b, "tests": tests})
     return json_safe({
         "n_pairs": int(usable.sum()), "n_pairs_dropped": int((~usable).sum()), "n_studies": n_studies,
@@ -203,13 +204,14 @@ def agreement(scores: Mapping[str, np.ndarray], expert: ExpertSet, *, resamples:
     })
 
 
-def _verdict(difference: float, p: float, alpha: float, a: str, b: str) -> dict[str, Any]:
+def _verdict(difference: float, p: float, alpha: float, a: str, b: str, label_a: str, label_b: str) -> dict[str, Any]:
+    """`better`: the metric's name; the verdict in words with its display label."""
     if not np.isfinite(p):
         return {"significant": None, "better": None, "verdict": "not tested: a tau is undefined"}
     if p >= alpha or difference == 0:
         return {"significant": False, "better": None, "verdict": NO_SIGNIFICANT_DIFFERENCE}
-    better = a if difference > 0 else b
-    return {"significant": True, "better": better, "verdict": f"{better} agrees better (p = {_p(p)})"}
+    better, label = (a, label_a) if difference > 0 else (b, label_b)
+    return {"significant": True, "better": better, "verdict": f"{label} agrees better (p = {_p(p)})"}
 
 
 def _raters(expert: ExpertSet, usable: np.ndarray, groups: np.ndarray, every: np.ndarray,
@@ -363,5 +365,7 @@ def output_files(report: Mapping[str, Any]) -> dict[str, bytes]:
         import plotly.io
     except ImportError:  # the plot's JSON is enough to show it later; HTML is a convenience
         return files
-    files["meta_eval_plot.html"] = plotly.io.to_html(figure, include_plotlyjs="cdn", full_html=True).encode("utf-8")
+    # A fixed div id (plotly draws a random one): the same report gives the same bytes.
+    page = plotly.io.to_html(figure, include_plotlyjs="cdn", full_html=True, div_id="meta-eval-plot")
+    files["meta_eval_plot.html"] = page.encode("utf-8")
     return files
