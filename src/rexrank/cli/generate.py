@@ -90,9 +90,11 @@ def generate_command(
             max_new_tokens=defaults.max_new_tokens if max_new_tokens is None else max_new_tokens,
             num_beams=defaults.num_beams if num_beams is None else num_beams, do_sample=do_sample,
             temperature=temperature, top_p=top_p, extra=_key_values(gen_arg, "--gen-arg")).check()
-    from rexrank.generate.adapters.sandbox import sandbox_required
+    from rexrank.generate.adapters.sandbox import find_bwrap, sandbox_required
 
     use_sandbox = sandbox_required(sandbox, dataset is not None and _is_private(dataset), trust_model)
+    if use_sandbox:
+        find_bwrap()  # a missing bwrap fails before the studies are read
     records = _studies(dataset, split, data_dir, input_json, image_root, track, limit)
     _check_images(records, dataset, data_dir, input_json, image_root)  # before any adapter or model exists
     if prompt is not None and prompt.startswith("@"):
