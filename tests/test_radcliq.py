@@ -47,18 +47,25 @@ def test_published_check_at_published_precision(version, fn, model):
         f"allowed {0.0005 + feature_rounding:.4f} = published precision + the printed features' rounding")
 
 
-@pytest.mark.parametrize(
-    "features, v1, v0",
-    [
-        (PUBLISHED_FEATURES, 1.0870, 3.3358),  # the published check's exact values (published: 1.088 / 3.337)
-        ((0.085, 0.204, 0.19, 0.065), 1.8185, 4.4576),  # METRICS.md worked example (no published value)
-    ],
-)
-def test_worked_examples_regression(features, v1, v0):
-    """The 4-decimal values this code gives for METRICS.md's worked examples: a regression check, derived from the
-    code (the published comparison is test_published_check_at_published_precision)."""
-    assert radcliq_v1(*features) == pytest.approx(v1, abs=5e-5)
-    assert radcliq_v0(*features) == pytest.approx(v0, abs=5e-5)
+# Features for the radeval comparison: the published check, METRICS.md's worked example, a perfect and an empty
+# report, and 200 random feature rows over [0, 1] (seeded) so that every coefficient and scaler entry moves the result.
+WORKED_FEATURES = [PUBLISHED_FEATURES, (0.085, 0.204, 0.19, 0.065), (1.0, 1.0, 1.0, 1.0), (0.0, 0.0, 0.0, 0.0)]
+# radeval prints its constants to 8-9 significant digits (rexrank's are the pickles' full floats): per report that
+# moves RadCliQ-v1 by at most ~1e-8 on features in [0, 1].
+RADEVAL_TOLERANCE = 1e-7
+
+
+def test_radcliq_v1_equals_radeval(run_reference):
+    """Per-report RadCliQ-v1 and 1/mean equal radeval 2.2.1's CompositeMetric.predict (its own scaler and
+    coefficients, an independent copy of CXR-Report-Metric's radcliq-v1.pkl) on the same features."""
+    rng = np.random.default_rng(29)
+    features = np.vstack([np.array(WORKED_FEATURES), rng.uniform(0, 1, size=(200, 4))])
+    out = run_reference("radeval_radcliq_ref.py", {"pairs": [], "features": features.tolist()})
+    assert out["version"] == "2.2.1"
+    ours = radcliq_v1(*features.T)
+    np.testing.assert_allclose(ours, out["radcliq_v1"], rtol=0, atol=RADEVAL_TOLERANCE)
+    assert leaderboard_value(ours) == pytest.approx(out["inverse_mean"], rel=1e-7)
+    assert np.std(ours) > 0.1  # the rows spread: a coefficient or scaler error cannot hide
 
 
 def test_perfect_report_is_negative():

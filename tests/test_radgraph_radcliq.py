@@ -4,9 +4,11 @@ computed from stand-in models, and the composite equals the formula applied to t
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import rexrank
 from rexrank.metrics.radcliq import radcliq_v1
+from rexrank.metrics.radgraph import combined_scores
 
 
 def test_radcliq_v1_computes_all_four_components(standins, iu_xray_test):
@@ -27,3 +29,55 @@ def test_radcliq_v1_computes_all_four_components(standins, iu_xray_test):
     np.testing.assert_array_equal(df["radgraph_combined"].to_numpy(), alone)
     assert df["radgraph_combined"].iloc[-1] == 0.0
     assert df["radgraph_combined"].iloc[:6].mean() > 0  # neighbouring IU reports share findings
+
+
+def _annotation(*entities):
+    """An annotation from (tokens, label, [(relation, object number)]) triples, numbered from "1"."""
+    return {"text": "", "entities": {str(i): {"tokens": t, "label": lab, "start_ix": i, "end_ix": i,
+                                              "relations": [list(r) for r in rels]}
+                                     for i, (t, lab, rels) in enumerate(entities, start=1)}}
+
+
+_EFFUSION = ("effusion", "OBS-DP", [("located_at", "2")])
+# Annotations that differ only where a set rule could slip: an object's label, the relation type or direction, an
+# entity's label, no relations on either side, all equal, nothing on either side.
+SET_EDGES = [
+    [_annotation(_EFFUSION, ("pleural", "ANAT-DP", [])), _annotation(_EFFUSION, ("pleural", "OBS-DP", []))],
+    [_annotation(_EFFUSION, ("pleural", "ANAT-DP", [])),
+     _annotation(("effusion", "OBS-DP", [("modify", "2")]), ("pleural", "ANAT-DP", []))],
+    [_annotation(_EFFUSION, ("pleural", "ANAT-DP", [])),
+     _annotation(("effusion", "OBS-DP", []), ("pleural", "ANAT-DP", [("located_at", "1")]))],
+    [_annotation(("effusion", "OBS-U", []), ("pleural", "ANAT-DP", [])),
+     _annotation(("effusion", "OBS-DP", []), ("pleural", "ANAT-DP", []))],
+    [_annotation(("effusion", "OBS-DP", [])), _annotation(("effusion", "OBS-DP", []))],
+    [_annotation(_EFFUSION, ("pleural", "ANAT-DP", [])), _annotation(_EFFUSION, ("pleural", "ANAT-DP", []))],
+    [_annotation(), _annotation()],
+]
+
+
+def test_radgraph_column_equals_radeval_radgraph_radcliq(standins, iu_xray_test, run_reference):
+    """ReXrank's RadGraph column ((entity F1 + relation F1) / 2) equals radeval 2.2.1's RadGraphRadCliQ on the same
+    annotations (the stand-in's, for neighbouring IU-Xray reports that share findings, an empty report, a report
+    against itself and a report with no relation)."""
+    metric = rexrank.metrics.get("radgraph", model=standins("radgraph")["radgraph"], device="cpu")
+    reports = [study["report"] for study in iu_xray_test.values()]
+    # Neighbouring reports, a report's opening sentences against the whole report (partial entity and relation
+    # overlap), an empty report, a report against itself, and a report with no relation.
+    openings = [". ".join(r.split(". ")[:2]) for r in reports[30:40]]
+    related = next(r for r, a in zip(reports, metric.annotate(reports[:40]))
+                   if any(e["relations"] for e in a["entities"].values()))
+    hyps = reports[:24] + openings + ["", related, "Normal."]
+    refs = reports[1:25] + reports[30:40] + ["No acute disease.", related, "No acute disease."]
+    ours = metric.score(hyps, refs)
+    pairs = [list(p) for p in zip(metric.annotate(hyps), metric.annotate(refs))]
+    out = run_reference("radeval_radcliq_ref.py", {"pairs": pairs + SET_EDGES, "features": []})
+    assert out["version"] == "2.2.1"
+    np.testing.assert_allclose(ours, out["radgraph_radcliq"][:len(pairs)], rtol=0, atol=1e-12)
+    edges = [combined_scores(h, r)[2] for h, r in SET_EDGES]
+    np.testing.assert_allclose(edges, out["radgraph_radcliq"][len(pairs):], rtol=0, atol=1e-12)
+    assert len(set(edges)) >= 4
+    # The comparison has something to compare: partial overlaps, entity and relation F1 apart, relations.
+    assert ((0 < ours) & (ours < 1)).sum() >= 8 and ours[-2] == pytest.approx(1.0)
+    details = metric.score_details(hyps, refs)
+    assert (details["radgraph_entity_f1"] != details["radgraph_relation_f1"]).sum() >= 8
+    assert sum(bool(e["relations"]) for h, r in pairs for a in (h, r) for e in a["entities"].values()) > 10
