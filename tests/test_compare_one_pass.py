@@ -349,14 +349,14 @@ def test_memory_stays_within_the_documented_bound(monkeypatch):
             st._BLOCK_CELLS, st._block_rows(columns) * 12)
     rng = np.random.default_rng(1)
     rules = {"bleu2": sum_rule("bleu2"), "nlg": sum_rule("nlg")}
-    resamples, n = 100, 1000
+    resamples, n = 60, 1000
     warm = {"bleu2": rng.random((3, 40, 1)), "nlg": rng.integers(1, 9, (3, 40, 12)).astype(float)}
     st.compare_tables(warm, rules, resamples=5, permutations=5)  # imports and caches outside the measurement
     held = {}
     for models in (12, 36):
         tables = {"bleu2": rng.random((models, n, 1)), "nlg": rng.integers(1, 9, (models, n, 12)).astype(float)}
         tracemalloc.start()
-        results = st.compare_tables(tables, rules, resamples=resamples, permutations=150)
+        results = st.compare_tables(tables, rules, resamples=resamples, permutations=60)
         retained, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         held[models] = peak - retained

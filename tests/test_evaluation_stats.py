@@ -206,3 +206,19 @@ def test_compare_uses_shared_studies_and_says_so():
     assert report["n_studies"] == 2 and report["models"] == ["x", "x (2)"]
     assert report["notes"] == ["compared on the 2 studies every run scored (runs had 3, 3)"]
     assert report["pairwise"][0]["tests"]["bleu2"]["difference"] == pytest.approx(-0.1)
+
+
+def test_percentile_interval_is_nanquantile_per_column():
+    """Vectorised without NaNs, column by column with them: the same numbers as numpy's nanquantile either way."""
+    rng = np.random.default_rng(13)
+    alpha = (1.0 - 0.9) / 2.0  # as percentile_interval computes it (not exactly 0.05)
+    for samples in (rng.standard_normal(500), rng.standard_normal((400, 30, 6)), rng.random((7, 3))):
+        low, high = bs.percentile_interval(samples, 0.9)
+        np.testing.assert_array_equal(low, np.nanquantile(samples, alpha, axis=0))
+        np.testing.assert_array_equal(high, np.nanquantile(samples, 1.0 - alpha, axis=0))
+    holed = rng.standard_normal((300, 4))
+    holed[::7, 1] = np.nan
+    holed[:, 3] = np.nan
+    low, high = bs.percentile_interval(holed, 0.9)
+    np.testing.assert_array_equal(low[:3], np.nanquantile(holed[:, :3], alpha, axis=0))
+    assert np.isnan(low[3]) and np.isnan(high[3])

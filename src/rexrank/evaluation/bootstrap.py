@@ -115,6 +115,10 @@ def percentile_interval(samples: np.ndarray, confidence: float = DEFAULT_CONFIDE
     if not samples.size:  # no resample (no study): NaN per column, same shape as with resamples
         nan = np.full(samples.shape[1:], np.nan)
         return nan, nan
+    if not np.isnan(samples).any():
+        # The same numbers as nanquantile without NaNs, but one vectorised call: nanquantile of a matrix runs its
+        # 1-d routine column by column (0.2 ms each: most of a 24-model comparison's time for its ~4,000 columns).
+        return np.quantile(samples, alpha, axis=0), np.quantile(samples, 1.0 - alpha, axis=0)
     with np.errstate(invalid="ignore"):
         low = np.nanquantile(samples, alpha, axis=0)
         high = np.nanquantile(samples, 1.0 - alpha, axis=0)
