@@ -39,9 +39,6 @@ log = logging.getLogger("rexrank.data")
 
 DEFAULT_CONFIG = "default"  # datasets' name for the config load_dataset(repo) picks when given none
 
-# Columns that hold machine-local absolute paths; on the Hub they become paths relative to the source root.
-_PATH_COLUMNS = ("image_paths", "key_image")
-
 
 def card_template(name: str) -> Path:
     """dataset_scripts/<name>/README.md of this checkout (the card is data, kept beside its build script)."""

@@ -102,11 +102,6 @@ JSON_FORMATTING = "\n".join((
 ))
 
 SEVERITIES = ("Emergent error", "Urgent error", "Actionable nonurgent error", "Not actionable")
-ERROR_CATEGORIES = (
-    "False prediction of finding", "Omission of finding", "Incorrect location/position of finding",
-    "Incorrect severity of finding", "Mention of comparison that is not present in the reference impression",
-    "Omission of comparison describing a change from a previous study",
-)
 
 
 def _entry(corrections: str, severity: str, comments: str, categories: list[str]) -> dict[str, Any]:

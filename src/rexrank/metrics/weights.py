@@ -241,12 +241,6 @@ def _maybe_extract(path: Path, src: ModelSource) -> Path:
     return path
 
 
-def download_all(keys: list[str] | None = None, hf_cache_dir: str | None = None) -> dict[str, Path]:
-    """Fetch every default model into the cache so later runs work with HF_HUB_OFFLINE=1."""
-    with report_all_missing():  # one failure does not hide the next: every missing model is reported
-        return {key: resolve(key, hf_cache_dir=hf_cache_dir) for key in (keys or list(SOURCES))}
-
-
 # -- digests of weight files -------------------------------------------------------------------------------------
 # huggingface_hub stores an LFS file once, as blobs/<sha256 of its content> (the Hub's LFS oid), and links it from
 # snapshots/<commit>/<name>: the digest of a Hub download is its blob's name, no 14 GB hashing needed. Any other
