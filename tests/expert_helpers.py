@@ -1,5 +1,7 @@
-"""Synthetic ReXVal files in exactly the release's layout (data.builders.rexval documents it and its sources):
-50 studies x 4 candidates, 6 raters, categories 1-6, significant True/False, rows only for non-zero counts."""
+"""Synthetic expert-set files in exactly the releases' layouts (data.builders.rexval and .radevalx document them and
+their sources). ReXVal: 50 studies x 4 candidates, 6 raters, categories 1-6, significant True/False, rows only for
+non-zero counts. RadEvalX: two count files of 100 rows, header report_id,ground_truth,M2Tr-Generation,1..8, most
+count cells blank."""
 
 from __future__ import annotations
 
@@ -47,3 +49,31 @@ def write_rexval(folder: Path, seed: int = 0, *, extra_rows: list[dict] | None =
             writer.writerow([row[c] for c in ("study_number", "candidate_type", "rater_index", "error_category",
                                               "clinically_significant", "num_errors")])
     return folder, errors
+
+
+def write_radevalx(folder: Path, seed: int = 0) -> tuple[Path, np.ndarray, int]:
+    """Both count files into `folder`; returns the folder, the (100, 1, 8, 2) counts written (blank = 0) and the
+    number of blank cells."""
+    spec = get_expert_set("radevalx")
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    errors = np.zeros((spec.n_studies, 1, 8, 2))
+    texts = [(". ".join(rng.choice(WORDS, size=3, replace=False)) + ".",
+              ". ".join(rng.choice(WORDS, size=2, replace=False)) + ".") for _ in range(spec.n_studies)]
+    blank = 0
+    for significant, name in ((1, spec.files[0]), (0, spec.files[1])):
+        with (folder / name).open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["report_id", "ground_truth", "M2Tr-Generation", *map(str, range(1, 9))])
+            for i, (reference, candidate) in enumerate(texts):
+                cells = []
+                for c in range(8):
+                    n = int(rng.poisson(0.3))
+                    if n == 0 and rng.random() < 0.9:
+                        cells.append("")
+                        blank += 1
+                    else:
+                        cells.append(str(n))
+                        errors[i, 0, c, significant] = n
+                writer.writerow([f"CXR{1000 + i}_IM-{i:04d}", reference, candidate, *cells])
+    return folder, errors, blank

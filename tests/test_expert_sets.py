@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from expert_helpers import write_rexval
+from expert_helpers import write_radevalx, write_rexval
 
 from rexrank.data import expert_sets
 from rexrank.data.builders import rexval
@@ -93,12 +93,12 @@ def test_anything_but_the_release_is_one_clear_error(tmp_path, file, edit, expec
     with pytest.raises(DatasetNotAvailableError) as error:
         expert_sets.read("rexval", tmp_path)
     assert expected in str(error.value)
-    assert SPEC.files[file] in str(error.value) and "PhysioNet" in str(error.value)
+    assert SPEC.files[file] in str(error.value) and "physionet.org/content/rexval-dataset/1.0.0/" in str(error.value)
 
 
 def test_names_and_routes_are_checked():
-    with pytest.raises(UnknownNameError, match="Unknown expert set 'radevalx'. Available: rexval"):
-        expert_sets.read("radevalx", "/nowhere")
+    with pytest.raises(UnknownNameError, match="Unknown expert set 'mimic_cxr'. Available: rexval, radevalx"):
+        expert_sets.read("mimic_cxr", "/nowhere")
     with pytest.raises(ConfigError, match="--data-dir DIR .* --from-hub"):
         expert_sets.read("rexval")
     with pytest.raises(ConfigError, match="not both"):
@@ -162,3 +162,42 @@ def test_the_reader_never_writes_into_the_local_copy(tmp_path):
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
     rexval.read_folder(tmp_path)
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+
+
+RADEVALX = expert_sets.get_expert_set("radevalx")
+RADEVALX_FOLDERS = {"wget -r": "physionet.org/files/rad-eval-x/1.0.0", "project folder": "rad-eval-x/1.0.0",
+                    "flat": "", "zip": "radiology-report-generation-models-evaluation-dataset-for-chest-x-rays-radevalx-1.0.0"}
+
+
+@pytest.mark.parametrize("layout", list(RADEVALX_FOLDERS))
+def test_radevalx_every_layout_reads_the_pairs_and_counts_written(tmp_path, layout):
+    """Blank count cells read as 0 and the report's notes say how many there were."""
+    _, written, blank = write_radevalx(tmp_path / RADEVALX_FOLDERS[layout], seed=1)
+    expert = expert_sets.read("RadEvalX", tmp_path)
+    assert len(expert.references) == 100 and expert.raters == ["consensus"] and expert.categories == list(range(1, 9))
+    assert np.array_equal(expert.errors, written)
+    assert np.array_equal(expert.groups, np.arange(100))  # one candidate per study
+    assert f"{blank:,} of 1,600 error-count cells are blank and were read as 0 errors" in expert.notes[0]
+    with (tmp_path / RADEVALX_FOLDERS[layout] / RADEVALX.files[0]).open(newline="") as handle:
+        first = next(csv.DictReader(handle))
+    assert (expert.study_ids[0], expert.references[0], expert.hypotheses[0]) == (
+        first["report_id"], first["ground_truth"], first["M2Tr-Generation"])
+
+
+@pytest.mark.parametrize("file, edit, expected", [
+    (0, _set_cell("3", "-1"), "line 2: category 3 '-1' is not a count"),
+    (0, _set_cell("3", "1.5"), "line 2: category 3 '1.5' is not a whole number"),
+    (1, _set_cell("8", "many"), "line 2: category 8 'many' is not a number"),
+    (0, _set_cell("report_id", "CXR1001_IM-0001", row=1), "report_id 'CXR1001_IM-0001' appears twice"),
+    (1, _set_cell("report_id", "CXR9999_IM-9999"), "report_id 'CXR9999_IM-9999' is not in"),
+    (1, _set_cell("M2Tr-Generation", "Another text."), "has other texts than in"),
+    (0, lambda rows: [r[:-1] for r in rows], "has no column 8"),
+    (1, lambda rows: rows[:-1], "holds 99 studies, the release has 100"),
+])
+def test_radevalx_anything_but_the_release_is_one_clear_error(tmp_path, file, edit, expected):
+    write_radevalx(tmp_path, seed=2)
+    _rewrite(tmp_path / RADEVALX.files[file], edit)
+    with pytest.raises(DatasetNotAvailableError) as error:
+        expert_sets.read("radevalx", tmp_path)
+    assert expected in str(error.value) and RADEVALX.files[file] in str(error.value)
+    assert "physionet.org/content/rad-eval-x/1.0.0/" in str(error.value)

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from expert_helpers import write_rexval
+from expert_helpers import write_radevalx, write_rexval
 from scipy.stats import kendalltau
 
 import rexrank
@@ -140,6 +140,22 @@ def test_cli_and_python_api_write_the_same_aggregates(tmp_path, cli):
         content = path.read_text(encoding="utf-8")
         assert not any(text in content for text in texts), path.name
     assert "| BLEU |" in output and "Raters (each vs the others' mean; ceiling)" in output
+
+
+def test_radevalx_states_its_assumption_and_has_no_ceiling(tmp_path, cli):
+    """RadEvalX: 100 single-candidate studies, consensus counts: every study resampled alone, no inter-rater
+    ceiling, and the blank-cell reading stated in the JSON and the Markdown."""
+    write_radevalx(tmp_path / "data", seed=3)
+    code, output = cli("meta-eval", "--dataset", "radevalx", "--data-dir", str(tmp_path / "data"), "--metrics",
+                       "bleu2", "--resamples", "30", "--out", str(tmp_path / "out"))
+    assert code == 0, output
+    report = json.loads((tmp_path / "out" / "meta_eval.json").read_text())
+    assert (report["dataset"], report["n_pairs"], report["n_studies"], report["n_raters"]) == ("radevalx", 100, 100, 1)
+    assert report["raters"] == {"total": None, "significant": None}
+    assert "blank and were read as 0 errors" in report["notes"][0]
+    assert "n/a: one consensus count per pair" in output and "blank and were read as 0 errors" in output
+    assert set(report["metrics"]["bleu2"]["targets"]) >= {"total", "significant", "category_8_significant"}
+    assert json.loads((tmp_path / "out" / "meta_eval_plot.json").read_text())["layout"]["shapes"] == []
 
 
 @pytest.mark.parametrize("args, message", [

@@ -217,8 +217,11 @@ def _verdict(difference: float, p: float, alpha: float, a: str, b: str, label_a:
 def _raters(expert: ExpertSet, usable: np.ndarray, groups: np.ndarray, every: np.ndarray,
             confidence: float) -> dict[str, Any]:
     """Each rater against the mean of the others, for all and for significant errors: the ceiling a metric can
-    approach. The mean over raters gets its bootstrap interval from the same resamples."""
+    approach. The mean over raters gets its bootstrap interval from the same resamples. None for a set with one
+    count per pair (a consensus): there is no other rater to agree with."""
     out: dict[str, Any] = {}
+    if len(expert.raters) < 2:
+        return {TOTAL: None, SIGNIFICANT: None}
     for goal, significant in ((TOTAL, False), (SIGNIFICANT, True)):
         own, others = rater_targets(expert, significant)
         own, others = own[:, usable], others[:, usable]
@@ -260,7 +263,8 @@ def meta_eval(dataset: str = "rexval", metrics: Sequence[str] | str | None = Non
                   metric_configs=metric_configs, device=device, batch_size=batch_size)
     report = agreement({n: frame[REGISTRY.spec(n).column].to_numpy(dtype=np.float64) for n in names}, expert,
                        resamples=resamples, seed=seed, confidence=confidence)
-    report = {"dataset": expert.name, **report, "notes": _notes(frame.attrs.get("metrics", {}), names, report)}
+    report = {"dataset": expert.name, **report,
+              "notes": [*expert.notes, *_notes(frame.attrs.get("metrics", {}), names, report)]}
     report["published"] = {"values": PUBLISHED, "note": PUBLISHED_NOTE}
     return report
 
@@ -304,10 +308,13 @@ def markdown(report: Mapping[str, Any]) -> str:
                      f"{_fmt(g['tau'])} [{_fmt(g['ci_low'])}, {_fmt(g['ci_high'])}] | "
                      f"{_fmt(pub['tau']) + ' (' + pub['source'] + ')' if pub else '-'} |")
     raters = report["raters"]
-    lines += [f"| Raters (each vs the others' mean; ceiling) | {_fmt(raters[TOTAL]['mean'])} "
-              f"[{_fmt(raters[TOTAL]['ci_low'])}, {_fmt(raters[TOTAL]['ci_high'])}] | "
-              f"{_fmt(raters[SIGNIFICANT]['mean'])} [{_fmt(raters[SIGNIFICANT]['ci_low'])}, "
-              f"{_fmt(raters[SIGNIFICANT]['ci_high'])}] | - |", ""]
+    if raters[TOTAL] is None:
+        lines += ["| Raters (ceiling) | n/a: one consensus count per pair | n/a | - |", ""]
+    else:
+        lines += [f"| Raters (each vs the others' mean; ceiling) | {_fmt(raters[TOTAL]['mean'])} "
+                  f"[{_fmt(raters[TOTAL]['ci_low'])}, {_fmt(raters[TOTAL]['ci_high'])}] | "
+                  f"{_fmt(raters[SIGNIFICANT]['mean'])} [{_fmt(raters[SIGNIFICANT]['ci_low'])}, "
+                  f"{_fmt(raters[SIGNIFICANT]['ci_high'])}] | - |", ""]
     categories = [k for k in next(iter(report["metrics"].values()))["targets"] if k.startswith("category_")]
     if categories:
         lines += ["| Metric | " + " | ".join(c.replace("category_", "cat. ").replace("_significant", " sig.")
@@ -345,9 +352,9 @@ def plot_figure(report: Mapping[str, Any]) -> dict[str, Any]:
             "type": "data", "symmetric": False,
             "array": [None if h is None or t is None else h - t for t, h in zip(taus, highs)],
             "arrayminus": [None if lo is None or t is None else t - lo for t, lo in zip(taus, lows)]}})
-    shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": report["raters"][TOTAL]["mean"],
-               "y1": report["raters"][TOTAL]["mean"], "line": {"dash": "dash"}}] \
-        if report["raters"][TOTAL]["mean"] is not None else []
+    ceiling = (report["raters"][TOTAL] or {}).get("mean")
+    shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": ceiling, "y1": ceiling,
+               "line": {"dash": "dash"}}] if ceiling is not None else []
     return json_safe({"data": data, "layout": {
         "title": {"text": f"Agreement with radiologists on {report.get('dataset', '?')} (Kendall tau-b, "
                           f"{report['settings']['confidence']:.0%} CI; dashed: inter-rater ceiling)"},
