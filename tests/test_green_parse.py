@@ -165,3 +165,24 @@ def test_summary_mean_and_error_free_rates(fx):
     rates = summary["error_free_rate_by_category"]
     assert rates["(a) false_finding"] == pytest.approx(2 / 6)  # (a) is 0 only in official case 3 and the clean one
     assert rates["(e) extra_comparison"] == 1.0
+
+
+# One sentence per rule of transformers 4's clean_up_tokenization, then texts where rules meet: a rule's output
+# that another rule (applied later in its order) reads again, and chains of the same pattern.
+SPACE_CLEANUP_TEXTS = [
+    "Heart size is normal .", "Is there an effusion ?", "Large effusion !", "Lungs , heart and mediastinum",
+    "the patient ' s film", "There is n't any effusion", "I 'm sure", "The heart 's size", "We 've compared",
+    "They 're clear",
+    "It is n't . Is n't it ? They 're n't , we 've ! I 'm 's",
+    "a ' 's b", "a ' ' s", "x  .  . ?", "don 't", "n't n't  n't", " 's 's", "' ve ' re", "a ' n't",
+    "(a) Missing findings : 0 . (b) None , 1 .", "", " .", "tab\t.\tnewline\n.",
+]
+
+
+def test_space_cleanup_equals_transformers_clean_up_tokenization(run_reference):
+    """cleanup_spaces equals transformers 4.57's PreTrainedTokenizerBase.clean_up_tokenization on text holding
+    every pattern, alone and where patterns meet (the rules and their order)."""
+    out = run_reference("tokenizer_cleanup_ref.py", {"texts": SPACE_CLEANUP_TEXTS})
+    assert out["transformers"].startswith("4.")
+    assert [green.cleanup_spaces(t) for t in SPACE_CLEANUP_TEXTS] == out["cleaned"]
+    assert sum(a != b for a, b in zip(SPACE_CLEANUP_TEXTS, out["cleaned"])) >= 18  # the rules fire
