@@ -143,6 +143,36 @@ def test_in_a_real_process():
         _assert_usage_error(proc.returncode, proc.stdout + proc.stderr, expected)
 
 
+# -- --help: the first thing a new user reads ------------------------------------------------------------------
+def _help(path: list[str]) -> str:
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(cli_module.app, [*path, "--help"], prog_name="rexrank", env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize(("path", "command"), TREE, ids=IDS)
+def test_help_lists_every_option_and_no_value_for_a_flag(path, command):
+    """Issue 29 point 9: typer 0.29's rich help showed `<bool>` beside every flag (--help itself included), as if
+    it took a value. Every option is listed by all its names; no flag shows a type."""
+    text = _help(path)
+    assert "<bool>" not in text, text
+    for param in command.params:
+        if param.param_type_name == "option" and not param.hidden:
+            assert all(name in text for name in [*param.opts, *param.secondary_opts]), (param.opts, text)
+
+
+def test_score_help_lists_every_metric_from_the_registry():
+    """`score --help` names every registered metric with its description, generated from the registry (a new
+    metric appears without editing the CLI). Compared without whitespace: the help wraps lines."""
+    from rexrank.metrics import REGISTRY
+
+    text = "".join(_help(["score"]).split())
+    for name in REGISTRY.names():
+        assert "".join(f"{name}: {REGISTRY.spec(name).description}".split()) in text, name
+
+
 def test_version(cli):
     code, text = cli("--version")
     assert code == 0

@@ -16,8 +16,12 @@ import typer
 
 from rexrank.errors import RexrankError
 
+# Plain (click-style) help, not typer's rich panels: typer 0.29's panel prints a type beside every flag (`--quiet
+# <bool>`, even `--help <bool>`), as if it took a value; the plain formatter shows a flag by its names alone. Set here,
+# it holds for every command and group. Help lines may be up to 120 columns where the terminal is that wide.
 app = typer.Typer(name="rexrank", help="The ReXrank benchmark for chest X-ray report generation.",
-                  pretty_exceptions_enable=False, add_completion=False)
+                  pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None,
+                  context_settings={"max_content_width": 120})
 
 
 def _version() -> str:

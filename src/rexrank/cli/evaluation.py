@@ -65,6 +65,14 @@ def _progress_default(flag: bool | None, quiet: bool) -> bool:
     return enabled(False if quiet and flag is None else flag)
 
 
+def _metrics_help(text: str) -> str:
+    """`text`, then every registered metric and its description, read from the registry (one paragraph each, which
+    the help formatter wraps)."""
+    from rexrank.metrics import REGISTRY
+
+    return "\n\n".join([text, *(f"{name}: {REGISTRY.spec(name).description}." for name in REGISTRY.names())])
+
+
 def score_command(
     predictions: Path = typer.Option(..., "--predictions", "-p", help="Predictions: ReXrank JSON "
                                      "({id: {..., model_prediction}}), {id: report} JSON, JSONL or CSV (study_id, report)."),
@@ -75,9 +83,9 @@ def score_command(
     split: Optional[str] = typer.Option(None, "--split", help="Split of --dataset (default: the one the leaderboard scores)."),
     track: str = typer.Option("findings", "--track", help="findings or findings_impression."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local copy of --dataset."),
-    metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help="Comma-separated metrics (default: the "
-                                          "leaderboard metrics on open weights, i.e. all but fineradscore; "
-                                          "'leaderboard' for all eight; 'all' for every registered one)."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help=_metrics_help(
+        "Comma-separated metrics (default: the leaderboard metrics on open weights, i.e. all but fineradscore; "
+        "'leaderboard' for all eight; 'all' for every registered one).")),
     model_path: Optional[list[str]] = typer.Option(None, "--model-path", help="METRIC=PATH: local weights or "
                                                    "another Hub id for a metric (repeatable)."),
     option: Optional[list[str]] = typer.Option(None, "--option", help="METRIC.KEY=VALUE: any metric option "
