@@ -52,7 +52,7 @@ from rexrank.evaluation.subgroups import (
     subgroup_summary,
 )
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
-from rexrank.metrics.base import Metric, text_key
+from rexrank.metrics.base import Metric
 
 # What `rexrank score` runs when --metrics is not given: the leaderboard metrics that run on open weights.
 # FineRadScore needs an LLM API (GPT-4/Claude in the paper) and is opt-in: --metrics leaderboard or name it.
@@ -204,7 +204,8 @@ def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, ba
             scored = score_pairs([inputs.hyps[i] for i in positions], [inputs.refs[i] for i in positions], built,
                                  cache=cache, chunk_size=options.chunk_size, progress=options.progress,
                                  reference_labels=True, label=f" [process {ctx.rank}]" if ctx.distributed else "",
-                                 corpus=inputs.refs)  # every study's reference, whichever shard this is
+                                 corpus=inputs.refs,  # every study's reference, whichever shard this is
+                                 keys=[(inputs.hyp_keys[i], inputs.ref_keys[i]) for i in positions])
     finally:
         cache.close()
     combine_composites(composites, scored)
@@ -254,9 +255,9 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
     full = _full_table(inputs, frame)
     order = names + [b for b in base if b not in names]
     sources: dict[str, Any] = {"predictions": inputs.predictions_source, "references": inputs.references_source,
-                               "predictions_sha256": _digest(inputs.hyps, inputs.study_ids)}
+                               "predictions_sha256": _digest(inputs.hyp_keys, inputs.study_ids)}
     if not private:
-        sources["references_sha256"] = _digest(inputs.refs, inputs.study_ids)
+        sources["references_sha256"] = _digest(inputs.ref_keys, inputs.study_ids)
     elif secret is not None:
         sources["references_hmac_sha256"] = disclosure.references_digest(inputs.study_ids, inputs.refs, secret)
     results = build_results(
@@ -300,10 +301,11 @@ def _assemble(parts, n: int):
     return frame.sort_index().reset_index(drop=True), info, stats
 
 
-def _digest(texts: Sequence[str], ids: Sequence[str]) -> str:
+def _digest(keys: Sequence[str], ids: Sequence[str]) -> str:
+    """sha256 over each study's id and its text's ``text_key`` (``Inputs.hyp_keys``/``ref_keys``: hashed once)."""
     h = hashlib.sha256()
-    for study_id, text in zip(ids, texts):
-        h.update(study_id.encode("utf-8", "surrogatepass") + b"\0" + text_key(text).encode() + b"\n")
+    for study_id, key in zip(ids, keys):
+        h.update(study_id.encode("utf-8", "surrogatepass") + b"\0" + key.encode() + b"\n")
     return h.hexdigest()
 
 
@@ -321,8 +323,8 @@ def per_study_table(inputs: Inputs, scores: pd.DataFrame, *, private: bool | Non
 def _full_table(inputs: Inputs, scores: pd.DataFrame) -> pd.DataFrame:
     """Every column the statistics use, plain reference hashes and labels included: never written as such for a
     private set."""
-    head = {"study_id": inputs.study_ids, "hyp_sha256": [text_key(t) for t in inputs.hyps],
-            disclosure.REFERENCE_HASH_COLUMN: [text_key(t) for t in inputs.refs]}
+    head = {"study_id": inputs.study_ids, "hyp_sha256": inputs.hyp_keys,
+            disclosure.REFERENCE_HASH_COLUMN: inputs.ref_keys}
     sites = [inputs.attributes.get(i, {}).get("site") for i in inputs.study_ids]
     if any(s not in (None, "") for s in sites):
         head["site"] = [None if s in (None, "") else str(s) for s in sites]

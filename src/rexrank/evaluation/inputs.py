@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from rexrank.errors import ConfigError, InputError
@@ -20,6 +21,7 @@ from rexrank.evaluation.predictions import (
     check_values,
     read_report_file,
 )
+from rexrank.metrics.base import text_keys
 
 
 @dataclass
@@ -37,6 +39,16 @@ class Inputs:
 
     def __len__(self) -> int:
         return len(self.study_ids)
+
+    # Each text's cache key (rexrank.metrics.base.text_key), hashed once per run and read by everything that needs
+    # it: the scorer's pair keys, the per-study table's hash columns and the inputs' digests in results.json.
+    @cached_property
+    def hyp_keys(self) -> list[str]:
+        return text_keys(self.hyps)
+
+    @cached_property
+    def ref_keys(self) -> list[str]:
+        return text_keys(self.refs)
 
     def drop_note(self) -> str | None:
         templates = (("missing_prediction", "reference study without a prediction",

@@ -19,7 +19,7 @@ import pandas as pd
 from rexrank import parallel
 from rexrank.evaluation.plan import metric_config
 from rexrank.metrics import REGISTRY, get
-from rexrank.metrics.base import Metric, text_key
+from rexrank.metrics.base import Metric, text_keys
 from rexrank.progress import enabled as progress_enabled, task as progress_task
 
 log = logging.getLogger("rexrank.evaluation")
@@ -110,7 +110,8 @@ def _column(values: list[Any]):
 
 def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, Metric], *, cache=None,
                 chunk_size: int | None = None, progress: bool | None = False, reference_labels: bool = False,
-                label: str = "", corpus: Sequence[str] | None = None) -> ScoredPairs:
+                label: str = "", corpus: Sequence[str] | None = None,
+                keys: Sequence[tuple[str, str]] | None = None) -> ScoredPairs:
     """Score aligned pairs with already built base metrics.
 
     ``cache``: a ScoreCache/MemoryPairCache (pair rows + per-text artefacts), or None for a throwaway in-memory one.
@@ -119,12 +120,19 @@ def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, 
     within a chunk; only the main process of a launched job shows it.
     ``corpus``: the whole run's references, one per study, when these pairs are one process's shard of it (CIDEr-D
     counts document frequencies over the whole run, ``Metric.use_corpus``); None: ``refs`` is the whole run.
+    ``keys``: each pair's (hyp, ref) ``text_key``s when the caller has them (``Inputs.hyp_keys``/``ref_keys``), so a
+    run hashes each text once; None: computed here.
     """
     from rexrank.evaluation.cache import MemoryPairCache
 
     store = cache if cache is not None else MemoryPairCache()
     hyps, refs = list(hyps), list(refs)
-    keys = [(text_key(h), text_key(r)) for h, r in zip(hyps, refs)]
+    if keys is None:
+        keys = list(zip(text_keys(hyps), text_keys(refs)))
+    elif len(keys) != len(hyps) or len(hyps) != len(refs):
+        raise ValueError(f"score_pairs: {len(keys)} keys for {len(hyps)} hypotheses and {len(refs)} references")
+    else:
+        keys = list(keys)
     unique: dict[tuple[str, str], tuple[str, str]] = {}
     for key, hyp, ref in zip(keys, hyps, refs):
         unique.setdefault(key, (hyp, ref))

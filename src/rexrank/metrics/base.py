@@ -69,6 +69,19 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def text_keys(texts: Sequence[str]) -> list[str]:
+    """``text_key`` of each text, each distinct text hashed once: a run's texts repeat (one reference for several
+    studies, a model's stock "no acute findings" report) and a dict lookup costs far less than a sha256."""
+    seen: dict[str, str] = {}
+    out = []
+    for text in texts:
+        key = seen.get(text)
+        if key is None:
+            key = seen[text] = text_key(text)
+        out.append(key)
+    return out
+
+
 class TextCache(Protocol):
     """Per-text artefacts (CheXbert embeddings and labels, RadGraph annotations, ...), keyed by text hash.
 
@@ -136,7 +149,7 @@ class Metric:
         if self.text_cache is None:
             self.text_cache = MemoryTextCache()
         namespace = f"{self.spec.name}:{artifact}:{self.fingerprint}"
-        keys = [text_key(t) for t in texts]
+        keys = text_keys(texts)
         unique = dict(zip(keys, texts))
         found = self.text_cache.get_many(namespace, list(unique))
         missing = [k for k in unique if k not in found]
@@ -250,7 +263,7 @@ class CorpusMetric(Metric):
 
 def _distinct_pairs(hyps: list[str], refs: list[str]):
     """(distinct hyps, distinct refs, their keys, index of each input pair among them), first occurrence order."""
-    keys = [text_key(h) + text_key(r) for h, r in zip(hyps, refs)]
+    keys = [h + r for h, r in zip(text_keys(hyps), text_keys(refs))]
     first: dict[str, int] = {}
     for i, key in enumerate(keys):
         first.setdefault(key, i)
