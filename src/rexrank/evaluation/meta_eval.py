@@ -34,7 +34,13 @@ import numpy as np
 from rexrank.data.expert_sets import SIGNIFICANCE, ExpertSet
 from rexrank.errors import ConfigError, InputError
 from rexrank.evaluation.aggregate import json_safe
-from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, count_blocks
+from rexrank.evaluation.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    count_blocks,
+    percentile_interval,
+)
 from rexrank.metrics import REGISTRY
 
 TOTAL, SIGNIFICANT = "total", "significant"
@@ -106,10 +112,11 @@ def study_resamples(studies: int, resamples: int, seed: int) -> np.ndarray:
 
 
 def _interval(samples: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    alpha = (1.0 - confidence) / 2.0
-    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column (a constant target) stays NaN
-        return np.nanquantile(samples, alpha, axis=0), np.nanquantile(samples, 1.0 - alpha, axis=0)
+    """The harness's percentile interval (`bootstrap.percentile_interval`), quiet about an all-NaN column (a target
+    constant in every resample), which stays NaN."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return percentile_interval(samples, confidence)
 
 
 def paired_p(observed: float, resampled: np.ndarray) -> float:
