@@ -56,6 +56,7 @@ def iu_predictions(path: Path, n_shift: int = 1, corrupt: dict | None = None) ->
 def add_scored_result(store, name: str, *, bleu: float, dataset: str = "iu_xray", institution: str = "QA"):
     """Store a rexrank-scored result with BLEU-2 only (mean and 95% CI) and normal/abnormal subgroups, as
     `rexrank leaderboard add` would: a row with a CI and no 1/RadCliQ-v1."""
+    from rexrank.data.catalog import leaderboard_split
     from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
 
     def group(n: int, mean: float) -> dict:
@@ -65,7 +66,8 @@ def add_scored_result(store, name: str, *, bleu: float, dataset: str = "iu_xray"
                  "abnormal": group(290, bleu - 0.01)}
     extra = {"subgroups": {"normal_vs_abnormal": breakdown},
              "analyses": {"processes": 1, "cache": {"bleu2": {"hits": 0, "misses": 590}}}}
-    record = ResultRecord(model=ModelInfo(name=name, institution=institution), dataset=dataset, split="test",
+    record = ResultRecord(model=ModelInfo(name=name, institution=institution), dataset=dataset,
+                          split=leaderboard_split(dataset),
                           track="findings", source="rexrank", n_studies=590, extra=extra,
                           metrics={"bleu2": MetricValue(bleu, bleu - 0.02, bleu + 0.02)})
     return store.add_result(record)

@@ -9,3 +9,4 @@ CSS = """
 .board-links p { margin: 0; }
 .board-links { align-self: center; }
 """ + gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS
+HEAD = gradio_compat.PHONE_HEAD

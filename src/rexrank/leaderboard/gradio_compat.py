@@ -11,6 +11,13 @@ pyproject.toml pins the same range.
   compared as text, sorts stacking up) and cannot be turned off; the board sorts by value on the server (*Sort by*,
   and Rank follows it), so the menu is hidden (``HEADER_MENU_CSS``, the one rule naming a gradio class) and the
   table's label says where the sort is chosen. Browser test: no menu button shows on a header.
+- The page margin on a phone: gradio pads its main column 32 px each side at every width, which leaves a 312 px
+  screen (a 390 px phone zoomed to 125%) no room for Rank, Model and 1/RadCliQ-v1; ``PHONE_HEAD`` narrows it to 8 px
+  under 640 px. In ``<head>`` (``launch(head=...)``), not in ``css=``: gradio scopes the ``css=`` @media rules to
+  its content box. Browser test: the three columns fit at 312 px.
+- Not worked around: gradio's tabs are plain buttons (Tab and Enter work, arrow keys do not move between tabs; the
+  ARIA tabs pattern would need intercepting gradio's keyboard events), and a multiselect's chip buttons are named
+  "Remove 0", "Remove 1"... Both are documented in docs/leaderboard.md and pinned by browser tests.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ PINNED_CSS = """
 .pin2 table :is(th, td):nth-child(2) { left: 52px; box-shadow: 2px 0 0 var(--border-color-primary); }
 """
 HEADER_MENU_CSS = ".board-table .cell-menu-button { display: none !important; }\n"
+PHONE_HEAD = """<style>@media (max-width: 640px) {
+  .main.fillable { padding-left: 8px !important; padding-right: 8px !important; }
+}</style>"""
 
 
 def gradio_version() -> tuple[int, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rexrank.leaderboard.assets import CSS
+from rexrank.leaderboard.assets import CSS, HEAD
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.views import Views
 from rexrank.leaderboard.wiring import add_csv_route, build_app, oauth_configured
@@ -67,7 +67,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
     max_bytes = service.max_bytes if service is not None else DEFAULT_MAX_UPLOAD_MB * 1_000_000
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, show_error=True,
-                quiet=True, max_file_size=int(max_bytes), css=CSS)
+                quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD)
     add_csv_route(demo, views)
     if not prevent_thread_lock:
         demo.block_thread()

@@ -31,9 +31,10 @@ TITLE = "ReXrank leaderboard"
 PRIMARY = board.PRIMARY
 METRIC_CHOICES = [(board.column_label(m), m) for m in LEADERBOARD_METRICS]
 QUEUED = "Submission #"  # how an accepted submission's message starts (the form is cleared after one)
-# Column widths (px): Rank, Model and the ranking column fit a 312 px wide screen (a 390 px phone at 125% zoom);
+# Column widths (px): Rank, Model and the ranking column fit a 312 px wide screen (a 390 px phone at 125% zoom,
+# with gradio_compat.PHONE_HEAD's 8 px margin);
 # the rest scroll sideways behind them.
-WIDTHS = {"Rank": 52, "Model": 118, "Institution": 140, "Year": 56, "Source": 130}
+WIDTHS = {"Rank": 52, "Model": 112, "Institution": 140, "Year": 56, "Source": 130}
 METRIC_WIDTH = 136
 TRAINED_CHOICES = [("All models", "all"), ("Exclude models trained on this set", "exclude"),
                    ("Only models trained on this set", "only")]

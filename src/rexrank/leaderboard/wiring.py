@@ -143,6 +143,12 @@ class _DatasetView:
                          self.sort]
         self._plots(gr, views)
 
+    def triggers(self) -> list:
+        """The events that replace the table: the search box's every change (gradio's Textbox sends no input event
+        when text is deleted), a choice by the user in the other controls (.input: a refresh that sets their
+        choices must not refill the table)."""
+        return [self.search.change] + [c.input for c in self.controls[1:]]
+
     def table_update(self, gr, views: Views, values) -> list:
         """[table, empty message] for the controls' ``values`` (in ``controls`` order)."""
         search, inst, year, mtype, trained, source, columns, sort = values
@@ -165,29 +171,29 @@ class _DatasetView:
         def update(*values):
             return self.table_update(gr, views, values)
 
-        # .input (a choice by the user), not .change: a refresh that sets choices must not refill the table.
-        gr.on([c.input for c in self.controls], update, self.controls, [self.table, self.empty], **_PRIVATE)
+        gr.on(self.triggers(), update, self.controls, [self.table, self.empty], **_PRIVATE)
 
     def _plots(self, gr, views: Views) -> None:
-        """The bar chart (the table's rows, best first by a metric) and the agreement heatmap, drawn when their
-        section is open (a gr.Plot in the first page would load plotly's modules with it)."""
+        """The bar chart (the table's rows, best first by a metric) and the agreement heatmap, drawn while "Plots" is
+        ticked and redrawn with the table's search and filters (a gr.Plot in the first page would load plotly's
+        modules with it). A checkbox, not an accordion: its value comes with every request, so a filter change draws
+        only when the plots are shown."""
         key = self.key
-        with gr.Accordion("Plots", open=False, elem_id=f"plots-{key}") as section:
-            metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Metric", elem_id=f"metric-{key}")
-            opened = gr.State(False)
+        with gr.Row(equal_height=True):
+            shown = gr.Checkbox(False, label="Plots: bars of this table's rows and metric agreement",
+                                elem_id=f"plots-{key}", scale=3)
+            metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Bar chart metric", elem_id=f"metric-{key}",
+                                 scale=2)
 
-            @gr.render(inputs=[opened, metric, *self.controls],
-                       triggers=[opened.change, metric.input, *[c.input for c in self.controls]], **_RENDER)
-            def draw(is_open, chosen, search, inst, year, mtype, trained, source, columns, sort):
-                if not is_open:
-                    return
-                shown = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source,
-                                         columns, sort).shown
-                gr.Plot(views.bars_view(shown, chosen), show_label=False, elem_id=f"bars-{key}")
-                gr.Plot(views.agreement_view(self.dataset, self.track), show_label=False, elem_id=f"heat-{key}")
-
-        section.expand(lambda: True, None, opened, **_PRIVATE)
-        section.collapse(lambda: False, None, opened, **_PRIVATE)
+        @gr.render(inputs=[shown, metric, *self.controls], triggers=[shown.input, metric.input, *self.triggers()],
+                   **_RENDER)
+        def draw(is_shown, chosen, search, inst, year, mtype, trained, source, columns, sort):
+            if not is_shown:
+                return
+            rows = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source, columns,
+                                    sort).shown
+            gr.Plot(views.bars_view(rows, chosen), show_label=False, elem_id=f"bars-{key}")
+            gr.Plot(views.agreement_view(self.dataset, self.track), show_label=False, elem_id=f"heat-{key}")
 
 
 def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl: int = 3600,
@@ -258,18 +264,13 @@ def _overview_tab(gr, views: Views) -> dict:
                         value=views.overview_view(track), interactive=False, label=overview_label(track),
                         show_label=True, elem_id=f"overview-table{suffix}", pinned_columns=2,
                         elem_classes=["board-table", "pin2"], wrap=True, max_height=TABLE_HEIGHT,
-                        column_widths=[52, 118, 76, 84] + [110] * 2 * len(DATASETS))
+                        column_widths=[52, 112, 76, 84] + [110] * 2 * len(DATASETS))
                     with gr.Accordion("Rank across datasets (plot)", open=False,
                                       elem_id=f"overview-plot{suffix}") as section:
-                        opened = gr.State(False)
-
-                        @gr.render(inputs=[opened], triggers=[opened.change], **_RENDER)
-                        def ranks(is_open, track=track, suffix=suffix):
-                            if is_open:
-                                gr.Plot(views.ranks_view(track), show_label=False, elem_id=f"overview-ranks{suffix}")
-
-                    section.expand(lambda: True, None, opened, **_PRIVATE)
-                    section.collapse(lambda: False, None, opened, **_PRIVATE)
+                        # Drawn on each opening (with the store as it is then).
+                        @gr.render(triggers=[section.expand], **_RENDER)
+                        def ranks(track=track, suffix=suffix):
+                            gr.Plot(views.ranks_view(track), show_label=False, elem_id=f"overview-ranks{suffix}")
         gr.Markdown("Mean rank: the mean of a model's ranks over the datasets it is ranked on (Datasets), by "
                     "1/RadCliQ-v1. Open a dataset tab for every metric with its 95% CI.")
         # In the tab: gr.Tabs takes only tabs as children.
