@@ -163,6 +163,41 @@ def test_dataset_cards_declare_licence_gating_and_the_catalog_splits(name):
     assert (REPO / "dataset_scripts" / name / "build.py").is_file()
 
 
+LICENSED_WORDING = ("licensed", "private to your organisation")
+
+
+@pytest.mark.parametrize("name", list(DATASETS))
+def test_card_and_build_help_call_only_licensed_sets_licensed(name, capsys):
+    """Issue 29 point 9: IU-Xray's card and build.py --help called an open set licensed data ("your licensed local
+    copy", "keep the repository private to your organisation and gated"). Both now follow the catalog: a gated
+    source or a private test set is worded as licensed (a private set also as never to be published); an open one
+    is not, and its card says the repo may be public. The card's facts are the catalog's, written at build time."""
+    from rexrank.data import publish
+
+    spec = DATASETS[name]
+    with pytest.raises(SystemExit):
+        publish.main(name, ["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    card = publish.card_text(name, publish.card_template(name).read_text(), list(spec.splits))
+    assert publish.SOURCE_MARKER not in card and f"Licence: {spec.licence}." in card
+    assert f"Access to the source: {spec.access}." in card and f"What to download: {spec.download}." in card
+    if spec.gated or spec.private:
+        assert "licensed local copy" in card and "**private to your organisation and gated**" in card
+        assert "your licensed local copy" in help_text
+        assert ("must never be published" in card) == spec.private
+    else:
+        found = [w for w in LICENSED_WORDING for text in (card, help_text) if w in text.lower()]
+        assert not found, found
+        assert "may be public (`--public`)" in card
+
+
+def test_the_open_and_the_private_cases_are_both_walked():
+    """The walk above covers both wordings: IU-Xray is open, ReXGradient a private test set."""
+    from rexrank.data import publish
+
+    assert not publish.licensed("iu_xray") and publish.licensed("rexgradient") and DATASETS["rexgradient"].private
+
+
 class _Response:
     def __init__(self, status: int):
         import httpx

@@ -1,4 +1,4 @@
-"""The `load_dataset` route: a licensed local copy -> Parquet + dataset card -> a private, gated Hub repo.
+"""The `load_dataset` route: a local copy -> Parquet + dataset card -> a gated Hub repo (private by default).
 
 datasets 5 no longer runs dataset scripts, so a Hub copy of a ReXrank test set is plain Parquet with a card whose
 YAML declares the configs and the access form (extra_gated_fields). `build_folder` writes exactly the repo's
@@ -16,7 +16,10 @@ Configs: `default` holds every study of every split (the Study record); one conf
 rexrank.data.tracks (`load_dataset(repo, "findings")`) holds the studies that track counts plus its ground truth
 as a `reference` column, exactly what `rexrank.data.load(name, track=...)` returns. The card's `configs` list is
 written here from the catalog's splits and the tracks, never copied from the card template, so a track added to
-tracks.py is published without editing four cards. Parquet has no row filter that expresses "this column is not
+tracks.py is published without editing four cards. Likewise the card's source facts (what the repo holds, the
+licence, access, splits, download, and whether the data is licensed or openly distributed) are written from the
+catalog where the template has SOURCE_MARKER, and build.py's --help words its data directory by the same facts: an
+open set (IU-Xray) is never called licensed data. Parquet has no row filter that expresses "this column is not
 null" portably, so each track config is its own files (the images are embedded once per config: `--no-images`
 keeps repos small).
 """
@@ -38,6 +41,8 @@ from rexrank.data.tracks import track_names
 log = logging.getLogger("rexrank.data")
 
 DEFAULT_CONFIG = "default"  # datasets' name for the config load_dataset(repo) picks when given none
+# The line of a card template that the build replaces with source_facts(name, splits).
+SOURCE_MARKER = "<!-- rexrank: the source's facts, written here by build.py from rexrank.data.catalog -->"
 
 
 def card_template(name: str) -> Path:
@@ -67,7 +72,7 @@ def build_folder(name: str, data_dir: str | os.PathLike, out_dir: str | os.PathL
                 _write_parquet(apply_track(dataset, track, dataset_name=name, split=split), staging, track, split)
         source = Path(card) if card is not None else card_template(name)
         if source.is_file():
-            (staging / "README.md").write_text(with_configs(source.read_text(encoding="utf-8"), splits),
+            (staging / "README.md").write_text(card_text(name, source.read_text(encoding="utf-8"), splits),
                                                encoding="utf-8")
     return Path(out_dir)
 
@@ -161,6 +166,41 @@ def hub_configs(splits: list[str]) -> list[dict]:
     return [{"config_name": config,
              "data_files": [{"split": split, "path": f"{data_files_folder(config)}/{split}-*"} for split in splits]}
             for config in (DEFAULT_CONFIG, *track_names())]
+
+
+def card_text(name: str, template: str, splits: list[str]) -> str:
+    """The card as published: the template with the source's facts and the `configs` list written in."""
+    return with_configs(template.replace(SOURCE_MARKER, source_facts(name, splits)), splits)
+
+
+def source_facts(name: str, splits: list[str]) -> str:
+    """What the repo holds and under which terms, from the catalog. Licensed wording (keep the repo private and
+    gated) only for a set whose source is gated (a data use agreement) or a private test set; an open source says
+    so and that the repo may be public."""
+    spec = get_dataset_spec(name)
+    built = ("The ReXrank studies of this source as a `datasets` Parquet repo, built by\n"
+             f"`dataset_scripts/{spec.name}/build.py` of the rexrank package from ")
+    if not licensed(name):
+        terms = ("a local copy of the openly distributed source.\nThe repository may be public (`--public`); its gate "
+                 "asks each user to accept the licence's terms.")
+    elif spec.private:
+        terms = ("the host's licensed local copy.\nKeep the repository **private to your organisation and gated**: it "
+                 "redistributes licensed data and holds a private test set, which must never be published.")
+    else:
+        terms = ("a licensed local copy.\nKeep the repository **private to your organisation and gated**: it "
+                 "redistributes licensed data.")
+    sizes = ", ".join(f"{split}: {spec.split(split).n_studies} studies" if spec.split(split).n_studies is not None
+                      else f"{split}: as many studies as the host's copy holds" for split in splits)
+    facts = [f"Splits: {sizes}", f"Licence: {spec.licence}", f"Access to the source: {spec.access}",
+             f"What to download: {spec.download}"]
+    return built + terms + "\n\n" + "\n".join(f"- {fact}." for fact in facts)
+
+
+def licensed(name: str) -> bool:
+    """Whether the set is licensed data, worded so on its card and build.py's --help: its source needs a data use
+    agreement (the catalog's `gated`), or it is a private test set."""
+    spec = get_dataset_spec(name)
+    return spec.gated or spec.private
 
 
 def with_configs(card: str, splits: list[str]) -> str:
@@ -263,9 +303,10 @@ def main(name: str, argv: list[str] | None = None) -> int:
 
     spec = get_dataset_spec(name)
     name = spec.name
-    parser = argparse.ArgumentParser(description=f"Build {spec.title} as Parquet and push it to a private, gated "
-                                     "Hub dataset repo of your organisation.")
-    parser.add_argument("--data-dir", required=spec.gated, help=f"your licensed local copy ({spec.access})")
+    parser = argparse.ArgumentParser(description=f"Build {spec.title} as Parquet and push it to a gated Hub dataset "
+                                     "repo of your organisation (private unless --public).")
+    parser.add_argument("--data-dir", required=spec.gated,
+                        help=f"your {'licensed ' if licensed(name) else ''}local copy ({spec.access})")
     parser.add_argument("--repo", help=f"target repo (default {hub_repo_id(name)}; REXRANK_HUB_ORG sets the org)")
     parser.add_argument("--out", default=f"./{name}-hub", help="local folder for the repo content")
     parser.add_argument("--dry-run", action="store_true", help="write the folder, do not push")
