@@ -104,15 +104,37 @@ def test_long_reports_truncate_to_512_tokens(model_dir, pairs):
     assert a == b
 
 
-def test_baseline_applies_to_local_weights(model_dir):
-    """Rescaling uses distilroberta-base's layer-5 baseline even when the weights come from a local folder."""
-    hyps, refs = ["The heart is normal.", "Small effusion."], ["Heart size normal.", "No effusion."]
-    raw = BertScore(model=model_dir, device="cpu", rescale_with_baseline=False).score(hyps, refs)
-    rescaled = BertScore(model=model_dir, device="cpu").score(hyps, refs)
-    np.testing.assert_allclose(rescaled, (raw - B_F) / (1 - B_F), rtol=0, atol=1e-12)
+def test_raw_scores_and_local_weights_baseline_equal_bert_score(model_dir, pairs, run_reference):
+    """Without rescaling, P/R/F equal bert-score's raw values; with it, the baseline rexrank applies to weights from a
+    local folder is the row bert-score reads from its own distilroberta-base table for layer 5."""
+    hyps, refs, _ = pairs
+    hyps, refs = hyps[:40], refs[:40]
+    raw = run_reference("bertscore_ref.py", {"model": model_dir, "hyps": hyps, "refs": refs, "rescale": False})
+    details = BertScore(model=model_dir, device="cpu", rescale_with_baseline=False).score_details(hyps, refs)
+    for column, key in (("bertscore_precision", "P"), ("bertscore_recall", "R"), ("bertscore", "F")):
+        np.testing.assert_allclose(details[column], raw[key], rtol=0, atol=1e-5)
+    rescaled = run_reference("bertscore_ref.py", {"model": model_dir, "hyps": hyps[:2], "refs": refs[:2]})
+    np.testing.assert_allclose(DISTILROBERTA_BASELINES[5], rescaled["baseline"], rtol=0, atol=1e-7)
     config = BertScore(model=model_dir, device="cpu").config()
     assert config["baseline"]["F"] == B_F and config["num_layers"] == 5
     assert config["weights"].startswith("sha256:")
+
+
+# Few idf sentences, so that the weight of a token the references never use (bert-score: ln(N + 1), N sentences)
+# differs visibly from any other rule (ln N, or the weight of a token seen once).
+UNSEEN_IDF_PAIRS = (["Right pneumothorax with mediastinal shift.", "Bilateral hilar lymphadenopathy.",
+                     "Heart size is normal."],
+                    ["Heart size is normal.", "No effusion.", "Heart size is normal."])
+
+
+def test_idf_weight_of_tokens_unseen_in_the_references_equals_bert_score(model_dir, run_reference):
+    """idf=True with 3 references: the hypotheses' tokens that no reference holds get bert-score 0.3.13's weight
+    (get_idf_dict's default, ln(N + 1)); precision, which those tokens weigh, within 1e-5."""
+    hyps, refs = UNSEEN_IDF_PAIRS
+    theirs = run_reference("bertscore_ref.py", {"model": model_dir, "hyps": hyps, "refs": refs, "idf": True})
+    details = metrics.get("bertscore", model=model_dir, device="cpu", idf=True).score_details(hyps, refs)
+    for column, key in (("bertscore_precision", "P"), ("bertscore_recall", "R"), ("bertscore", "F")):
+        np.testing.assert_allclose(details[column], theirs[key], rtol=0, atol=1e-5)
 
 
 def test_scores_do_not_depend_on_neighbours_and_refs_are_cached(model_dir, monkeypatch):

@@ -7,8 +7,9 @@ rescale_with_baseline=True, idf=use_idf, idf_sents=test_reports); scorer.score(m
 model2layers entry for distilroberta-base) and baseline_path = bert-score's own distilroberta-base table are
 passed explicitly: the same numbers the package would pick for the Hub name.
 
-stdin: {"model": dir, "hyps": [...], "refs": [...], "idf": false, "num_layers": 5}
-stdout (last line): {"P": [...], "R": [...], "F": [...], "versions": {...}}
+stdin: {"model": dir, "hyps": [...], "refs": [...], "idf": false, "num_layers": 5, "rescale": true}
+stdout (last line): {"P": [...], "R": [...], "F": [...], "baseline": [P, R, F] the package read for the layer (null
+                     with rescale false), "versions": {...}}
 """
 
 import json
@@ -27,10 +28,11 @@ def main():
     hyps = [re.sub(r" +", " ", t) for t in payload["hyps"]]
     baseline = os.path.join(os.path.dirname(bert_score.__file__), "rescale_baseline", "en", "distilroberta-base.tsv")
     scorer = BERTScorer(model_type=payload["model"], num_layers=payload.get("num_layers", 5), batch_size=256,
-                        lang="en", rescale_with_baseline=True, baseline_path=baseline,
+                        lang="en", rescale_with_baseline=payload.get("rescale", True), baseline_path=baseline,
                         idf=payload.get("idf", False), idf_sents=refs, nthreads=0, device="cpu")
     P, R, F = scorer.score(hyps, refs)
-    print(json.dumps({"P": P.tolist(), "R": R.tolist(), "F": F.tolist(),
+    baseline = scorer.baseline_vals.tolist() if scorer.rescale_with_baseline else None
+    print(json.dumps({"P": P.tolist(), "R": R.tolist(), "F": F.tolist(), "baseline": baseline,
                       "versions": {"bert_score": bert_score.__version__, "transformers": transformers.__version__}}))
 
 
