@@ -1,6 +1,6 @@
 """What code under test receives from `rexrank generate`, relative paths, and one run per output folder.
 
-Trust boundary (DESIGN.md): a model under test gets a study's id, image paths, view positions and, only with
+Trust boundary (docs/architecture.md, "Trust boundaries"): a model under test gets a study's id, image paths, view positions and, only with
 --context, its context; never findings, impression, the report or anything derived from them, nor any column it was
 not explicitly allowed. Each adapter is fed studies whose reference text holds one canary and whose unknown extra
 columns hold another, and everything it was handed is searched for both.

@@ -1,6 +1,6 @@
 """The four ReXrank test sets, declared as data: names, aliases, splits, labels, builders, manifests, licence.
 
-This module is the one owner of every dataset fact (DESIGN.md, "Who owns which fact"): canonical name, the
+This module is the one owner of every dataset fact (docs/architecture.md, "Who owns which fact"): canonical name, the
 aliases users type, splits and their aliases, the split the leaderboard scores, the private flag, the display
 label, the published-table key and the leaderboard's order of datasets. Builders, `load`, `verify`, the CLI,
 scoring, the leaderboard and the Space read them from here; nothing else hard-codes them.

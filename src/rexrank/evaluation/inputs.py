@@ -84,7 +84,7 @@ def load_inputs(predictions: str | os.PathLike, *, track: str, references: str |
 
     # A private test set (the catalog's flag; also when its references come from a file): validation names no id of
     # it, tells neither its size nor which studies the track excludes, and only its own sites make subgroups
-    # (DESIGN.md, "Trust boundaries"; Problems(private=True)).
+    # (docs/architecture.md, "Trust boundaries"; Problems(private=True)).
     private = is_private(dataset)
     problems = Problems(max_listed=max_listed, private=private)
     pred_file = read_report_file(predictions, "predictions", problems, pick=refs_mod.prediction_picker(),
@@ -95,7 +95,7 @@ def load_inputs(predictions: str | os.PathLike, *, track: str, references: str |
         ref_set = refs_mod.from_file(references, track, problems, max_file_size_mb=max_file_size_mb)
     else:
         ref_set = refs_mod.from_dataset(dataset, split, track, data_dir, problems)
-    # A private test set's study ids and reference lengths are not named (DESIGN.md, "Trust boundaries").
+    # A private test set's study ids and reference lengths are not named (docs/architecture.md, "Trust boundaries").
     check_lengths(ref_set.texts, "references", problems, **limits, show_ids=not private)
     keep: list[str] = []
     dropped: dict[str, int] = {}

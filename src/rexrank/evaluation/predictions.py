@@ -1,6 +1,6 @@
 """Reading predictions (and reference files) in every accepted shape, and validating them before any scoring.
 
-Accepted shapes (DESIGN.md): ReXrank JSON ``{study_id: {..., "model_prediction": str}}``, plain JSON
+Accepted shapes (docs/harness.md, "Validation"): ReXrank JSON ``{study_id: {..., "model_prediction": str}}``, plain JSON
 ``{study_id: str}``, JSONL and CSV with the columns ``study_id`` and ``report``. Reference files take the same
 shapes; in ReXrank JSON (or JSONL with section fields) the ground truth is picked by track (references.py).
 
