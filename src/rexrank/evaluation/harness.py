@@ -309,17 +309,6 @@ def _digest(keys: Sequence[str], ids: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def per_study_table(inputs: Inputs, scores: pd.DataFrame, *, private: bool | None = None) -> pd.DataFrame:
-    """What per_study.parquet holds: ids, text hashes (never the texts), site, every metric and detail column.
-
-    Open set: ``ref_sha256`` and the references' CheXbert labels (``ref_chexbert_*``, ``ref_normal``) included.
-    Private set (``private``, default ``inputs.private``): see ``shareable``.
-    """
-    private = inputs.private if private is None else private
-    secret = disclosure.host_secret() if private else None
-    return shareable(_full_table(inputs, scores), private=private, refs=inputs.refs, secret=secret)
-
-
 def _full_table(inputs: Inputs, scores: pd.DataFrame) -> pd.DataFrame:
     """Every column the statistics use, plain reference hashes and labels included: never written as such for a
     private set."""
@@ -474,15 +463,6 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()
-
-
-def read_per_study(path: str | os.PathLike) -> pd.DataFrame:
-    path = Path(path)
-    if path.is_dir():
-        path = path / PER_STUDY
-    if not path.is_file():
-        raise InputError(f"no per-study table at {path} (expected a `rexrank score` results folder or {PER_STUDY})")
-    return pd.read_parquet(path)
 
 
 def check_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
