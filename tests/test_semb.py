@@ -133,14 +133,36 @@ def test_parity_labels_by_condition_name_with_f1chexbert(parity_metric, referenc
     assert len({tuple(row) for row in theirs}) > 5  # labels vary between reports
 
 
-def test_label_frame_layout(metric):
-    """Columns are CheXbert's 14 conditions in head order; values are CheXpert codes; No Finding is blank/positive."""
-    frame = metric.labels(["No acute disease.", "", "Large right pleural effusion."])
-    assert list(frame.columns) == list(CONDITIONS) and CONDITIONS[-1] == "No Finding" and len(CONDITIONS) == 14
-    values = frame.to_numpy()
-    assert set(values[~np.isnan(values)].tolist()) <= {1.0, 0.0, -1.0}
-    no_finding = frame["No Finding"].to_numpy()
-    assert set(no_finding[~np.isnan(no_finding)].tolist()) <= {1.0}  # a 2-class head: blank or positive
+def test_label_frame_columns_and_codes_follow_f1chexbert(parity_metric, reference):
+    """The label frame's columns are f1chexbert's target_names in its head order, and each column holds the codes
+    f1chexbert gives that condition (No Finding, a 2-class head: blank or positive only)."""
+    names = reference["target_names"]
+    frame = parity_metric.labels(reference["texts"])
+    assert list(frame.columns) == names
+    decided = _decided(reference)
+    codes = np.array([[np.nan if c is None else float(c) for c in row] for row in reference["codes"]])
+    for k, name in enumerate(names):
+        ours, theirs = frame[name].to_numpy()[decided[:, k]], codes[decided[:, k], k]
+        assert set(np.nan_to_num(ours, nan=9).tolist()) == set(np.nan_to_num(theirs, nan=9).tolist()), name
+    assert set(np.nan_to_num(codes[:, names.index("No Finding")], nan=9).tolist()) <= {9.0, 1.0}
+
+
+def test_parity_with_cxr_report_metric_batches(parity_files, parity_metric, pairs, reference, run_reference):
+    """CXR-Report-Metric's own batching (CheXbert encode.py: batches of 18 in file order, PAD 0 with an attention
+    mask; tests/reference/semb_ref.py) gives the same cosines (1e-6) and head classes as rexrank, where f1chexbert's
+    one-report passes (the reference above) cannot show padding effects."""
+    hyps, refs = pairs
+    batched = run_reference("semb_ref.py", {"model": parity_files["semb"], "backbone": parity_files["semb_backbone"],
+                                            "hyps": hyps, "refs": refs})
+    np.testing.assert_allclose(parity_metric.score(hyps, refs), batched["cosine"], rtol=0, atol=1e-6)
+    classes = parity_metric.labels(batched["texts"], codes=False)
+    decided = _decided(reference)
+    index = {t: i for i, t in enumerate(reference["texts"])}
+    rows = [index[t] for t in batched["texts"]]
+    theirs = np.asarray(batched["classes"])
+    for k, name in enumerate(CONDITIONS):
+        ok = decided[rows, k]
+        assert (classes[name].to_numpy()[ok] == theirs[ok, k]).all(), name
 
 
 def test_each_unique_text_runs_once(chexbert_files, monkeypatch):
