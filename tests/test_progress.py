@@ -238,3 +238,81 @@ def test_fineradscore_judge_reports_each_call():
     reference = judge(conversations, whole, max_retries=0)
     assert stepped.sizes == [2, 2, 1] and whole.sizes == [5] and calls == [(2, 5), (4, 5), (5, 5)]
     assert [o["raw"] for o in out] == [o["raw"] for o in reference] == [f"no JSON for pair {i}" for i in range(5)]
+
+
+# ---- issue 25 point 4: a line before each model load; rate and ETA from the first movement ----------------------
+@pytest.mark.parametrize("name", ["bertscore", "semb", "radgraph", "ratescore", "green"])
+def test_model_metrics_say_what_they_load_before_loading_it(name, standins, tmp_path):
+    """One line `<metric>: loading <weights> ...` before the model load starts (so before the first batch reports),
+    once per loaded model, and none when progress is off."""
+    def fresh():
+        if name != "radgraph":
+            return _model_metric(name, standins)
+        # RadGraph keeps one loaded annotator per archive for the process: a copy of the archive is a new model.
+        import shutil
+
+        from rexrank import metrics
+
+        copy = tmp_path / f"radgraph-{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(standins("radgraph")["radgraph"], copy)
+        return metrics.get("radgraph", model=str(copy), device="cpu", batch_size=2)
+
+    metric = fresh()
+    err = Recorder()
+    first_report: list[str] = []
+    metric.progress_hook = lambda done, total: first_report.append(err.getvalue()) if not first_report else None
+    with contextlib.redirect_stderr(err), progress.switched(True):
+        metric.score(HYPS, REFS)
+        metric.score(HYPS[::-1], REFS)  # the model is loaded now: no second line
+    loads = [line for _, line in err.stamps if line.startswith(f"{name}: loading ")]
+    assert len(loads) == 1 and loads[0].endswith(" ..."), err.getvalue()
+    weights = {"semb": standins("semb")["semb"], "ratescore": standins("ratescore")["ratescore_ner"],
+               "radgraph": getattr(metric, "model", None)}.get(name) or next(iter(standins(name).values()))
+    assert str(weights) in loads[0], loads
+    assert first_report and loads[0] in first_report[0], "the line must come before the first batch"
+    quiet = fresh()
+    err = Recorder()
+    with contextlib.redirect_stderr(err), progress.switched(False):
+        quiet.score(HYPS, REFS)
+    assert "loading" not in err.getvalue()
+
+
+def test_score_names_the_weights_before_the_first_chunk_moves(tmp_path, files, standins, monkeypatch):
+    """`rexrank score` outside a terminal: the loading line comes before any bertscore progress line, and
+    --no-progress drops it with the rest."""
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0.05")
+    monkeypatch.delenv(progress.PROGRESS_ENV, raising=False)
+    weights = standins("bertscore")["bertscore"]
+    preds, refs = files
+    args = ["score", "--predictions", str(preds), "--references", str(refs), "--metrics", "bertscore",
+            "--model-path", f"bertscore={weights}", "--no-cache", "--resamples", "20", "--batch-size", "16",
+            "--out", str(tmp_path / "out")]
+    for extra, shown in (([], True), (["--no-progress"], False)):
+        err = Recorder()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(args + extra)
+        assert code == 0, err.getvalue()
+        lines = [line for _, line in err.stamps if line.startswith("bertscore:")]
+        if not shown:
+            assert lines == [], lines
+            continue
+        assert lines[0] == f"bertscore: loading {weights} ...", lines
+        assert sum(line.startswith("bertscore: loading") for line in lines) == 1
+
+
+def test_rate_and_eta_count_from_the_first_movement(monkeypatch):
+    """A first chunk that spends 90 s loading a model, then moves 50 pairs in 10 s: the rate is 5 pairs/s (not
+    100 pairs in 100 s, which the old line showed as 1.00 pairs/s, ETA 11m40s) and the ETA follows it."""
+    clock = [1000.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    task = progress.Task(800, "radgraph", unit="pair", show=False)
+    report = task.span(400)
+    clock[0] += 90
+    assert task.line() == "radgraph: 0/800 pairs (0%), 1m30s elapsed, ETA unknown"
+    report(50, 400)
+    clock[0] += 10
+    report(100, 400)
+    assert task.line() == "radgraph: 100/800 pairs (12%), 1m40s elapsed, 5.00 pairs/s, ETA 2m20s"
+    task.update(400)
+    clock[0] += 60
+    assert task.line() == "radgraph: 400/800 pairs (50%), 2m40s elapsed, 5.00 pairs/s, ETA 1m20s"

@@ -9,6 +9,11 @@ Scoring (per metric), generation, the bootstrap and compare's paired tests all r
   A task that finishes within the first interval writes nothing at all: short steps (BLEU-2, a small bootstrap)
   keep logs quiet.
 
+Before a long load (a metric's model: weights read, moved to the device) the loader writes one line naming the
+metric and the weights, ``bertscore: loading distilroberta-base (/path/to/it) ...`` (``loading``), so the time
+a first chunk spends at 0% is explained; the rate and ETA count from the first movement, not from the start, so a
+load does not make the first estimates too slow.
+
 On or off: an explicit flag wins (``--progress/--no-progress``); else the innermost ``switched(flag)`` (a CLI command
 sets it for everything it runs, the bootstrap included); else ``REXRANK_PROGRESS`` (1 on, 0 off); else on.
 Only what the caller shows is decided here; which process shows it is the caller's (rank 0 only, rexrank.parallel).
@@ -122,6 +127,7 @@ class Task:
         self._partial = 0.0  # units of the current span reported by the work inside it
         self._span = 0
         self._started = time.monotonic()
+        self._first: tuple[float, float] | None = None  # (time, position) of the first movement
         self._bar = None
         self._ticker: threading.Thread | None = None
         self._stop = threading.Event()
@@ -164,6 +170,8 @@ class Task:
 
     # ---- display ---------------------------------------------------------------------------------------------
     def _redraw(self) -> None:
+        if self._first is None and self.position > 0:
+            self._first = (time.monotonic(), self.position)
         if self._bar is not None:
             target = int(self.position)
             if target != self._bar.n:
@@ -183,10 +191,14 @@ class Task:
 
     def line(self, final: bool = False) -> str:
         """The log line for the current state (what the timer writes)."""
-        elapsed = time.monotonic() - self._started
+        now = time.monotonic()
+        elapsed = now - self._started
         done = int(self.position)
         units = _plural(self.unit)
         rate = self.position / elapsed if elapsed > 0 else 0.0
+        if self._first is not None and self.position > self._first[1] and now > self._first[0]:
+            # From the first movement on: what came before it (a model load, the first batch) is not the pace.
+            rate = (self.position - self._first[1]) / (now - self._first[0])
         if final:
             speed = f" ({rate:.2f} {units}/s)" if rate > 0 else ""
             if self.done >= self.total:
@@ -215,6 +227,25 @@ class Task:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def loading(what: str, source: Any, *, enabled: bool | None = None, stream: TextIO | None = None) -> None:
+    """One line before a long load starts: ``{what}: loading {source} ...`` (``what``: the metric, ``source``: its
+    weights, a path or a Hub id). Shown when progress is (``enabled()``); above a terminal's bar, not through it."""
+    if not _is_enabled(enabled):
+        return
+    stream = stream if stream is not None else sys.stderr
+    text = f"{what}: loading {source} ..."
+    try:
+        if _on_terminal(stream):
+            from tqdm import tqdm
+
+            tqdm.write(text, file=stream)
+        else:
+            stream.write(text + "\n")
+            stream.flush()
+    except (ValueError, OSError):  # a closed stream: progress is never worth a crash
+        pass
 
 
 def task(total: int, desc: str, unit: str = "item", *, enabled: bool | None = None,

@@ -20,7 +20,7 @@ from rexrank import parallel
 from rexrank.evaluation.plan import metric_config
 from rexrank.metrics import REGISTRY, get
 from rexrank.metrics.base import Metric, text_keys
-from rexrank.progress import enabled as progress_enabled, task as progress_task
+from rexrank.progress import enabled as progress_enabled, switched as progress_switched, task as progress_task
 
 log = logging.getLogger("rexrank.evaluation")
 
@@ -143,42 +143,44 @@ def score_pairs(hyps: Sequence[str], refs: Sequence[str], metrics: Mapping[str, 
     stats: dict[str, dict[str, int]] = {}
     labels = None
     shown = progress_enabled(progress) and parallel.context().is_main
-    for name, metric in metrics.items():
-        metric.use_text_cache(store)
-        # Before the fingerprint: a corpus-dependent metric's fingerprint names its corpus.
-        metric.use_corpus(refs if corpus is None else list(corpus))
-        fingerprint = metric.fingerprint
-        found = store.get_pairs(fingerprint, list(unique)) if unique else {}
-        missing = [k for k in unique if k not in found]
-        stats[name] = {"pairs": len(unique), "cached": len(unique) - len(missing), "computed": len(missing)}
-        if missing:
-            log.info("%s: %d distinct pairs, %d from the cache, %d to compute", name, len(unique),
-                     len(unique) - len(missing), len(missing))
-        step = chunk_size or len(missing) or 1
-        with progress_task(len(missing), f"{name}{label}", unit="pair", enabled=shown) as task:
-            for start in range(0, len(missing), step):
-                chunk = missing[start : start + step]
-                if shown:
-                    metric.progress_hook = task.span(len(chunk))
-                try:
-                    rows = _rows(metric, [unique[k][0] for k in chunk], [unique[k][1] for k in chunk])
-                finally:
-                    metric.progress_hook = None
-                new = dict(zip(chunk, rows))
-                store.put_pairs(fingerprint, new)  # committed: a restart will not compute these again
-                found.update(new)
-                task.update(len(chunk))
-        column = metric.spec.column
-        values = np.array([found[k][column] for k in keys], dtype=np.float64)
-        columns[column] = values
-        by_name[name] = values
-        detail_names = list(dict.fromkeys(c for k in unique for c in found[k] if c != column))
-        for detail in detail_names:
-            details[detail] = _column([found[k].get(detail) for k in keys])
-        info[name] = describe(metric)
-        if reference_labels and labels is None:
-            # The first metric with a labels API labels the references (SembScore: CheXbert's 14 conditions).
-            labels = reference_label_frame(metric, refs)
+    # What the metrics show themselves (a line before a model load) follows the run's switch and rank.
+    with progress_switched(shown):
+        for name, metric in metrics.items():
+            metric.use_text_cache(store)
+            # Before the fingerprint: a corpus-dependent metric's fingerprint names its corpus.
+            metric.use_corpus(refs if corpus is None else list(corpus))
+            fingerprint = metric.fingerprint
+            found = store.get_pairs(fingerprint, list(unique)) if unique else {}
+            missing = [k for k in unique if k not in found]
+            stats[name] = {"pairs": len(unique), "cached": len(unique) - len(missing), "computed": len(missing)}
+            if missing:
+                log.info("%s: %d distinct pairs, %d from the cache, %d to compute", name, len(unique),
+                         len(unique) - len(missing), len(missing))
+            step = chunk_size or len(missing) or 1
+            with progress_task(len(missing), f"{name}{label}", unit="pair", enabled=shown) as task:
+                for start in range(0, len(missing), step):
+                    chunk = missing[start : start + step]
+                    if shown:
+                        metric.progress_hook = task.span(len(chunk))
+                    try:
+                        rows = _rows(metric, [unique[k][0] for k in chunk], [unique[k][1] for k in chunk])
+                    finally:
+                        metric.progress_hook = None
+                    new = dict(zip(chunk, rows))
+                    store.put_pairs(fingerprint, new)  # committed: a restart will not compute these again
+                    found.update(new)
+                    task.update(len(chunk))
+            column = metric.spec.column
+            values = np.array([found[k][column] for k in keys], dtype=np.float64)
+            columns[column] = values
+            by_name[name] = values
+            detail_names = list(dict.fromkeys(c for k in unique for c in found[k] if c != column))
+            for detail in detail_names:
+                details[detail] = _column([found[k].get(detail) for k in keys])
+            info[name] = describe(metric)
+            if reference_labels and labels is None:
+                # The first metric with a labels API labels the references (SembScore: CheXbert's 14 conditions).
+                labels = reference_label_frame(metric, refs)
     return ScoredPairs(columns, details, info, by_name, labels, stats)
 
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rexrank import parallel
+from rexrank import parallel, progress
 from rexrank.errors import InputError
 from rexrank.metrics.registry import MetricSpec
 
@@ -161,6 +161,13 @@ class Metric:
             self.text_cache.put_many(namespace, new)
             found.update(new)
         return [found[k] for k in keys]
+
+    def _announce_load(self, weights: Any) -> None:
+        """Model-backed metrics call this right before a model load starts (the imports included): one line naming
+        the metric and ``weights`` (rexrank.progress.loading), shown when progress is on and, in a launched job,
+        by the main process only (rank 0). Display only."""
+        if parallel.context().is_main:
+            progress.loading(self.spec.name, weights)
 
     def _report_progress(self, done: float, total: float) -> None:
         """Model-backed metrics call this from their batch loops: ``done`` of ``total`` units (any unit) of the

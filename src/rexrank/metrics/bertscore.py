@@ -169,6 +169,7 @@ class BertScore(Metric):
     def _load(self):
         if self._model is not None:
             return self._model, self._tokenizer
+        self._announce_load(self.model_path)
         import torch
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging

@@ -409,6 +409,7 @@ class FineRadScore(Metric):
 
     def _client(self):
         if self.client is None:
+            self._announce_load(self._model_path)
             from rexrank.llm.hf_local import TransformersChat
 
             self.client = TransformersChat(self._model_path, metric="fineradscore", **self._local)

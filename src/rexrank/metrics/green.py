@@ -456,6 +456,7 @@ class Green(Metric):
     def _make_generator(self):
         if self._generator is not None:
             return self._generator
+        self._announce_load(self.model_dir)
         tok = self.tokenizer
         if self.backend == "vllm":
             from rexrank.llm.vllm_backend import VLLMGenerator

@@ -88,6 +88,7 @@ class SembScore(Metric):
 
     def _load(self):
         if self._model is None:
+            self._announce_load(f"{self.checkpoint} on {self.backbone}")
             self._tokenizer = chexbert.load_tokenizer(self.backbone)
             self._model = chexbert.build_model(self.checkpoint, self.backbone, trusted=self._trusted).to(self.device)
         return self._model, self._tokenizer

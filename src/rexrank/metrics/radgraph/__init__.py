@@ -96,6 +96,7 @@ class _RadGraphMetric(Metric):
                str(self.device))
         with _LOCK:
             if key not in _ANNOTATORS:
+                self._announce_load(self.archive_dir)
                 _ANNOTATORS[key] = Annotator(self.archive_dir, self.device, self.encoder, self.model_type)
             return _ANNOTATORS[key]
 

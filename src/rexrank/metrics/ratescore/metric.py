@@ -137,6 +137,7 @@ class RaTEScore(Metric):
     def _load(self) -> None:
         if self._ner is not None:
             return
+        self._announce_load(f"{self.ner_path} and {self.embed_path}")
         from transformers import AutoModel, AutoModelForTokenClassification, AutoTokenizer
 
         from rexrank.metrics.ratescore.embedding import EntityEncoder
