@@ -2,8 +2,11 @@
 
 Layout in the results repo: the store's log (``rexrank.leaderboard.store``), one file per entry, named by its
 content hash: ``results/<content_hash>.json``, one ``ResultRecord`` each (aggregates only), and
-``events/<content_hash>.json``, one model event each (a name registered, details filled or edited, a name handed
-over; ``store.make_event``). Files are only ever added, never rewritten, so pushing and pulling are idempotent and
+``events/<content_hash>.json``, one event each (a model's: a name registered, details filled or edited, a name
+handed over, ``store.make_event``; or the Arena's: a vote, ``store.make_vote``, or the host's decision about a
+rater, ``store.make_rater_event``), and ``reports/<content_hash>.json``, one scored public submission's reports
+for the Arena (``Store.keep_reports``: a public test set's predictions, references and per-study metric values;
+never a private set's, which the store refuses to keep). Files are only ever added, never rewritten, so pushing and pulling are idempotent and
 two boards never overwrite each other's files; a pull applies events in their recorded order whatever order they
 arrive in (``Store.add_events``), so an edit or a hand-over survives a restart from the repo. The SQLite store
 stays the working copy; the repo is the durable, shareable copy.
@@ -56,6 +59,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "results/"
 EVENTS_PREFIX = "events/"
+REPORTS_PREFIX = "reports/"
 REQUESTS_PREFIX = "requests/"
 # What a request file holds (see the module docstring): never the predictions or where they lie.
 REQUEST_FIELDS = ("id", "content_hash", "identity", "user", "model", "dataset", "split", "track", "metrics",
@@ -107,6 +111,39 @@ def shared_record(row: dict[str, Any]) -> tuple[ResultRecord, str]:
     return record, record.content_hash()
 
 
+def report_files(store: Store) -> list[bytes]:
+    """One file per kept submission's reports (``Store.keep_reports``): its set, model, result hash, time and
+    rows."""
+    groups: dict[tuple, dict[str, Any]] = {}
+    for row in store.arena_reports():
+        key = (row["dataset"], row["split"], row["track"], row["model"])
+        group = groups.setdefault(key, {"dataset": row["dataset"], "split": row["split"], "track": row["track"],
+                                        "model": row["model"], "result_hash": row["result_hash"],
+                                        "provenance": {"recorded_at": row["created_at"]}, "rows": []})
+        group["rows"].append([row["study"], row["report"], row["reference"], row["metrics"]])
+    return [_payload(group) for group in groups.values()]
+
+
+def _restore_reports(store: Store, data: Any) -> int:
+    """A report file of the repo back into the store (private sets refused by ``keep_reports``); 1 if stored."""
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise InputError("not a report file (an object with rows)")
+    rows = []
+    for row in data["rows"]:
+        study, report, reference, values = row
+        if not all(isinstance(t, str) and len(t) < 20000 for t in (study, report, reference)) or not isinstance(
+                values, dict) or not all(isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(
+                    v, bool) and v == v for k, v in values.items()):
+            raise InputError("a report row is [study, report, reference, {metric: number}]")
+        rows.append((study, report, reference, values))
+    for key in ("dataset", "split", "track", "model", "result_hash"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise InputError(f"a report file's {key} must be a text")
+    store.keep_reports(dataset=data["dataset"], split=data["split"], track=data["track"], model=data["model"],
+                       result_hash=data["result_hash"], rows=rows, recorded_at=_recorded_at(data))
+    return 1
+
+
 class HubSync:
     """Both-way sync of a store with a results repo and, optionally, a requests repo (Hub datasets)."""
 
@@ -133,7 +170,7 @@ class HubSync:
             raise RexrankError(f"cannot list the results repo {self.repo_id}: {type(exc).__name__}. Check that it "
                                "exists and that HF_TOKEN can read it.") from None
         return {prefix: {f[len(prefix):] for f in files if f.startswith(prefix) and f.endswith(".json")}
-                for prefix in (PREFIX, EVENTS_PREFIX)}
+                for prefix in (PREFIX, EVENTS_PREFIX, REPORTS_PREFIX)}
 
     def _request_files(self) -> dict[str, str]:
         """{path: content id} of the requests repo's request files (git blob sha1, or sha256 for an LFS file)."""
@@ -168,9 +205,14 @@ class HubSync:
             if f"{digest}.json" not in remote[EVENTS_PREFIX]:
                 ops.append(CommitOperationAdd(path_in_repo=f"{EVENTS_PREFIX}{digest}.json",
                                               path_or_fileobj=_payload(event)))
+        for payload in report_files(self.store):
+            name = f"{hashlib.sha256(payload).hexdigest()}.json"
+            if name not in remote[REPORTS_PREFIX]:
+                ops.append(CommitOperationAdd(path_in_repo=REPORTS_PREFIX + name, path_or_fileobj=payload))
         if ops:
             self.api.create_commit(self.repo_id, operations=ops, repo_type="dataset",
-                                   commit_message=f"rexrank: add {results} result(s), {len(ops) - results} event(s)")
+                                   commit_message=f"rexrank: add {results} result(s), {len(ops) - results} event(s)"
+                                                  " or report file(s)")
         return len(ops) + self._push_requests()
 
     def _push_requests(self) -> int:
@@ -205,6 +247,9 @@ class HubSync:
                       if name[:-5] not in local_events]
             files = [(name, self._download(PREFIX + name, tmp)) for name in sorted(remote[PREFIX])
                      if name[:-5] not in known]
+            local_reports = {hashlib.sha256(p).hexdigest() for p in report_files(self.store)}
+            reports = [(name, self._download(REPORTS_PREFIX + name, tmp)) for name in sorted(remote[REPORTS_PREFIX])
+                       if name[:-5] not in local_reports]
         accepted = []
         for name, data in events:
             try:
@@ -225,6 +270,11 @@ class HubSync:
                     added += self._add_file(data, conn)
                 except (InputError, KeyError, TypeError, ValueError, AttributeError) as exc:
                     self._refuse(PREFIX + name, exc)
+        for name, data in sorted(reports, key=lambda item: _recorded_at(item[1])):
+            try:
+                added += _restore_reports(self.store, data)
+            except (InputError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                self._refuse(REPORTS_PREFIX + name, exc)
         return added + self._pull_requests()
 
     def _download(self, path: str, tmp: str) -> Any:

@@ -56,7 +56,7 @@ from rexrank.leaderboard.records import (
     name_key,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def _canonical_names_v3(conn: sqlite3.Connection) -> None:
@@ -220,7 +220,13 @@ def _rebuild_details(conn: sqlite3.Connection, model_id: int, owner: str) -> Non
 
 
 # -- model events: the part of the log that ``models`` is derived from ----------------------------------------------
-EVENT_KINDS = ("register", "fill", "edit", "owner")
+MODEL_EVENT_KINDS = ("register", "fill", "edit", "owner")
+# The Arena's events (``leaderboard/arena.py`` reads them): a rater's vote, and the host's decision about a rater
+# (allow-listed as an expert, excluded, or back to a plain rater). They never change ``models``.
+ARENA_EVENT_KINDS = ("vote", "rater")
+EVENT_KINDS = MODEL_EVENT_KINDS + ARENA_EVENT_KINDS
+VOTE_CHOICES = ("a", "b", "tie", "both_bad")
+RATER_ROLES = ("expert", "excluded", "rater")
 DETAIL_FIELDS = tuple(f.name for f in dataclass_fields(ModelInfo) if f.name != "name")  # what edit-model may change
 # Consecutive entries of one store's log are at least this far apart in time, so they keep their order whatever the
 # clock does (an event pulled from a board whose clock runs ahead, or two writes in one clock tick).
@@ -250,8 +256,10 @@ def check_event(event: Any) -> dict[str, Any]:
     """``event`` if it is one ``make_event`` could have made, else InputError saying what is wrong. What a Hub file
     may hold: these fields of these types and lengths, nothing else (the page shows every text as plain text)."""
     if not isinstance(event, dict) or event.get("kind") not in EVENT_KINDS:
-        raise InputError(f"not a model event (kind must be one of {', '.join(EVENT_KINDS)})")
+        raise InputError(f"not an event of the log (kind must be one of {', '.join(EVENT_KINDS)})")
     kind = event["kind"]
+    if kind in ARENA_EVENT_KINDS:
+        return _check_arena_event(event)
     expected = {"kind", "model", "at", "by"} | ({"owner"} if kind in ("register", "owner") else set()) | (
         {"details"} if kind in ("register", "fill", "edit") else set())
     if set(event) != expected:
@@ -278,6 +286,87 @@ def check_event(event: Any) -> dict[str, Any]:
     return event
 
 
+def _text(event: dict[str, Any], key: str) -> None:
+    if not isinstance(event.get(key), str) or not event[key].strip() or len(event[key]) > _MAX_EVENT_TEXT:
+        raise InputError(f"a {event['kind']} event's {key} must be a non-empty text of at most {_MAX_EVENT_TEXT}")
+
+
+def _check_time(event: dict[str, Any]) -> None:
+    at = event.get("at")
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or at != at or abs(at) == float("inf"):
+        raise InputError(f"a {event['kind']} event's time must be a number")
+
+
+VOTE_FIELDS = ("kind", "at", "by", "rater", "expert", "dataset", "split", "track", "study", "models", "choice",
+               "tags", "version")
+RATER_FIELDS = ("kind", "at", "by", "rater", "role", "reason")
+
+
+def make_vote(*, at: float, rater: str, expert: bool, dataset: str, split: str, track: str, study: str,
+              models: tuple[str, str] | list[str], choice: str, tags: dict[str, list[int]], version: str) -> dict:
+    """One Arena vote: ``models`` as shown (side A, side B), ``choice`` one of ``VOTE_CHOICES`` about those sides,
+    ``tags`` {"a": [...], "b": [...]} the error categories ticked for each side, ``version`` the app's."""
+    return {"kind": "vote", "at": float(at), "by": rater, "rater": rater, "expert": bool(expert), "dataset": dataset,
+            "split": split, "track": track, "study": study, "models": list(models), "choice": choice,
+            "tags": {side: sorted(set(tags.get(side, []))) for side in ("a", "b")}, "version": version}
+
+
+def make_rater_event(rater: str, role: str, *, at: float, by: str = HOST, reason: str = "") -> dict[str, Any]:
+    """The host's decision about a rater: ``expert`` (allow-listed; votes labelled expert), ``excluded`` (every
+    view recomputes without their votes), ``rater`` (back to a plain rater)."""
+    return {"kind": "rater", "at": float(at), "by": by, "rater": rater, "role": role, "reason": reason}
+
+
+def vote_key(event: dict[str, Any]) -> str:
+    """What one rater may vote on once: (rater, test set, split, track, study, the unordered pair)."""
+    return json.dumps([event["rater"], event["dataset"], event["split"], event["track"], event["study"],
+                       sorted(event["models"])])
+
+
+def _check_arena_event(event: dict[str, Any]) -> dict[str, Any]:
+    kind = event["kind"]
+    expected = set(VOTE_FIELDS if kind == "vote" else RATER_FIELDS)
+    if set(event) != expected:
+        raise InputError(f"a {kind} event holds {', '.join(sorted(expected))} (got {', '.join(sorted(event))})")
+    _check_time(event)
+    for key in ("by", "rater") + (("dataset", "split", "track", "study", "version") if kind == "vote" else ()):
+        _text(event, key)
+    if kind == "rater":
+        if event["role"] not in RATER_ROLES:
+            raise InputError(f"a rater event's role is one of {', '.join(RATER_ROLES)}")
+        if not isinstance(event["reason"], str) or len(event["reason"]) > _MAX_EVENT_TEXT:
+            raise InputError("a rater event's reason must be a text")
+        return event
+    models = event["models"]
+    if not isinstance(models, list) or len(models) != 2 or models[0] == models[1] or not all(
+            isinstance(m, str) and m.strip() and len(m) <= _MAX_EVENT_TEXT for m in models):
+        raise InputError("a vote's models are two different model names (side A, side B)")
+    if event["choice"] not in VOTE_CHOICES:
+        raise InputError(f"a vote's choice is one of {', '.join(VOTE_CHOICES)}")
+    if not isinstance(event["expert"], bool):
+        raise InputError("a vote's expert flag is true or false")
+    tags, codes = event["tags"], set(error_categories())
+    if not isinstance(tags, dict) or set(tags) != {"a", "b"} or not all(
+            isinstance(v, list) and all(isinstance(c, int) and not isinstance(c, bool) and c in codes for c in v)
+            for v in tags.values()):
+        raise InputError(f"a vote's tags are {{'a': [...], 'b': [...]}} of the error categories {sorted(codes)}")
+    return event
+
+
+def error_categories() -> dict[int, str]:
+    """The clinically significant error types a rater may tag: ReXVal's six (``data/expert_sets.py`` owns them)."""
+    from rexrank.data.expert_sets import get_expert_set
+
+    return dict(get_expert_set("rexval").categories)
+
+
+def _subject(event: dict[str, Any]) -> str:
+    """The events table's ``model`` column: a model event's name, a vote's ``vote_key``, a rater event's rater."""
+    if event["kind"] == "vote":
+        return vote_key(event)
+    return event["rater"] if event["kind"] == "rater" else event["model"]
+
+
 def _details_of(model: ModelInfo) -> dict[str, Any]:
     return {key: getattr(model, key) for key in DETAIL_FIELDS}
 
@@ -292,7 +381,10 @@ def _fold(models: dict[str, dict[str, Any]], event: dict[str, Any], key_taken: C
     A name registered again (two boards registered it, or a look-alike of it, before they synced) keeps its first
     registration; a look-alike registered later keeps its own row without the key (as schema 4 left such names),
     so its rows stay. An event about a name never registered changes nothing."""
-    name, kind = event["model"], event["kind"]
+    kind = event["kind"]
+    if kind not in MODEL_EVENT_KINDS:  # an Arena event: not about a model's row
+        return False
+    name = event["model"]
     if kind == "register":
         if name in models:
             return False
@@ -334,13 +426,15 @@ def _write_model(conn: sqlite3.Connection, fields: dict[str, Any]) -> None:
 def _insert_event(conn: sqlite3.Connection, event: dict[str, Any]) -> bool:
     """Store ``event`` in the log (not yet applied); False if the log already holds it."""
     cur = conn.execute("INSERT OR IGNORE INTO events(content_hash, kind, model, at, event, created_at)"
-                       " VALUES (?,?,?,?,?,?)", (event_hash(event), event["kind"], event["model"], event["at"],
+                       " VALUES (?,?,?,?,?,?)", (event_hash(event), event["kind"], _subject(event), event["at"],
                                                  json.dumps(event, sort_keys=True), time.time()))
     return cur.rowcount == 1
 
 
 def _apply_event(conn: sqlite3.Connection, event: dict[str, Any]) -> None:
     """Apply the newest event of the log to ``models`` (one row)."""
+    if event["kind"] not in MODEL_EVENT_KINDS:
+        return
     row = conn.execute("SELECT * FROM models WHERE name = ?", (event["model"],)).fetchone()
     models = {} if row is None else {row["name"]: _model_fields(row)}
     key_taken = lambda key: conn.execute("SELECT 1 FROM models WHERE name_key = ?", (key,)).fetchone() is not None
@@ -353,7 +447,9 @@ def _replay_models(conn: sqlite3.Connection) -> None:
     order (a Hub pull of another board's older events) needs. Row ids are kept; new names get new rows in order."""
     models: dict[str, dict[str, Any]] = {}
     taken: set[str] = set()
-    for (text,) in conn.execute("SELECT event FROM events ORDER BY at, content_hash").fetchall():
+    kinds = ",".join(f"'{k}'" for k in MODEL_EVENT_KINDS)
+    for (text,) in conn.execute(f"SELECT event FROM events WHERE kind IN ({kinds})"
+                                " ORDER BY at, content_hash").fetchall():
         event = json.loads(text)
         if _fold(models, event, taken.__contains__) and event["kind"] == "register":
             key = models[event["model"]]["name_key"]
@@ -427,6 +523,14 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     _ownership_v4,
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at REAL NOT NULL)",
     _log_v6,
+    """
+    CREATE INDEX events_subject ON events(kind, model);
+    CREATE TABLE arena_reports (
+        id INTEGER PRIMARY KEY, dataset TEXT NOT NULL, split TEXT NOT NULL, track TEXT NOT NULL,
+        model TEXT NOT NULL, study TEXT NOT NULL, report TEXT NOT NULL, reference TEXT NOT NULL,
+        metrics TEXT NOT NULL DEFAULT '{}', result_hash TEXT NOT NULL, created_at REAL NOT NULL,
+        UNIQUE(dataset, split, track, model, study));
+    """,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -512,6 +616,10 @@ class NameTaken(StoreError, InputError):
 
 class QuotaExceeded(StoreError, InputError):
     pass
+
+
+class DuplicateVote(StoreError, InputError):
+    """A second vote of one rater on one study and pair."""
 
 
 # A row is on the board when its model's owner added it, or the host did (the published rows, `leaderboard add`).
@@ -691,16 +799,80 @@ class Store:
             if not _insert_event(conn, event):
                 continue
             added += 1
+            if event["kind"] not in MODEL_EVENT_KINDS:
+                continue
             if last is None or (event["at"], event_hash(event)) > (last["at"], last["content_hash"]):
                 _apply_event(conn, event)
             else:
                 _replay_models(conn)
         return added
 
-    def events(self) -> list[tuple[str, dict[str, Any]]]:
-        """The model events of the log, in its order: (content hash, event)."""
-        rows = self._conn().execute("SELECT content_hash, event FROM events ORDER BY at, content_hash").fetchall()
+    def events(self, kinds: tuple[str, ...] | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """The events of the log (``kinds``: only those), in its order: (content hash, event)."""
+        sql, args = "SELECT content_hash, event FROM events", list(kinds or ())
+        if kinds:
+            sql += f" WHERE kind IN ({','.join('?' * len(kinds))})"
+        rows = self._conn().execute(sql + " ORDER BY at, content_hash", args).fetchall()
         return [(row["content_hash"], json.loads(row["event"])) for row in rows]
+
+    # -- the Arena's part of the log (``leaderboard/arena.py``) -------------------------------------------------------
+    def add_vote(self, event: dict[str, Any], *, quota: int | None = None, window: float = 86400.0) -> str:
+        """Append one vote (``make_vote``) to the log, in one transaction with its checks: ``DuplicateVote`` if this
+        rater already voted on this study and pair (``vote_key``), ``QuotaExceeded`` past ``quota`` votes of the
+        rater in the last ``window`` seconds. Its time is the log's next. Returns its content hash."""
+        with self.transaction() as conn:
+            check_event(event)
+            if conn.execute("SELECT 1 FROM events WHERE kind = 'vote' AND model = ?", (vote_key(event),)).fetchone():
+                raise DuplicateVote("you already voted on this study and pair: each rater votes once per pair; "
+                                    "load the next pair")
+            if quota is not None:
+                rows = conn.execute("SELECT event FROM events WHERE kind = 'vote' AND at > ?",
+                                    (time.time() - window,)).fetchall()
+                if sum(json.loads(r[0])["rater"] == event["rater"] for r in rows) >= quota:
+                    raise QuotaExceeded(f"quota reached: at most {quota} votes per {window / 3600:g} h; thank you, "
+                                        "come back later")
+            last = conn.execute("SELECT MAX(at) FROM events").fetchone()[0]
+            event = {**event, "at": event["at"] if last is None else max(event["at"], last + _TIME_STEP)}
+            _insert_event(conn, event)
+        return event_hash(event)
+
+    def add_rater_event(self, rater: str, role: str, *, reason: str = "", by: str = HOST) -> dict[str, Any]:
+        """The host's decision about a rater (``make_rater_event``), appended to the log at its next time."""
+        with self.transaction() as conn:
+            last = conn.execute("SELECT MAX(at) FROM events").fetchone()[0]
+            at = time.time() if last is None else max(time.time(), last + _TIME_STEP)
+            event = check_event(make_rater_event(rater, role, at=at, by=by, reason=reason))
+            _insert_event(conn, event)
+        return event
+
+    def keep_reports(self, *, dataset: str, split: str, track: str, model: str, result_hash: str,
+                     rows: list[tuple[str, str, str, dict[str, float]]], recorded_at: float | None = None) -> int:
+        """Keep a scored public submission's reports for the Arena: ``rows`` (study, report, reference, per-study
+        metric values). Never a private test set's (InputError): their reports may not leave the scorer. The newest
+        result of a model replaces its older reports (one transaction). ``recorded_at``: when they were first kept (a
+        Hub pull). How many rows were stored."""
+        dataset, split, track = canonical_names(dataset, split, track)
+        if catalog.is_private(dataset):
+            raise InputError(f"{dataset} is a private test set: its reports are never kept for the Arena")
+        now = time.time() if recorded_at is None else recorded_at
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM arena_reports WHERE dataset=? AND split=? AND track=? AND model=?",
+                         (dataset, split, track, model))
+            conn.executemany(
+                "INSERT INTO arena_reports(dataset, split, track, model, study, report, reference, metrics,"
+                " result_hash, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(dataset, split, track, model, str(study), report, reference,
+                  json.dumps({k: float(v) for k, v in values.items()}), result_hash, now)
+                 for study, report, reference, values in rows])
+        return len(rows)
+
+    def arena_reports(self, dataset: str | None = None) -> list[dict[str, Any]]:
+        """The kept reports (``keep_reports``), one dict per (model, study), metrics decoded."""
+        sql, args = "SELECT * FROM arena_reports", []
+        if dataset is not None:
+            sql, args = sql + " WHERE dataset = ?", [dataset]
+        rows = self._conn().execute(sql + " ORDER BY id", args).fetchall()
+        return [dict(r, metrics=json.loads(r["metrics"])) for r in rows]
 
     def model(self, name: str) -> dict[str, Any] | None:
         """The registered model of ``name`` (compared by name key): details, owner; None if the name is free."""

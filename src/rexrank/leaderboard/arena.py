@@ -1,0 +1,497 @@
+"""The radiologist Arena: blind pairwise votes on two models' reports of one study, and the ranking they give.
+
+What is compared: the reports a scored submission produced for a public test set (``Store.keep_reports``: never
+a private set's) and the set's reference report, on one (test set, split, track). A signed-in rater is served one
+study and two anonymised candidates (sides chosen by the server) under a ticket; the vote names only the ticket
+and a choice, and the model names are revealed only in the answer to the vote.
+
+Tickets (server-side, in memory, ``TICKET_TTL_S``): a random id bound to the rater it was issued to, the study,
+the two models and their sides. A vote is accepted only with a live ticket issued to the same rater, once (the
+ticket is consumed), so a client can neither choose the pair, nor swap the sides, nor replay a vote, nor vote on a
+pair never shown to it; the log's one-vote rule (``Store.add_vote``: one vote per rater per study and pair) holds
+across tickets and restarts. A restart forgets the tickets: a page open across it loads a new pair.
+
+Votes are events of the store's log (``store.make_vote``), synced to the Hub like results. The host's decisions
+about raters are events too (``store.make_rater_event``): an ``expert`` is on the allow-list (their votes are
+labelled expert; with ``experts_only`` only they may vote), an ``excluded`` rater's votes leave every view, which
+recomputes from the log (``votes``).
+
+The model (docs/arena.md): Bradley-Terry, P(i beats j) = sigmoid(s_i - s_j), fitted by maximum likelihood with ties
+(and "both unacceptable") counted as half a win for each side, plus a negligible ridge ``RIDGE`` that keeps a model
+that never lost finite and centres the strengths (sum 0). Intervals: percentile bootstrap over votes
+(``N_BOOT`` resamples with replacement), for strengths and for ranks.
+
+Pairing (``next_pair``): among the pairs of models with reports on a common study that this rater has not voted on
+there, pairs whose rank intervals overlap weigh 1 and others ``SEPARATED_WEIGHT``, divided by sqrt(1 + votes on the
+pair) so far; a pair is drawn by weight, then a study of it with the fewest votes (ties at random). The side A goes
+to the model of the pair shown on side A less often so far (votes and live tickets), a fair coin on a tie: every
+model is shown on each side equally often, whatever it is. The strengths the pairing reads are the last board fitted
+(``board``), which a vote does not wait for.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rexrank.data import catalog, tracks
+from rexrank.errors import InputError
+from rexrank.evaluation.bootstrap import percentile_interval
+from rexrank.leaderboard.records import canonical_names, hf_identity
+from rexrank.leaderboard.store import VOTE_CHOICES, Store, error_categories, make_vote, vote_key
+
+RIDGE = 1e-6
+N_BOOT = 1000
+CONFIDENCE = 0.95
+SEPARATED_WEIGHT = 0.2
+TICKET_TTL_S = 3600.0
+MAX_TICKETS_PER_RATER = 5
+DEFAULT_QUOTA = 500  # votes per rater per day
+APP_VERSION_KEY = "arena"
+CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both unacceptable"}
+# The score of the model shown on side A for each choice: ties and "both unacceptable" are half a win each.
+SCORE_A = {"a": 1.0, "b": 0.0, "tie": 0.5, "both_bad": 0.5}
+assert set(SCORE_A) == set(VOTE_CHOICES) == set(CHOICE_LABELS)
+
+
+# -- Bradley-Terry ---------------------------------------------------------------------------------------------------
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # exact and overflow-free
+
+
+def fit_wins(wins: np.ndarray, *, ridge: float = RIDGE, tol: float = 1e-10, max_iter: int = 200,
+             start: np.ndarray | None = None) -> np.ndarray:
+    """Strengths from win matrices: ``wins[..., i, j]`` = i's score against j summed over votes (a tie: 0.5 each).
+
+    Maximises sum_ij wins_ij log sigmoid(s_i - s_j) - ridge/2 |s|^2 by Newton's method (the objective is strictly
+    concave; steps are capped at 2 per coordinate so a model that never lost climbs to its finite optimum without
+    overshooting). Any leading axes are independent fits (the bootstrap's resamples), solved together. With
+    ridge > 0 the optimum sums to 0 (the likelihood does not change under a common shift), so the iterates stay
+    centred and the Hessian gets -1/m along the all-ones direction, where it would otherwise only hold -ridge
+    (a condition number of 1e10, whose rounding noise stalls the steps near 1e-9). ``start``: a centred first
+    guess (the bootstrap starts from the full fit)."""
+    wins = np.asarray(wins, dtype=np.float64)
+    m = wins.shape[-1]
+    games = wins + np.swapaxes(wins, -1, -2)
+    s = np.zeros(wins.shape[:-1]) if start is None else np.broadcast_to(start, wins.shape[:-1]).copy()
+    eye = np.eye(m)
+    shift = np.full((m, m), 1.0 / m)
+    for _ in range(max_iter):
+        p = _sigmoid(s[..., :, None] - s[..., None, :])
+        grad = (wins - games * p).sum(-1) - ridge * s
+        w = games * p * (1.0 - p)
+        hess = w - eye * w.sum(-1)[..., None] - ridge * eye - shift  # negative definite, well conditioned
+        step = np.linalg.solve(hess, -grad[..., None])[..., 0]
+        step = np.clip(step, -2.0, 2.0)
+        s = s + step
+        if np.max(np.abs(step)) < tol:
+            break
+    return s
+
+
+@dataclass
+class Votes:
+    """Votes as indices: ``a``, ``b`` (the models shown on sides A and B), ``score_a`` (1, 0 or 0.5)."""
+
+    models: list[str]
+    a: np.ndarray
+    b: np.ndarray
+    score_a: np.ndarray
+
+    @classmethod
+    def of(cls, models: list[str], events: list[dict[str, Any]]) -> "Votes":
+        index = {name: i for i, name in enumerate(models)}
+        a = np.array([index[e["models"][0]] for e in events], dtype=np.int64)
+        b = np.array([index[e["models"][1]] for e in events], dtype=np.int64)
+        return cls(models, a, b, np.array([SCORE_A[e["choice"]] for e in events], dtype=np.float64))
+
+    def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(pairs i<j, cell of each vote, votes per cell): cell 3k + (0: i won, 1: j won, 2: half each)."""
+        lo, hi = np.minimum(self.a, self.b), np.maximum(self.a, self.b)
+        score_lo = np.where(self.a == lo, self.score_a, 1.0 - self.score_a)
+        pair_code = lo * len(self.models) + hi
+        pairs, pair_index = np.unique(pair_code, return_inverse=True)
+        outcome = np.where(score_lo == 1.0, 0, np.where(score_lo == 0.0, 1, 2))
+        cell = pair_index * 3 + outcome
+        return pairs, cell, np.bincount(cell, minlength=3 * len(pairs))
+
+    def wins(self) -> np.ndarray:
+        m = len(self.models)
+        wins = np.zeros((m, m))
+        np.add.at(wins, (self.a, self.b), self.score_a)
+        np.add.at(wins, (self.b, self.a), 1.0 - self.score_a)
+        return wins
+
+
+def _wins_of_cells(pairs: np.ndarray, counts: np.ndarray, m: int) -> np.ndarray:
+    """Win matrices of cell counts ``counts[..., 3k + outcome]`` (``Votes.cells``)."""
+    counts = counts.reshape(counts.shape[:-1] + (len(pairs), 3))
+    lo, hi = pairs // m, pairs % m
+    wins = np.zeros(counts.shape[:-2] + (m, m))
+    wins[..., lo, hi] = counts[..., 0] + 0.5 * counts[..., 2]
+    wins[..., hi, lo] = counts[..., 1] + 0.5 * counts[..., 2]
+    return wins
+
+
+def ranks_of(strengths: np.ndarray) -> np.ndarray:
+    """Rank 1 = strongest; a model's rank is 1 + the number of models strictly stronger (ties share a rank)."""
+    return 1 + (strengths[..., None, :] > strengths[..., :, None]).sum(-1)
+
+
+@dataclass
+class Fit:
+    models: list[str]
+    strength: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    rank: np.ndarray
+    rank_low: np.ndarray
+    rank_high: np.ndarray
+    n_votes: np.ndarray  # per model
+
+
+def fit(votes: Votes, *, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int | None = 0,
+        ridge: float = RIDGE) -> Fit:
+    """The Bradley-Terry fit with percentile-bootstrap intervals over votes (resampled with replacement, i.e. a
+    multinomial draw over the vote cells) for strengths and ranks."""
+    m = len(votes.models)
+    strength = fit_wins(votes.wins(), ridge=ridge) if m else np.zeros(0)
+    pairs, _, counts = votes.cells()
+    n = int(counts.sum())
+    if n and n_boot:
+        rng = np.random.default_rng(seed)
+        draws = rng.multinomial(n, counts / n, size=n_boot)
+        samples = np.empty((n_boot, m))
+        for start in range(0, n_boot, 250):  # bounded memory: 250 x m x m matrices at a time
+            samples[start:start + 250] = fit_wins(_wins_of_cells(pairs, draws[start:start + 250], m), ridge=ridge,
+                                                  start=strength)
+        low, high = percentile_interval(samples, confidence)
+        rank_low, rank_high = percentile_interval(ranks_of(samples).astype(float), confidence)
+    else:
+        low = high = np.full(m, np.nan)
+        rank_low, rank_high = np.ones(m), np.full(m, float(m))
+    n_votes = np.bincount(np.concatenate([votes.a, votes.b]), minlength=m)
+    return Fit(votes.models, strength, low, high, ranks_of(strength), np.floor(rank_low).astype(int),
+               np.ceil(rank_high).astype(int), n_votes)
+
+
+# -- humans vs metrics, agreement --------------------------------------------------------------------------------------
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def fleiss_kappa(table: np.ndarray) -> float:
+    """Fleiss' kappa of ``table[item, category]`` = raters who chose the category; every item rated equally often."""
+    table = np.asarray(table, dtype=np.float64)
+    if len(table) == 0:
+        return float("nan")
+    n = table[0].sum()
+    p_cat = table.sum(0) / table.sum()
+    p_item = ((table * table).sum(1) - n) / (n * (n - 1))
+    expected = float((p_cat ** 2).sum())
+    return float("nan") if expected == 1.0 else float((p_item.mean() - expected) / (1 - expected))
+
+
+def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b (ties in either ranking counted as scipy does)."""
+    from scipy.stats import kendalltau
+
+    return float(kendalltau(x, y).statistic) if len(x) > 1 else float("nan")
+
+
+# -- the Arena ---------------------------------------------------------------------------------------------------------
+@dataclass
+class Ticket:
+    id: str
+    rater: str
+    study: str
+    models: tuple[str, str]  # (side A, side B)
+    issued: float
+
+
+@dataclass
+class Pair:
+    """What the page may show before the vote: never the model names."""
+
+    ticket: str
+    study: str
+    reference: str
+    report_a: str
+    report_b: str
+    images: list[str] = field(default_factory=list)
+
+
+def rater_identity(username: str) -> str:
+    """A rater is a Hugging Face account (``hf:name``), as a submitter is (``records.hf_identity``)."""
+    return hf_identity(username)
+
+
+class Arena:
+    """One Arena: votes on (``dataset``, its leaderboard split, ``track``) of ``store``. Thread-safe."""
+
+    def __init__(self, store: Store, dataset: str = "iu_xray", track: str = "findings", *, experts_only: bool = False,
+                 quota: int | None = DEFAULT_QUOTA, images: Any = None, app_version: str = "dev",
+                 n_boot: int = N_BOOT, rng: np.random.Generator | None = None):
+        dataset = catalog.canonical_dataset(dataset)
+        self.dataset, self.split, self.track = canonical_names(dataset, catalog.leaderboard_split(dataset),
+                                                               tracks.canonical_track(track))
+        if catalog.is_private(self.dataset):
+            raise InputError(f"{self.dataset} is a private test set: its reports may not be shown in the Arena; "
+                             "choose a public set (e.g. iu_xray)")
+        self.store, self.experts_only, self.quota, self.app_version = store, experts_only, quota, app_version
+        self.images = images  # callable(study) -> list of image paths or URLs, or None
+        self.n_boot = n_boot
+        self._rng = rng  # tests: reproducible draws; None: the OS's randomness (sides are not guessable)
+        self._lock = threading.Lock()
+        self._tickets: dict[str, Ticket] = {}
+        self._pool_key: str | None = None
+        self._pool: dict[str, Any] = {}
+        self._board_key: str | None = None
+        self._board: Fit | None = None
+
+    # -- randomness: a secret source unless a test gives a seeded one
+    def _random(self) -> float:
+        return float(self._rng.random()) if self._rng is not None else secrets.randbelow(2 ** 53) / 2 ** 53
+
+    # -- what is on offer
+    def _reports(self) -> dict[str, Any]:
+        """{reports: {study: {model: text}}, references, metrics: {(model, study): {metric: value}}}, per version."""
+        key = self.store.version()
+        if key != self._pool_key:
+            reports: dict[str, dict[str, str]] = {}
+            references: dict[str, str] = {}
+            metrics: dict[tuple[str, str], dict[str, float]] = {}
+            for row in self.store.arena_reports(self.dataset):
+                if (row["split"], row["track"]) != (self.split, self.track):
+                    continue
+                reports.setdefault(row["study"], {})[row["model"]] = row["report"]
+                references[row["study"]] = row["reference"]
+                metrics[(row["model"], row["study"])] = row["metrics"]
+            self._pool = {"reports": reports, "references": references, "metrics": metrics}
+            self._pool_key = key
+        return self._pool
+
+    def roles(self) -> dict[str, str]:
+        """Each rater's role by the host's latest decision (``expert``, ``excluded``, ``rater``)."""
+        roles: dict[str, str] = {}
+        for _, event in self.store.events(("rater",)):
+            roles[event["rater"]] = event["role"]
+        return roles
+
+    def votes(self) -> list[dict[str, Any]]:
+        """The votes every view counts: this Arena's, of raters not excluded, the first per rater, study and pair."""
+        excluded = {r for r, role in self.roles().items() if role == "excluded"}
+        seen: set[str] = set()
+        out = []
+        for _, event in self.store.events(("vote",)):
+            if (event["dataset"], event["split"], event["track"]) != (self.dataset, self.split, self.track):
+                continue
+            key = vote_key(event)
+            if event["rater"] in excluded or key in seen:
+                continue
+            seen.add(key)
+            out.append(event)
+        return out
+
+    def check_rater(self, rater: str | None) -> str:
+        if not rater:
+            raise InputError("sign in with Hugging Face to vote in the Arena")
+        role = self.roles().get(rater, "rater")
+        if role == "excluded":
+            raise InputError("your votes are no longer counted in this Arena (the host excluded this account); "
+                             "contact the host if this is a mistake")
+        if self.experts_only and role != "expert":
+            raise InputError("voting here is open to the host's allow-list of raters only; ask the host to add "
+                             "your account (`rexrank leaderboard arena-rater NAME --role expert`)")
+        return rater
+
+    # -- pairing
+    def next_pair(self, rater: str | None) -> Pair:
+        """The most informative (study, pair) this rater has not voted on, under a new ticket (module docstring)."""
+        rater = self.check_rater(rater)
+        pool = self._reports()
+        votes = self.votes()
+        with self._lock:
+            self._expire()
+            board = self._board
+            mine = {vote_key(v) for v in votes if v["rater"] == rater}
+            mine |= {self._key(t.rater, t.study, t.models) for t in self._tickets.values() if t.rater == rater}
+            by_pair: dict[tuple[str, str], list[str]] = {}
+            for study, reports in pool["reports"].items():
+                names = sorted(reports)
+                for i, first in enumerate(names):
+                    for second in names[i + 1:]:
+                        if self._key(rater, study, (first, second)) not in mine:
+                            by_pair.setdefault((first, second), []).append(study)
+            if not by_pair:
+                raise InputError("no pair left for you to rate in this Arena: thank you! Come back when new "
+                                 "models have been scored")
+            pair_votes: dict[tuple[str, str], int] = {}
+            study_votes: dict[str, int] = {}
+            on_a: dict[tuple[str, str], int] = {}  # (pair, model) -> times on side A
+            shown = [(v["models"], v["study"]) for v in votes] + [(t.models, t.study) for t in self._tickets.values()]
+            for models, study in shown:
+                pair = tuple(sorted(models))
+                pair_votes[pair] = pair_votes.get(pair, 0) + 1
+                study_votes[study] = study_votes.get(study, 0) + 1
+                on_a[(pair, models[0])] = on_a.get((pair, models[0]), 0) + 1
+            pairs = sorted(by_pair)
+            weights = np.array([self._overlap(board, p) / math.sqrt(1 + pair_votes.get(p, 0)) for p in pairs])
+            drawn = int(np.searchsorted(np.cumsum(weights), self._random() * weights.sum(), side="right"))
+            pick = pairs[min(drawn, len(pairs) - 1)]
+            studies = by_pair[pick]
+            fewest = min(study_votes.get(s, 0) for s in studies)
+            studies = sorted(s for s in studies if study_votes.get(s, 0) == fewest)
+            study = studies[min(int(self._random() * len(studies)), len(studies) - 1)]
+            first, second = pick
+            a_first, a_second = on_a.get((pick, first), 0), on_a.get((pick, second), 0)
+            if a_first == a_second:
+                a_side = first if self._random() < 0.5 else second
+            else:
+                a_side = first if a_first < a_second else second
+            models = (a_side, second if a_side == first else first)
+            ticket = Ticket(secrets.token_urlsafe(18), rater, study, models, time.time())
+            mine_live = sorted((t for t in self._tickets.values() if t.rater == rater), key=lambda t: t.issued)
+            for old in mine_live[:max(0, len(mine_live) - MAX_TICKETS_PER_RATER + 1)]:
+                del self._tickets[old.id]
+            self._tickets[ticket.id] = ticket
+        reports = pool["reports"][study]
+        images = list(self.images(study)) if self.images is not None else []
+        return Pair(ticket.id, study, pool["references"][study], reports[models[0]], reports[models[1]], images)
+
+    def _key(self, rater: str, study: str, models: tuple[str, str] | list[str]) -> str:
+        return vote_key({"rater": rater, "dataset": self.dataset, "split": self.split, "track": self.track,
+                         "study": study, "models": list(models)})
+
+    @staticmethod
+    def _overlap(board: Fit | None, pair: tuple[str, str]) -> float:
+        if board is None or pair[0] not in board.models or pair[1] not in board.models:
+            return 1.0  # unrated models: as informative as can be
+        i, j = board.models.index(pair[0]), board.models.index(pair[1])
+        apart = board.rank_high[i] < board.rank_low[j] or board.rank_high[j] < board.rank_low[i]
+        return SEPARATED_WEIGHT if apart else 1.0
+
+    def _expire(self) -> None:
+        now = time.time()
+        for tid in [t.id for t in self._tickets.values() if now - t.issued > TICKET_TTL_S]:
+            del self._tickets[tid]
+
+    # -- voting
+    def vote(self, rater: str | None, ticket_id: Any, choice: Any, tags_a: Any = (), tags_b: Any = ()) -> dict:
+        """Record a vote on the pair of ``ticket_id``; returns what is revealed: the models on sides A and B.
+
+        Refused with a one-line InputError: no rater or one not allowed, an unknown, expired, used or other rater's
+        ticket (one message for all: the client learns nothing about tickets that are not its own), a choice
+        outside ``VOTE_CHOICES``, a tag outside ``error_categories``, a second vote on the pair, the quota."""
+        rater = self.check_rater(rater)
+        if choice not in VOTE_CHOICES:
+            raise InputError(f"unknown choice {str(choice)[:40]!r}: choose one of {', '.join(VOTE_CHOICES)}")
+        codes = error_categories()
+        tags = {}
+        for side, given in (("a", tags_a), ("b", tags_b)):
+            if given is None:
+                given = ()
+            if isinstance(given, (str, bytes)) or not all(isinstance(c, int) and not isinstance(c, bool)
+                                                          and c in codes for c in given):
+                raise InputError(f"error tags are category numbers among {sorted(codes)}")
+            tags[side] = list(given)
+        with self._lock:
+            self._expire()
+            ticket = self._tickets.get(ticket_id) if isinstance(ticket_id, str) else None
+            if ticket is None or ticket.rater != rater:
+                raise InputError("this pair was not shown to you, was already voted on, or has expired: load the "
+                                 "next pair")
+            del self._tickets[ticket.id]  # consumed, whatever happens next: a ticket is used once
+        event = make_vote(at=time.time(), rater=rater, expert=self.roles().get(rater) == "expert",
+                          dataset=self.dataset, split=self.split, track=self.track, study=ticket.study,
+                          models=ticket.models, choice=choice, tags=tags, version=self.app_version)
+        self.store.add_vote(event, quota=self.quota)
+        return {"a": ticket.models[0], "b": ticket.models[1], "study": ticket.study, "choice": choice}
+
+    # -- views
+    def board(self) -> Fit:
+        """The fit of the votes counted now (cached per store version)."""
+        key = self.store.version()
+        if key == self._board_key and self._board is not None:
+            return self._board
+        votes = self.votes()
+        models = sorted({m for v in votes for m in v["models"]})
+        result = fit(Votes.of(models, votes), n_boot=self.n_boot)
+        with self._lock:
+            self._board, self._board_key = result, key
+        return result
+
+    def board_rows(self) -> list[dict[str, Any]]:
+        """The Arena board: one row per model, strongest first, with votes and raters counted."""
+        result = self.board()
+        votes = self.votes()
+        raters: dict[str, set[str]] = {}
+        for v in votes:
+            for m in v["models"]:
+                raters.setdefault(m, set()).add(v["rater"])
+        order = np.argsort(-result.strength, kind="stable")
+        return [{"rank": int(result.rank[i]), "model": result.models[i],
+                 "strength": round(float(result.strength[i]), 3),
+                 "interval": f"{result.low[i]:.2f} to {result.high[i]:.2f}",
+                 "rank interval": f"{result.rank_low[i]}-{result.rank_high[i]}",
+                 "votes": int(result.n_votes[i]), "raters": len(raters.get(result.models[i], ()))}
+                for i in order]
+
+    def humans_vs_metrics(self) -> list[dict[str, Any]]:
+        """Per automatic metric: the share of decisive votes where the metric prefers the report the rater chose
+        (Wilson 95% interval; a metric tie counts as disagreement), and Kendall's tau between the Arena's strengths
+        and the metric's mean over the Arena's studies, per model."""
+        from rexrank.metrics import REGISTRY
+
+        pool = self._reports()
+        votes = self.votes()
+        fit_now = self.board()
+        names = sorted({k for values in pool["metrics"].values() for k in values})
+        out = []
+        for name in names:
+            higher = REGISTRY.spec(name).higher_is_better if name in REGISTRY else True
+            agree = n = 0
+            for v in votes:
+                if v["choice"] not in ("a", "b"):
+                    continue
+                a = pool["metrics"].get((v["models"][0], v["study"]), {}).get(name)
+                b = pool["metrics"].get((v["models"][1], v["study"]), {}).get(name)
+                if a is None or b is None:
+                    continue
+                n += 1
+                prefers = "a" if (a > b) == higher and a != b else ("b" if a != b else None)
+                agree += prefers == v["choice"]
+            means = []
+            for model in fit_now.models:
+                values = [vals[name] for (m, _), vals in pool["metrics"].items() if m == model and name in vals]
+                means.append(np.mean(values) * (1 if higher else -1) if values else np.nan)
+            means = np.array(means)
+            ok = ~np.isnan(means)
+            low, high = wilson(agree, n)
+            out.append({"metric": name, "decisive votes": n, "agreement": agree / n if n else float("nan"),
+                        "low": low, "high": high,
+                        "kendall tau": kendall_tau(fit_now.strength[ok], means[ok]) if ok.sum() > 1 else float("nan")})
+        return out
+
+    def agreement(self) -> dict[str, Any]:
+        """Inter-rater agreement: Fleiss' kappa over (study, pair) items voted by at least two raters, using the
+        first two votes of each (categories: the alphabetically first model better, the other, no preference)."""
+        items: dict[str, list[int]] = {}
+        for v in self.votes():
+            first = min(v["models"])
+            score_first = SCORE_A[v["choice"]] if v["models"][0] == first else 1 - SCORE_A[v["choice"]]
+            key = vote_key({**v, "rater": ""})
+            items.setdefault(key, []).append(0 if score_first == 1 else (1 if score_first == 0 else 2))
+        table = [np.bincount(c[:2], minlength=3) for c in items.values() if len(c) >= 2]
+        return {"items": len(table), "fleiss kappa": fleiss_kappa(np.array(table)) if table else float("nan")}

@@ -1,0 +1,290 @@
+"""The radiologist Arena's core (issue 28): votes as events of the store's log, tickets, the Bradley-Terry fit (parity
+with scikit-learn, calibrated intervals), pairing without position bias, abuse, humans vs metrics, and a restart
+from the Hub copy."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rexrank.errors import InputError
+from rexrank.leaderboard.arena import RIDGE, Arena, Votes, fit, fit_wins, fleiss_kappa
+from rexrank.leaderboard.hub_sync import EVENTS_PREFIX, REPORTS_PREFIX, HubSync
+from rexrank.leaderboard.store import (DuplicateVote, QuotaExceeded, Store, check_event, event_hash, make_vote)
+from rexrank.testing.loopback_hub import LoopbackHub
+
+MODELS = ("alpha-rad", "beta-cxr", "gamma-gen", "delta-vlm")
+TOKEN = "hf_loopback_host"
+
+
+def _keep(store: Store, models=MODELS, n_studies: int = 12, dataset: str = "iu_xray", quality=None):
+    """Reports of ``models`` on ``n_studies`` studies; bleu2 per study = the model's quality (higher: better)."""
+    quality = quality or {m: i / 10 for i, m in enumerate(models)}
+    for index, model in enumerate(models):
+        rows = [(f"s{k:03d}", f"report {index}.{k}: no acute disease.", f"reference {k}: lungs are clear.",
+                 {"bleu2": quality[model] + k * 1e-4}) for k in range(n_studies)]
+        store.keep_reports(dataset=dataset, split="test", track="findings", model=model, result_hash=f"h-{model}",
+                           rows=rows)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "board.sqlite")
+    _keep(s)
+    yield s
+    s.close()
+
+
+def _simulate(strengths, n_votes, rng, tie_share=0.3):
+    """Votes drawn so that P(A wins) + P(tie)/2 = sigmoid(s_A - s_B): what ties-as-half-wins estimates."""
+    m = len(strengths)
+    a = rng.integers(0, m, n_votes)
+    b = (a + rng.integers(1, m, n_votes)) % m
+    p = 1 / (1 + np.exp(-(strengths[a] - strengths[b])))
+    tie = tie_share * np.minimum(p, 1 - p)
+    u = rng.random(n_votes)
+    score = np.where(u < p - tie / 2, 1.0, np.where(u < p + tie / 2, 0.5, 0.0))
+    return Votes([f"m{i}" for i in range(m)], a, b, score)
+
+
+# -- the fit -----------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", ["spread", "unbeaten"])
+def test_fit_equals_logistic_regression(run_reference, case):
+    """The ratings equal scikit-learn's logistic regression on the same design matrix (ties: two half rows) to 1e-6,
+    including a model that never lost (finite only through the shared ridge)."""
+    rng = np.random.default_rng(7)
+    truth = np.linspace(-1.5, 1.5, 8)
+    votes = _simulate(truth, 3000, rng)
+    if case == "unbeaten":
+        votes.score_a = np.where(votes.a == 7, 1.0, np.where(votes.b == 7, 0.0, votes.score_a))
+    ours = fit_wins(votes.wins())
+    ref = run_reference("arena_bt_ref.py", {"m": 8, "a": votes.a.tolist(), "b": votes.b.tolist(),
+                                            "score_a": votes.score_a.tolist(), "ridge": RIDGE})
+    assert np.max(np.abs(ours - np.array(ref["strength"]))) <= 1e-6, (ours, ref)
+    assert abs(ours.sum()) < 1e-8
+
+
+def test_intervals_cover_the_truth_at_their_nominal_rate():
+    """Votes simulated from known strengths: the 95% bootstrap intervals of the strengths cover the (centred) truth
+    about 95% of the time, and the rank intervals cover the true ranks at least as often as nominal."""
+    rng = np.random.default_rng(11)
+    truth = np.array([-0.8, -0.3, 0.0, 0.2, 0.5, 0.9])
+    centred = truth - truth.mean()
+    covered = rank_covered = total = 0
+    true_rank = 1 + (truth[None, :] > truth[:, None]).sum(1)
+    for rep in range(150):
+        result = fit(_simulate(truth, 600, rng), n_boot=300, seed=rep)
+        covered += int(((result.low <= centred) & (centred <= result.high)).sum())
+        rank_covered += int(((result.rank_low <= true_rank) & (true_rank <= result.rank_high)).sum())
+        total += len(truth)
+    assert 0.925 <= covered / total <= 0.975, covered / total
+    assert rank_covered / total >= 0.93, rank_covered / total
+
+
+def test_fit_orders_and_counts():
+    rng = np.random.default_rng(3)
+    truth = np.array([0.0, 1.0, 2.0])
+    result = fit(_simulate(truth, 3000, rng), n_boot=200)
+    assert list(result.rank) == [3, 2, 1]
+    assert result.n_votes.sum() == 6000
+
+
+# -- pairing -----------------------------------------------------------------------------------------------------------
+def test_pairing_is_unbiased_in_position(store):
+    """Raters who always vote for side A: each pair shows each model on side A equally often (to one vote), so every
+    model's strength stays 0; a side rule that favoured either model (e.g. alphabetical) would rank it first."""
+    arena = Arena(store, n_boot=50, rng=np.random.default_rng(0))
+    on_a = {m: 0 for m in MODELS}
+    shown = {m: 0 for m in MODELS}
+    for r in range(24):
+        for _ in range(6):
+            pair = arena.next_pair(f"hf:rater{r}")
+            revealed = arena.vote(f"hf:rater{r}", pair.ticket, "a")
+            on_a[revealed["a"]] += 1
+            shown[revealed["a"]] += 1
+            shown[revealed["b"]] += 1
+    per_pair: dict[tuple, list[int]] = {}
+    for v in arena.votes():
+        pair = tuple(sorted(v["models"]))
+        per_pair.setdefault(pair, [0, 0])[pair.index(v["models"][0])] += 1
+    assert all(abs(x - y) <= 1 for x, y in per_pair.values()), per_pair
+    assert all(abs(on_a[m] / shown[m] - 0.5) < 0.05 for m in MODELS), (on_a, shown)
+    assert np.max(np.abs(arena.board().strength)) < 0.1
+
+
+def test_a_rater_sees_every_study_and_pair_once_then_is_told_so(store):
+    arena = Arena(store, n_boot=20, rng=np.random.default_rng(1))
+    seen = set()
+    for _ in range(12 * 6):
+        pair = arena.next_pair("hf:ann")
+        revealed = arena.vote("hf:ann", pair.ticket, "tie")
+        key = (revealed["study"], tuple(sorted((revealed["a"], revealed["b"]))))
+        assert key not in seen
+        seen.add(key)
+    with pytest.raises(InputError, match="no pair left"):
+        arena.next_pair("hf:ann")
+
+
+def test_pairing_prefers_unvoted_studies_and_overlapping_pairs(tmp_path):
+    """After many votes separate the models clearly, pairs whose rank intervals do not overlap are served less."""
+    s = Store(tmp_path / "b.sqlite")
+    _keep(s, n_studies=40)
+    arena = Arena(s, n_boot=100, rng=np.random.default_rng(2))
+    # "alpha-rad" always loses, so it separates from the rest
+    for r in range(30):
+        for _ in range(4):
+            pair = arena.next_pair(f"hf:r{r}")
+            ticket = arena._tickets[pair.ticket]
+            arena.vote(f"hf:r{r}", pair.ticket, "b" if ticket.models[0] == "alpha-rad" else
+                       ("a" if ticket.models[1] == "alpha-rad" else "tie"))
+    board = arena.board()
+    assert board.rank[board.models.index("alpha-rad")] == 4
+    served = {"with": 0, "without": 0}
+    for r in range(200):
+        pair = arena.next_pair(f"hf:new{r}")
+        served["with" if "alpha-rad" in arena._tickets[pair.ticket].models else "without"] += 1
+    # uniform pairing: 3 of 6 pairs involve alpha-rad (half); the policy weighs them 0.2 (about 1/6 of draws)
+    assert served["with"] < 0.3 * 200, served
+    s.close()
+
+
+# -- safety ------------------------------------------------------------------------------------------------------------
+def test_nothing_names_a_model_before_the_vote(store):
+    arena = Arena(store, n_boot=20)
+    pair = arena.next_pair("hf:ann")
+    shown = json.dumps(vars(pair))
+    assert not any(m in shown for m in MODELS)
+    revealed = arena.vote("hf:ann", pair.ticket, "b", [1], [2, 3])
+    assert {revealed["a"], revealed["b"]} <= set(MODELS)
+
+
+def test_votes_api_rejects_replays_forgeries_and_pairs_never_shown(store):
+    arena = Arena(store, n_boot=20)
+    pair = arena.next_pair("hf:ann")
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:bob", pair.ticket, "a")  # another rater's ticket
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:ann", "forged-" + pair.ticket, "a")
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:ann", {"models": list(MODELS[:2])}, "a")
+    with pytest.raises(InputError, match="unknown choice"):
+        arena.vote("hf:ann", pair.ticket, "A<script>")
+    with pytest.raises(InputError, match="error tags"):
+        arena.vote("hf:ann", pair.ticket, "a", [7])
+    with pytest.raises(InputError, match="error tags"):
+        arena.vote("hf:ann", pair.ticket, "a", "12")
+    with pytest.raises(InputError, match="sign in"):
+        arena.vote(None, pair.ticket, "a")
+    arena.vote("hf:ann", pair.ticket, "a")
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:ann", pair.ticket, "a")  # replay
+    assert len(arena.votes()) == 1
+    # the log's own rule: one vote per rater, study and pair, whatever tickets say
+    event = arena.votes()[0]
+    with pytest.raises(DuplicateVote, match="already voted"):
+        store.add_vote({**event, "at": event["at"] + 5, "models": event["models"][::-1], "choice": "b"})
+
+
+def test_quota_and_host_decisions(store):
+    arena = Arena(store, n_boot=20, quota=2)
+    for _ in range(2):
+        arena.vote("hf:ann", arena.next_pair("hf:ann").ticket, "a")
+    with pytest.raises(QuotaExceeded, match="at most 2 votes"):
+        arena.vote("hf:ann", arena.next_pair("hf:ann").ticket, "a")
+    arena.vote("hf:bob", arena.next_pair("hf:bob").ticket, "b")
+    assert {v["rater"] for v in arena.votes()} == {"hf:ann", "hf:bob"}
+    store.add_rater_event("hf:ann", "excluded", reason="spam")
+    assert {v["rater"] for v in arena.votes()} == {"hf:bob"}  # every view recomputes without them
+    assert arena.board().n_votes.sum() == 2
+    with pytest.raises(InputError, match="excluded"):
+        arena.next_pair("hf:ann")
+    experts = Arena(store, n_boot=20, experts_only=True)
+    with pytest.raises(InputError, match="allow-list"):
+        experts.next_pair("hf:bob")
+    store.add_rater_event("hf:bob", "expert")
+    experts.vote("hf:bob", experts.next_pair("hf:bob").ticket, "tie")
+    assert [v["expert"] for v in experts.votes()] == [False, True]
+
+
+def test_private_sets_are_never_in_the_arena(store):
+    from rexrank.data import catalog
+
+    private = next(n for n in catalog.dataset_names() if catalog.is_private(n))
+    with pytest.raises(InputError, match="private"):
+        Arena(store, dataset=private)
+    with pytest.raises(InputError, match="private"):
+        store.keep_reports(dataset=private, split=catalog.leaderboard_split(private), track="findings", model="x",
+                           result_hash="h", rows=[("1", "r", "g", {})])
+
+
+def test_malformed_vote_events_are_refused():
+    good = make_vote(at=1.0, rater="hf:a", expert=False, dataset="iu_xray", split="test", track="findings",
+                     study="s1", models=["x", "y"], choice="a", tags={"a": [1], "b": []}, version="t")
+    assert check_event(good) is good
+    for bad in ({**good, "choice": "A"}, {**good, "models": ["x", "x"]}, {**good, "tags": {"a": [9], "b": []}},
+                {**good, "extra": 1}, {**good, "expert": "yes"}, {**good, "at": float("nan")},
+                {**good, "rater": ""}, {"kind": "rater", "at": 1.0, "by": "host", "rater": "hf:a", "role": "god",
+                                        "reason": ""}):
+        with pytest.raises(InputError):
+            check_event(bad)
+
+
+# -- humans vs metrics, agreement --------------------------------------------------------------------------------------
+def test_humans_vs_metrics_and_agreement(store):
+    """Raters who always prefer the model with the higher bleu2: bleu2 agrees with every decisive vote, its ranking
+    matches the Arena's (tau 1); two raters voting alike on the same items agree perfectly (kappa 1)."""
+    arena = Arena(store, n_boot=50, rng=np.random.default_rng(5))
+    quality = {m: i for i, m in enumerate(MODELS)}
+    for rater in ("hf:ann", "hf:bob"):
+        for _ in range(72):
+            pair = arena.next_pair(rater)
+            models = arena._tickets[pair.ticket].models
+            arena.vote(rater, pair.ticket, "a" if quality[models[0]] > quality[models[1]] else "b")
+    (row,) = arena.humans_vs_metrics()
+    assert row["metric"] == "bleu2" and row["decisive votes"] == 144 and row["agreement"] == 1.0
+    assert row["low"] > 0.97 and row["kendall tau"] == pytest.approx(1.0)
+    agreement = arena.agreement()
+    assert agreement["items"] == 72 and agreement["fleiss kappa"] == pytest.approx(1.0)
+    assert fleiss_kappa(np.array([[2, 0, 0], [0, 2, 0], [1, 1, 0], [0, 1, 1]])) < 0.5
+
+
+# -- persistence -------------------------------------------------------------------------------------------------------
+@pytest.fixture
+def hub(monkeypatch):
+    from huggingface_hub import HfApi, constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite runs offline; this Hub is on loopback
+    with LoopbackHub() as server:
+        server.add_user("host", TOKEN, orgs=["org"])
+        server.add_repo("org/results", private=True)
+        yield HfApi(endpoint=server.endpoint, token=TOKEN), server
+
+
+def test_votes_reports_and_exclusions_survive_a_restart_from_the_hub(store, tmp_path, hub):
+    api, server = hub
+    arena = Arena(store, n_boot=50, rng=np.random.default_rng(4))
+    for rater in ("hf:ann", "hf:bob", "hf:cy"):
+        for _ in range(5):
+            pair = arena.next_pair(rater)
+            arena.vote(rater, pair.ticket, "a", [2], [])
+    store.add_rater_event("hf:cy", "excluded")
+    before = arena.board_rows()
+    HubSync(store, "org/results", api=api).push()
+    files = api.list_repo_files("org/results", repo_type="dataset")
+    assert sum(f.startswith(EVENTS_PREFIX) for f in files) == 16  # 15 votes and 1 exclusion
+    assert sum(f.startswith(REPORTS_PREFIX) for f in files) == len(MODELS)
+
+    fresh = Store(tmp_path / "restarted.sqlite")
+    sync = HubSync(fresh, "org/results", api=api)
+    sync.pull()
+    assert sync.refused == []
+    again = Arena(fresh, n_boot=50)
+    assert again.board_rows() == before
+    assert [v for v in again.votes()] == arena.votes()
+    # one vote per rater, study and pair still holds after the restart
+    with pytest.raises(DuplicateVote):
+        fresh.add_vote({**arena.votes()[0], "at": 1e12})
+    assert HubSync(fresh, "org/results", api=api).push() == 0  # nothing new: the same files
+    fresh.close()
