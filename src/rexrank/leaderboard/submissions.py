@@ -43,9 +43,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from rexrank.data.catalog import DATASETS, canonical_dataset
+from rexrank.data.catalog import DATASETS, canonical_dataset, is_private
 from rexrank.errors import InputError, RexrankError
-from rexrank.leaderboard.records import PRIVATE_DATASETS, ModelInfo, canonical_names, from_results_json, hf_identity
+from rexrank.leaderboard.records import (PRIVATE_DATASETS, ModelInfo, ResultRecord, canonical_names, from_results_json,
+                                         hf_identity)
 from rexrank.leaderboard.store import LOST_UPLOAD, Store
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 
@@ -350,7 +351,7 @@ class Submissions:
         if job is None:
             return False
         try:
-            results = self._score(job)
+            results, arena_rows = self._score(job)
             from rexrank.metrics.official import refuse_unofficial  # the worker stores official weights only
 
             refuse_unofficial(results, log=log, context=f"submission {job['id']}")  # else: host log + job error
@@ -358,6 +359,7 @@ class Submissions:
             model = self.store.model_info(job["model"]["name"]) or ModelInfo(**job["model"])
             record = from_results_json(results, model, source="submission")
             self.store.finish(job["id"], record)
+            self._keep_for_arena(job, record, arena_rows)
         except RexrankError as exc:
             self.store.fail(job["id"], _public_error(exc, job["dataset"]))
         except Exception as exc:  # noqa: BLE001 - a bad job must not kill the worker
@@ -396,8 +398,20 @@ class Submissions:
             log.info("deleted %d queue files of handled submissions from %s", removed, self.upload_dir)
         return removed
 
-    def _score(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Score through the harness, exactly as `rexrank score` does (same validation, cache and statistics)."""
+    def _keep_for_arena(self, job: dict[str, Any], record: ResultRecord, rows: list | None) -> None:
+        """A public set's scored reports stay in the store for the Arena (``Store.keep_reports``; never a private
+        set's: ``rows`` is None for those). A failure here is logged and never undoes the stored result."""
+        if not rows:
+            return
+        try:
+            self.store.keep_reports(dataset=job["dataset"], split=job["split"], track=job["track"],
+                                    model=record.model.name, result_hash=record.content_hash(), rows=rows)
+        except Exception:  # noqa: BLE001 - the result is stored; the Arena just lacks this model
+            log.exception("submission %s: its reports were not kept for the Arena", job["id"])
+
+    def _score(self, job: dict[str, Any]) -> tuple[dict[str, Any], list | None]:
+        """Score through the harness, exactly as `rexrank score` does (same validation, cache and statistics).
+        Also the Arena's rows for a public set (study, report, reference, per-study metric values), else None."""
         from rexrank.evaluation.harness import ScoreOptions, evaluate
         from rexrank.evaluation.inputs import load_inputs
 
@@ -411,7 +425,16 @@ class Submissions:
                               split=job["split"], options=options)
         results = dict(evaluation.results)
         results.pop("inputs", None)  # local paths of the host: not for the page
-        return results
+        if evaluation.private or is_private(job["dataset"]):
+            return results, None
+        columns = {name: REGISTRY.spec(name).column for name in job["metrics"] if name in REGISTRY}
+        table = evaluation.per_study.set_index("study_id")
+        rows = []
+        for study, hyp, ref in zip(inputs.study_ids, inputs.hyps, inputs.refs):
+            values = {name: float(table.at[study, column]) for name, column in columns.items()
+                      if column in table.columns and table.at[study, column] == table.at[study, column]}
+            rows.append((str(study), hyp, ref, values))
+        return results, rows
 
     def run_worker(self) -> None:
         """Score queued jobs until ``stop_worker``; first deletes what an earlier run left (``clean_uploads``)."""
