@@ -1,0 +1,142 @@
+"""The Arena tab of the Space: one study, two anonymised reports, a vote, then the names; and the Arena board.
+
+``arena_tab(gr, arena, oauth=...)`` builds one ``gr.Tab("Arena", id="arena")`` inside the app's ``gr.Tabs``.
+
+What the page and its API see: before a vote, the study's reference, its images (when the host has them) and
+the two reports, never a model name (the ticket that binds the pair to the rater stays on the server in a
+``gr.State``: a client sends only its clicks, i.e. its choice and its tags). After the vote, the two names. Every
+text is shown as plain text (read-only textboxes), never as Markdown or HTML. Who votes: the signed-in Hugging Face
+user (``oauth``: gradio injects the profile), or, on a host's own server without login, the ``rater`` the host
+named (``None``: voting is off). Refusals (not signed in, excluded, quota, a used ticket) are one-line messages.
+"""
+
+# No ``from __future__ import annotations``: gradio reads the event functions' real annotations (the injected
+# gr.OAuthProfile).
+from typing import Any, Optional
+
+from rexrank.errors import RexrankError
+from rexrank.leaderboard.arena import CHOICE_LABELS, Arena, rater_identity
+from rexrank.leaderboard.store import error_categories
+
+BOARD_HEADERS = ["rank", "model", "strength", "interval", "rank interval", "votes", "raters"]
+METRIC_HEADERS = ["metric", "decisive votes", "agreement", "95% interval", "Kendall tau"]
+
+
+def _board(arena: Arena) -> tuple[list[list], list[list], str]:
+    rows = [[r[h] for h in BOARD_HEADERS] for r in arena.board_rows()]
+    metrics = [[m["metric"], m["decisive votes"], _pct(m["agreement"]), f"{_pct(m['low'])} to {_pct(m['high'])}",
+                "n/a" if m["kendall tau"] != m["kendall tau"] else f"{m['kendall tau']:.2f}"]
+               for m in arena.humans_vs_metrics()]
+    agreement = arena.agreement()
+    kappa = agreement["fleiss kappa"]
+    note = (f"{len(arena.votes())} votes counted. Inter-rater agreement: Fleiss' kappa "
+            f"{'n/a' if kappa != kappa else f'{kappa:.2f}'} on {agreement['items']} study-pairs voted by two raters "
+            "or more. Strengths: Bradley-Terry log-odds against the average model (ties and 'both unacceptable' "
+            "count as half a win each), 95% bootstrap intervals over votes.")
+    return rows, metrics, note
+
+
+def _codes(values: Any) -> Any:
+    """A CheckboxGroup's values as category numbers (the API may send them as digit strings); anything else is
+    passed on for ``Arena.vote`` to refuse."""
+    if not isinstance(values, list):
+        return values if values else []
+    return [int(v) if isinstance(v, str) and v.isdigit() and len(v) < 3 else v for v in values]
+
+
+def _pct(value: float) -> str:
+    return "n/a" if value != value else f"{100 * value:.0f}%"
+
+
+def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> None:
+    """The Arena tab (see the module docstring). ``rater``: who votes on a server without login."""
+    categories = [(f"{code}. {text}", code) for code, text in sorted(error_categories().items())]
+
+    def who(profile) -> Optional[str]:
+        if oauth:
+            name = getattr(profile, "username", None)
+            return rater_identity(name) if name else None
+        return rater
+
+    def load(profile: Optional[gr.OAuthProfile] = None):
+        """A new pair: (ticket state, message, reference, report A, report B, images, tags A, tags B, reveal)."""
+        try:
+            pair = arena.next_pair(who(profile))
+        except RexrankError as exc:
+            return (None, f"**{exc}**", "", "", "", gr.Gallery(value=None, visible=False), [], [], "")
+        return (pair.ticket, f"Study {pair.study}: which report is better? Vote to see the models' names.",
+                pair.reference, pair.report_a, pair.report_b,
+                gr.Gallery(value=pair.images or None, visible=bool(pair.images)), [], [], "")
+
+    def vote(choice: str, ticket: Optional[str], tags_a: list[int], tags_b: list[int],
+             profile: Optional[gr.OAuthProfile] = None):
+        if not ticket:
+            return ticket, "**Load a pair first (Next pair).**"
+        try:
+            revealed = arena.vote(who(profile), ticket, choice, _codes(tags_a), _codes(tags_b))
+        except RexrankError as exc:
+            return None, f"**{exc}**"
+        return None, (f"Thank you: your vote ({CHOICE_LABELS[choice]}) is recorded. A was **{revealed['a']}**, B was "
+                      f"**{revealed['b']}**. Next pair: press Next pair.")
+
+    def refresh():
+        rows, metrics, note = _board(arena)
+        return rows, metrics, note
+
+    with gr.Tab("Arena", id="arena") as tab:
+        gr.Markdown("Compare two models' reports of one study against the reference, as ReXVal's radiologists "
+                    "did. The models stay anonymous until you vote; sides are random. One vote per study and pair.",
+                    elem_id="arena-intro")
+        if oauth:
+            gr.LoginButton(elem_id="arena-login")
+        ticket = gr.State(None)  # server-side: the page never holds the ticket's pair or names
+        next_button = gr.Button("Next pair", variant="primary", elem_id="arena-next")
+        message = gr.Markdown(elem_id="arena-message")
+        images = gr.Gallery(label="Images", visible=False, elem_id="arena-images", height=260)
+        reference = gr.Textbox(label="Reference report", interactive=False, lines=3, elem_id="arena-reference")
+        with gr.Row(equal_height=True):
+            with gr.Column(min_width=300):
+                report_a = gr.Textbox(label="Report A", interactive=False, lines=4, elem_id="arena-report-a")
+                tags_a = gr.CheckboxGroup(categories, label="Clinically significant errors in A (optional)",
+                                          elem_id="arena-tags-a")
+            with gr.Column(min_width=300):
+                report_b = gr.Textbox(label="Report B", interactive=False, lines=4, elem_id="arena-report-b")
+                tags_b = gr.CheckboxGroup(categories, label="Clinically significant errors in B (optional)",
+                                          elem_id="arena-tags-b")
+        with gr.Row():
+            buttons = {choice: gr.Button(label, elem_id=f"arena-vote-{choice.replace('_', '-')}", min_width=140)
+                       for choice, label in CHOICE_LABELS.items()}
+        reveal = gr.Markdown(elem_id="arena-reveal")
+        gr.Markdown("### Arena board")
+        board_note = gr.Markdown(elem_id="arena-board-note")
+        board = gr.Dataframe(headers=BOARD_HEADERS, interactive=False, elem_id="arena-board", wrap=True)
+        metrics = gr.Dataframe(headers=METRIC_HEADERS, interactive=False, elem_id="arena-metrics", wrap=True,
+                               label="Humans vs metrics: share of decisive votes where the metric prefers the "
+                                     "same report")
+        refresh_button = gr.Button("Refresh the Arena board", elem_id="arena-refresh", size="sm")
+
+        pair_outputs = [ticket, message, reference, report_a, report_b, images, tags_a, tags_b, reveal]
+        # No queue: the next pair is a few milliseconds of work, and the queue's round trips would triple its latency.
+        next_button.click(load, None, pair_outputs, api_name="arena_next", queue=False)
+        def caster(choice: str):
+            def cast(ticket_id: Optional[str], chosen_a: list[int], chosen_b: list[int],
+                     profile: Optional[gr.OAuthProfile] = None):
+                return vote(choice, ticket_id, chosen_a, chosen_b, profile)
+            return cast
+
+        for choice, button in buttons.items():
+            button.click(caster(choice), [ticket, tags_a, tags_b], [ticket, reveal], api_name=f"arena_vote_{choice}")
+        for trigger in (refresh_button.click, tab.select):
+            trigger(refresh, None, [board, metrics, board_note], api_name=False)
+
+
+def arena_demo(arena: Arena, *, rater: Optional[str] = None, oauth: bool = False) -> Any:
+    """A page of its own holding the Arena tab (tests; a host trying the Arena out)."""
+    import gradio as gr
+
+    with gr.Blocks(title="ReXrank Arena") as demo:
+        with gr.Tabs():
+            with gr.Tab("Board", id="board"):
+                gr.Markdown("The board's other tabs go here.")
+            arena_tab(gr, arena, oauth=oauth, rater=rater)
+    return demo
