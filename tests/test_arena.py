@@ -288,3 +288,17 @@ def test_votes_reports_and_exclusions_survive_a_restart_from_the_hub(store, tmp_
         fresh.add_vote({**arena.votes()[0], "at": 1e12})
     assert HubSync(fresh, "org/results", api=api).push() == 0  # nothing new: the same files
     fresh.close()
+
+
+def test_host_cli_allow_lists_and_excludes_raters(store, cli):
+    arena = Arena(store, n_boot=20)
+    arena.vote("hf:eve", arena.next_pair("hf:eve").ticket, "a")
+    code, out = cli("leaderboard", "arena-rater", "Eve", "--role", "excluded", "--reason", "spam",
+                    "--store", str(store.path))
+    assert code == 0, out
+    assert json.loads(out.strip().splitlines()[-1]) == {"rater": "hf:eve", "role": "excluded", "reason": "spam"}
+    assert arena.votes() == []
+    code, out = cli("leaderboard", "arena-rater", "hf:Ray", "--role", "expert", "--store", str(store.path))
+    assert code == 0 and arena.roles()["hf:ray"] == "expert"
+    code, out = cli("leaderboard", "arena-rater", "ray", "--role", "admin", "--store", str(store.path))
+    assert code != 0 and "unknown --role 'admin'" in out and "Traceback" not in out

@@ -200,6 +200,27 @@ def edit_model(
                                                    "trained_on")}))
 
 
+@app.command("arena-rater")
+def arena_rater(
+    username: str = typer.Argument(..., help="The rater's Hugging Face username (or hf:USERNAME)."),
+    role: str = typer.Option(..., "--role", help="expert (on the allow-list; votes labelled expert), excluded (their "
+                             "votes leave every Arena view) or rater (a plain rater again)."),
+    reason: str = typer.Option("", "--reason", help="Why (kept in the log)."),
+    store: Path = typer.Option(DEFAULT_STORE, "--store"),
+) -> None:
+    """The host's decision about an Arena rater: an event of the store's log, synced to the Hub like results."""
+    from rexrank.errors import InputError
+    from rexrank.leaderboard.arena import rater_identity
+    from rexrank.leaderboard.store import RATER_ROLES, Store
+
+    if role not in RATER_ROLES:
+        raise InputError(f"unknown --role {role!r}: choose one of {', '.join(RATER_ROLES)}")
+    _check_store(store)
+    rater = rater_identity(username[3:] if username.startswith("hf:") else username)
+    event = Store(store).add_rater_event(rater, role, reason=reason)
+    typer.echo(json.dumps({k: event[k] for k in ("rater", "role", "reason")}))
+
+
 @app.command("import-published")
 def import_published_cmd(
     directory: Optional[Path] = typer.Argument(None, help="Folder of gh-pages_*result_*.csv (default: bundled)."),
