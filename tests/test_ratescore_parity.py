@@ -211,3 +211,36 @@ def test_empty_report_misaligns_the_official_output_but_not_ours(official, paths
     correct = np.asarray([ours[0], ours[2], ours[3], ours[5]])  # the pairs the user meant, in ours
     assert abs(theirs[0] - ours[0]) <= 1e-6
     assert np.abs(theirs[1:] - correct[1:]).max() > 1e-3
+
+
+# Two IU-Xray sentences whose smallest top-two NER logit gap on the stand-in (the package's own one-by-one run) is
+# below NEAR_TIE_BOUND (4.5e-5 and 6.5e-5; found by scanning all 1738 IU-Xray test sentences), with two far from a tie.
+NEAR_TIE_TEXTS = [
+    "Findings: Compared to prior examination from XXXX, there has been extubation and removal of central line and "
+    "enteric tube.",
+    "Multiple bilateral calcified granulomas most XXXX sequela of granulomatous process.",
+    "Heart size is normal.", "No pneumothorax.",
+]
+# Batching moves the NER logits by ~1e-5 (constants.py); a token whose official gap is within ten times that could
+# take another label in a padded batch, so its sentence must take the official one-by-one path.
+NEAR_TIE_BOUND = 1e-4
+
+
+def test_near_tie_sentences_take_the_official_path(run_reference, paths, pairs):
+    """Every sentence (parity inputs and NEAR_TIE_TEXTS) whose smallest top-two logit gap in RaTEScore 0.5.0's own
+    run_ner is below NEAR_TIE_BOUND is run again alone by rexrank, and the labels are the package's."""
+    hyps, refs = pairs
+    texts = NEAR_TIE_TEXTS + refs + hyps
+    out = run_reference("ratescore_ref.py", {"ner": paths["ratescore_ner"], "embed": paths["ratescore_embed"],
+                                             "ner_gaps": {"version": "0.5.0", "texts": texts},
+                                             "entities": {"version": "0.5.0", "texts": NEAR_TIE_TEXTS}})
+    gaps = dict(zip(out["ner_gaps"]["sentences"], out["ner_gaps"]["gaps"]))
+    near = sorted(s for s, gap in gaps.items() if gap < NEAR_TIE_BOUND)
+    assert len(near) >= 2  # the inputs hold near ties for the rule to decide
+    metric = M.get("ratescore", model=paths)
+    metric.entities(["Heart size is normal."])  # loads the models
+    runner = metric._ner
+    before = runner.sentences_rerun
+    runner.tag(near + sorted(s for s, gap in gaps.items() if gap > 1e-2)[:20])
+    assert runner.sentences_rerun - before == len(near)  # those, and none of the far ones
+    assert [[list(e) for e in report] for report in metric.entities(NEAR_TIE_TEXTS)] == out["entities"]

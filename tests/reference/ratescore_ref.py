@@ -6,8 +6,10 @@ serves both: interpreter and torch start-up dominate at stand-in sizes.
 
 stdin JSON: {"ner": dir, "embed": dir, "batch_size": 1 (optional),
              "jobs": [{"version": "0.5.0"|"0.6.0", "affinity": null|"long"|"short", "runs": [[hyps, refs], ...]}],
-             "entities": {"version": "0.5.0", "texts": [...]} (optional), "constants": ["0.5.0", ...] (optional)}
+             "entities": {"version": "0.5.0", "texts": [...]} (optional), "constants": ["0.5.0", ...] (optional),
+             "ner_gaps": {"version": "0.5.0", "texts": [...]} (optional)}
 stdout (last line) JSON: {"jobs": [[[score, ...] per run] per job], "entities": [[[text, type], ...] per text],
+                          "ner_gaps": {"sentences": [...], "gaps": [smallest top-two logit gap per sentence]},
                           "constants": {version: {"matrices": {name: {key: value}}, "neg_weight": float|null}}}
 """
 
@@ -53,6 +55,22 @@ if payload.get("entities"):
     pairs = package.score.run_ner(payload["entities"]["texts"], scorer.idx2label, scorer.tokenizer, scorer.model,
                                   scorer.device, scorer.batch_size)
     out["entities"] = [[list(p) for p in report] for report in pairs]
+if payload.get("ner_gaps"):
+    # The package's own run_ner, one sentence per forward pass (batch_size 1); a forward hook only records the
+    # logits it computes, and sentence_split gives the sentences in the order run_ner runs them.
+    import torch
+
+    package = load(payload["ner_gaps"]["version"])
+    scorer = package.RaTEScore(**{**models, "batch_size": 1})
+    seen = []
+    hook = scorer.model.register_forward_hook(lambda module, args, output: seen.append(output.logits[0].float()))
+    package.score.run_ner(payload["ner_gaps"]["texts"], scorer.idx2label, scorer.tokenizer, scorer.model,
+                          scorer.device, 1)
+    hook.remove()
+    sentences = importlib.import_module("RaTEScore.utils").sentence_split(payload["ner_gaps"]["texts"])[0]
+    assert len(sentences) == len(seen), (len(sentences), len(seen))
+    top = [torch.topk(logits, 2, dim=-1).values for logits in seen]
+    out["ner_gaps"] = {"sentences": sentences, "gaps": [float((t[:, 0] - t[:, 1]).min()) for t in top]}
 out["constants"] = {}
 for version in payload.get("constants", []):
     package = load(version)
