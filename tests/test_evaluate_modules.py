@@ -26,7 +26,7 @@ from conftest import meteor_jar_path, require_meteor
 REPO = Path(__file__).resolve().parents[1]
 METRICS_DIR = REPO / "metrics"
 SLUGS = ("bleu2", "bertscore", "semb", "radcliq", "radgraph", "ratescore", "green", "fineradscore", "ce_f1", "nlg",
-         "meteor")
+         "meteor", "radeval_bertscore")
 
 # slug -> (registry metrics the module needs, stand-in families it needs)
 NEEDS = {
@@ -41,6 +41,7 @@ NEEDS = {
     "ce_f1": (("ce_f1", "semb"), ("semb",)),
     "nlg": (("nlg",), ()),
     "meteor": (("meteor",), ()),
+    "radeval_bertscore": (("radeval_bertscore",), ("radeval_bertscore",)),
 }
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                  "#### Values from Popular Papers", "### Examples", "## Limitations and Bias", "## Citation")

@@ -62,6 +62,7 @@ def _standin_configs(standins) -> dict[str, dict]:
         "fineradscore": {"model": standins("green")["green"], "backend": "transformers", "max_tokens": 16},
         # One folder holding ner/ and embed/ (the builder's documented model= form).
         "ratescore": {"model": str(Path(standins("ratescore")["ratescore_ner"]).parent)},
+        "radeval_bertscore": {"model": standins("radeval_bertscore")["radeval_bertscore"]},
     }
     jar = meteor_jar_path()
     if jar is not None:  # METEOR's jar ships with pycocoevalcap (installed in .venv-ref, not in .venv)
@@ -70,7 +71,8 @@ def _standin_configs(standins) -> dict[str, dict]:
 
 
 # Modules whose examples need a stand-in (everything but the model-free BLEU-2 and NLG).
-NEEDS_STANDIN = {"bertscore", "semb", "ce_f1", "radgraph", "radcliq", "ratescore", "green", "fineradscore", "meteor"}
+NEEDS_STANDIN = {"bertscore", "semb", "ce_f1", "radgraph", "radcliq", "ratescore", "green", "fineradscore", "meteor",
+                 "radeval_bertscore"}
 
 
 @contextmanager

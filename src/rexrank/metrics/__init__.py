@@ -85,6 +85,15 @@ REGISTRY.register(
                "segment statistics", level="corpus", value_range=_UNIT),
     f"{_R}.meteor:Meteor", aliases=("meteor_1.5",))
 
+# RadEval's chest X-ray metrics that the ReXrank leaderboard does not show (docs/radeval_metrics.md): model pages
+# and rewards only, no leaderboard_column. RadEval-BERTScore's F1 is not rescaled and, like any F1 of cosines that
+# may be negative, has no fixed bound.
+REGISTRY.register(
+    MetricSpec("radeval_bertscore", "radeval_bertscore", True, "1",
+               "RadEval-BERTScore: BERTScore F1 with RadEval's radiology ModernBERT (IAMJB/RadEvalModernBERT), as radeval 2.2.1",
+               needs_model=True, across_processes="shard"),
+    f"{_R}.radeval_bertscore:RadEvalBertScore", aliases=("radevalbertscore", "radeval-bertscore"))
+
 # The eight ReXrank leaderboard metrics, in leaderboard column order.
 LEADERBOARD_METRICS = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1", "ratescore", "green", "fineradscore")
 

@@ -91,6 +91,9 @@ OFFICIAL: dict[str, OfficialWeights] = {
         OfficialWeights(
             "green", {}, "Hub StanfordAIMI/GREEN-RadLlama2-7b (safetensors shards)",
             note=_RECORD + " (the Hub cache names each shard by its sha256: no 14 GB hashing)"),
+        OfficialWeights(
+            "radeval_bertscore", {"model.safetensors": None}, "Hub IAMJB/RadEvalModernBERT (radeval 2.2.1's default)",
+            note=_RECORD),
     )
 }
 
@@ -100,6 +103,7 @@ METRIC_SOURCES: dict[str, tuple[str, ...]] = {
     "semb": ("chexbert", "chexbert_backbone"),
     "ratescore": ("ratescore_ner", "ratescore_embed"),
     "green": ("green",),
+    "radeval_bertscore": ("radeval_bertscore",),
     **{name: ("radgraph",) for name in REGISTRY.names() if name == "radgraph" or name.startswith("radgraph_")},
 }
 # Model-backed metrics without official weights to compare: their judge is whatever the scorer configured.

@@ -74,6 +74,9 @@ SOURCES: dict[str, ModelSource] = {
                     allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS, option="embed_model"),
         ModelSource("green", "green", "StanfordAIMI/GREEN-RadLlama2-7b", what="GREEN judge LLM",
                     allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
+        # radeval 2.2.1 (radevalbertscore/adapter.py): RadEval-BERTScore's encoder
+        ModelSource("radeval_bertscore", "radeval_bertscore", "IAMJB/RadEvalModernBERT",
+                    what="radiology ModernBERT for RadEval-BERTScore", allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
     )
 }
 

@@ -21,6 +21,7 @@ BUILDERS: dict[str, str] = {
     "ratescore": "rexrank.testing.standin_ratescore:build",
     "green": "rexrank.testing.standin_green:build",
     "generate": "rexrank.testing.standin_generate:build",
+    "radeval_bertscore": "rexrank.testing.standin_modernbert:build",
 }
 SIZES = ("small", "real")
 

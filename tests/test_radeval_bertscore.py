@@ -1,0 +1,109 @@
+"""RadEval-BERTScore: rexrank's implementation against radeval 2.2.1's own code (transformers 4.57, .venv-ref) on the
+same random-weight ModernBERT stand-in (rexrank.testing.standin_modernbert)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rexrank import metrics
+from rexrank.errors import ConfigError, ModelNotAvailableError
+from rexrank.metrics.radeval_bertscore import RadEvalBertScore
+
+
+@pytest.fixture(scope="module")
+def model_dir(standins) -> str:
+    return standins("radeval_bertscore")["radeval_bertscore"]
+
+
+EDGE = [
+    ("", "The heart size is normal."),
+    ("The heart size is normal.", ""),
+    ("", ""),
+    ("   ", "No pleural effusion."),  # whitespace only: empty after strip
+    ("No  effusion.\n\nLungs   clear.", "No effusion. Lungs clear."),  # spaces are NOT collapsed (unlike ReXrank's)
+    ("Héart size nörmal — no effusion ✓ 心脏 ", "Heart size normal, no effusion."),
+    ("a\tb", "a b"),
+    (".", ".."),
+]
+
+
+@pytest.fixture(scope="module")
+def pairs(iu_xray_test):
+    refs = [study["report"] for study in iu_xray_test.values()][:200]
+    hyps = refs[1:] + refs[:1]
+    long_report = " ".join(refs[:40])  # well past the local attention window of the stand-in
+    edge = EDGE + [(long_report, long_report[: len(long_report) // 2])]
+    return hyps + [h for h, _ in edge], refs + [r for _, r in edge], len(edge)
+
+
+@pytest.fixture(scope="module")
+def reference(run_reference, model_dir, pairs):
+    hyps, refs, _ = pairs
+    return run_reference("radeval_bertscore_ref.py", {"model": model_dir, "hyps": hyps, "refs": refs})
+
+
+def test_parity_with_radeval(model_dir, pairs, reference):
+    """200 IU-Xray pairs + edge cases: F1, P, R within 1e-5 of radeval 2.2.1's RadEvalBERTScorer."""
+    hyps, refs, n_edge = pairs
+    assert reference["versions"]["radeval"] == "2.2.1" and reference["versions"]["transformers"].startswith("4.")
+    metric = metrics.get("radeval_bertscore", model=model_dir, device="cpu", batch_size=16)
+    ours = metric.score(hyps, refs)
+    np.testing.assert_allclose(ours, reference["F"], rtol=0, atol=1e-5)
+    assert abs(ours.mean() - reference["mean"]) < 1e-5
+    assert np.std(ours[:-n_edge]) > 0.01  # the stand-in separates reports: a meaningful comparison
+    details = metric.score_details(hyps, refs)
+    np.testing.assert_allclose(details["radeval_bertscore_precision"], reference["P"], rtol=0, atol=1e-5)
+    np.testing.assert_allclose(details["radeval_bertscore_recall"], reference["R"], rtol=0, atol=1e-5)
+
+
+def test_spaces_matter_and_empty_scores_zero(model_dir):
+    """radeval strips but does not collapse spaces (the byte-level BPE sees them); an empty side scores 0."""
+    metric = RadEvalBertScore(model=model_dir, device="cpu")
+    assert metric.encode(["No  effusion."]) != metric.encode(["No effusion."])
+    assert metric.encode([" No effusion. \n"]) == metric.encode(["No effusion."])
+    values = metric.score(["", " \n", "Heart normal."], ["Heart normal.", "Heart normal.", ""])
+    np.testing.assert_array_equal(values, [0.0, 0.0, 0.0])
+    assert metric.score(["Heart normal."], ["Heart normal."])[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_two_launched_processes_equal_one(model_dir, tmp_path):
+    """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes, tests/parallel_worker.py):
+    every rank gets the single-process values (batch composition differs: float rounding only)."""
+    from test_parallel import HYPS, REFS, _same_frame, launch
+
+    assert metrics.spec("radeval_bertscore").across_processes == "shard"
+    options = {"hyps": HYPS, "refs": REFS,
+               "metrics": {"radeval_bertscore": {"model": model_dir, "device": "cpu", "batch_size": 2}}}
+    one = launch("models", tmp_path / "one", 1, options)[0]
+    assert one["ok"], one
+    for rank in launch("models", tmp_path / "two", 2, options):
+        assert rank["ok"], rank
+        _same_frame(rank["radeval_bertscore"]["frame"], one["radeval_bertscore"]["frame"], "radeval_bertscore")
+
+
+def test_config_names_weights_and_errors_are_clear(model_dir, tmp_path):
+    config = RadEvalBertScore(model=model_dir, device="cpu").config()
+    digest = hashlib.sha256((Path(model_dir) / "model.safetensors").read_bytes()).hexdigest()
+    assert config["weight_digests"] == {"radeval_bertscore": {"model.safetensors": digest}}
+    assert config["num_layers"] == 22 and config["weights"] == f"sha256:{digest}"
+    with pytest.raises(ModelNotAvailableError, match="radeval_bertscore"):
+        metrics.get("radeval_bertscore", model=tmp_path / "no-such-model")
+    with pytest.raises(ConfigError, match="batch_size"):
+        RadEvalBertScore(model=model_dir, batch_size=0)
+    with pytest.raises(ConfigError, match="num_layers=23"):
+        RadEvalBertScore(model=model_dir, num_layers=23, device="cpu").score(["a"], ["b"])
+
+
+def test_standin_is_deterministic_and_in_the_modernbert_layout(tmp_path):
+    from rexrank.testing.standin_modernbert import build
+
+    a = Path(build(tmp_path / "a", "small", 0)["radeval_bertscore"])
+    b = Path(build(tmp_path / "b", "small", 0)["radeval_bertscore"])
+    names = sorted(p.name for p in a.iterdir())
+    assert names == ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
