@@ -191,8 +191,11 @@ def green_check(args, work: Path) -> list[dict]:
     torch.manual_seed(0)
     with torch.device(args.device):
         model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation="sdpa").eval()
+    # The stand-in tokenizer's vocabulary is smaller than Llama-2's, so its prompts run longer than the real ones.
+    mean_prompt = sum(map(len, prompts)) / len(prompts)
     what = (f"random Llama-2-7B config ({'tiny smoke shape' if args.smoke else '6.7B parameters'}), "
-            f"{str(dtype).removeprefix('torch.')}, transformers {transformers.__version__}")
+            f"{str(dtype).removeprefix('torch.')}, prompts of {mean_prompt:.0f} tokens on average, "
+            f"transformers {transformers.__version__}")
     limits = {"max_new_tokens": args.green_new_tokens, "min_new_tokens": args.green_new_tokens}
     sides = [("official settings", OFFICIAL_GREEN_BATCH, False, {}),
              ("rexrank batched", args.green_batch, True,
