@@ -255,10 +255,11 @@ class Arena:
         self._rng = rng  # tests: reproducible draws; None: the OS's randomness (sides are not guessable)
         self._lock = threading.Lock()
         self._tickets: dict[str, Ticket] = {}
-        self._pool_key: str | None = None
+        self._pool_key: tuple[int, int] | None = None
         self._pool: dict[str, Any] = {}
         self._board_key: str | None = None
         self._board: Fit | None = None
+        self._reset_log()
 
     # -- randomness: a secret source unless a test gives a seeded one
     def _random(self) -> float:
@@ -266,43 +267,89 @@ class Arena:
 
     # -- what is on offer
     def _reports(self) -> dict[str, Any]:
-        """{reports: {study: {model: text}}, references, metrics: {(model, study): {metric: value}}}, per version."""
-        key = self.store.version()
+        """{reports: {study: {model: text}}, references, metrics: {(model, study): {metric: value}}, pairs: {(m1, m2):
+        shared studies}}, read again only when the kept reports change."""
+        key = self.store.reports_version()
         if key != self._pool_key:
             reports: dict[str, dict[str, str]] = {}
             references: dict[str, str] = {}
             metrics: dict[tuple[str, str], dict[str, float]] = {}
+            studies_of: dict[str, set[str]] = {}
             for row in self.store.arena_reports(self.dataset):
                 if (row["split"], row["track"]) != (self.split, self.track):
                     continue
                 reports.setdefault(row["study"], {})[row["model"]] = row["report"]
                 references[row["study"]] = row["reference"]
                 metrics[(row["model"], row["study"])] = row["metrics"]
-            self._pool = {"reports": reports, "references": references, "metrics": metrics}
+                studies_of.setdefault(row["model"], set()).add(row["study"])
+            names = sorted(studies_of)
+            pairs = {}
+            for i, first in enumerate(names):
+                for second in names[i + 1:]:
+                    shared = studies_of[first] & studies_of[second]
+                    if shared:
+                        pairs[(first, second)] = sorted(shared)
+            self._pool = {"reports": reports, "references": references, "metrics": metrics, "pairs": pairs}
             self._pool_key = key
         return self._pool
 
+    # -- the log, followed incrementally: a vote appended after the last one read is added to the counts; anything
+    # else (a rater decision, an event pulled from the Hub that sorts before one already read) rebuilds them
+    def _reset_log(self) -> None:
+        self._last_id = 0
+        self._last_order: tuple[float, str] = (float("-inf"), "")
+        self._roles: dict[str, str] = {}
+        self._counted: list[dict[str, Any]] = []
+        self._seen: set[str] = set()
+        self._pair_votes: dict[tuple[str, str], int] = {}
+        self._study_votes: dict[str, int] = {}
+        self._on_a: dict[tuple[tuple[str, str], str], int] = {}
+        self._rater_pairs: dict[str, dict[tuple[str, str], set[str]]] = {}
+
+    def _follow(self) -> None:
+        rows = self.store.log_rows(("vote", "rater"), self._last_id)
+        if not rows:
+            return
+        if any(e["kind"] == "rater" or (e["at"], h) < self._last_order for _, h, e in rows):
+            self._reset_log()
+            rows = self.store.log_rows(("vote", "rater"))
+            self._roles = {}
+            for _, _, event in sorted(rows, key=lambda r: (r[2]["at"], r[1])):
+                if event["kind"] == "rater":
+                    self._roles[event["rater"]] = event["role"]
+        rows.sort(key=lambda r: (r[2]["at"], r[1]))
+        for row_id, digest, event in rows:
+            self._last_id = max(self._last_id, row_id)
+            self._last_order = max(self._last_order, (event["at"], digest))
+            if event["kind"] == "vote":
+                self._count(event)
+
+    def _count(self, event: dict[str, Any]) -> None:
+        if (event["dataset"], event["split"], event["track"]) != (self.dataset, self.split, self.track):
+            return
+        key = vote_key(event)
+        if self._roles.get(event["rater"]) == "excluded" or key in self._seen:
+            return
+        self._seen.add(key)
+        self._counted.append(event)
+        pair = tuple(sorted(event["models"]))
+        self._pair_votes[pair] = self._pair_votes.get(pair, 0) + 1
+        self._study_votes[event["study"]] = self._study_votes.get(event["study"], 0) + 1
+        self._on_a[(pair, event["models"][0])] = self._on_a.get((pair, event["models"][0]), 0) + 1
+        self._rater_pairs.setdefault(event["rater"], {}).setdefault(pair, set()).add(event["study"])
+
     def roles(self) -> dict[str, str]:
         """Each rater's role by the host's latest decision (``expert``, ``excluded``, ``rater``)."""
-        roles: dict[str, str] = {}
-        for _, event in self.store.events(("rater",)):
-            roles[event["rater"]] = event["role"]
-        return roles
+        with self._lock:
+            self._follow()
+            return dict(self._roles)
 
     def votes(self) -> list[dict[str, Any]]:
-        """The votes every view counts: this Arena's, of raters not excluded, the first per rater, study and pair."""
-        excluded = {r for r, role in self.roles().items() if role == "excluded"}
-        seen: set[str] = set()
-        out = []
-        for _, event in self.store.events(("vote",)):
-            if (event["dataset"], event["split"], event["track"]) != (self.dataset, self.split, self.track):
-                continue
-            key = vote_key(event)
-            if event["rater"] in excluded or key in seen:
-                continue
-            seen.add(key)
-            out.append(event)
-        return out
+        """The votes every view counts: this Arena's, of raters not excluded, the first per rater, study and pair, in
+        the log's order."""
+        with self._lock:
+            self._follow()
+            return list(self._counted)
 
     def check_rater(self, rater: str | None) -> str:
         if not rater:
@@ -321,38 +368,32 @@ class Arena:
         """The most informative (study, pair) this rater has not voted on, under a new ticket (module docstring)."""
         rater = self.check_rater(rater)
         pool = self._reports()
-        votes = self.votes()
         with self._lock:
+            self._follow()
             self._expire()
             board = self._board
-            mine = {vote_key(v) for v in votes if v["rater"] == rater}
-            mine |= {self._key(t.rater, t.study, t.models) for t in self._tickets.values() if t.rater == rater}
-            by_pair: dict[tuple[str, str], list[str]] = {}
-            for study, reports in pool["reports"].items():
-                names = sorted(reports)
-                for i, first in enumerate(names):
-                    for second in names[i + 1:]:
-                        if self._key(rater, study, (first, second)) not in mine:
-                            by_pair.setdefault((first, second), []).append(study)
-            if not by_pair:
+            live = list(self._tickets.values())
+            mine = {pair: set(studies) for pair, studies in self._rater_pairs.get(rater, {}).items()}
+            pair_votes, study_votes, on_a = dict(self._pair_votes), dict(self._study_votes), dict(self._on_a)
+            for t in live:  # a pair on offer counts as shown
+                pair = tuple(sorted(t.models))
+                pair_votes[pair] = pair_votes.get(pair, 0) + 1
+                study_votes[t.study] = study_votes.get(t.study, 0) + 1
+                on_a[(pair, t.models[0])] = on_a.get((pair, t.models[0]), 0) + 1
+                if t.rater == rater:
+                    mine.setdefault(pair, set()).add(t.study)
+            pairs = [p for p, shared in pool["pairs"].items() if len(mine.get(p, ())) < len(shared)]
+            if not pairs:
                 raise InputError("no pair left for you to rate in this Arena: thank you! Come back when new "
                                  "models have been scored")
-            pair_votes: dict[tuple[str, str], int] = {}
-            study_votes: dict[str, int] = {}
-            on_a: dict[tuple[str, str], int] = {}  # (pair, model) -> times on side A
-            shown = [(v["models"], v["study"]) for v in votes] + [(t.models, t.study) for t in self._tickets.values()]
-            for models, study in shown:
-                pair = tuple(sorted(models))
-                pair_votes[pair] = pair_votes.get(pair, 0) + 1
-                study_votes[study] = study_votes.get(study, 0) + 1
-                on_a[(pair, models[0])] = on_a.get((pair, models[0]), 0) + 1
-            pairs = sorted(by_pair)
-            weights = np.array([self._overlap(board, p) / math.sqrt(1 + pair_votes.get(p, 0)) for p in pairs])
+            index = {name: i for i, name in enumerate(board.models)} if board is not None else {}
+            weights = np.array([self._overlap(board, index, p) / math.sqrt(1 + pair_votes.get(p, 0)) for p in pairs])
             drawn = int(np.searchsorted(np.cumsum(weights), self._random() * weights.sum(), side="right"))
             pick = pairs[min(drawn, len(pairs) - 1)]
-            studies = by_pair[pick]
+            done = mine.get(pick, set())
+            studies = [s for s in pool["pairs"][pick] if s not in done]
             fewest = min(study_votes.get(s, 0) for s in studies)
-            studies = sorted(s for s in studies if study_votes.get(s, 0) == fewest)
+            studies = [s for s in studies if study_votes.get(s, 0) == fewest]
             study = studies[min(int(self._random() * len(studies)), len(studies) - 1)]
             first, second = pick
             a_first, a_second = on_a.get((pick, first), 0), on_a.get((pick, second), 0)
@@ -362,7 +403,7 @@ class Arena:
                 a_side = first if a_first < a_second else second
             models = (a_side, second if a_side == first else first)
             ticket = Ticket(secrets.token_urlsafe(18), rater, study, models, time.time())
-            mine_live = sorted((t for t in self._tickets.values() if t.rater == rater), key=lambda t: t.issued)
+            mine_live = sorted((t for t in live if t.rater == rater), key=lambda t: t.issued)
             for old in mine_live[:max(0, len(mine_live) - MAX_TICKETS_PER_RATER + 1)]:
                 del self._tickets[old.id]
             self._tickets[ticket.id] = ticket
@@ -370,15 +411,11 @@ class Arena:
         images = list(self.images(study)) if self.images is not None else []
         return Pair(ticket.id, study, pool["references"][study], reports[models[0]], reports[models[1]], images)
 
-    def _key(self, rater: str, study: str, models: tuple[str, str] | list[str]) -> str:
-        return vote_key({"rater": rater, "dataset": self.dataset, "split": self.split, "track": self.track,
-                         "study": study, "models": list(models)})
-
     @staticmethod
-    def _overlap(board: Fit | None, pair: tuple[str, str]) -> float:
-        if board is None or pair[0] not in board.models or pair[1] not in board.models:
+    def _overlap(board: Fit | None, index: dict[str, int], pair: tuple[str, str]) -> float:
+        if board is None or pair[0] not in index or pair[1] not in index:
             return 1.0  # unrated models: as informative as can be
-        i, j = board.models.index(pair[0]), board.models.index(pair[1])
+        i, j = index[pair[0]], index[pair[1]]
         apart = board.rank_high[i] < board.rank_low[j] or board.rank_high[j] < board.rank_low[i]
         return SEPARATED_WEIGHT if apart else 1.0
 

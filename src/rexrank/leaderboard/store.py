@@ -816,6 +816,19 @@ class Store:
         return [(row["content_hash"], json.loads(row["event"])) for row in rows]
 
     # -- the Arena's part of the log (``leaderboard/arena.py``) -------------------------------------------------------
+    def log_rows(self, kinds: tuple[str, ...], after_id: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
+        """Events of ``kinds`` stored after row ``after_id`` (row ids grow with every insert), in storage order:
+        (row id, content hash, event). What lets a reader follow a long log without reading it again."""
+        rows = self._conn().execute(
+            f"SELECT id, content_hash, event FROM events WHERE id > ? AND kind IN ({','.join('?' * len(kinds))})"
+            " ORDER BY id", (after_id, *kinds)).fetchall()
+        return [(row["id"], row["content_hash"], json.loads(row["event"])) for row in rows]
+
+    def reports_version(self) -> tuple[int, int]:
+        """Changes whenever the kept reports change (``keep_reports`` deletes and inserts rows)."""
+        row = self._conn().execute("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM arena_reports").fetchone()
+        return int(row[0]), int(row[1])
+
     def add_vote(self, event: dict[str, Any], *, quota: int | None = None, window: float = 86400.0) -> str:
         """Append one vote (``make_vote``) to the log, in one transaction with its checks: ``DuplicateVote`` if this
         rater already voted on this study and pair (``vote_key``), ``QuotaExceeded`` past ``quota`` votes of the
@@ -826,9 +839,11 @@ class Store:
                 raise DuplicateVote("you already voted on this study and pair: each rater votes once per pair; "
                                     "load the next pair")
             if quota is not None:
-                rows = conn.execute("SELECT event FROM events WHERE kind = 'vote' AND at > ?",
-                                    (time.time() - window,)).fetchall()
-                if sum(json.loads(r[0])["rater"] == event["rater"] for r in rows) >= quota:
+                # The rater's own votes only: their subjects (``vote_key``) start with the rater (an index range).
+                prefix = json.dumps([event["rater"]])[:-1] + ", "
+                count = conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'vote' AND model >= ? AND model < ?"
+                                     " AND at > ?", (prefix, prefix + "\uffff", time.time() - window)).fetchone()[0]
+                if count >= quota:
                     raise QuotaExceeded(f"quota reached: at most {quota} votes per {window / 3600:g} h; thank you, "
                                         "come back later")
             last = conn.execute("SELECT MAX(at) FROM events").fetchone()[0]
