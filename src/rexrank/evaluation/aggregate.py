@@ -13,15 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rexrank.evaluation.bootstrap import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLES,
-    DEFAULT_SEED,
-    confidence_intervals,
-    corpus_intervals,
-)
+from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, Figures, interval_tables
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.aggregation import CORPUS, corpus_statistics, is_corpus, leaderboard_higher_is_better
+from rexrank.metrics.aggregation import CORPUS, SumRule, leaderboard_higher_is_better, sum_rule
 
 FORMAT = "rexrank.results"
 FORMAT_VERSION = 1
@@ -29,75 +23,63 @@ _PACKAGES = ("rexrank", "numpy", "pandas", "scipy", "torch", "transformers", "to
              "accelerate", "huggingface-hub")
 
 
-def metric_columns(frame: pd.DataFrame) -> dict[str, str]:
-    """Registry name -> column, for every per-report metric whose column is in the per-study table.
+def metric_rules(frame: pd.DataFrame) -> dict[str, SumRule]:
+    """Registry name -> ``SumRule``, for every metric whose per-study columns are all in the table (per-report
+    metrics first, then corpus metrics, each in registry order: the order of results.json's metrics)."""
+    found = {name: sum_rule(name) for name in REGISTRY.names()}
+    found = {name: rule for name, rule in found.items() if all(c in frame.columns for c in rule.columns)}
+    return {**{n: r for n, r in found.items() if r.per_study_values},
+            **{n: r for n, r in found.items() if not r.per_study_values}}
 
-    Corpus-level metrics (CE F1) are not means of a column: ``corpus_metrics`` finds them."""
-    found = {}
-    for name in REGISTRY.names():
-        spec = REGISTRY.spec(name)
-        if not is_corpus(spec) and spec.column in frame.columns:
-            found[name] = spec.column
-    return found
+
+def metric_columns(frame: pd.DataFrame) -> dict[str, str]:
+    """Registry name -> column, for every metric in the table with a value per study (a per-report metric): what
+    per-study views (correlations, per-study tables) can show. Corpus metrics (CE F1) are ``corpus_metrics``."""
+    return {name: rule.columns[0] for name, rule in metric_rules(frame).items() if rule.per_study_values}
 
 
 def corpus_metrics(frame: pd.DataFrame) -> dict[str, list[str]]:
     """Registry name -> statistic columns, for every corpus-level metric whose statistics are all in the table."""
-    found = {}
-    for name in REGISTRY.names():
-        spec = REGISTRY.spec(name)
-        if is_corpus(spec) and spec.column in frame.columns:
-            columns = list(corpus_statistics(spec))
-            if all(c in frame.columns for c in columns):
-                found[name] = columns
-    return found
+    return {name: list(rule.columns) for name, rule in metric_rules(frame).items() if not rule.per_study_values}
 
 
-def corpus_summary(frame: pd.DataFrame, name: str, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                   confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
-    """A corpus metric's results.json entry: every output with its CI under ``values``; the headline output (the
-    first) also in the fields every metric has (mean, ci_low, ..., leaderboard_value), so every reader of a
-    metric entry shows it. It has no leaderboard column: it never enters the ReXrank ranking."""
+def _entry(name: str, rule: SumRule, f: Figures) -> dict[str, Any]:
+    """A metric's results.json entry from its figures. Every entry has mean, ci_low, ..., leaderboard_value; a
+    corpus metric's (named outputs) gives its headline there and every output with its CI under ``values``, and it
+    has no leaderboard column: it never enters the ReXrank ranking."""
     spec = REGISTRY.spec(name)
-    values = corpus_intervals(frame[list(corpus_statistics(spec))].to_numpy(dtype=np.float64), spec, resamples=resamples,
-                              seed=seed, confidence=confidence)
-    head = next(iter(values))
-    first = values[head]
+    mean = {"mean": float(f.mean[0]), "ci_low": float(f.mean_low[0]), "ci_high": float(f.mean_high[0]), "n": f.n,
+            "n_nan": f.n_nan, "leaderboard_value": float(f.value[0])}
+    board = {"leaderboard_ci_low": float(f.value_low[0]), "leaderboard_ci_high": float(f.value_high[0])}
+    if not rule.outputs:
+        return {"column": spec.column, **mean, "leaderboard_flags": list(f.flags), **board,
+                "higher_is_better": spec.higher_is_better, "leaderboard_column": spec.leaderboard_column,
+                "aggregation": spec.leaderboard_aggregation,
+                "leaderboard_higher_is_better": leaderboard_higher_is_better(spec)}
     cls = REGISTRY.cls(name)
+    values = {output: {"value": float(f.value[j]), "ci_low": float(f.value_low[j]), "ci_high": float(f.value_high[j])}
+              for j, output in enumerate(rule.outputs)}
     shown = {output: cls.output_label(output) for output in cls.SHOWN}  # what tables show, by label
-    return {"column": spec.column, "level": CORPUS, "headline": head, "mean": first["value"],
-            "ci_low": first["ci_low"], "ci_high": first["ci_high"], "n": int(len(frame)), "n_nan": 0,
-            "leaderboard_value": first["value"], "leaderboard_ci_low": first["ci_low"],
-            "leaderboard_ci_high": first["ci_high"], "leaderboard_flags": [], "values": values, "shown": shown,
+    return {"column": spec.column, "level": CORPUS, "headline": rule.outputs[0], **mean, **board,
+            "leaderboard_flags": list(f.flags), "values": values, "shown": shown,
             "higher_is_better": spec.higher_is_better, "leaderboard_column": None, "aggregation": CORPUS,
             "leaderboard_higher_is_better": spec.higher_is_better}
 
 
 def metric_summary(frame: pd.DataFrame, names: Sequence[str] | None = None, *, resamples: int = DEFAULT_RESAMPLES,
                    seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict[str, Any]]:
-    """Every metric's mean and CI (and leaderboard value with CI), from one shared set of resamples.
+    """Every metric's mean and CI (and leaderboard value with CI), from one shared set of resamples: the one path
+    ``bootstrap.interval_tables`` for per-report and corpus metrics alike (each a ``SumRule`` of its columns).
 
     Each figure carries its own direction: ``higher_is_better`` is the per-report mean's (RadCliQ-v1: false),
     ``leaderboard_higher_is_better`` the leaderboard value's (1/RadCliQ-v1: true); ``leaderboard_flags`` says
     why a value is missing or not meaningful (a NaN or negative mean: ``rexrank.metrics.aggregation``).
     """
-    columns = metric_columns(frame)
-    corpus = corpus_metrics(frame)
-    wanted = list(names or list(columns) + list(corpus))
-    names = [n for n in wanted if n in columns]
-    specs = {n: REGISTRY.spec(n) for n in names}
-    stats = confidence_intervals({n: frame[columns[n]].to_numpy(dtype=np.float64) for n in names},
-                                 aggregations={n: specs[n].leaderboard_aggregation for n in names},
-                                 resamples=resamples, seed=seed, confidence=confidence)
-    out = {}
-    for name in names:
-        spec = specs[name]
-        out[name] = {"column": spec.column, **stats[name], "higher_is_better": spec.higher_is_better,
-                     "leaderboard_column": spec.leaderboard_column, "aggregation": spec.leaderboard_aggregation,
-                     "leaderboard_higher_is_better": leaderboard_higher_is_better(spec)}
-    for name in (n for n in wanted if n in corpus):
-        out[name] = corpus_summary(frame, name, resamples=resamples, seed=seed, confidence=confidence)
-    return {n: out[n] for n in wanted if n in out}
+    rules = metric_rules(frame)
+    names = [n for n in (names or rules) if n in rules]
+    figures = interval_tables({n: frame[list(rules[n].columns)].to_numpy(dtype=np.float64) for n in names},
+                              {n: rules[n] for n in names}, resamples=resamples, seed=seed, confidence=confidence)
+    return {name: _entry(name, rules[name], figures[name]) for name in names}
 
 
 def package_versions() -> dict[str, str]:

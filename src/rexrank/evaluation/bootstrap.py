@@ -1,9 +1,13 @@
 """Bootstrap confidence intervals from the per-study table, vectorised.
 
 Every metric is computed once per study; statistics never rescore. A resample of n studies with replacement is
-represented by its count vector (how often each study was drawn), so the means of all metrics for a block of
-resamples are one matrix product ``counts @ values``. The same counts are reused for every metric and for every
+represented by its count vector (how often each study was drawn), so the column sums of all metrics for a block of
+resamples are one matrix product ``counts @ table``. The same counts are reused for every metric and for every
 model of a comparison (that is what makes paired statistics paired).
+
+A single run's CIs (``interval_tables``) take every metric as a ``rexrank.metrics.aggregation.SumRule`` of its
+per-study table, per-report metrics the one-column case and corpus metrics (CE F1, NLG) their statistics: one path,
+no branch on the kind of metric. ``confidence_intervals`` and ``corpus_intervals`` are entries into it.
 
 The resample stream depends only on (n, resamples, seed): block sizes are a function of n, so a result is
 reproducible whatever the caller asks for. Intervals are percentile intervals.
@@ -18,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from rexrank import progress
-from rexrank.metrics.aggregation import MEAN, aggregate, corpus_aggregate, corpus_outputs, corpus_values, leaderboard_values
+from rexrank.metrics.aggregation import MEAN, SumRule, sum_rule
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
@@ -82,30 +86,116 @@ def index_matrix(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT
     return np.concatenate(out).astype(np.int64)
 
 
-def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
-    """(resamples, m) means of the m columns of ``values`` (n, m) over the same resamples.
+def _products(tables: Mapping[str, np.ndarray]) -> list[list[str]]:
+    """The tables multiplied together by each draw block: every one-column table side by side in one product, each
+    wider table in its own. BLAS sums in an order that depends on a product's shape, and this is the grouping
+    results.json's numbers have always come from, so they stay the same to the last bit."""
+    ones = [name for name, table in tables.items() if table.shape[1] == 1]
+    return ([ones] if ones else []) + [[name] for name, table in tables.items() if table.shape[1] != 1]
 
-    NaN entries are left out of each resample's mean (the count of usable studies varies per column); a resample
-    without any usable study for a column gives NaN there.
+
+def _tables(tables: Mapping[str, np.ndarray], rules: Mapping[str, SumRule]) -> tuple[dict[str, np.ndarray], int]:
+    """Every table as (n, len(columns)) float64, checked against its rule and a common n."""
+    out = {}
+    for name, table in tables.items():
+        table = np.asarray(table, dtype=np.float64)
+        out[name] = table = table[:, None] if table.ndim == 1 else table
+        if table.ndim != 2 or table.shape[1] != len(rules[name].columns):
+            raise ValueError(f"{name}: expected an (n, {len(rules[name].columns)}) table of per-study columns, "
+                             f"got {table.shape}")
+    sizes = {table.shape[0] for table in out.values()}
+    if len(sizes) > 1:
+        raise ValueError(f"per-study tables of different lengths: {sorted(sizes)}")
+    return out, sizes.pop() if sizes else 0
+
+
+def resample_figures(tables: Mapping[str, np.ndarray], rules: Mapping[str, SumRule],
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> dict[str, np.ndarray]:
+    """{name: (resamples, width) ``rules[name].means``} of every per-study table over one shared set of resamples.
+
+    ``tables[name]``: (n, len(columns)) rows of the same n studies. A resample with count vector c sums ``c @ table``
+    over its usable rows (a row with a NaN is left out, so a resample's study count is ``c @ usable``); the figures
+    are the rule's of those sums. Every metric goes this one way: a per-report metric is a one-column table (its
+    figure: the resample's mean of the values it holds), a corpus metric a table of its statistics.
     """
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
-    valid = ~np.isnan(values)
-    filled = np.where(valid, values, 0.0)
-    has_nan = not valid.all()
-    out = []
+    tables, n = _tables(tables, rules)
+    if not n:
+        return {name: np.full((0, rules[name].width), np.nan) for name in tables}
+    prepared = []
+    for group in _products(tables):
+        widths = [tables[name].shape[1] for name in group]
+        matrix = np.column_stack([tables[name][:, 0] for name in group]) if widths[0] == 1 else tables[group[0]]
+        usable = np.column_stack([~np.isnan(tables[name]).any(axis=1) for name in group])
+        weights = None
+        if not usable.all():
+            matrix = np.where(np.repeat(usable, widths, axis=1), matrix, 0.0)
+            weights = usable.astype(np.float64)
+        prepared.append((group, matrix, weights, np.cumsum([0] + widths)[:-1].tolist()))
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in tables}
     # Usually well under a second (silent then, rexrank.progress); very large sets or resample counts show progress.
     with progress.task(resamples, "bootstrap", unit="resample") as task:
-        for counts in count_blocks(values.shape[0], resamples, seed):
-            sums = counts @ filled
-            if has_nan:
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    out.append(sums / (counts @ valid.astype(np.float64)))
-            else:
-                out.append(sums / values.shape[0])
+        for counts in count_blocks(n, resamples, seed):
+            for group, matrix, weights, offsets in prepared:
+                sums = counts @ matrix
+                used = None if weights is None else counts @ weights
+                for i, (name, offset) in enumerate(zip(group, offsets)):
+                    block = sums[:, offset:offset + tables[name].shape[1]]
+                    parts[name].append(rules[name].means(block, n if used is None else used[:, i]))
             task.update(counts.shape[0])
-    return np.concatenate(out, axis=0)
+    return {name: np.concatenate(part, axis=0) for name, part in parts.items()}
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One metric's point figures and percentile CIs over a table's studies: ``SumRule.means`` (a per-report metric's
+    mean, a corpus metric's values) and the leaderboard values ``SumRule.values``, each (width,)."""
+
+    n: int  # usable studies (no NaN in the row)
+    n_nan: int  # studies left out for a NaN
+    mean: np.ndarray
+    mean_low: np.ndarray
+    mean_high: np.ndarray
+    value: np.ndarray
+    value_low: np.ndarray
+    value_high: np.ndarray
+    flags: tuple[str, ...]
+
+
+def interval_tables(tables: Mapping[str, np.ndarray], rules: Mapping[str, SumRule], *,
+                    resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                    confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Figures]:
+    """Every metric's figures with their bootstrap CIs, from one shared set of resamples (``resample_figures``).
+
+    Point figures are the rule's of the column sums over the usable studies; a leaderboard value's CI is the
+    percentile interval of each resample's leaderboard value (a reciprocal: of each resample's 1/mean, never a mean
+    of reciprocals). The one single-run path for per-report and corpus metrics alike.
+    """
+    tables, _ = _tables(tables, rules)
+    resampled = resample_figures(tables, rules, resamples, seed)
+    out = {}
+    for name, table in tables.items():
+        rule = rules[name]
+        usable = ~np.isnan(table).any(axis=1)
+        used = int(usable.sum())
+        sums = (table if usable.all() else np.where(usable[:, None], table, 0.0)).sum(axis=0)
+        mean = rule.means(sums, used)
+        mean_low, mean_high = percentile_interval(resampled[name], confidence)
+        value_low, value_high = percentile_interval(rule.leaderboard(resampled[name]), confidence)
+        out[name] = Figures(used, int(table.shape[0] - used), mean, mean_low, mean_high, rule.leaderboard(mean),
+                            value_low, value_high, rule.flags(sums, used))
+    return out
+
+
+def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
+    """(resamples, m) means of the m columns of ``values`` (n, m) over the same resamples (``resample_figures`` of
+    m one-column tables): NaN entries are left out of each resample's mean; NaN where a resample has none usable."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[:, None] if values.ndim == 1 else values
+    names = [str(j) for j in range(values.shape[1])]
+    rule = SumRule.of_aggregation(MEAN)
+    figures = resample_figures({j: values[:, [k]] for k, j in enumerate(names)}, dict.fromkeys(names, rule),
+                               resamples, seed)
+    return np.concatenate([figures[j] for j in names], axis=1) if names else np.empty((resamples, 0))
 
 
 def percentile_interval(samples: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
@@ -139,64 +229,35 @@ class Interval:
 def confidence_intervals(columns: Mapping[str, np.ndarray], *, aggregations: Mapping[str, str] | None = None,
                          resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                          confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict[str, Any]]:
-    """Mean and bootstrap CI of every column, from one shared set of resamples.
+    """Mean and bootstrap CI of every column (``interval_tables`` of one-column tables), from one set of resamples.
 
-    Mean, counts, leaderboard value and its flags come from ``rexrank.metrics.aggregation.aggregate``
-    (``aggregations[name]``, default "mean"). The leaderboard value's CI is the percentile interval of each
+    Mean, counts, leaderboard value and its flags follow ``rexrank.metrics.aggregation``'s rule for
+    ``aggregations[name]`` (default "mean"). The leaderboard value's CI is the percentile interval of each
     resample's leaderboard value — for a reciprocal, of each resample's 1/mean (never a mean of reciprocals).
     """
-    names = list(columns)
-    if not names:
-        return {}
-    matrix = np.column_stack([np.asarray(columns[c], dtype=np.float64) for c in names])
-    n = matrix.shape[0]
-    means_b = resample_means(matrix, resamples, seed) if n else np.full((0, len(names)), np.nan)
-    low, high = percentile_interval(means_b, confidence)
     aggregations = aggregations or {}
-    return {name: _entry(matrix[:, j], means_b[:, j], float(low[j]), float(high[j]), aggregations.get(name, "mean"),
-                         confidence) for j, name in enumerate(names)}
-
-
-def _entry(column: np.ndarray, resampled_means: np.ndarray, ci_low: float, ci_high: float, how: str,
-           confidence: float) -> dict[str, Any]:
-    summary = aggregate(column, how)
-    entry = {"mean": summary.mean, "ci_low": ci_low, "ci_high": ci_high, "n": summary.n, "n_nan": summary.n_nan,
-             "leaderboard_value": summary.leaderboard_value, "leaderboard_flags": list(summary.flags)}
-    if summary.aggregation == MEAN:
-        entry.update(leaderboard_ci_low=ci_low, leaderboard_ci_high=ci_high)
-    else:
-        lb_low, lb_high = percentile_interval(leaderboard_values(resampled_means, how), confidence)
-        entry.update(leaderboard_ci_low=float(lb_low), leaderboard_ci_high=float(lb_high))
-    return entry
+    rules = {name: SumRule.of_aggregation(aggregations.get(name, MEAN), column=name) for name in columns}
+    figures = interval_tables({name: np.asarray(columns[name], dtype=np.float64).reshape(-1, 1) for name in columns},
+                              rules, resamples=resamples, seed=seed, confidence=confidence)
+    return {name: {"mean": float(f.mean[0]), "ci_low": float(f.mean_low[0]), "ci_high": float(f.mean_high[0]),
+                   "n": f.n, "n_nan": f.n_nan, "leaderboard_value": float(f.value[0]),
+                   "leaderboard_flags": list(f.flags), "leaderboard_ci_low": float(f.value_low[0]),
+                   "leaderboard_ci_high": float(f.value_high[0])} for name, f in figures.items()}
 
 
 def resample_corpus_values(statistics: np.ndarray, metric, resamples: int = DEFAULT_RESAMPLES,
                            seed: int = DEFAULT_SEED) -> np.ndarray:
-    """(resamples, outputs) values of a corpus metric (CE F1) over the same resamples as ``resample_means``.
-
-    A resample's column sums are ``counts @ statistics``, one matrix product per block like the means; the values are
-    ``rexrank.metrics.aggregation.corpus_values`` of those sums (every resample holds n studies).
-    """
-    statistics = np.asarray(statistics, dtype=np.float64)
-    n = statistics.shape[0]
-    out = []
-    with progress.task(resamples, "bootstrap", unit="resample") as task:
-        for counts in count_blocks(n, resamples, seed):
-            out.append(corpus_values(counts @ statistics, n, metric))
-            task.update(counts.shape[0])
-    return np.concatenate(out, axis=0)
+    """(resamples, outputs) values of a corpus metric (CE F1) over the same resamples as ``resample_means``
+    (``resample_figures`` of its statistics table)."""
+    rule = sum_rule(metric)
+    return resample_figures({rule.name: statistics}, {rule.name: rule}, resamples, seed)[rule.name]
 
 
 def corpus_intervals(statistics: np.ndarray, metric, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                      confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict[str, float]]:
-    """{output: {"value", "ci_low", "ci_high"}} of a corpus metric: point values over every study, percentile CIs
-    over the resamples."""
-    statistics = np.asarray(statistics, dtype=np.float64)
-    point = corpus_aggregate(statistics, metric)
-    names = corpus_outputs(metric)
-    if statistics.shape[0]:
-        low, high = percentile_interval(resample_corpus_values(statistics, metric, resamples, seed), confidence)
-    else:
-        low = high = np.full(len(names), np.nan)
-    return {name: {"value": point[name], "ci_low": float(low[j]), "ci_high": float(high[j])}
-            for j, name in enumerate(names)}
+    """{output: {"value", "ci_low", "ci_high"}} of a corpus metric (``interval_tables`` of its statistics)."""
+    rule = sum_rule(metric)
+    f = interval_tables({rule.name: statistics}, {rule.name: rule}, resamples=resamples, seed=seed,
+                        confidence=confidence)[rule.name]
+    return {name: {"value": float(f.value[j]), "ci_low": float(f.value_low[j]), "ci_high": float(f.value_high[j])}
+            for j, name in enumerate(rule.outputs)}

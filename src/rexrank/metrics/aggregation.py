@@ -237,14 +237,24 @@ class SumRule:
         """Whether a single study has a value of the metric (its one column), e.g. for per-study correlations."""
         return self.aggregation is not None
 
-    def values(self, sums, n) -> np.ndarray:
-        """(..., width) values from (..., len(columns)) column sums over ``n`` studies (broadcast); NaN where n is 0."""
+    def means(self, sums, n) -> np.ndarray:
+        """(..., width) figures before the leaderboard's transform, from (..., len(columns)) column sums over ``n``
+        studies (broadcast; NaN where n is 0): a per-report metric's mean, a corpus metric's values (whose
+        leaderboard value is its headline itself). A results entry's ``mean`` and its CI are these."""
         sums = np.asarray(sums, dtype=np.float64)
         if self.aggregation is None:
             return corpus_values(sums, n, self.name)
         with np.errstate(divide="ignore", invalid="ignore"):
-            means = sums / np.asarray(n, dtype=np.float64)[..., None] if np.ndim(n) else sums / n
-        return leaderboard_values(means, self.aggregation)
+            return sums / np.asarray(n, dtype=np.float64)[..., None] if np.ndim(n) else sums / n
+
+    def leaderboard(self, means) -> np.ndarray:
+        """Leaderboard values of ``means``' figures: ``leaderboard_values`` (a reciprocal: 1/mean), else themselves."""
+        return means if self.aggregation is None else leaderboard_values(means, self.aggregation)
+
+    def values(self, sums, n) -> np.ndarray:
+        """(..., width) leaderboard values from (..., len(columns)) column sums over ``n`` studies (broadcast); NaN
+        where n is 0."""
+        return self.leaderboard(self.means(sums, n))
 
     def flags(self, sums, n) -> tuple[str, ...]:
         """``leaderboard_flags`` of one set of sums (a corpus metric's values carry none)."""
