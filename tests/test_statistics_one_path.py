@@ -20,6 +20,7 @@ import evaluation_fakes as fakes
 from rexrank.evaluation import bootstrap as bs
 from rexrank.evaluation.aggregate import json_safe, metric_summary
 from rexrank.evaluation.harness import ScoreOptions, evaluate
+from rexrank.evaluation.in_memory import summarize
 from rexrank.evaluation.inputs import Inputs
 from rexrank.metrics import REGISTRY, nlg
 from rexrank.metrics.aggregation import (
@@ -252,3 +253,26 @@ def test_every_table_goes_one_way_per_report_the_one_column_case():
     corpus = [corpus_values(stats[idx].sum(axis=0), 80, "nlg") for idx in bs.index_matrix(80, 150, 3)]
     c_low, _ = bs.percentile_interval(np.array(corpus), 0.95)
     np.testing.assert_allclose(figures["nlg"].value_low, c_low, rtol=1e-12)
+
+
+def test_summarize_gives_the_results_figures_of_every_kind_of_metric():
+    """rexrank.summarize (no CI) goes the same SumRule way as results.json: its mean, leaderboard value, counts and
+    flags equal metric_summary's exactly, for a plain mean, a reciprocal with NaNs and a corpus metric; a corpus
+    study with a NaN statistic is left out and counted (the two-path code raised)."""
+    rng = np.random.default_rng(4)
+    stats = rng.integers(0, 5, size=(25, len(nlg.STATISTICS))).astype(float)
+    stats[:, 2:4] += 10
+    frame = pd.DataFrame(stats, columns=list(nlg.STATISTICS))
+    frame[REGISTRY.spec("bleu2").column] = rng.random(25)
+    radcliq = rng.normal(1.0, 0.5, 25)
+    radcliq[[2, 11]] = np.nan
+    frame[REGISTRY.spec("radcliq_v1").column] = radcliq
+    frame.iloc[6, 4] = np.nan  # one NLG statistic
+    names = ["bleu2", "radcliq_v1", "nlg"]
+    quick, full = summarize(frame, names), metric_summary(frame, names, resamples=20)
+    for name in names:
+        for key in ("mean", "n", "n_nan", "leaderboard_value", "leaderboard_flags"):
+            assert quick[name][key] == full[name][key], (name, key)
+    assert (quick["radcliq_v1"]["n_nan"], quick["nlg"]["n_nan"]) == (2, 1)
+    assert quick["nlg"]["values"] == {k: v["value"] for k, v in full["nlg"]["values"].items()}
+    assert quick["radcliq_v1"]["leaderboard_value"] == 1 / np.nanmean(radcliq)

@@ -175,13 +175,11 @@ def interval_tables(tables: Mapping[str, np.ndarray], rules: Mapping[str, SumRul
     out = {}
     for name, table in tables.items():
         rule = rules[name]
-        usable = ~np.isnan(table).any(axis=1)
-        used = int(usable.sum())
-        sums = (table if usable.all() else np.where(usable[:, None], table, 0.0)).sum(axis=0)
+        sums, used, left_out = rule.point(table)
         mean = rule.means(sums, used)
         mean_low, mean_high = percentile_interval(resampled[name], confidence)
         value_low, value_high = percentile_interval(rule.leaderboard(resampled[name]), confidence)
-        out[name] = Figures(used, int(table.shape[0] - used), mean, mean_low, mean_high, rule.leaderboard(mean),
+        out[name] = Figures(used, left_out, mean, mean_low, mean_high, rule.leaderboard(mean),
                             value_low, value_high, rule.flags(sums, used))
     return out
 

@@ -15,7 +15,7 @@ import pandas as pd
 from rexrank.evaluation.plan import plan
 from rexrank.evaluation.runner import build_metrics, combine_composites, score_pairs, to_frame
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.aggregation import aggregate, corpus_aggregate, corpus_statistics, is_corpus
+from rexrank.metrics.aggregation import CORPUS, sum_rule
 from rexrank.metrics.base import check_pairs
 
 # The classic CXR-Report-Metric set: what `rexrank.score` runs when no metric is named.
@@ -59,25 +59,28 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> dict[st
     """Leaderboard aggregation per metric: the mean, and for RadCliQ-v1/FineRadScore the reciprocal of the mean.
 
     1/RadCliQ-v1 is 1 / mean(per-report RadCliQ-v1) as the leaderboard computes it, never a mean of reciprocals
-    (per-report values can be negative). NaN values are left out and counted in ``n_nan``; the rule and the
-    ``leaderboard_flags`` are ``rexrank.metrics.aggregation.aggregate``'s.
+    (per-report values can be negative). A study with a NaN (a per-report value, or a corpus metric's statistic) is
+    left out and counted in ``n_nan``; the values and ``leaderboard_flags`` are the metric's
+    ``rexrank.metrics.aggregation.SumRule``'s, the one rule of results.json and compare.
     """
     names = [REGISTRY.canonical(m) for m in metrics] if metrics else [
         n for n in REGISTRY.names() if REGISTRY.spec(n).column in df.columns]
     out: dict[str, dict[str, Any]] = {}
     for name in names:
-        spec = REGISTRY.spec(name)
-        if spec.column not in df.columns:
+        spec, rule = REGISTRY.spec(name), sum_rule(name)
+        if not all(c in df.columns for c in rule.columns):
             continue
-        if is_corpus(spec):  # CE F1: values of the summed per-study counts, not a mean (metrics.aggregation)
-            values = corpus_aggregate(df[list(corpus_statistics(spec))].to_numpy(dtype=np.float64), spec)
-            head = next(iter(values))
-            out[name] = {"column": spec.column, "level": "corpus", "headline": head, "mean": values[head],
-                         "n": int(len(df)), "n_nan": 0, "values": values, "higher_is_better": spec.higher_is_better,
-                         "leaderboard_column": None, "leaderboard_value": values[head], "leaderboard_flags": []}
-            continue
-        summary = aggregate(df[spec.column].to_numpy(dtype=np.float64), spec)
-        out[name] = {"column": spec.column, "mean": summary.mean, "n": summary.n, "n_nan": summary.n_nan,
-                     "higher_is_better": spec.higher_is_better, "leaderboard_column": spec.leaderboard_column,
-                     "leaderboard_value": summary.leaderboard_value, "leaderboard_flags": list(summary.flags)}
+        # Every metric the one way: column sums of its per-study table (rexrank.metrics.aggregation.SumRule).
+        sums, used, left_out = rule.point(df[list(rule.columns)].to_numpy(dtype=np.float64))
+        means = rule.means(sums, used)
+        values = rule.leaderboard(means)
+        head = {"column": spec.column}
+        if rule.outputs:  # a corpus metric (CE F1): its headline, every output, and no leaderboard column
+            head.update(level=CORPUS, headline=rule.outputs[0])
+        entry = {**head, "mean": float(means[0]), "n": used, "n_nan": left_out}
+        if rule.outputs:
+            entry["values"] = dict(zip(rule.outputs, map(float, values)))
+        out[name] = {**entry, "higher_is_better": spec.higher_is_better,
+                     "leaderboard_column": None if rule.outputs else spec.leaderboard_column,
+                     "leaderboard_value": float(values[0]), "leaderboard_flags": list(rule.flags(sums, used))}
     return out

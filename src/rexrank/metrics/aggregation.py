@@ -237,6 +237,15 @@ class SumRule:
         """Whether a single study has a value of the metric (its one column), e.g. for per-study correlations."""
         return self.aggregation is not None
 
+    def point(self, table) -> tuple[np.ndarray, int, int]:
+        """Column sums of an (n, len(columns)) per-study table over its usable rows (a row with a NaN is left out,
+        whatever the kind of metric), the number of usable rows and the number left out: ``means``' arguments."""
+        table = np.asarray(table, dtype=np.float64)
+        usable = ~np.isnan(table).any(axis=1)
+        used = int(usable.sum())
+        kept = table if used == len(table) else np.where(usable[:, None], table, 0.0)
+        return kept.sum(axis=0), used, int(len(table) - used)
+
     def means(self, sums, n) -> np.ndarray:
         """(..., width) figures before the leaderboard's transform, from (..., len(columns)) column sums over ``n``
         studies (broadcast; NaN where n is 0): a per-report metric's mean, a corpus metric's values (whose
