@@ -302,3 +302,33 @@ def test_host_cli_allow_lists_and_excludes_raters(store, cli):
     assert code == 0 and arena.roles()["hf:ray"] == "expert"
     code, out = cli("leaderboard", "arena-rater", "ray", "--role", "admin", "--store", str(store.path))
     assert code != 0 and "unknown --role 'admin'" in out and "Traceback" not in out
+
+
+def test_a_pull_refuses_forged_votes_and_private_reports(tmp_path, monkeypatch):
+    """The repo is outside input: a vote event whose content does not hash to its name, one with a forged choice,
+    and a report file of a private set are refused and listed; a well-formed vote is taken."""
+    from huggingface_hub import HfApi, constants
+
+    from rexrank.data import catalog
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    good = make_vote(at=5.0, rater="hf:a", expert=False, dataset="iu_xray", split="test", track="findings",
+                     study="s001", models=["x", "y"], choice="tie", tags={"a": [], "b": [6]}, version="t")
+    forged = {**good, "choice": "x-wins"}
+    private = next(n for n in catalog.dataset_names() if catalog.is_private(n))
+    report = {"dataset": private, "split": catalog.leaderboard_split(private), "track": "findings", "model": "x",
+              "result_hash": "h", "provenance": {"recorded_at": 1.0}, "rows": [["1", "leaked", "secret", {}]]}
+    files = {f"{EVENTS_PREFIX}{event_hash(good)}.json": json.dumps(good).encode(),
+             f"{EVENTS_PREFIX}{event_hash(forged)}.json": json.dumps(forged).encode(),
+             f"{EVENTS_PREFIX}{'0' * 64}.json": json.dumps(good | {"study": "s002"}).encode(),
+             f"{REPORTS_PREFIX}{'1' * 64}.json": json.dumps(report).encode()}
+    with LoopbackHub() as server:
+        server.add_user("host", TOKEN, orgs=["org"])
+        server.add_repo("org/results", private=True, files=files)
+        store = Store(tmp_path / "s.sqlite")
+        sync = HubSync(store, "org/results", api=HfApi(endpoint=server.endpoint, token=TOKEN))
+        sync.pull()
+        assert sorted(sync.refused) == sorted(f for f in files if f != f"{EVENTS_PREFIX}{event_hash(good)}.json")
+        assert [e for _, e in store.events(("vote",))] == [good]
+        assert store.arena_reports() == []
+        store.close()
