@@ -1,0 +1,42 @@
+"""The Arena tab's wiring (issue 28 point 2): with OAuth the signed-in profile is the rater (gradio injects it), a
+login button is shown, the pair's answer holds no model name, a vote reveals both, and a signed-out user is told
+to sign in."""
+
+from __future__ import annotations
+
+from typing import get_type_hints
+
+import numpy as np
+
+from rexrank.leaderboard.arena import Arena
+from rexrank.leaderboard.arena_tab import arena_demo
+from test_arena import MODELS, store  # noqa: F401 - the fixture
+
+
+def test_oauth_profile_is_the_rater(store, monkeypatch):  # noqa: F811
+    import gradio as gr
+
+    monkeypatch.setattr("gradio.routes.attach_oauth", lambda app: None)  # the routes need a Space; not tested here
+    arena = Arena(store, n_boot=20, rng=np.random.default_rng(0))
+    demo = arena_demo(arena, oauth=True)
+    assert any(isinstance(block, gr.LoginButton) for block in demo.blocks.values())
+    fns = {f.api_name: f.fn for f in demo.fns.values() if f.api_name}
+    assert get_type_hints(fns["arena_next"])["profile"] == gr.OAuthProfile | None
+    assert get_type_hints(fns["arena_vote_a"])["profile"] == gr.OAuthProfile | None
+
+    def profile(user):
+        return gr.OAuthProfile({"name": user, "preferred_username": user, "profile": "", "picture": ""})
+
+    out = fns["arena_next"](None)
+    assert out[0] is None and "sign in" in out[1]
+    out = fns["arena_next"](profile("Alice"))
+    ticket, shown = out[0], repr(out[1:])
+    assert ticket and not any(m in shown for m in MODELS)
+    # bob cannot use alice's ticket; alice can, once; the tags arrive as the API sends them (digit strings)
+    assert "not shown to you" in fns["arena_vote_b"](ticket, [], [], profile("bob"))[1]
+    state, message = fns["arena_vote_b"](ticket, ["2"], [], profile("alice"))
+    assert state is None and sum(m in message for m in MODELS) == 2
+    (vote,) = arena.votes()
+    assert vote["rater"] == "hf:alice" and vote["tags"] == {"a": [2], "b": []} and vote["choice"] == "b"
+    assert "not shown to you" in fns["arena_vote_b"](ticket, [], [], profile("alice"))[1]
+    assert "Load a pair" in fns["arena_vote_a"](None, [], [], profile("alice"))[1]
