@@ -257,3 +257,26 @@ def test_no_reciprocal_of_a_mean_outside_the_owner_module():
     stale = sorted(set(EXCEPTIONS) - set(found))
     assert not stale, f"EXCEPTIONS lists files without reciprocal code any more: {stale}"
     assert _reciprocal_code(SRC / OWNER), "the owner module computes the reciprocal: the scan must see it"
+
+
+def test_sum_rule_point_means_and_leaderboard_are_the_aggregation_rule():
+    """SumRule.point leaves rows with a NaN out and counts them; means of its sums are aggregate()'s mean to the last
+    bit and leaderboard() its leaderboard value (1/mean for RadCliQ-v1); a corpus rule's means are its values, its
+    own leaderboard values, and its point leaves a study with any NaN statistic out."""
+    values = np.array([0.5, np.nan, -0.25, 2.0, np.nan, 1.0])
+    rule = agg.sum_rule("radcliq_v1")
+    sums, used, left_out = rule.point(values[:, None])
+    assert (used, left_out) == (4, 2)
+    expected = agg.aggregate(values, REGISTRY.spec("radcliq_v1"))
+    assert rule.means(sums, used)[0] == expected.mean
+    assert rule.leaderboard(rule.means(sums, used))[0] == expected.leaderboard_value == 1 / expected.mean
+    np.testing.assert_array_equal(rule.values(sums, used), rule.leaderboard(rule.means(sums, used)))
+    corpus = agg.sum_rule("nlg")
+    stats = np.arange(3 * len(corpus.columns), dtype=float).reshape(3, -1) + 1
+    stats[1, 3] = np.nan
+    sums, used, left_out = corpus.point(stats)
+    assert (used, left_out) == (2, 1)
+    np.testing.assert_array_equal(sums, stats[[0, 2]].sum(axis=0))
+    means = corpus.means(sums, used)
+    np.testing.assert_array_equal(means, agg.corpus_values(sums, 2, "nlg"))
+    assert corpus.leaderboard(means) is means
