@@ -332,3 +332,19 @@ def test_a_pull_refuses_forged_votes_and_private_reports(tmp_path, monkeypatch):
         assert [e for _, e in store.events(("vote",))] == [good]
         assert store.arena_reports() == []
         store.close()
+
+
+def test_images_from_a_folder(tmp_path):
+    from rexrank.leaderboard.arena import images_from_folder
+
+    (tmp_path / "sub").mkdir()
+    for name in ("CXR3030_IM-1405-1001.png", "CXR3030_IM-1405-2001.png", "CXR303_IM-1405-1001.png",
+                 "CXR10_IM-0002-1001.jpg", "notes.txt"):
+        (tmp_path / "sub" / name).write_bytes(b"x")
+    find = images_from_folder(tmp_path)
+    assert [p.rsplit("/", 1)[1] for p in find("CXR3030_IM-1405")] == ["CXR3030_IM-1405-1001.png",
+                                                                      "CXR3030_IM-1405-2001.png"]
+    assert find("CXR10_IM-0002") == [str(tmp_path / "sub" / "CXR10_IM-0002-1001.jpg")]
+    assert find("../etc/passwd") == [] and find("CXR2_IM-0001") == [] and find("notes") == []
+    with pytest.raises(InputError, match="does not exist"):
+        images_from_folder(tmp_path / "missing")

@@ -36,7 +36,8 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -230,6 +231,28 @@ class Pair:
     report_a: str
     report_b: str
     images: list[str] = field(default_factory=list)
+
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+
+def images_from_folder(folder: str | Path) -> Callable[[str], list[str]]:
+    """``Arena(images=...)`` for a local folder of a public set's images (e.g. the open IU-Xray images, or a Hub
+    dataset copy downloaded with ``huggingface_hub.snapshot_download``): a study's images are the files whose name
+    is the study id, or starts with it followed by ``_`` or ``-`` (one study, several views: IU-Xray's
+    ``CXR3030_IM-1405`` has ``CXR3030_IM-1405-1001.png`` and ``-2001.png``), in name order. The
+    folder is indexed once; a study id is only ever compared with names found there, never joined into a path."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError(f"the Arena's images folder {root} does not exist: give a folder of the set's images")
+    index: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*")):
+        if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file():
+            stem = path.stem
+            cuts = [i for i, char in enumerate(stem) if char in "_-"]
+            for key in {stem, *(stem[:i] for i in cuts)}:
+                index.setdefault(key, []).append(str(path))
+    return lambda study: list(index.get(str(study), []))
 
 
 def rater_identity(username: str) -> str:
