@@ -26,7 +26,7 @@ from conftest import meteor_jar_path, require_meteor
 REPO = Path(__file__).resolve().parents[1]
 METRICS_DIR = REPO / "metrics"
 SLUGS = ("bleu2", "bertscore", "semb", "radcliq", "radgraph", "ratescore", "green", "fineradscore", "ce_f1", "nlg",
-         "meteor", "radeval_bertscore")
+         "meteor", "radeval_bertscore", "srrbert")
 
 # slug -> (registry metrics the module needs, stand-in families it needs)
 NEEDS = {
@@ -42,6 +42,7 @@ NEEDS = {
     "nlg": (("nlg",), ()),
     "meteor": (("meteor",), ()),
     "radeval_bertscore": (("radeval_bertscore",), ("radeval_bertscore",)),
+    "srrbert": (("srrbert",), ("srrbert",)),
 }
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                  "#### Values from Popular Papers", "### Examples", "## Limitations and Bias", "## Citation")
@@ -121,6 +122,8 @@ def _model_options(standins, family: str) -> dict:
     paths = standins(family)
     if family == "semb":
         return {"model": paths["semb"], "backbone": paths["semb_backbone"]}
+    if family == "srrbert":  # classifier, tokenizer and Punkt parameters
+        return {"model": paths["srrbert"], "tokenizer": paths["srrbert_tokenizer"], "punkt": paths["srrbert_punkt"]}
     if family == "ratescore":  # one folder holding ner/ and embed/ (the builder's documented model= form)
         return {"model": str(Path(paths["ratescore_ner"]).parent)}
     return {"model": paths.get(family) or next(iter(paths.values()))}

@@ -63,6 +63,8 @@ def _standin_configs(standins) -> dict[str, dict]:
         # One folder holding ner/ and embed/ (the builder's documented model= form).
         "ratescore": {"model": str(Path(standins("ratescore")["ratescore_ner"]).parent)},
         "radeval_bertscore": {"model": standins("radeval_bertscore")["radeval_bertscore"]},
+        "srrbert": {"model": standins("srrbert")["srrbert"], "tokenizer": standins("srrbert")["srrbert_tokenizer"],
+                    "punkt": standins("srrbert")["srrbert_punkt"]},
     }
     jar = meteor_jar_path()
     if jar is not None:  # METEOR's jar ships with pycocoevalcap (installed in .venv-ref, not in .venv)
@@ -72,7 +74,7 @@ def _standin_configs(standins) -> dict[str, dict]:
 
 # Modules whose examples need a stand-in (everything but the model-free BLEU-2 and NLG).
 NEEDS_STANDIN = {"bertscore", "semb", "ce_f1", "radgraph", "radcliq", "ratescore", "green", "fineradscore", "meteor",
-                 "radeval_bertscore"}
+                 "radeval_bertscore", "srrbert"}
 
 
 @contextmanager

@@ -93,6 +93,12 @@ REGISTRY.register(
                "RadEval-BERTScore: BERTScore F1 with RadEval's radiology ModernBERT (IAMJB/RadEvalModernBERT), as radeval 2.2.1",
                needs_model=True, across_processes="shard"),
     f"{_R}.radeval_bertscore:RadEvalBertScore", aliases=("radevalbertscore", "radeval-bertscore"))
+REGISTRY.register(
+    MetricSpec("srrbert", "srrbert", True, "1",
+               "SRR-BERT: structured-report findings per sentence (StanfordAIMI/SRR-BERT-Leaves-with-Statuses), "
+               "per-report F1 over the union of predicted findings, as radeval 2.2.1",
+               needs_model=True, across_processes="shard", value_range=_UNIT),
+    f"{_R}.srrbert:SRRBert", aliases=("srr_bert", "srr-bert"))
 
 # The eight ReXrank leaderboard metrics, in leaderboard column order.
 LEADERBOARD_METRICS = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1", "ratescore", "green", "fineradscore")

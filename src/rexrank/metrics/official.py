@@ -94,6 +94,12 @@ OFFICIAL: dict[str, OfficialWeights] = {
         OfficialWeights(
             "radeval_bertscore", {"model.safetensors": None}, "Hub IAMJB/RadEvalModernBERT (radeval 2.2.1's default)",
             note=_RECORD),
+        OfficialWeights(
+            "srrbert", {"model.safetensors": None}, "Hub StanfordAIMI/SRR-BERT-Leaves-with-Statuses (radeval 2.2.1's)",
+            note=_RECORD),
+        OfficialWeights(
+            "srrbert_tokenizer", {"vocab.txt": None}, "Hub microsoft/BiomedVLP-CXR-BERT-general vocab.txt",
+            note=_RECORD),
     )
 }
 
@@ -104,6 +110,7 @@ METRIC_SOURCES: dict[str, tuple[str, ...]] = {
     "ratescore": ("ratescore_ner", "ratescore_embed"),
     "green": ("green",),
     "radeval_bertscore": ("radeval_bertscore",),
+    "srrbert": ("srrbert", "srrbert_tokenizer"),
     **{name: ("radgraph",) for name in REGISTRY.names() if name == "radgraph" or name.startswith("radgraph_")},
 }
 # Model-backed metrics without official weights to compare: their judge is whatever the scorer configured.

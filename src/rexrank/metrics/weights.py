@@ -77,6 +77,11 @@ SOURCES: dict[str, ModelSource] = {
         # radeval 2.2.1 (radevalbertscore/adapter.py): RadEval-BERTScore's encoder
         ModelSource("radeval_bertscore", "radeval_bertscore", "IAMJB/RadEvalModernBERT",
                     what="radiology ModernBERT for RadEval-BERTScore", allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
+        # radeval 2.2.1 (SRRBert/srr_bert.py): the adapter's variant, and the tokenizer every variant reads
+        ModelSource("srrbert", "srrbert", "StanfordAIMI/SRR-BERT-Leaves-with-Statuses",
+                    what="SRR-BERT sentence classifier", allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
+        ModelSource("srrbert_tokenizer", "srrbert", "microsoft/BiomedVLP-CXR-BERT-general", what="CXR-BERT tokenizer",
+                    allow_patterns=_TOKENIZER_ONLY, digest_files=(("vocab.txt",),), option="tokenizer"),
     )
 }
 

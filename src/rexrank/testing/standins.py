@@ -22,6 +22,7 @@ BUILDERS: dict[str, str] = {
     "green": "rexrank.testing.standin_green:build",
     "generate": "rexrank.testing.standin_generate:build",
     "radeval_bertscore": "rexrank.testing.standin_modernbert:build",
+    "srrbert": "rexrank.testing.standin_srrbert:build",
 }
 SIZES = ("small", "real")
 

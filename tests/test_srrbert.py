@@ -1,0 +1,127 @@
+"""SRR-BERT: rexrank's implementation against radeval 2.2.1's own SRRBertMetric (transformers 4.57, .venv-ref) on the
+same stand-ins (rexrank.testing.standin_srrbert: classifier, CXR-BERT tokenizer, Punkt parameters)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rexrank import metrics
+from rexrank.errors import ConfigError, ModelNotAvailableError
+from rexrank.metrics.srrbert import SRRBert, sample_prf, weighted_scores
+
+
+@pytest.fixture(scope="module")
+def paths(standins) -> dict[str, str]:
+    return standins("srrbert")
+
+
+def _options(paths) -> dict:
+    return {"model": paths["srrbert"], "tokenizer": paths["srrbert_tokenizer"], "punkt": paths["srrbert_punkt"]}
+
+
+# One case per sentence rule of srr_bert_parse_sentences, plus empty and abbreviation cases.
+EDGE_TEXTS = [
+    "1. No pleural effusion. 2. Heart size is normal. 3. Lungs are clear",  # list numbers, no final period
+    "Mild cardiomegaly.2. Small left effusion.",  # a number after a period
+    "Stable nodule2. No pneumothorax.",  # a number glued to a word
+    "Right lower lobe opacity 3. Atelectasis likely.",  # a number after a space
+    "No acute process! 4. Degenerative spine.",  # a number after ! / ?
+    "Nodule measures 3.5 cm.The heart is normal.",  # a decimal kept; a capital glued to a period
+    "Tube approx. 4 cm above the carina. No effusion.",  # a stand-in Punkt abbreviation
+    "",
+    "   ",
+    "no final punctuation here",
+]
+
+
+@pytest.fixture(scope="module")
+def pairs(iu_xray_test):
+    refs = [study["report"] for study in iu_xray_test.values()][:100]
+    hyps = refs[1:] + refs[:1]
+    # Hypotheses shorter than their reference (its first sentence): label sets differ in size, so the weighted
+    # precision and recall differ (with a shifted copy of the references they coincide).
+    short = [r.split(". ")[0] for r in refs[:30]]
+    edge_hyps = EDGE_TEXTS + EDGE_TEXTS[::-1] + ["", refs[0]]
+    edge_refs = EDGE_TEXTS[::-1] + EDGE_TEXTS + ["", refs[0]]
+    return hyps + short + edge_hyps, refs + refs[:30] + edge_refs
+
+
+@pytest.fixture(scope="module")
+def reference(run_reference, paths, pairs):
+    hyps, refs = pairs
+    root = str(Path(paths["srrbert"]).parent)
+    return run_reference("srrbert_radeval_ref.py", {"root": root, "model": paths["srrbert"],
+                                                    "nltk_data": paths["srrbert_punkt"], "hyps": hyps, "refs": refs,
+                                                    "texts": EDGE_TEXTS + refs[:20]})
+
+
+def test_parity_with_radeval(paths, pairs, reference):
+    """Per-sample F1/P/R and the weighted aggregates equal radeval's (1e-12); sentences and labels identical."""
+    hyps, refs = pairs
+    assert reference["versions"]["radeval"] == "2.2.1" and reference["versions"]["transformers"].startswith("4.")
+    metric = metrics.get("srrbert", device="cpu", **_options(paths))
+    details = metric.score_details(hyps, refs)
+    np.testing.assert_allclose(details["srrbert"], reference["per_sample"]["srrbert_weighted_f1"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(details["srrbert_precision"], reference["per_sample"]["srrbert_weighted_precision"],
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(details["srrbert_recall"], reference["per_sample"]["srrbert_weighted_recall"],
+                               rtol=0, atol=1e-12)
+    weighted = metric.weighted(hyps, refs)
+    for key, value in reference["aggregate"].items():
+        assert weighted[key] == pytest.approx(value, abs=1e-12), key
+        assert reference["formatted"][key] == round(value, 4)  # radeval's display rounding, documented
+    assert weighted["srrbert_weighted_precision"] != pytest.approx(weighted["srrbert_weighted_recall"], abs=1e-3)
+    assert np.std(details["srrbert"]) > 0.05  # the stand-in separates reports: a meaningful comparison
+
+    texts = EDGE_TEXTS + refs[:20]
+    split = metric.splitter()
+    ours = [split(t) for t in texts]
+    assert ours == reference["sentences"]
+    flat = [s for group in ours for s in group]
+    assert [[metric.labels[k] for k in row] for row in metric.classify(flat)] == reference["labels"]
+    assert sum(map(len, reference["labels"])) > len(flat)  # labels do fire, and not for nothing
+
+
+def test_sample_prf_and_weighted_rules():
+    """The documented formulas: union-mean with eps, 1 for two empty sets; sklearn's weighted average."""
+    assert sample_prf(set(), set()) == (1.0, 1.0, 1.0)
+    p, r, f = sample_prf({1, 2}, {2, 3})  # union {1,2,3}, one true positive
+    assert p == r == pytest.approx(1 / 3 / (1 + 1e-8), abs=1e-15) and f == pytest.approx(1 / 3 / (1 + 5e-9), abs=1e-15)
+    assert sample_prf({1}, set()) == (0.0, 0.0, 0.0)
+    # Label 0: tp 1, fn 1 (support 2); label 1: fp 1 (support 0); label 2: tp 1 (support 1).
+    w = weighted_scores([{0, 1}, {2}], [{0}, {0, 2}], 3)
+    assert w["srrbert_weighted_recall"] == pytest.approx((2 * 0.5 + 1 * 1.0) / 3)
+    assert w["srrbert_weighted_precision"] == pytest.approx((2 * 1.0 + 1 * 1.0) / 3)
+    assert w["srrbert_weighted_f1"] == pytest.approx((2 * (2 / 3) + 1 * 1.0) / 3)
+    assert weighted_scores([{1}], [set()], 3) == {k: 0.0 for k in w}  # no reference label: zero_division 0
+
+
+def test_two_launched_processes_equal_one(paths, tmp_path):
+    """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes): every rank gets the
+    single-process values and label sets."""
+    from test_parallel import HYPS, REFS, _same_frame, launch
+
+    assert metrics.spec("srrbert").across_processes == "shard"
+    options = {"hyps": HYPS, "refs": REFS, "metrics": {"srrbert": {**_options(paths), "device": "cpu",
+                                                                    "batch_size": 2}}}
+    one = launch("models", tmp_path / "one", 1, options)[0]
+    assert one["ok"], one
+    for rank in launch("models", tmp_path / "two", 2, options):
+        assert rank["ok"], rank
+        _same_frame(rank["srrbert"]["frame"], one["srrbert"]["frame"], "srrbert")
+
+
+def test_bad_options_and_missing_files_are_clear_errors(paths, tmp_path):
+    with pytest.raises(ConfigError, match="variant"):
+        SRRBert(variant="leafs", **_options(paths))
+    with pytest.raises(ConfigError, match="batch_size"):
+        SRRBert(batch_size=0, **_options(paths))
+    with pytest.raises(ModelNotAvailableError, match="Punkt"):
+        SRRBert(**{**_options(paths), "punkt": tmp_path}, device="cpu").score(["a"], ["b"])
+    with pytest.raises(ModelNotAvailableError, match="srrbert"):
+        SRRBert(**{**_options(paths), "model": tmp_path / "missing"})
+    config = SRRBert(device="cpu", **_options(paths)).config()
+    assert config["labels"] == 163 and set(config["weight_digests"]) == {"srrbert", "srrbert_tokenizer"}
