@@ -29,7 +29,8 @@ def _board(arena: Arena) -> tuple[list[list], list[list], str]:
                for m in arena.humans_vs_metrics()]
     agreement = arena.agreement()
     kappa = agreement["fleiss kappa"]
-    note = (f"{len(arena.votes())} votes counted. Inter-rater agreement: Fleiss' kappa "
+    n = len(arena.votes())
+    note = (f"{n} vote{'' if n == 1 else 's'} counted. Inter-rater agreement: Fleiss' kappa "
             f"{'n/a' if kappa != kappa else f'{kappa:.2f}'} on {agreement['items']} study-pairs voted by two raters "
             "or more. Strengths: Bradley-Terry log-odds against the average model (ties and 'both unacceptable' "
             "count as half a win each), 95% bootstrap intervals over votes.")
@@ -109,8 +110,8 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
         reveal = gr.Markdown(elem_id="arena-reveal")
         gr.Markdown("### Arena board")
         board_note = gr.Markdown(elem_id="arena-board-note")
-        board = gr.Dataframe(headers=BOARD_HEADERS, interactive=False, elem_id="arena-board", wrap=True)
-        metrics = gr.Dataframe(headers=METRIC_HEADERS, interactive=False, elem_id="arena-metrics", wrap=True,
+        board = gr.Dataframe(headers=BOARD_HEADERS, interactive=False, elem_id="arena-board")
+        metrics = gr.Dataframe(headers=METRIC_HEADERS, interactive=False, elem_id="arena-metrics",
                                label="Humans vs metrics: share of decisive votes where the metric prefers the "
                                      "same report")
         refresh_button = gr.Button("Refresh the Arena board", elem_id="arena-refresh", size="sm")
