@@ -26,7 +26,9 @@ _PACKAGES = ("rexrank", "numpy", "pandas", "scipy", "torch", "transformers", "to
 def metric_rules(frame: pd.DataFrame) -> dict[str, SumRule]:
     """Registry name -> ``SumRule``, for every metric whose per-study columns are all in the table (per-report
     metrics first, then corpus metrics, each in registry order: the order of results.json's metrics)."""
-    found = {name: sum_rule(name) for name in REGISTRY.names()}
+    # A rule's first column is the spec's own column: checking it first keeps a corpus metric's class (CE F1's imports
+    # torch) unloaded when the table cannot hold it.
+    found = {name: sum_rule(name) for name in REGISTRY.names() if REGISTRY.spec(name).column in frame.columns}
     found = {name: rule for name, rule in found.items() if all(c in frame.columns for c in rule.columns)}
     return {**{n: r for n, r in found.items() if r.per_study_values},
             **{n: r for n, r in found.items() if not r.per_study_values}}
