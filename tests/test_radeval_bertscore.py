@@ -107,3 +107,16 @@ def test_standin_is_deterministic_and_in_the_modernbert_layout(tmp_path):
     assert names == ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_is_a_grpo_reward(model_dir):
+    """rexrank.rewards takes it like any per-report metric: one value per completion, equal to score()."""
+    from rexrank.rewards import reward
+
+    fn = reward("radeval_bertscore", device="cpu", model=model_dir)
+    completions = ["No pleural effusion. Heart size is normal.", "Small left effusion."]
+    refs = ["Heart size is normal.", "Moderate cardiomegaly."]
+    values = fn(prompts=["", ""], completions=completions, reference=refs)
+    expected = metrics.get("radeval_bertscore", device="cpu", model=model_dir).score(completions, refs)
+    np.testing.assert_allclose(values, expected, rtol=0, atol=1e-6)
+    assert fn.__name__ == "rexrank_radeval_bertscore"

@@ -125,3 +125,16 @@ def test_bad_options_and_missing_files_are_clear_errors(paths, tmp_path):
         SRRBert(**{**_options(paths), "model": tmp_path / "missing"})
     config = SRRBert(device="cpu", **_options(paths)).config()
     assert config["labels"] == 163 and set(config["weight_digests"]) == {"srrbert", "srrbert_tokenizer"}
+
+
+def test_is_a_grpo_reward(paths):
+    """rexrank.rewards takes it like any per-report metric: one value per completion, equal to score()."""
+    from rexrank.rewards import reward
+
+    fn = reward("srrbert", device="cpu", **_options(paths))
+    completions = ["No pleural effusion. Heart size is normal.", "Small left effusion."]
+    refs = ["Heart size is normal.", "Moderate cardiomegaly."]
+    values = fn(prompts=["", ""], completions=completions, reference=refs)
+    expected = metrics.get("srrbert", device="cpu", **_options(paths)).score(completions, refs)
+    np.testing.assert_allclose(values, expected, rtol=0, atol=1e-12)
+    assert fn.__name__ == "rexrank_srrbert"
