@@ -82,7 +82,7 @@ def fit_wins(wins: np.ndarray, *, ridge: float = RIDGE, tol: float = 1e-10, max_
     games = wins + np.swapaxes(wins, -1, -2)
     s = np.zeros(wins.shape[:-1]) if start is None else np.broadcast_to(start, wins.shape[:-1]).copy()
     eye = np.eye(m)
-    shift = np.full((m, m), 1.0 / m)
+    shift = np.ones((m, m)) / m
     for _ in range(max_iter):
         p = _sigmoid(s[..., :, None] - s[..., None, :])
         grad = (wins - games * p).sum(-1) - ridge * s
