@@ -13,7 +13,9 @@ stays the working copy; the repo is the durable, shareable copy.
 
 What a pull accepts (the repo is outside input): an event file whose content hashes to its name and that
 ``store.check_event`` accepts; a result file that builds a ``ResultRecord`` with possible numbers
-(``records.check_numbers``, as ``Store.add_result`` checks on every path). Anything else is skipped, logged and
+(``records.check_numbers``, as ``Store.add_result`` checks on every path); a report file whose rows are
+[study, report, reference, {metric: number}] texts and numbers of a public set (``Store.keep_reports`` refuses a
+private one). Anything else is skipped, logged and
 listed in ``refused``; it never stops the pull or changes a stored row. Results are stored as they were accepted
 where they were added (``Store.add_result(mirror=True)``: owner and weights rules not applied again).
 
