@@ -7,6 +7,7 @@ process it gives the single-process result the multi-process runs must equal.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -126,6 +127,15 @@ def models(rank: int, out: Path, options: dict) -> dict:
     return result
 
 
+def sources() -> dict[str, str]:
+    """A digest of each rexrank source file as this process found it: tests compare the launches' digests when
+    their values differ, because helpers share one working tree and an edit between two launches (the 1-process
+    reference and the N-process run import the code separately) reads as a wrong value otherwise."""
+    root = Path(parallel.__file__).parent
+    return {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest()[:16]
+            for f in sorted(root.rglob("*.py"))}
+
+
 SCENARIOS = {f.__name__: f for f in (counting, mismatch, lonely, failure, local_call, models)}
 
 
@@ -139,10 +149,12 @@ def main() -> None:
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         dist.init_process_group("gloo")
     rank = parallel.context().rank
+    imported = sources()
     try:
         payload = {"ok": True, **SCENARIOS[scenario](rank, out, options)}
     except Exception as exc:  # noqa: BLE001 - the test reads the error each process got
         payload = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    payload["sources"] = imported
     (out / f"rank{rank}.json").write_text(json.dumps(payload))
     if dist.is_initialized():
         dist.destroy_process_group()

@@ -122,7 +122,7 @@ def test_direct_call_shards_distinct_pairs_and_every_rank_gets_everything(tmp_pa
     two = launch("counting", tmp_path / "two", 2)
     for rank in two:
         assert rank["ok"], rank
-        assert rank["values"] == one["values"]
+        assert rank["values"] == one["values"], changed_sources(rank, one)
     # The 9 pairs hold 6 distinct ones: each is computed once in the whole job, split 3 / 3.
     assert len(one["computed"]) == 6
     assert sorted(two[0]["computed"] + two[1]["computed"]) == one["computed"]
@@ -190,16 +190,24 @@ def _tolerance(column: str) -> float:
     return 1e-5 if column.startswith("bertscore") or column.startswith("radcliq") else 1e-6
 
 
-def _same_frame(a: dict, b: dict, name: str) -> None:
-    assert list(a) == list(b), name
+def changed_sources(a: dict, b: dict) -> str:
+    """Which rexrank files differed between two launches (parallel_worker.sources), for a failure message: a value
+    that differs because the shared working tree was edited between the launches says so instead of looking like a
+    multi-process bug."""
+    changed = sorted(k for k in a["sources"].keys() | b["sources"].keys() if a["sources"].get(k) != b["sources"].get(k))
+    return f"; the source changed between the launches: {changed}" if changed else ""
+
+
+def _same_frame(a: dict, b: dict, name: str, note: str = "") -> None:
+    assert list(a) == list(b), (name, note)
     for column in a:
         x, y = a[column], b[column]
         if any(isinstance(v, float) for v in x + y):
             xs = np.array([np.nan if v is None else v for v in x], dtype=float)
             ys = np.array([np.nan if v is None else v for v in y], dtype=float)
-            assert np.allclose(xs, ys, atol=_tolerance(column), rtol=0, equal_nan=True), (name, column, x, y)
+            assert np.allclose(xs, ys, atol=_tolerance(column), rtol=0, equal_nan=True), (name, column, x, y, note)
         else:
-            assert x == y, (name, column)
+            assert x == y, (name, column, note)
 
 
 @pytest.mark.slow
@@ -213,9 +221,10 @@ def test_every_model_backed_metric_called_directly_equals_one_process(tmp_path, 
     assert one["ok"], one
     for rank in two:
         assert rank["ok"], rank
+        note = changed_sources(rank, one)
         for name in options["metrics"]:
-            _same_frame(rank[name]["frame"], one[name]["frame"], name)
-        assert rank["green"]["analyses"] == one["green"]["analyses"]
+            _same_frame(rank[name]["frame"], one[name]["frame"], name, note)
+        assert rank["green"]["analyses"] == one["green"]["analyses"], note
     distinct = len(set(zip(HYPS, REFS)))
     assert one["green"]["generated"] == distinct
     assert two[0]["green"]["generated"] + two[1]["green"]["generated"] < distinct + 1
