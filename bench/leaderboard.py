@@ -5,10 +5,10 @@ Measures (medians of repeated runs, loopback only):
   gr.Dataframe of the same rows (the overview table) and, in a second tab, a Dataframe of the MIMIC-CXR rows, each in
   Chromium (Debian, Playwright):
   - first rows visible (navigation until the grid has its rows);
-  - tab switch: a first opening of the MIMIC-CXR tab (the minimal app: its second tab) until rows are visible (the
-    Space: its preview, shown in the frame after the click, then gradio's tab; the minimal app: its Dataframe), and
-    until the Space's interactive table (the Dataframe, built by one request) has its rows;
-  - filter: the Dataframe's own client-side search (both sides) until the grid shows the narrowed count;
+  - tab switch: a first opening of the MIMIC-CXR tab (the minimal app: its second tab) until the interactive table's
+    rows are visible (both sides: a Dataframe built into the page; the Space has one table per view);
+  - search: the Space's search box (a server event, the table replaced by its answer) and the minimal app's
+    Dataframe's own client-side search, until the grid shows the narrowed count;
   each interaction is timed two ways: in the page, from the input event's timestamp to the first frame painted
   with the result (what a person sees; the targets), and by Playwright's wall clock around the action, which adds
   its own round trips and actionability checks and queues behind whatever the page does next;
@@ -58,10 +58,14 @@ def fill(store: Store, n_models: int, seed: int = 0) -> None:
                     metrics = {}
                     for name in LEADERBOARD_METRICS:
                         mean = rng.uniform(0.8, 3.0) if name in ("radcliq_v1", "fineradscore") else rng.uniform(0, 1)
-                        metrics[name] = MetricValue(mean, mean * 0.95, mean * 1.05)
+                        high = mean * 1.05 if name in ("radcliq_v1", "fineradscore") else min(1.0, mean * 1.05)
+                        metrics[name] = MetricValue(mean, mean * 0.95, high)  # inside each metric's range
                     store.add_result(ResultRecord(model=info, dataset=dataset, split=leaderboard_split(dataset),
                                                   track=track,
-                                                  source="rexrank", metrics=metrics, n_studies=590), conn)
+                                                  source="rexrank", metrics=metrics, n_studies=590), conn,
+                                     # synthetic numbers carry no weight digests: labelled rows (a longer Model and
+                                     # Source cell than a real row, so no lighter than the real board)
+                                     allow_unofficial_weights=True)
 
 
 def median_time(fn, repeat: int) -> float:
@@ -122,29 +126,24 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
     page.goto(url, wait_until="commit")
     page.wait_for_selector("#overview-table tbody tr", state="attached", timeout=120_000)
     first = time.perf_counter() - start
-    # The rows a person sees first: the page's own copy of the tab's preview (shown while gradio mounts the tab), the
-    # tab's HTML preview, or the table if it came first.
-    rows = ('.board-instant-view[data-view="mimic_cxr"] tbody tr, #preview-mimic_cxr-findings tbody tr, '
-            "#table-mimic_cxr-findings div[role=row]")
+    # One table per view: the tab's own Dataframe, built into the page like the minimal app's second tab.
+    rows = "#table-mimic_cxr-findings div[role=row]"
     _arm(page, "click", _visible_rows(rows))
     start = time.perf_counter()
     page.get_by_role("tab", name="MIMIC-CXR", exact=True).click()
-    page.wait_for_selector(", ".join(f"{s.strip()}:visible" for s in rows.split(",")), state="visible",
-                           timeout=60_000)
+    page.wait_for_selector(f"{rows}:visible", state="visible", timeout=60_000)
     switch = time.perf_counter() - start
-    page.wait_for_selector("#table-mimic_cxr-findings div[role=row]", state="attached", timeout=60_000)
-    switch_table = time.perf_counter() - start
     switch_page = _in_page(page)
     grid = "#table-mimic_cxr-findings [role=grid]"
+    # The search box: a server event (matching names as shown), the grid replaced by its answer.
     _arm(page, "input", _rowcount_is(grid, 2))
     start = time.perf_counter()
-    page.locator("#table-mimic_cxr-findings input[type=text], #table-mimic_cxr-findings textarea").first.fill(
-        f"model-{i:03d}")
+    page.locator("#search-mimic_cxr-findings input").first.fill(f"model-{i:03d}")
     page.wait_for_function(_rowcount_is(grid, 2), timeout=60_000)
     filtered = time.perf_counter() - start
     filter_page = _in_page(page)
     page.close()
-    return {"first": first, "switch": switch, "switch_table": switch_table, "filter": filtered,
+    return {"first": first, "switch": switch, "filter": filtered,
             "switch_in_page": switch_page, "filter_in_page": filter_page}
 
 
@@ -294,21 +293,18 @@ def main() -> None:
         ("first rows visible (Chromium, navigation -> overview rows): Space / minimal app",
          f"{med['space_first']:.2f} s / {med['minimal_first']:.2f} s = **{first_ratio:.2f}x** (target <= 1.15x; "
          f"median of {n} each, alternated)"),
-        ("tab switch, in the page (click -> first frame painted with rows): Space (MIMIC-CXR tab) / minimal app "
-         "(second tab, same rows)",
+        ("tab switch to the interactive table, in the page (click -> first frame painted with its rows): Space "
+         "(MIMIC-CXR tab) / minimal app (second tab, same rows)",
          f"{med['space_switch_in_page'] * 1000:.0f} ms / {med['minimal_switch_in_page'] * 1000:.0f} ms = "
-         f"**{med['space_switch_in_page'] / med['minimal_switch_in_page']:.2f}x** (target <= 150 ms; median of {n})"),
-        ("filter, in the page (input -> first frame painted with the narrowed grid): Space / minimal app",
+         f"**{med['space_switch_in_page'] / med['minimal_switch_in_page']:.2f}x** (target <= 1.0x; median of {n})"),
+        ("search, in the page (input -> first frame painted with the narrowed grid): Space (server-side search) / "
+         "minimal app (the Dataframe's client-side search)",
          f"{med['space_filter_in_page'] * 1000:.0f} ms / {med['minimal_filter_in_page'] * 1000:.0f} ms = "
          f"**{med['space_filter_in_page'] / med['minimal_filter_in_page']:.2f}x** (target <= 150 ms; median of {n})"),
         ("tab switch, Playwright wall clock (click() -> rows visible): Space / minimal app",
          f"{med['space_switch'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms (median of {n})"),
         ("filter, Playwright wall clock (fill() -> narrowed grid): Space / minimal app",
          f"{med['space_filter'] * 1000:.0f} ms / {med['minimal_filter'] * 1000:.0f} ms (median of {n})"),
-        ("tab switch until the interactive table (the Space's Dataframe) has its rows, Playwright wall clock: "
-         "Space / minimal app",
-         f"{med['space_switch_table'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms (no target; "
-         f"median of {n})"),
         (f"/results API, {args.clients} concurrent clients, {len(lat)} requests",
          f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, {len(failures)} failed"),
     ]

@@ -23,7 +23,10 @@ _TEXT, _GRID = "#8b8b8b", "rgba(139, 139, 139, 0.3)"
 def _themed(fig, title: str, height: int, **layout):
     """The layout every figure shares (see the module docstring)."""
     axis = dict(gridcolor=_GRID, zerolinecolor=_GRID, linecolor=_GRID, automargin=True)
-    fig.update_layout(title=dict(text=title, x=0, xanchor="left", y=0.99, yanchor="top", font=dict(size=14)),
+    # The title sits in the top margin, its last line just above the plot area (anchored to the container's top,
+    # a two-line title's first line was cut).
+    fig.update_layout(title=dict(text=title, x=0, xref="paper", xanchor="left", y=1, yref="paper", yanchor="bottom",
+                                 pad=dict(b=8), font=dict(size=14)),
                       height=height, paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
                       font=dict(color=_TEXT), modebar=dict(orientation="v", bgcolor="rgba(0,0,0,0)"), **layout)
     fig.update_xaxes(**axis)

@@ -33,8 +33,11 @@ from rexrank.metrics import LEADERBOARD_METRICS
 
 FRESH_SECONDS = 5  # how often an open page asks whether the store changed (one tiny request when it has not)
 QUEUE_SECONDS = 3  # the queue's own poll while a submission waits or is scored
-# Tall enough for a screenful of rows (the overview's 25 rows at 1920x1080), in the page's own scroll.
-TABLE_HEIGHT = "max(420px, calc(100vh - 220px))"
+# Table heights (px): a large screen sees most of the overview (~20 rows at 1920x1080, not gradio's default 500 px
+# box) and a dataset table fills a laptop screen. Numbers, not CSS: with "max(..., calc(100vh - ...))" gradio 6.31's
+# virtualised grid took 3-4x longer to show its first rows (bench probe: 11.4 s vs 3.4 s on one loaded machine).
+OVERVIEW_HEIGHT = 800
+TABLE_HEIGHT = 640
 _PRIVATE = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
 _RENDER = {"queue": False, "show_progress": "hidden"}  # gr.render's events are private already
 
@@ -144,17 +147,20 @@ class _DatasetView:
         self._plots(gr, views)
 
     def triggers(self) -> list:
-        """The events that replace the table: the search box's every change (gradio's Textbox sends no input event
-        when text is deleted), a choice by the user in the other controls (.input: a refresh that sets their
+        """The events that replace the table's rows: the search box's every change (gradio's Textbox sends no input
+        event when text is deleted) and a choice by the user in a filter (.input: a refresh that sets a filter's
         choices must not refill the table)."""
-        return [self.search.change] + [c.input for c in self.controls[1:]]
+        return [self.search.change] + [c.input for c in (self.inst, self.year, self.mtype, self.trained, self.source)]
 
-    def table_update(self, gr, views: Views, values) -> list:
-        """[table, empty message] for the controls' ``values`` (in ``controls`` order)."""
+    def table_update(self, gr, views: Views, values, shape: bool = False) -> list:
+        """[table, empty message] for the controls' ``values`` (in ``controls`` order). Only the rows change unless
+        ``shape`` (the columns or the sort were chosen): then the column types, widths and the table's name too
+        (sending them with every search made gradio rebuild the grid: bench/results/leaderboard.md)."""
         search, inst, year, mtype, trained, source, columns, sort = values
         page = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source, columns, sort)
-        return [gr.Dataframe(value=page.frame, datatype=page.datatypes, column_widths=page.widths, label=page.label),
-                gr.Markdown(page.empty, visible=bool(page.empty))]
+        table = (gr.Dataframe(value=page.frame, datatype=page.datatypes, column_widths=page.widths, label=page.label)
+                 if shape else gr.Dataframe(value=page.frame))
+        return [table, gr.Markdown(page.empty, visible=bool(page.empty))]
 
     def refresh(self, gr, views: Views, values) -> list:
         """[table, empty, institution, year, model type, trained] after the store changed."""
@@ -168,10 +174,15 @@ class _DatasetView:
         return [self.table, self.empty, self.inst, self.year, self.mtype, self.trained]
 
     def wire(self, gr, views: Views) -> None:
-        def update(*values):
+        def rows(*values):
             return self.table_update(gr, views, values)
 
-        gr.on(self.triggers(), update, self.controls, [self.table, self.empty], **_PRIVATE)
+        def shape(*values):
+            return self.table_update(gr, views, values, shape=True)
+
+        outputs = [self.table, self.empty]
+        gr.on(self.triggers(), rows, self.controls, outputs, **_PRIVATE)
+        gr.on([self.columns.input, self.sort.input], shape, self.controls, outputs, **_PRIVATE)
 
     def _plots(self, gr, views: Views) -> None:
         """The bar chart (the table's rows, best first by a metric) and the agreement heatmap, drawn while "Plots" is
@@ -185,7 +196,10 @@ class _DatasetView:
             metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Bar chart metric", elem_id=f"metric-{key}",
                                  scale=2)
 
-        @gr.render(inputs=[shown, metric, *self.controls], triggers=[shown.input, metric.input, *self.triggers()],
+        # Redrawn with the table's own triggers (not on the table's .change: gradio's Dataframe fires that when a tab
+        # mounts it, which cost every tab opening a request).
+        @gr.render(inputs=[shown, metric, *self.controls],
+                   triggers=[shown.input, metric.input, *self.triggers(), self.columns.input, self.sort.input],
                    **_RENDER)
         def draw(is_shown, chosen, search, inst, year, mtype, trained, source, columns, sort):
             if not is_shown:
@@ -263,7 +277,7 @@ def _overview_tab(gr, views: Views) -> dict:
                     tables[track] = gr.Dataframe(
                         value=views.overview_view(track), interactive=False, label=overview_label(track),
                         show_label=True, elem_id=f"overview-table{suffix}", pinned_columns=2,
-                        elem_classes=["board-table", "pin2"], wrap=True, max_height=TABLE_HEIGHT,
+                        elem_classes=["board-table", "pin2"], wrap=True, max_height=OVERVIEW_HEIGHT,
                         column_widths=[52, 112, 76, 84] + [110] * 2 * len(DATASETS))
                     with gr.Accordion("Rank across datasets (plot)", open=False,
                                       elem_id=f"overview-plot{suffix}") as section:
