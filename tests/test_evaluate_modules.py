@@ -150,7 +150,7 @@ def standin_options(slug, standins) -> dict:
 def hub_shim(standins, tmp_path_factory):
     """evaluate.load replacement: "rexrank/<slug>" or the folder -> the local folder with stand-in options.
 
-    Loaded modules are cached per (slug, options) so the examples and the app test share the model loading.
+    Loaded modules are cached per (slug, options) so the app, variant and key tests share the model loading.
     """
     import evaluate
 

@@ -61,16 +61,6 @@ def test_shard_covers_every_item_once_and_unshard_restores_order():
         parallel.shard(3, parallel.Context(2, 2))
 
 
-def test_generation_deals_batches_by_the_same_rule():
-    from rexrank.generate.sharding import batches_for_process
-
-    batches = [[i] for i in range(7)]
-    for world in (1, 2, 3):
-        for rank in range(world):
-            expected = [batches[k] for k in parallel.shard(7, parallel.Context(rank, world))]
-            assert batches_for_process(batches, rank, world) == expected
-
-
 def test_every_metric_declares_its_behaviour_across_processes():
     """Model-backed metrics shard a direct call; cheap pure ones replicate it (MetricSpec owns the decision)."""
     from rexrank.metrics import REGISTRY
