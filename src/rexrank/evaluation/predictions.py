@@ -22,6 +22,7 @@ import math
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -288,28 +289,59 @@ def _json_type(value) -> str:
     return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value), "null")
 
 
+# The C scanner json.loads runs underneath: a line that is one JSON object and nothing else ("{...}") is read with it
+# directly, and gives what json.loads gives; every other line goes through parse_json (its errors, its messages).
+_SCAN_JSON = json.JSONDecoder().scan_once
+
+
 def _read_jsonl(text, role, problems, pick, text_fields):
     records, ok = [], True
     bad_lines, missing_field_lines = [], []
+    scan = _SCAN_JSON
+    # What a line's key set decides, worked out once per distinct key set (a file's lines share one or two):
+    # (has the id field, section-bearing so `pick` chooses, the first text field present, extra fields present).
+    shapes: dict[tuple[str, ...], tuple[bool, bool, str | None, tuple[str, ...]]] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        entry, error = parse_json(line, position=False)
-        if error:
-            bad_lines.append(f"line {lineno}: {error}")
-            continue
-        if not isinstance(entry, dict):
-            bad_lines.append(f"line {lineno}: expected an object, found a {_json_type(entry)}")
-            continue
+        entry = None
+        if line[:1] == "{" and line[-1:] == "}":
+            try:
+                entry, end = scan(line, 0)
+            except Exception:  # any failure: parse_json below reads the line again and names the problem
+                entry = None
+            else:
+                if end != len(line):
+                    entry = None
+        if entry is None:
+            if not line.strip():
+                continue
+            entry, error = parse_json(line, position=False)
+            if error:
+                bad_lines.append(f"line {lineno}: {error}")
+                continue
+            if not isinstance(entry, dict):
+                bad_lines.append(f"line {lineno}: expected an object, found a {_json_type(entry)}")
+                continue
+        keys = tuple(entry)
+        shape = shapes.get(keys)
+        if shape is None:
+            shape = shapes[keys] = (ID_FIELD in entry, _section_bearing(entry, pick),
+                                    next((name for name in text_fields if name in entry), None),
+                                    tuple(k for k in EXTRA_FIELDS if k in entry))
+        has_id, sections, text_field, extra = shape
         where = f"line {lineno}"
-        if ID_FIELD not in entry:
+        if not has_id:
             missing_field_lines.append(f"line {lineno} has no {ID_FIELD!r} field")
             continue
-        value, missing = _pick_field(entry, text_fields, pick, str(entry[ID_FIELD]), where)
+        if sections:
+            value, missing = pick(str(entry[ID_FIELD]), entry, where)
+        elif text_field is not None:
+            value, missing = entry[text_field], None
+        else:
+            value, missing = None, " or ".join(repr(f) for f in text_fields)
         if missing:
             missing_field_lines.append(f"line {lineno} has no {missing} field")
             continue
-        records.append(Record(_id(entry[ID_FIELD]), value, where, {k: entry[k] for k in EXTRA_FIELDS if k in entry}))
+        records.append(Record(_id(entry[ID_FIELD]), value, where, {k: entry[k] for k in extra} if extra else {}))
     for item in bad_lines:
         problems.add("format", role, item)
     for item in missing_field_lines:
@@ -318,14 +350,9 @@ def _read_jsonl(text, role, problems, pick, text_fields):
     return records, ok
 
 
-def _pick_field(entry: dict, text_fields, pick, study_id, where):
+def _section_bearing(entry: dict, pick) -> bool:
     # Section-bearing records (ReXrank studies as JSONL) go through the same track-aware pick as ReXrank JSON.
-    if pick is not None and any(k.startswith("section_") or k == "model_prediction" for k in entry):
-        return pick(study_id, entry, where)
-    for name in text_fields:
-        if name in entry:
-            return entry[name], None
-    return None, " or ".join(repr(f) for f in text_fields)
+    return pick is not None and any(k.startswith("section_") or k == "model_prediction" for k in entry)
 
 
 def _read_csv(text, role, problems, pick, text_fields):
@@ -381,28 +408,41 @@ def _show(study_id: str) -> str:
 def check_values(file: ReportFile, role: str, problems: Problems) -> dict[str, str]:
     """Per-record checks (duplicates, null/NaN, type, undecodable bytes and lone surrogates in the report or its
     study id, empty or invisible-only); returns the good {id: text}. Lengths: ``check_lengths``."""
-    seen: dict[str, list[str]] = {}
-    for record in file.records:
-        seen.setdefault(record.study_id, []).append(record.where)
-    for study_id, places in seen.items():
-        if len(places) > 1:
+    records = file.records
+    counts = Counter(record.study_id for record in records)
+    if len(counts) < len(records):  # some id repeats: list each one's places, in the order of first sight
+        seen: dict[str, list[str]] = {}
+        for record in records:
+            if counts[record.study_id] > 1:
+                seen.setdefault(record.study_id, []).append(record.where)
+        for study_id, places in seen.items():
             problems.add("duplicate", role, f"{_show(study_id)} ({', '.join(places)})")
+    # One scan of every id and text for a surrogate (C speed); only when it finds one is each searched on its own.
+    # "\n" joins them: no surrogate, so a match is always inside one of them.
+    surrogates = _ANY_SURROGATE.search("\n".join([record.study_id for record in records]
+                                                  + [r.value for r in records if isinstance(r.value, str)])) is not None
+    search = _ANY_SURROGATE.search if surrogates else _no_match
+    blank = _BLANK.fullmatch
     good: dict[str, str] = {}
-    for record in file.records:
+    for record in records:
         value = record.value
-        if (bad := _ANY_SURROGATE.search(record.study_id)) is not None:  # no table or file could hold the id
+        if (bad := search(record.study_id)) is not None:  # no table or file could hold the id
             _add_surrogate(problems, role, record.study_id, bad, "in the study id")
         elif value is None or (isinstance(value, float) and math.isnan(value)):
             problems.add("null", role, _show(record.study_id))
         elif not isinstance(value, str):
             problems.add("not_string", role, f"{_show(record.study_id)} ({_json_type(value)} {_brief(value)})")
-        elif (bad := _ANY_SURROGATE.search(value)) is not None:
+        elif (bad := search(value)) is not None:
             _add_surrogate(problems, role, record.study_id, bad, f"at character {bad.start()}")
-        elif _BLANK.fullmatch(value):  # whitespace or invisible characters only
+        elif blank(value):  # whitespace or invisible characters only
             problems.add("empty", role, _show(record.study_id))
-        elif len(seen[record.study_id]) == 1:
+        elif counts[record.study_id] == 1:
             good[record.study_id] = value
     return good
+
+
+def _no_match(text: str) -> None:
+    return None
 
 
 def _add_surrogate(problems: Problems, role: str, study_id: str, found: re.Match, place: str) -> None:
