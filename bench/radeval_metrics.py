@@ -2,14 +2,17 @@
 """RadEval's chest X-ray metrics in rexrank vs radeval 2.2.1's own implementation, measured in the same run.
 
 Workload: the first ``--n`` IU-Xray test reports (ReXrank split); hypothesis i = the reference of study i+1.
-Model: the ModernBERT stand-in (rexrank.testing.standin_modernbert, ``--size``), built offline; the same folder for
-both sides. Rows (ours = rexrank in .venv on transformers 5; reference = radeval 2.2.1 in .venv-ref on 4.57):
-- RadEval-BERTScore: rexrank's ``radeval_bertscore`` vs radeval's ``RadEvalBERTScorer`` as its adapter builds it.
+Models: the stand-ins (rexrank.testing.standin_modernbert, standin_srrbert; ``--size``), built offline; the same
+files for both sides. Rows (ours = rexrank in .venv on transformers 5; reference = radeval 2.2.1 in .venv-ref on 4.57):
+- RadEval-BERTScore: rexrank's ``radeval_bertscore`` vs radeval's ``RadEvalBERTScorer`` as its adapter builds it;
+- SRR-BERT: rexrank's ``srrbert`` (per-report values and the weighted aggregates) vs radeval's ``SRRBertMetric``
+  ``_compute_raw`` (run from the stand-in root, as tests/reference/srrbert_radeval_ref.py does).
 
 Every measurement is its own process (fresh imports), sides alternate between repeats, threads are pinned equally
 (OMP/MKL env + torch.set_num_threads); medians of scoring time with the model loaded. Usage:
 
     .venv/bin/python bench/radeval_metrics.py [--repeats 3] [--threads 1] [--n 200] [--size small|real]
+                                              [--only radeval_bertscore,srrbert]
 
 The file is also the worker in either virtualenv (``--worker``): it imports only the standard library at top level.
 """
@@ -34,16 +37,18 @@ def _worker(side: str, payload: dict) -> dict:
     import torch
 
     torch.set_num_threads(payload["threads"])
-    hyps, refs, model = payload["hyps"], payload["refs"], payload["model"]
+    hyps, refs, model, metric_name = payload["hyps"], payload["refs"], payload["model"], payload["metric"]
     if side == "ours":
         from rexrank.metrics import get
 
-        metric = get("radeval_bertscore", model=model, device="cpu")
+        metric = get(metric_name, device="cpu", **payload["options"])
         metric._load()  # model loading belongs to neither side's scoring time
         metric.config()
         start = time.perf_counter()
         values = metric.score(hyps, refs)
-    else:
+        if metric_name == "srrbert":
+            metric.weighted(hyps, refs)  # radeval computes its aggregates in the same call
+    elif metric_name == "radeval_bertscore":
         import contextlib
         import io
 
@@ -54,6 +59,19 @@ def _worker(side: str, payload: dict) -> dict:
         start = time.perf_counter()
         with contextlib.redirect_stderr(io.StringIO()):
             values = scorer.score(refs=refs, hyps=hyps)[1]
+    else:
+        import nltk
+
+        nltk.download = lambda *args, **kwargs: True  # no network: punkt_tab is the stand-in's
+        nltk.data.path.insert(0, payload["options"]["punkt"])
+        from radeval.metrics.SRRBert.adapter import SRRBertMetric
+        from radeval.metrics.SRRBert.srr_bert import SRRBert
+
+        SRRBert.MODEL_CONFIGS["leaves_with_statuses"]["model_path"] = model
+        os.chdir(payload["root"])
+        metric = SRRBertMetric()
+        start = time.perf_counter()
+        values = metric._compute_raw(refs, hyps)["srrbert_weighted_f1"]["per_sample"]
     return {"seconds": time.perf_counter() - start, "values": [float(v) for v in values]}
 
 
@@ -76,40 +94,57 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--size", default="small", choices=("small", "real"))
+    parser.add_argument("--only", default="radeval_bertscore,srrbert")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "radeval_metrics.md"))
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(_worker(args.worker, json.loads(sys.stdin.read()))))
         return 0
     sys.path.insert(0, str(REPO / "src"))
-    from rexrank.testing.standin_modernbert import build
+    from rexrank.testing import standin_modernbert, standin_srrbert
 
     refs = [s["report"] for s in json.loads(DATA.read_text()).values()][: args.n]
     hyps = refs[1:] + refs[:1]
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        model = build(Path(tmp), args.size, 0)["radeval_bertscore"]
-        payload = {"hyps": hyps, "refs": refs, "model": model, "threads": args.threads}
-        runs = {"ours": [], "reference": []}
-        for i in range(args.repeats):
-            for side in (("ours", "reference") if i % 2 == 0 else ("reference", "ours")):
-                runs[side].append(_run(side, payload, args.threads))
-    ours = statistics.median(r["seconds"] for r in runs["ours"])
-    ref = statistics.median(r["seconds"] for r in runs["reference"])
-    diff = max(abs(a - b) for a, b in zip(runs["ours"][0]["values"], runs["reference"][0]["values"]))
+        for name in args.only.split(","):
+            if name == "radeval_bertscore":
+                model = standin_modernbert.build(Path(tmp), args.size, 0)["radeval_bertscore"]
+                options, root, label = {"model": model}, tmp, "RadEval-BERTScore | radeval 2.2.1 RadEvalBERTScorer"
+            else:
+                paths = standin_srrbert.build(Path(tmp) / "srr", args.size, 0)
+                model, root = paths["srrbert"], str(Path(tmp) / "srr")
+                options = {"model": model, "tokenizer": paths["srrbert_tokenizer"], "punkt": paths["srrbert_punkt"]}
+                label = "SRR-BERT | radeval 2.2.1 SRRBertMetric"
+            payload = {"hyps": hyps, "refs": refs, "model": model, "threads": args.threads, "metric": name,
+                       "options": options, "root": root}
+            runs = {"ours": [], "reference": []}
+            for i in range(args.repeats):
+                for side in (("ours", "reference") if i % 2 == 0 else ("reference", "ours")):
+                    runs[side].append(_run(side, payload, args.threads))
+            ours = statistics.median(r["seconds"] for r in runs["ours"])
+            ref = statistics.median(r["seconds"] for r in runs["reference"])
+            diff = max(abs(a - b) for a, b in zip(runs["ours"][0]["values"], runs["reference"][0]["values"]))
+            rows.append(f"| {label} | {args.n} | {args.threads} | {args.repeats} | {ours:.2f} | {ref:.2f} | "
+                        f"{args.n / ours:,.1f} | {args.n / ref:,.1f} | {ref / ours:.2f}x | {diff:.1e} |")
+    table = "\n".join(rows)
     text = f"""# RadEval metrics: rexrank vs radeval 2.2.1
 
 Generated by `bench/radeval_metrics.py --n {args.n} --repeats {args.repeats} --threads {args.threads} --size {args.size}`.
-IU-Xray test pairs (hypothesis = another study's reference), random-weight stand-in ({args.size} ModernBERT, 22
-layers), CPU, each measurement a fresh process, sides alternating, threads pinned equally; medians of scoring time
-with the model loaded. Machine: 2 CPU cores shared with other work (treat differences under ~15% as noise).
+IU-Xray test pairs (hypothesis = another study's reference), random-weight stand-ins ({args.size}: a 22-layer
+ModernBERT; a BERT classifier with 163 labels), CPU, each measurement a fresh process, sides alternating, threads
+pinned equally; medians of scoring time with the models loaded. Machine: 2 CPU cores shared with other work (treat
+differences under ~15% as noise).
 
 | metric | reference | pairs | threads | repeats | ours s | radeval s | ours reports/s | radeval reports/s | speed-up | max abs diff |
 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-| RadEval-BERTScore | radeval 2.2.1 RadEvalBERTScorer | {args.n} | {args.threads} | {args.repeats} | {ours:.2f} | {ref:.2f} | {args.n / ours:,.1f} | {args.n / ref:,.1f} | {ref / ours:.2f}x | {diff:.1e} |
+{table}
 
-- Both sides embed each distinct text once; radeval scores in chunks of 64 pairs and re-embeds a text that recurs in
-  another chunk, rexrank caches per text across the whole call (and reference embeddings across calls).
-- SRR-BERT, temporal entity F1 and CRIMSON are not in rexrank yet (docs/radeval_metrics.md), so they have no row.
+- RadEval-BERTScore: both sides embed each distinct text once per call; radeval scores in chunks of 64 pairs and
+  re-embeds a text that recurs in another chunk, rexrank caches per text across the whole call.
+- SRR-BERT: radeval classifies every sentence of both sides in batches of 4 in input order; rexrank classifies each
+  distinct sentence once, in length-sorted batches of 32; the time includes the weighted aggregates on both sides.
+- Temporal entity F1 and CRIMSON are not in rexrank yet (docs/radeval_metrics.md), so they have no row.
 """
     Path(args.out).write_text(text)
     print(text)
