@@ -32,8 +32,7 @@ from unittest.mock import patch
 
 import pytest
 
-from conftest import meteor_jar_path
-from test_evaluate_modules import SLUGS, _require
+from test_evaluate_modules import SLUGS, _require, standin_options
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,53 +42,34 @@ def local_module_names() -> list[str]:
     return sorted(p.name for p in (REPO / "metrics").glob("*/") if p.is_dir() and not p.name.startswith((".", "_")))
 
 
-def _standin_configs(standins) -> dict[str, dict]:
-    """registry metric -> the configuration entries that point it at a stand-in (metric-level keys)."""
-    bert = {"model": standins("bertscore")["bertscore"]}
-    semb_paths = standins("semb")
-    semb = {"model": semb_paths["semb"], "backbone": semb_paths["semb_backbone"]}
-    radgraph = {"model": standins("radgraph")["radgraph"]}
-    configs = {
-        "bertscore": bert,
-        "semb": semb,
-        "ce_f1": {"semb": semb},
-        "radgraph": radgraph,
-        "radgraph_partial": radgraph,
-        "radcliq_v1": {"radgraph": radgraph, "bertscore": bert, "semb": semb},
-        "radcliq_v0": {"radgraph": radgraph, "bertscore": bert, "semb": semb},
-        # The random stand-in judge never writes EOS: a short, fingerprinted generation budget keeps it quick.
-        "green": {"model": standins("green")["green"], "max_new_tokens": 16},
-        "fineradscore": {"model": standins("green")["green"], "backend": "transformers", "max_tokens": 16},
-        # One folder holding ner/ and embed/ (the builder's documented model= form).
-        "ratescore": {"model": str(Path(standins("ratescore")["ratescore_ner"]).parent)},
-        "radeval_bertscore": {"model": standins("radeval_bertscore")["radeval_bertscore"]},
-        "srrbert": {"model": standins("srrbert")["srrbert"], "tokenizer": standins("srrbert")["srrbert_tokenizer"],
-                    "punkt": standins("srrbert")["srrbert_punkt"]},
-    }
-    jar = meteor_jar_path()
-    if jar is not None:  # METEOR's jar ships with pycocoevalcap (installed in .venv-ref, not in .venv)
-        configs["meteor"] = {"jar": str(jar)}
-    return configs
-
-
-# Modules whose examples need a stand-in (everything but the model-free BLEU-2 and NLG).
-NEEDS_STANDIN = {"bertscore", "semb", "ce_f1", "radgraph", "radcliq", "ratescore", "green", "fineradscore", "meteor",
-                 "radeval_bertscore", "srrbert"}
+def standin_config(slug: str, standins) -> dict:
+    """The configuration entries that point module ``slug``'s metric at its stand-ins: the module options
+    test_evaluate_modules.standin_options gives (one owner), as the module hands them to rexrank.metrics.get."""
+    options = dict(standin_options(slug, standins))
+    options.update(options.pop("options", {}))  # a module's `options` dict is flattened into the metric config
+    if slug == "ce_f1":  # CE F1 reads SembScore's CheXbert labels: its weights sit in the `semb` entry
+        return {"semb": options}
+    return options
 
 
 @contextmanager
 def patch_intensive_calls(slug: str, standins):
-    """evaluate's patch_intensive_calls for our modules: stand-ins in place of the official weights."""
-    if slug not in NEEDS_STANDIN:
+    """evaluate's patch_intensive_calls for our modules: stand-ins in place of the official weights (the model-free
+    modules run as they are)."""
+    config = standin_config(slug, standins)
+    if not config:
         yield
         return
     import rexrank.metrics
 
     real_get = rexrank.metrics.get
-    configs = _standin_configs(standins)
 
-    def get(name, **config):
-        return real_get(name, **{**config, **configs.get(name, {})})
+    def get(name, **example_config):
+        # The module's own metric is named after it (radcliq -> radcliq_v1/v0, radgraph -> radgraph_partial); a
+        # composite's later calls for its components (RadCliQ's radgraph, CE F1's semb) pass through as they are.
+        if name == slug or name.startswith(slug + "_"):
+            example_config = {**example_config, **config}
+        return real_get(name, **example_config)
 
     with patch("rexrank.metrics.get", side_effect=get):
         yield
