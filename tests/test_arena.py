@@ -348,3 +348,42 @@ def test_images_from_a_folder(tmp_path):
     assert find("../etc/passwd") == [] and find("CXR2_IM-0001") == [] and find("notes") == []
     with pytest.raises(InputError, match="does not exist"):
         images_from_folder(tmp_path / "missing")
+
+
+# -- the Arena in the Space (a host opt-in) ------------------------------------------------------------------------
+def _tab_labels(url: str) -> set:
+    import httpx
+
+    components = httpx.get(f"{url}config", timeout=30).json()["components"]
+    return {c.get("props", {}).get("label") for c in components if c["type"] == "tabitem"}
+
+
+def test_the_space_shows_the_arena_only_when_the_host_opts_in(tmp_path):
+    """`serve` without ``arena`` builds no Arena tab (the first page keeps its few component types); with it the tab
+    is in the page's config and a vote through the page's own API path (next pair, then a vote button) is stored
+    for the rater the host named and reveals the two names; the Arena's settings without the Arena are refused."""
+    from gradio_client import Client
+
+    from leaderboard_helpers import running_space
+    from rexrank.errors import ConfigError
+
+    with running_space(tmp_path / "off.sqlite", seed=False, worker=False) as (url, _, _):
+        labels = _tab_labels(url)
+        assert "About" in labels and "Arena" not in labels
+    with pytest.raises(ConfigError, match="--arena"):
+        with running_space(tmp_path / "bad.sqlite", seed=False, worker=False, arena_rater="hf:ann"):
+            pass
+    seeded = Store(tmp_path / "on.sqlite")
+    _keep(seeded)
+    seeded.close()
+    with running_space(tmp_path / "on.sqlite", seed=False, worker=False, arena=True, arena_rater="hf:ann") as (
+            url, store, _):
+        assert {"Arena", "About"} <= _tab_labels(url)
+        client = Client(url, verbose=False)
+        shown = client.predict(api_name="/arena_next")
+        assert "which report is better" in shown[0] and not any(m in repr(shown) for m in MODELS)
+        revealed = client.predict([], [], api_name="/arena_vote_a")
+        assert sum(m in revealed for m in MODELS) == 2
+        (vote,) = Arena(store).votes()  # read back from the store's log
+        assert vote["rater"] == "hf:ann" and vote["choice"] == "a"
+        client.close()

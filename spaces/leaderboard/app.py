@@ -7,6 +7,9 @@ together, default 100). Hugging Face login is on when the card sets `hf_oauth: t
 the login button; the card's requirements install gradio[oauth]).
 Persistence (docs/leaderboard.md#persistence): REXRANK_RESULTS_REPO and REXRANK_REQUESTS_REPO, Hub dataset repos
 the board is pulled from at start and pushed to after every write, with HF_TOKEN (a Space secret) able to write them.
+Radiologist Arena (docs/arena.md; off unless REXRANK_ARENA is set): REXRANK_ARENA=1 adds the Arena tab (votes need
+Hugging Face login), REXRANK_ARENA_IMAGES a folder of the public set's images shown with each study,
+REXRANK_ARENA_EXPERTS_ONLY=1 lets only the host's expert allow-list vote.
 """
 
 import os
@@ -18,6 +21,16 @@ def _number(name: str, default: float) -> float:
     return float(os.environ.get(name) or default)
 
 
+def _flag(name: str) -> bool:
+    """A Space variable that switches something on: 1/true/yes/on (any case); unset or empty is off."""
+    value = (os.environ.get(name) or "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise SystemExit(f"{name}={value[:20]!r} is not a switch: set it to 1 (on) or 0 (off)")
+
+
 if __name__ == "__main__":
     demo, _, _ = serve(os.environ.get("REXRANK_STORE", "data/leaderboard.sqlite"), host="0.0.0.0",
                        port=int(os.environ.get("PORT", "7860")), prevent_thread_lock=True,
@@ -27,5 +40,7 @@ if __name__ == "__main__":
                        anonymous_limit=int(_number("REXRANK_ANONYMOUS_LIMIT", 100)),
                        results_repo=os.environ.get("REXRANK_RESULTS_REPO") or None,
                        requests_repo=os.environ.get("REXRANK_REQUESTS_REPO") or None,
-                       hub_token=os.environ.get("HF_TOKEN") or None)
+                       hub_token=os.environ.get("HF_TOKEN") or None,
+                       arena=_flag("REXRANK_ARENA"), arena_images=os.environ.get("REXRANK_ARENA_IMAGES") or None,
+                       arena_experts_only=_flag("REXRANK_ARENA_EXPERTS_ONLY"))
     demo.block_thread()

@@ -41,6 +41,16 @@ def serve(
     requests_repo: Optional[str] = typer.Option(None, "--requests-repo", envvar="REXRANK_REQUESTS_REPO",
                                                 help="Hub dataset repo of submission requests (queue metadata, never "
                                                 "the uploaded files)."),
+    arena: bool = typer.Option(False, "--arena", envvar="REXRANK_ARENA",
+                               help="Add the radiologist Arena tab (docs/arena.md); off by default."),
+    arena_images: Optional[Path] = typer.Option(None, "--arena-images", envvar="REXRANK_ARENA_IMAGES",
+                                                help="With --arena: a folder of the public set's images, shown with "
+                                                "each study (the page may serve files from it)."),
+    arena_experts_only: bool = typer.Option(False, "--arena-experts-only", envvar="REXRANK_ARENA_EXPERTS_ONLY",
+                                            help="With --arena: only raters on the host's expert allow-list vote."),
+    arena_rater: Optional[str] = typer.Option(None, "--arena-rater",
+                                              help="With --arena on a server without Hugging Face login: who votes "
+                                              "(a host trying the Arena out; e.g. hf:yourname)."),
 ) -> None:
     """Serve the leaderboard Space on a local store seeded with the published ReXrank tables."""
     from rexrank.errors import ConfigError
@@ -62,7 +72,9 @@ def serve(
                "max_bytes": int(max_upload_mb * 1_000_000), "private_quota": private_quota,
                "rate_limit": rate_limit, "anonymous_limit": anonymous_limit}
     demo, _, _ = serve_app(str(store), host, port, seed=not no_seed, worker=not no_worker,
-                           results_repo=results_repo, requests_repo=requests_repo, **options)
+                           results_repo=results_repo, requests_repo=requests_repo, arena=arena,
+                           arena_images=str(arena_images) if arena_images else None,
+                           arena_experts_only=arena_experts_only, arena_rater=arena_rater, **options)
     demo.block_thread()
 
 

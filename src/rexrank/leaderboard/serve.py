@@ -18,7 +18,8 @@ from rexrank.leaderboard.wiring import add_csv_route, build_app, oauth_configure
 def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: bool = True, worker: bool = True,
           submissions_dir: str | None = None, prevent_thread_lock: bool = False, oauth: bool | None = None,
           upload_ttl: int = 3600, results_repo: str | None = None, requests_repo: str | None = None,
-          hub_token: str | None = None, hub_api: Any = None, **submission_options: Any):
+          hub_token: str | None = None, hub_api: Any = None, arena: bool = False, arena_images: str | None = None,
+          arena_experts_only: bool = False, arena_rater: str | None = None, **submission_options: Any):
     """Open the store (pulled from the Hub and seeded as ``published.seed_store`` says), start the scoring worker,
     launch the Space; returns (demo, store, service).
 
@@ -27,6 +28,12 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     default every leaderboard metric this host has official weights for ...). ``results_repo``/``requests_repo``:
     Hub dataset repos the store is pulled from now and pushed to after every write (``hub_sync``; token
     ``hub_token``, else HF_TOKEN); the sync is ``demo.rexrank_sync`` (the persistence tests stop it).
+
+    ``arena``: add the radiologist Arena tab (docs/arena.md; off by default: the first page then holds none of its
+    component types). ``arena_images``: a folder of the public set's images shown with each study (gradio may serve
+    files from it and nothing else of the disk); ``arena_experts_only``: only raters on the host's allow-list vote;
+    ``arena_rater``: who votes on a server without login (a host trying it out; with ``oauth`` the signed-in user).
+    The Arena's vote log is read once before the page opens. The Arena is ``demo.rexrank_arena`` (None when off).
 
     Errors: launched with ``show_error=True`` so that gradio's own refusals reach an API caller as a message (a
     /submit naming a file nobody uploaded: "... was not uploaded by a user"), not as ``{"error": null}``; the
@@ -39,6 +46,9 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     if requests_repo and not results_repo:
         raise ConfigError("a requests repo needs a results repo too (REXRANK_RESULTS_REPO / results_repo): "
                           "finished submissions are results")
+    if not arena and (arena_images or arena_experts_only or arena_rater):
+        raise ConfigError("the Arena's settings (images, experts only, rater) need the Arena on: add --arena "
+                          "(REXRANK_ARENA=1)")
     store = Store(store_path)
     sync = None
     if results_repo:
@@ -60,14 +70,28 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     except ImportError:  # the harness is optional for a read-only board
         service = None
     views = Views(store, service)
+    board_arena = None
+    allowed_paths = []
+    if arena:
+        import rexrank
+        from rexrank.leaderboard.arena import Arena, images_from_folder
+
+        images = None
+        if arena_images:
+            images = images_from_folder(arena_images)  # refuses a missing folder with a one-line error
+            allowed_paths.append(str(Path(arena_images).resolve()))
+        board_arena = Arena(store, app_version=rexrank.__version__, experts_only=arena_experts_only, images=images)
+        board_arena.votes()  # read the vote log once, before the page opens
     demo = build_app(store, service, oauth=oauth_configured() if oauth is None else oauth, upload_ttl=upload_ttl,
-                     views=views)
+                     views=views, arena=board_arena, arena_rater=arena_rater)
     demo.rexrank_sync = sync
+    demo.rexrank_arena = board_arena
     demo.queue(default_concurrency_limit=8)
     # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
     max_bytes = service.max_bytes if service is not None else DEFAULT_MAX_UPLOAD_MB * 1_000_000
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, show_error=True,
-                quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD)
+                quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD,
+                allowed_paths=allowed_paths or None)
     add_csv_route(demo, views)
     if not prevent_thread_lock:
         demo.block_thread()

@@ -211,13 +211,15 @@ class _DatasetView:
 
 
 def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl: int = 3600,
-              views: Optional[Views] = None):
+              views: Optional[Views] = None, arena=None, arena_rater: Optional[str] = None):
     """Build the Space. ``submissions``: a ``Submissions`` service (None hides the Submit tab).
 
     ``oauth``: the Space has Hugging Face login (``hf_oauth`` in its card): the Submit tab gets a login button and
     submissions carry the user's identity. ``upload_ttl``: uploads never submitted (and gradio's own temporary files)
     are deleted by gradio's ``delete_cache`` after this many seconds; handled uploads are deleted at once.
-    ``views``: the page's ``Views`` (``serve`` passes the one its CSV route reads too).
+    ``views``: the page's ``Views`` (``serve`` passes the one its CSV route reads too). ``arena``: an ``Arena`` (the
+    host's opt-in; None: no Arena tab, so the first page holds none of its component types); ``arena_rater``: who
+    votes there on a server without login (``arena_tab``).
     """
     import gradio as gr
 
@@ -233,6 +235,10 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
             _models_tab(gr, views)
             if submissions is not None:
                 _submit_tab(gr, views, submissions, oauth=oauth)
+            if arena is not None:
+                from rexrank.leaderboard.arena_tab import arena_tab
+
+                arena_tab(gr, arena, oauth=oauth, rater=arena_rater)
             _about_tab(gr)
         _api_endpoints(gr, views)
         _freshness(gr, demo, views, generation, header, overview_tables, dataset_views)
