@@ -493,3 +493,49 @@ def test_the_gradio_workarounds_are_for_the_installed_gradio():
     pins = [d for deps in project["project"]["optional-dependencies"].values() for d in deps
             if d.startswith("gradio>") or d.startswith("gradio[")]
     assert pins and all(p.endswith(f">={major}.{minor},<{major}.{minor + 1}") for p in pins), pins
+
+
+@pytest.mark.browser
+def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
+    """Issue 27 point 4 in Chromium: the About tab's "Metrics vs radiologists" rows keep their ids through gradio's
+    Markdown sanitiser, each metric's link points at its row, and following it brings the row on screen."""
+    from pathlib import Path
+
+    from leaderboard_helpers import free_port
+    from rexrank.leaderboard.wiring import build_app
+    from test_leaderboard_log import _meta_eval_json
+
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: `make test` installs it (scripts/setup_browser.sh)")
+        pytest.skip("Chromium not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    store = Store(tmp_path / "board.sqlite")
+    store.add_meta_eval(json.loads(_meta_eval_json(tmp_path / "meta_eval.json").read_text()))
+    demo = build_app(store)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(chromium), headless=True,
+                                        args=["--headless", "--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
+            page.get_by_role("tab", name="About", exact=True).click()
+            page.wait_for_selector("#about-text #meta-radgraph", state="attached", timeout=60_000)
+            ids = page.evaluate("() => [...document.querySelectorAll('#about-text [id^=meta-]')].map(e => e.id)")
+            hrefs = page.evaluate("() => [...document.querySelectorAll('#about-text a[href^=\"#meta-\"]')]"
+                                  ".map(a => a.getAttribute('href'))")
+            assert sorted(ids) == ["meta-bleu2", "meta-radgraph"] and sorted(hrefs) == ["#meta-bleu2", "#meta-radgraph"]
+            page.locator('#about-text a[href="#meta-radgraph"]').click()
+            page.wait_for_function("() => { const r = document.getElementById('meta-radgraph').parentElement"
+                                   ".getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }",
+                                   timeout=10_000)
+            assert page.url.endswith("#meta-radgraph")
+            assert "RadGraph" in page.evaluate("() => document.getElementById('meta-radgraph').parentElement.innerText")
+            browser.close()
+    finally:
+        demo.close()
+        store.close()

@@ -431,3 +431,143 @@ def test_an_impossible_published_cell_skips_its_row_with_a_note(tmp_path, store)
     assert report["added"] == report["rows"] - 1 == len(lines) - 2
     assert any(f"{first[header.index('Model Name')]} not imported" in note and "bleu2" in note
                for note in report["notes"]), report["notes"]
+
+
+# -- issue 27 point 4: the host's meta-evaluation on the board ----------------------------------------------------
+def _meta_eval_json(path: Path) -> Path:
+    """A meta_eval.json as `rexrank meta-eval` writes it (meta_eval.agreement on a small synthetic expert set, then
+    its output files), with two metrics, a note and the published-values block."""
+    import numpy as np
+
+    from rexrank.data.expert_sets import ExpertSet
+    from rexrank.evaluation import meta_eval as me
+
+    rng = np.random.default_rng(3)
+    errors = rng.poisson(0.3, size=(40, 6, 6, 2)).astype(float)
+    expert = ExpertSet("rexval", [str(i // 4) for i in range(40)], ["c"] * 40, ["ref"] * 40, ["hyp"] * 40,
+                       [str(r) for r in range(6)], list(range(1, 7)), errors, "memory")
+    total = errors.sum(axis=(1, 2, 3)) / 6
+    report = me.agreement({"bleu2": -total + rng.normal(size=40), "radgraph": -total + 0.1 * rng.normal(size=40)},
+                          expert, resamples=50, seed=4)
+    report = {"dataset": "rexval", **report, "notes": ["2 raters scored a subset"],
+              "published": {"values": me.PUBLISHED, "note": me.PUBLISHED_NOTE}}
+    path.write_bytes(me.output_files(report)["meta_eval.json"])
+    return path
+
+
+def test_meta_eval_is_published_as_an_event_and_viewed_as_a_table(tmp_path, store, cli):
+    """`leaderboard add-meta-eval` stores one meta_eval event (aggregates only: no settings text, no rater ids, no
+    per-category targets), a second add of the same file adds nothing, the generation moves, and the pure view
+    gives one row per metric with its taus, intervals, the raters' ceiling and the verdicts."""
+    from rexrank.leaderboard.views import META_EVAL_EMPTY, meta_eval_markdown, meta_eval_table
+
+    path = _meta_eval_json(tmp_path / "meta_eval.json")
+    report = json.loads(path.read_text())
+    assert meta_eval_table(None) == [] and META_EVAL_EMPTY in meta_eval_markdown(None)
+    assert META_EVAL_EMPTY in Views(store).about_markdown() and "#meta-" not in Views(store).about_markdown()
+    before = store.generation()
+    code, text = cli("leaderboard", "add-meta-eval", str(path), "--store", str(store.path))
+    assert code == 0 and text.startswith("published"), text
+    code, text = cli("leaderboard", "add-meta-eval", str(path), "--store", str(store.path))
+    assert code == 0 and "nothing added" in text, text
+    (digest, event), = store.events(("meta_eval",))
+    assert store.generation() == before + 1 and digest == event_hash(event)
+    stored = json.dumps(event)
+    for absent in ("per_rater", "category_", "statistic", report["published"]["note"][:30]):
+        assert absent not in stored
+    summary = store.meta_eval()
+    rows = meta_eval_table(summary)
+    assert [r["name"] for r in rows] == ["bleu2", "radgraph"]
+    radgraph = report["metrics"]["radgraph"]["targets"]
+    t, s = radgraph["total"], radgraph["significant"]
+    assert rows[1]["tau vs all errors [CI]"] == f"{t['tau']:.2f} [{t['ci_low']:.2f}, {t['ci_high']:.2f}]"
+    assert rows[1]["tau vs significant errors [CI]"] == f"{s['tau']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}]"
+    assert f"{report['raters']['total']['mean']:.2f}" in rows[0]["raters' ceiling"]
+    verdicts = [test["verdict"] for test in report["pairwise"][0]["tests"].values() if test["significant"]]
+    assert verdicts and all(any(v in line for line in rows[0]["verdicts"]) for v in verdicts)
+
+
+def test_meta_eval_about_links_resolve_to_rows(tmp_path, store):
+    """Each metric's About entry with a published row links to #meta-<metric>, and exactly one element of the About
+    text carries that id; metrics without a row get no link; the section is titled "Metrics vs radiologists"."""
+    import re
+
+    from rexrank.leaderboard.views import META_EVAL_TITLE
+    from rexrank.metrics import LEADERBOARD_METRICS
+
+    store.add_meta_eval(json.loads(_meta_eval_json(tmp_path / "m.json").read_text()))
+    text = Views(store).about_markdown()
+    assert f"## {META_EVAL_TITLE}" in text
+    links = re.findall(r"\]\(#(meta-[a-z0-9_]+)\)", text)
+    ids = re.findall(r'id="(meta-[a-z0-9_]+)"', text)
+    assert sorted(links) == ["meta-bleu2", "meta-radgraph"] and sorted(ids) == sorted(set(ids)) == sorted(links)
+    for link in links:  # the link is in its metric's entry, the row in the section below
+        name = link[len("meta-"):]
+        assert name in LEADERBOARD_METRICS
+        entry = next(line for line in text.splitlines() if f"(#{link})" in line)
+        assert entry.index(f"(#{link})") > 0 and text.index(f"(#{link})") < text.index(f"## {META_EVAL_TITLE}")
+        assert text.index(f'id="{link}"') > text.index(f"## {META_EVAL_TITLE}")
+
+
+def _hostile(report: dict, case: str) -> dict:
+    hostile = json.loads(json.dumps(report))
+    if case == "report text":
+        hostile["metrics"]["bleu2"]["hypothesis"] = "FINDINGS: a 3 cm mass in the right upper lobe."
+    elif case == "report list":
+        hostile["reports"] = ["FINDINGS: the lungs are clear."]
+    elif case == "infinity":
+        hostile["metrics"]["bleu2"]["targets"]["total"]["tau"] = float("inf")
+    elif case == "huge note":
+        hostile["notes"] = ["x" * 100_000]
+    elif case == "huge label":
+        hostile["metrics"]["bleu2"]["label"] = "BLEU " * 1000
+    elif case == "multi-line verdict":
+        hostile["pairwise"][0]["tests"]["total"]["verdict"] = "ok\nFINDINGS: heart size normal."
+    elif case == "not a metric name":
+        hostile["metrics"]["<img src=x onerror=alert(1)>"] = hostile["metrics"].pop("bleu2")
+    elif case == "rater ids kept as a number field":
+        hostile["raters"]["total"]["reader_1_report"] = 0.5
+    return hostile
+
+
+@pytest.mark.parametrize("case", ["report text", "report list", "infinity", "huge note", "huge label",
+                                  "multi-line verdict", "not a metric name", "rater ids kept as a number field"])
+def test_a_hostile_meta_eval_is_refused_with_one_line_and_stores_nothing(tmp_path, store, cli, case):
+    from rexrank.leaderboard.store import MetaEvalError
+
+    report = json.loads(_meta_eval_json(tmp_path / "good.json").read_text())
+    hostile = _hostile(report, case)
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(hostile))  # json writes float("inf") as Infinity, which json.loads reads back
+    code, text = cli("leaderboard", "add-meta-eval", str(path), "--store", str(store.path))
+    assert code == 2 and "Traceback" not in text and text.count("\n") == 1 and len(text) < 500, text
+    assert f"{path}: meta-eval" in text and "meta_eval.json" in text, text
+    with pytest.raises(MetaEvalError):
+        store.add_meta_eval(hostile)
+    assert store.events(("meta_eval",)) == [] and store.meta_eval() is None
+
+
+def test_meta_eval_round_trips_through_the_hub_and_a_hostile_file_there_is_skipped(tmp_path, hub):
+    """Pushed as events/<hash>.json like every event; a restart into an empty store shows the same About text. A
+    repo file holding a meta_eval event with report text in it (its name its true hash) is refused on the pull."""
+    api, server = hub
+    report = json.loads(_meta_eval_json(tmp_path / "m.json").read_text())
+    origin = Store(tmp_path / "origin.sqlite")
+    digest, added = origin.add_meta_eval(report)
+    assert added
+    HubSync(origin, "org/results", api=api).push()
+    repo = server.repo("org/results")
+    assert f"{EVENTS_PREFIX}{digest}.json" in repo.files
+    (_, event), = origin.events(("meta_eval",))
+    hostile = json.loads(json.dumps(event))
+    hostile["meta_eval"]["notes"].append("x" * 5000)
+    hostile["meta_eval"]["metrics"]["bleu2"]["report"] = "FINDINGS: a 3 cm mass."
+    repo.files[f"{EVENTS_PREFIX}{event_hash(hostile)}.json"] = json.dumps(hostile).encode()
+    restored = Store(tmp_path / "restored.sqlite")
+    sync = HubSync(restored, "org/results", api=api)
+    assert sync.pull() == 1
+    assert sync.refused == [f"{EVENTS_PREFIX}{event_hash(hostile)}.json"]
+    assert restored.meta_eval() == origin.meta_eval()
+    assert Views(restored).about_markdown() == Views(origin).about_markdown()
+    origin.close()
+    restored.close()

@@ -11,6 +11,7 @@ import typer
 app = typer.Typer()
 
 DEFAULT_STORE = Path(".cache") / "leaderboard.sqlite"
+MAX_META_EVAL_BYTES = 2_000_000  # a meta_eval.json of the eight metrics is ~20 kB
 AUTO_METRICS = "auto"  # --submission-metrics: what the host's official weights allow (submissions.host_metrics)
 
 
@@ -149,7 +150,7 @@ def add(
                        "shows a newer one for this model); nothing added")
 
 
-def _read_results(path: Path) -> dict:
+def _read_results(path: Path, what: str = "`rexrank score` results.json") -> dict:
     from rexrank.errors import InputError
 
     try:
@@ -159,7 +160,7 @@ def _read_results(path: Path) -> dict:
     except RecursionError:
         raise InputError(f"cannot read {path}: JSON nested too deeply") from None
     if not isinstance(data, dict):
-        raise InputError(f"{path} is not a `rexrank score` results.json (a JSON object)")
+        raise InputError(f"{path} is not a {what} (a JSON object)")
     return data
 
 
@@ -231,6 +232,33 @@ def arena_rater(
     rater = rater_identity(username[3:] if username.startswith("hf:") else username)
     event = Store(store).add_rater_event(rater, role, reason=reason)
     typer.echo(json.dumps({k: event[k] for k in ("rater", "role", "reason")}))
+
+
+@app.command("add-meta-eval")
+def add_meta_eval(
+    report: Path = typer.Argument(..., help="The meta_eval.json that `rexrank meta-eval` wrote."),
+    store: Path = typer.Option(DEFAULT_STORE, "--store"),
+) -> None:
+    """Publish the host's meta-evaluation (how each metric agrees with radiologists) on the board's About tab:
+    aggregates only (taus, intervals, the raters' ceiling, the paired tests' verdicts, notes), never the expert set's
+    text. An event of the store's log, synced to the Hub like results; anything else in the file is refused."""
+    from rexrank.errors import InputError
+    from rexrank.leaderboard.store import Store
+
+    _check_store(store)
+    if report.is_file() and report.stat().st_size > MAX_META_EVAL_BYTES:
+        raise InputError(f"{report} is {report.stat().st_size:,} bytes: a meta_eval.json of aggregates is far smaller "
+                         f"(at most {MAX_META_EVAL_BYTES:,}); give the file `rexrank meta-eval` wrote")
+    data = _read_results(report, "`rexrank meta-eval` meta_eval.json")  # checked whole before the store opens: a refused file changes nothing
+    from rexrank.leaderboard.store import meta_eval_summary
+
+    try:
+        meta_eval_summary(data)
+    except InputError as exc:
+        raise InputError(f"{report}: {exc}") from None
+    digest, added = Store(store).add_meta_eval(data)
+    typer.echo(f"{'published' if added else 'already published, the same aggregates; nothing added'}: "
+               f"meta-evaluation {digest[:12]}")
 
 
 @app.command("import-published")

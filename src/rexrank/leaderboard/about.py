@@ -8,6 +8,8 @@ this repository yet, so none is shown (docs/leaderboard.md, About).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from rexrank.leaderboard.published import KNOWN_QUIRKS
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.aggregation import leaderboard_higher_is_better
@@ -40,7 +42,15 @@ DEFINITIONS = {
 }
 
 
-def markdown() -> str:
+def meta_anchor(metric: str) -> str:
+    """The id of a metric's row in the About tab's "Metrics vs radiologists" section (``views.meta_eval_markdown``);
+    the metric's entry here links to ``#meta-<metric>``."""
+    return f"meta-{metric}"
+
+
+def markdown(meta_metrics: Collection[str] = ()) -> str:
+    """The About text. ``meta_metrics``: the metrics with a row in the published meta-evaluation; each one's entry
+    links to its row."""
     # A list, not a table: a three-column table wraps letter by letter on a phone.
     lines = [f"ReXrank: [paper]({PAPER_URL}) · [rexrank.ai]({SITE_URL}) · [published tables]({CODE_URL}). "
              "Cite it with the BibTeX below.", "", "## Metrics", ""]
@@ -48,7 +58,8 @@ def markdown() -> str:
         spec = REGISTRY.spec(name)
         shown_higher = leaderboard_higher_is_better(spec)
         direction = "higher is better ↑" if shown_higher else "lower is better ↓"
-        lines.append(f"- **{spec.leaderboard_column}** ({direction}): {DEFINITIONS[name]}")
+        link = f" [How it agrees with radiologists](#{meta_anchor(name)})." if name in meta_metrics else ""
+        lines.append(f"- **{spec.leaderboard_column}** ({direction}): {DEFINITIONS[name]}{link}")
     lines += [
         "", "## How the numbers are computed", "",
         "- Every metric is computed once per study; the board shows the mean over the test set.",

@@ -2,7 +2,8 @@
 
 One log. Everything the board shows is an append-only, content-addressed entry: a result (table ``results``, its
 id the sha256 of its record) or a model event (table ``events``: a name registered, details filled in by the
-host's own rows, details edited, a name handed over; its id the sha256 of the event). Nothing in either table is
+host's own rows, details edited, a name handed over; the Arena's votes and rater decisions; the host's published
+meta-evaluation, ``meta_eval``, aggregates only: ``meta_eval_summary``; its id the sha256 of the event). Nothing in either table is
 ever changed or deleted. ``models`` (one row per name: details, owner) is derived from the events, replayed in
 their recorded order (``at``, then hash); the Hub sync carries both kinds of entry (``hub_sync``), so a store
 rebuilt from the repo shows the same board. Other tables are not the board: submissions (the queue), attempts
@@ -29,6 +30,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import secrets
 import sqlite3
 import threading
@@ -224,7 +227,10 @@ MODEL_EVENT_KINDS = ("register", "fill", "edit", "owner")
 # The Arena's events (``leaderboard/arena.py`` reads them): a rater's vote, and the host's decision about a rater
 # (allow-listed as an expert, excluded, or back to a plain rater). They never change ``models``.
 ARENA_EVENT_KINDS = ("vote", "rater")
-EVENT_KINDS = MODEL_EVENT_KINDS + ARENA_EVENT_KINDS
+# The host's published meta-evaluation (how each metric agrees with radiologists, ``evaluation/meta_eval.py``):
+# aggregates only (``meta_eval_summary``), never a report of the licensed expert set.
+META_EVAL_KIND = "meta_eval"
+EVENT_KINDS = MODEL_EVENT_KINDS + ARENA_EVENT_KINDS + (META_EVAL_KIND,)
 VOTE_CHOICES = ("a", "b", "tie", "both_bad")
 RATER_ROLES = ("expert", "excluded", "rater")
 DETAIL_FIELDS = tuple(f.name for f in dataclass_fields(ModelInfo) if f.name != "name")  # what edit-model may change
@@ -260,6 +266,8 @@ def check_event(event: Any) -> dict[str, Any]:
     kind = event["kind"]
     if kind in ARENA_EVENT_KINDS:
         return _check_arena_event(event)
+    if kind == META_EVAL_KIND:
+        return _check_meta_eval_event(event)
     expected = {"kind", "model", "at", "by"} | ({"owner"} if kind in ("register", "owner") else set()) | (
         {"details"} if kind in ("register", "fill", "edit") else set())
     if set(event) != expected:
@@ -353,6 +361,156 @@ def _check_arena_event(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+# -- the published meta-evaluation: aggregates only -------------------------------------------------------------
+META_EVAL_FIELDS = ("kind", "at", "by", "meta_eval")
+META_EVAL_GOALS = ("total", "significant")  # meta_eval.TOTAL, SIGNIFICANT: all errors, clinically significant ones
+META_EVAL_KEYS = ("dataset", "n_pairs", "n_studies", "n_raters", "confidence", "metrics", "raters", "pairwise",
+                  "notes")
+# What a meta_eval.json holds besides those and that is left out of the board: its settings (text describing the
+# method), the published comparison values, the count of dropped pairs; per metric its direction and the per-category
+# targets; per rater ceiling the raters' ids.
+_META_EVAL_DROPPED = {"published", "n_pairs_dropped"}
+_META_EVAL_SETTINGS = {"resamples", "seed", "alpha", "statistic", "resampling", "paired_test"}
+_INTERVAL = ("ci_low", "ci_high")
+_TEST_KEYS = ("difference", "ci_low", "ci_high", "p", "significant", "better", "verdict")
+_METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+_MAX_LABEL, _MAX_VERDICT, _MAX_NOTE, _MAX_NOTES, _MAX_META_METRICS = 60, 160, 400, 20, 40
+
+
+class MetaEvalError(InputError):
+    """A meta_eval.json (or a Hub event holding one) that is not a meta-evaluation's aggregates."""
+
+
+def _meta_fail(where: str, problem: str) -> MetaEvalError:
+    return MetaEvalError(f"meta-eval {where}: {problem}; give the meta_eval.json that `rexrank meta-eval` wrote, "
+                         "unedited (aggregates only)")
+
+
+def _only(value: Any, keys: set[str], where: str, dropped: set[str] = frozenset()) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _meta_fail(where, "must be an object")
+    extra = set(value) - keys - dropped
+    if extra:
+        raise _meta_fail(where, f"unexpected field {sorted(map(str, extra))[0][:40]!r} (a meta-evaluation holds "
+                                f"{', '.join(sorted(keys))})")
+    missing = keys - set(value)
+    if missing:
+        raise _meta_fail(where, f"missing {', '.join(sorted(missing))}")
+    return {key: value[key] for key in keys}
+
+
+def _number(value: Any, where: str, low: float, high: float, *, optional: bool = True) -> float | None:
+    """A finite number in [low, high] (None: undefined, as meta_eval writes a NaN)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not low <= value <= high:
+        raise _meta_fail(where, f"must be a finite number in [{low:g}, {high:g}] (got {str(value)[:20]})")
+    return float(value)
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000_000:
+        raise _meta_fail(where, f"must be a count (got {str(value)[:20]})")
+    return value
+
+
+def _label(value: Any, where: str, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > limit or "\n" in value or "\r" in value:
+        raise _meta_fail(where, f"must be one line of text of at most {limit} characters")
+    return value
+
+
+def _metric_name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _METRIC_NAME.match(value):
+        raise _meta_fail(where, f"{str(value)[:40]!r} is not a metric name (lowercase letters, digits, _)")
+    return value
+
+
+def _estimate(value: Any, where: str, point: str, dropped: set[str] = frozenset()) -> dict[str, float | None]:
+    entry = _only(value, {point, *_INTERVAL}, where, dropped)
+    return {key: _number(entry[key], f"{where}.{key}", -1.0, 1.0) for key in (point, *_INTERVAL)}
+
+
+def meta_eval_summary(report: Any) -> dict[str, Any]:
+    """What the board publishes of a meta-evaluation (``evaluation/meta_eval.py``'s report, or a stored summary):
+    per metric its label and Kendall tau-b vs all and vs clinically significant errors with intervals, the raters'
+    ceiling (mean and interval, no rater ids), each pair's paired tests with their verdict lines, the notes, and the
+    counts. Anything else is refused (``MetaEvalError``, one line): an unknown field anywhere (a report's text has no
+    place to go), a number that is not finite or outside its range, a text over its bound or on several lines."""
+    if isinstance(report, dict) and "settings" in report and "confidence" not in report:
+        # A meta_eval.json: its confidence level is among the settings, the rest of which stays out.
+        settings = _only(report["settings"], {"confidence"}, "settings", _META_EVAL_SETTINGS)
+        report = {**{k: v for k, v in report.items() if k != "settings"}, "confidence": settings["confidence"]}
+    top = _only(report, set(META_EVAL_KEYS), "file", _META_EVAL_DROPPED)
+    out: dict[str, Any] = {"dataset": _label(top["dataset"], "dataset", _MAX_LABEL)}
+    for key in ("n_pairs", "n_studies", "n_raters"):
+        out[key] = _count(top[key], key)
+    out["confidence"] = _number(top["confidence"], "confidence", 0.5, 0.999, optional=False)
+    metrics = top["metrics"]
+    if not isinstance(metrics, dict) or not 0 < len(metrics) <= _MAX_META_METRICS:
+        raise _meta_fail("metrics", f"must map 1 to {_MAX_META_METRICS} metric names to their agreement")
+    out["metrics"] = {}
+    for name, entry in metrics.items():
+        where = f"metrics.{_metric_name(name, 'metric')}"
+        fields = _only(entry, {"label", "targets"}, where, {"higher_is_better"})
+        targets = fields["targets"]
+        extra = {k for k in targets if isinstance(k, str) and k.startswith("category_")} \
+            if isinstance(targets, dict) else set()
+        targets = _only(targets, set(META_EVAL_GOALS), f"{where}.targets", extra)
+        out["metrics"][name] = {"label": _label(fields["label"], f"{where}.label", _MAX_LABEL),
+                                "targets": {goal: _estimate(targets[goal], f"{where}.targets.{goal}", "tau")
+                                            for goal in META_EVAL_GOALS}}
+    raters = _only(top["raters"], set(META_EVAL_GOALS), "raters")
+    out["raters"] = {goal: None if raters[goal] is None else
+                     _estimate(raters[goal], f"raters.{goal}", "mean", {"per_rater"}) for goal in META_EVAL_GOALS}
+    pairwise = top["pairwise"]
+    if not isinstance(pairwise, list) or len(pairwise) > _MAX_META_METRICS ** 2:
+        raise _meta_fail("pairwise", "must be a list of the metrics' paired tests")
+    out["pairwise"] = []
+    for k, pair in enumerate(pairwise):
+        where = f"pairwise[{k}]"
+        fields = _only(pair, {"a", "b", "tests"}, where)
+        a, b = (_metric_name(fields[side], f"{where}.{side}") for side in ("a", "b"))
+        if a == b or a not in out["metrics"] or b not in out["metrics"]:
+            raise _meta_fail(where, "must compare two different metrics of the file")
+        tests = _only(fields["tests"], set(META_EVAL_GOALS), f"{where}.tests")
+        checked = {}
+        for goal in META_EVAL_GOALS:
+            at = f"{where}.tests.{goal}"
+            test = _only(tests[goal], set(_TEST_KEYS), at)
+            if test["significant"] not in (None, True, False) or test["better"] not in (None, a, b):
+                raise _meta_fail(at, "significant is true, false or null and better one of the pair or null")
+            checked[goal] = {"difference": _number(test["difference"], f"{at}.difference", -2.0, 2.0),
+                             **{key: _number(test[key], f"{at}.{key}", -2.0, 2.0) for key in _INTERVAL},
+                             "p": _number(test["p"], f"{at}.p", 0.0, 1.0), "significant": test["significant"],
+                             "better": test["better"], "verdict": _label(test["verdict"], f"{at}.verdict",
+                                                                         _MAX_VERDICT)}
+        out["pairwise"].append({"a": a, "b": b, "tests": checked})
+    notes = top["notes"]
+    if not isinstance(notes, list) or len(notes) > _MAX_NOTES:
+        raise _meta_fail("notes", f"must be a list of at most {_MAX_NOTES} notes")
+    out["notes"] = [_label(note, f"notes[{k}]", _MAX_NOTE) for k, note in enumerate(notes)]
+    return out
+
+
+def make_meta_eval_event(report: Any, *, at: float, by: str = HOST) -> dict[str, Any]:
+    """The event publishing a meta-evaluation: its aggregates (``meta_eval_summary``), who published it and when."""
+    return {"kind": META_EVAL_KIND, "at": float(at), "by": by, "meta_eval": meta_eval_summary(report)}
+
+
+def _check_meta_eval_event(event: dict[str, Any]) -> dict[str, Any]:
+    if set(event) != set(META_EVAL_FIELDS):
+        raise InputError(f"a meta_eval event holds {', '.join(sorted(META_EVAL_FIELDS))} "
+                         f"(got {', '.join(sorted(map(str, event)))[:200]})")
+    _check_time(event)
+    _text(event, "by")
+    # Stored exactly as the summary makes it: a Hub file carrying anything more (or less) is refused.
+    if meta_eval_summary(event["meta_eval"]) != event["meta_eval"]:
+        raise InputError("a meta_eval event's aggregates are not in the board's form (meta_eval_summary)")
+    return event
+
+
 def error_categories() -> dict[int, str]:
     """The clinically significant error types a rater may tag: ReXVal's six (``data/expert_sets.py`` owns them)."""
     from rexrank.data.expert_sets import get_expert_set
@@ -364,6 +522,8 @@ def _subject(event: dict[str, Any]) -> str:
     """The events table's ``model`` column: a model event's name, a vote's ``vote_key``, a rater event's rater."""
     if event["kind"] == "vote":
         return vote_key(event)
+    if event["kind"] == META_EVAL_KIND:
+        return event["meta_eval"]["dataset"]
     return event["rater"] if event["kind"] == "rater" else event["model"]
 
 
@@ -859,6 +1019,33 @@ class Store:
             event = check_event(make_rater_event(rater, role, at=at, by=by, reason=reason))
             _insert_event(conn, event)
         return event
+
+    # -- the published meta-evaluation --------------------------------------------------------------------------
+    def add_meta_eval(self, report: Any, *, by: str = HOST) -> tuple[str, bool]:
+        """Publish a meta-evaluation (a meta_eval.json's report; ``MetaEvalError`` if it is not aggregates only):
+        one ``meta_eval`` event at the log's next time. The same aggregates as the newest published ones for their
+        expert set add nothing. Returns (the event's content hash, whether it was added)."""
+        summary = meta_eval_summary(report)
+        with self.transaction() as conn:
+            newest = conn.execute("SELECT content_hash, event FROM events WHERE kind = ? AND model = ?"
+                                  " ORDER BY at DESC, content_hash DESC LIMIT 1",
+                                  (META_EVAL_KIND, summary["dataset"])).fetchone()
+            if newest is not None and json.loads(newest["event"])["meta_eval"] == summary:
+                return newest["content_hash"], False
+            last = conn.execute("SELECT MAX(at) FROM events").fetchone()[0]
+            at = time.time() if last is None else max(time.time(), last + _TIME_STEP)
+            event = check_event(make_meta_eval_event(summary, at=at, by=by))
+            _insert_event(conn, event)
+        return event_hash(event), True
+
+    def meta_eval(self) -> dict[str, Any] | None:
+        """The newest published meta-evaluation (``meta_eval_summary`` plus ``at``, when it was published), or None."""
+        row = self._conn().execute("SELECT event FROM events WHERE kind = ? ORDER BY at DESC, content_hash DESC"
+                                   " LIMIT 1", (META_EVAL_KIND,)).fetchone()
+        if row is None:
+            return None
+        event = json.loads(row["event"])
+        return {**event["meta_eval"], "at": event["at"]}
 
     def keep_reports(self, *, dataset: str, split: str, track: str, model: str, result_hash: str,
                      rows: list[tuple[str, str, str, dict[str, float]]], recorded_at: float | None = None) -> int:

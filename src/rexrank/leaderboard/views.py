@@ -100,6 +100,70 @@ def csv_safe(cell: Any) -> Any:
     return "'" + cell if isinstance(cell, str) and cell.startswith(_FORMULA_START) else cell
 
 
+# -- the published meta-evaluation (``Store.meta_eval``): how each metric agrees with radiologists -----------------
+META_EVAL_TITLE = "Metrics vs radiologists"
+META_EVAL_EMPTY = "No meta-evaluation published yet."
+META_EVAL_HEADERS = ["metric", "tau vs all errors [CI]", "tau vs significant errors [CI]", "raters' ceiling",
+                     "verdicts"]
+_GOAL_WORDS = {"total": "all errors", "significant": "significant errors"}
+
+
+def _estimate(entry: dict[str, Any] | None, point: str) -> str:
+    if entry is None or entry[point] is None:
+        return "n/a"
+    interval = "" if entry["ci_low"] is None or entry["ci_high"] is None else \
+        f" [{entry['ci_low']:.2f}, {entry['ci_high']:.2f}]"
+    return f"{entry[point]:.2f}{interval}"
+
+
+def meta_eval_table(summary: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The meta-evaluation as a table, one row per metric (``META_EVAL_HEADERS`` plus ``name``, the metric's id):
+    Kendall tau-b vs all and vs clinically significant errors with intervals, the raters' ceiling (each rater vs
+    the others' mean: what a metric could reach), and the verdicts of the paired tests the metric won or lost (a
+    test with no significant difference is left out). Empty without a published meta-evaluation."""
+    if not summary:
+        return []
+    raters = summary["raters"]
+    ceiling = "; ".join(f"{_GOAL_WORDS[g]} {_estimate(raters[g], 'mean')}" for g in _GOAL_WORDS)
+    labels = {name: entry["label"] for name, entry in summary["metrics"].items()}
+    rows = []
+    for name, entry in summary["metrics"].items():
+        verdicts = [f"{_GOAL_WORDS[goal]}, {labels[pair['a']]} vs {labels[pair['b']]}: {test['verdict']}"
+                    for pair in summary["pairwise"] if name in (pair["a"], pair["b"])
+                    for goal, test in pair["tests"].items() if test["significant"]]
+        rows.append({"name": name, "metric": entry["label"],
+                     "tau vs all errors [CI]": _estimate(entry["targets"]["total"], "tau"),
+                     "tau vs significant errors [CI]": _estimate(entry["targets"]["significant"], "tau"),
+                     "raters' ceiling": ceiling, "verdicts": verdicts})
+    return rows
+
+
+def meta_eval_markdown(summary: dict[str, Any] | None) -> str:
+    """The About tab's "Metrics vs radiologists" section: one list item per metric, each opening with its anchor
+    (``meta_anchor``; the metric's About entry links there), then the raters' ceiling and the notes. Every text from
+    the stored summary (labels, verdicts, notes) is escaped. The empty state says none was published."""
+    lines = [f"## {META_EVAL_TITLE}", ""]
+    rows = meta_eval_table(summary)
+    if not rows:
+        return "\n".join(lines + [META_EVAL_EMPTY])
+    level = f"{100 * summary['confidence']:g}%"
+    lines += [f"How each metric agrees with radiologists' error counts on {md_text(summary['dataset'])} "
+              f"({summary['n_pairs']} report pairs, {summary['n_studies']} studies, {summary['n_raters']} raters): "
+              "Kendall tau-b between the metric (oriented so that a worse score means more errors) and the raters' "
+              f"mean count of errors, with {level} bootstrap intervals over studies; 1 is perfect agreement. "
+              f"Published {when(summary.get('at'))}.", ""]
+    for row in rows:
+        verdicts = "; ".join(md_text(v) for v in row["verdicts"]) or "no significant difference from the others"
+        lines.append(f'- <span id="{about.meta_anchor(row["name"])}"></span>**{md_text(row["metric"])}**: '
+                     f"tau vs all errors {row['tau vs all errors [CI]']}, vs significant errors "
+                     f"{row['tau vs significant errors [CI]']}. Paired tests: {verdicts}.")
+    ceiling = rows[0]["raters' ceiling"]
+    lines.append(f"- **Raters' ceiling** (each rater vs the others' mean, what a metric could reach): {ceiling}.")
+    if summary["notes"]:
+        lines += ["", "Notes:", "", *[f"- {md_text(note)}" for note in summary["notes"]]]
+    return "\n".join(lines)
+
+
 class PageTable(NamedTuple):
     """One dataset/track view as the page shows it."""
 
@@ -242,6 +306,12 @@ class Views:
         if self._updated is None or self._updated[0] != generation:
             self._updated = (generation, board.last_updated(self.store))
         return self._updated[1]
+
+    def about_markdown(self) -> str:
+        """The About tab's text: ``about.markdown`` (each metric with a meta-evaluation row linking to it), then the
+        "Metrics vs radiologists" section of the newest published meta-evaluation (``meta_eval_markdown``)."""
+        summary = self.store.meta_eval()
+        return about.markdown(summary["metrics"] if summary else ()) + "\n\n" + meta_eval_markdown(summary)
 
     def header_markdown(self) -> str:
         return (f"# {TITLE}\nAI-written chest X-ray reports ranked by the eight ReXrank metrics (by 1/RadCliQ-v1), "

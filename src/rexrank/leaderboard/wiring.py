@@ -239,24 +239,27 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
                 from rexrank.leaderboard.arena_tab import arena_tab
 
                 arena_tab(gr, arena, oauth=oauth, rater=arena_rater)
-            _about_tab(gr)
+            about_text = _about_tab(gr, views)
         _api_endpoints(gr, views)
-        _freshness(gr, demo, views, generation, header, overview_tables, dataset_views)
+        _freshness(gr, demo, views, generation, header, overview_tables, dataset_views, about_text)
     return demo
 
 
-def _freshness(gr, demo, views: Views, generation, header, overview_tables: dict, dataset_views: list) -> None:
+def _freshness(gr, demo, views: Views, generation, header, overview_tables: dict, dataset_views: list,
+               about_text) -> None:
     """On load and every FRESH_SECONDS: when the store's generation differs from the page's, every view is
-    recomputed (with its filters as set) and sent; otherwise nothing is."""
+    recomputed (with its filters as set) and sent, the About text too (a meta-evaluation published since);
+    otherwise nothing is."""
     timer = gr.Timer(FRESH_SECONDS)
     controls = [c for v in dataset_views for c in v.controls]
-    outputs = [generation, header, *overview_tables.values()] + [o for v in dataset_views for o in v.refresh_outputs()]
+    outputs = [generation, header, about_text, *overview_tables.values()] + [
+        o for v in dataset_views for o in v.refresh_outputs()]
 
     def refresh(page_generation, *values):
         now = views.generation()
         if now == page_generation:
             return [gr.skip()] * len(outputs)
-        out = [now, views.header_markdown()]
+        out = [now, views.header_markdown(), views.about_markdown()]
         out += [gr.Dataframe(value=views.overview_view(track)) for track in overview_tables]
         n = len(dataset_views[0].controls) if dataset_views else 0
         for k, view in enumerate(dataset_views):
@@ -480,12 +483,16 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
     timer.tick(poll, job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
 
 
-def _about_tab(gr) -> None:
+def _about_tab(gr, views: Views):
+    """The About tab: for readers (``about``), with the "Metrics vs radiologists" section of the published
+    meta-evaluation (``views.meta_eval_markdown``; Markdown, already in the first page: no new component type).
+    Returns the text's component (the freshness refresh rewrites it)."""
     with gr.Tab("About", id="about"):
-        gr.Markdown(about.markdown(), elem_id="about-text")
+        text = gr.Markdown(views.about_markdown(), elem_id="about-text")
         # A Markdown code block (with its copy button), not gr.Code: the browser loads every component type in the
         # page's config when the page loads, and the code editor's modules are among the largest.
         gr.Markdown(f"**Cite ReXrank (BibTeX)**\n\n```bibtex\n{about.CITATION_BIBTEX.strip()}\n```", elem_id="cite")
+    return text
 
 
 def _api_endpoints(gr, views: Views) -> None:
