@@ -497,8 +497,9 @@ def test_the_gradio_workarounds_are_for_the_installed_gradio():
 
 @pytest.mark.browser
 def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
-    """Issue 27 point 4 in Chromium: the About tab's "Metrics vs radiologists" rows keep their ids through gradio's
-    Markdown sanitiser, each metric's link points at its row, and following it brings the row on screen."""
+    """Issue 27 point 4 in Chromium: a page opened before any meta-evaluation shows the empty state; one published
+    while it is open appears with the page's refresh; its rows keep their ids through gradio's Markdown sanitiser,
+    each metric's link points at its row, and following it brings the row on screen."""
     from pathlib import Path
 
     from leaderboard_helpers import free_port
@@ -512,8 +513,9 @@ def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
         pytest.skip("Chromium not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
+    from rexrank.leaderboard.views import META_EVAL_EMPTY
+
     store = Store(tmp_path / "board.sqlite")
-    store.add_meta_eval(json.loads(_meta_eval_json(tmp_path / "meta_eval.json").read_text()))
     demo = build_app(store)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
@@ -524,7 +526,11 @@ def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
             page.get_by_role("tab", name="About", exact=True).click()
+            page.wait_for_selector("#about-text", state="visible", timeout=60_000)
+            assert META_EVAL_EMPTY in page.locator("#about-text").inner_text()
+            store.add_meta_eval(json.loads(_meta_eval_json(tmp_path / "meta_eval.json").read_text()))
             page.wait_for_selector("#about-text #meta-radgraph", state="attached", timeout=60_000)
+            assert META_EVAL_EMPTY not in page.locator("#about-text").inner_text()
             ids = page.evaluate("() => [...document.querySelectorAll('#about-text [id^=meta-]')].map(e => e.id)")
             hrefs = page.evaluate("() => [...document.querySelectorAll('#about-text a[href^=\"#meta-\"]')]"
                                   ".map(a => a.getAttribute('href'))")
