@@ -387,3 +387,28 @@ def test_the_space_shows_the_arena_only_when_the_host_opts_in(tmp_path):
         (vote,) = Arena(store).votes()  # read back from the store's log
         assert vote["rater"] == "hf:ann" and vote["choice"] == "a"
         client.close()
+
+
+def test_the_arena_settings_from_the_cli_and_the_space_variables(tmp_path, cli, monkeypatch):
+    """`leaderboard serve`: an Arena setting without --arena, or a missing images folder, is one line and nothing
+    is served; the Space reads REXRANK_ARENA* as switches (1/0, true/false ...) and refuses anything else."""
+    import importlib.util
+    from pathlib import Path
+
+    store = tmp_path / "board.sqlite"
+    for args, message in ((["--arena-rater", "hf:ann"], "need the Arena on: add --arena"),
+                          (["--arena-experts-only"], "need the Arena on: add --arena"),
+                          (["--arena", "--arena-images", str(tmp_path / "missing")], "does not exist")):
+        code, text = cli("leaderboard", "serve", "--store", str(store), "--no-seed", "--no-worker",
+                         "--port", "1", *args)
+        assert code == 2 and "Traceback" not in text and message in text, text
+        assert text.strip().count("\n") <= 1, text  # the url line at most, then the error
+    spec = importlib.util.spec_from_file_location("space_app", Path(__file__).parents[1] / "spaces/leaderboard/app.py")
+    space = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(space)
+    for value, expected in (("1", True), ("TRUE", True), ("on", True), ("0", False), ("", False), ("no", False)):
+        monkeypatch.setenv("REXRANK_ARENA", value)
+        assert space._flag("REXRANK_ARENA") is expected
+    monkeypatch.setenv("REXRANK_ARENA", "maybe")
+    with pytest.raises(SystemExit, match="REXRANK_ARENA='maybe' is not a switch"):
+        space._flag("REXRANK_ARENA")
