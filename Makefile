@@ -17,7 +17,7 @@ setup-bwrap:
 	bash scripts/setup_bwrap.sh
 
 demo: setup
-	bash scripts/demo.sh
+	bash scripts/demo.sh $(if $(PORT),--port $(PORT),)
 
 test: setup setup-ref setup-browser setup-java setup-bwrap
 	.venv/bin/lint-imports --no-cache

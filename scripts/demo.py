@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--no-serve", action="store_true", help="stop after scoring and adding the result")
     parser.add_argument("--with-standins", action="store_true", help="also run the classic metrics on stand-ins")
-    parser.add_argument("--port", default="7860")
+    # The port: --port, else PORT (`make demo PORT=8080`), else gradio's own GRADIO_SERVER_PORT, else 7860.
+    parser.add_argument("--port", default=os.environ.get("PORT") or os.environ.get("GRADIO_SERVER_PORT") or "7860",
+                        help="port of the leaderboard Space (default: $PORT, $GRADIO_SERVER_PORT or 7860)")
     args = parser.parse_args()
 
     from rexrank.data import references
@@ -66,4 +69,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C while serving (or scoring): the server has stopped; no traceback
+        print("\nstopped", flush=True)
+        sys.exit(130)
+    except subprocess.CalledProcessError as exc:  # the step printed its own one-line error
+        sys.exit(exc.returncode)

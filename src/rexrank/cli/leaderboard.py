@@ -67,7 +67,6 @@ def serve(
             raise ConfigError(f"{option} must be 0 or more (got {value})")
     from rexrank.leaderboard.app import serve as serve_app
 
-    typer.echo(f"store: {store}  url: http://{host}:{port}")
     options = {"metrics": _metrics(submission_metrics),
                "model_paths": _pairs(model_path), "data_dir": str(references_dir) if references_dir else None,
                "max_bytes": int(max_upload_mb * 1_000_000), "private_quota": private_quota,
@@ -75,7 +74,10 @@ def serve(
     demo, _, _ = serve_app(str(store), host, port, seed=not no_seed, worker=not no_worker,
                            results_repo=results_repo, requests_repo=requests_repo, arena=arena,
                            arena_images=str(arena_images) if arena_images else None,
-                           arena_experts_only=arena_experts_only, arena_rater=arena_rater, **options)
+                           arena_experts_only=arena_experts_only, arena_rater=arena_rater,
+                           prevent_thread_lock=True, **options)
+    # Only now, once the server answers: the store was pulled, seeded and the page built (tens of seconds on a Space).
+    typer.echo(f"store: {store}  url: http://{host}:{port}")
     demo.block_thread()
 
 

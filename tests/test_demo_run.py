@@ -1,0 +1,55 @@
+"""`make demo` as a new user meets it (issue 29, friction): the port can be chosen (`make demo PORT=...` passes
+`--port`; PORT and gradio's GRADIO_SERVER_PORT are read), the URL is printed once the server answers, and Ctrl-C
+ends it with one line, no traceback. One real run: the demo scores IU-Xray with BLEU-2 (no weights), adds it to its
+store and serves on 127.0.0.1; the test stops it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from leaderboard_helpers import free_port
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.timeout(600)
+def test_demo_serves_on_the_chosen_port_prints_the_url_when_it_answers_and_stops_cleanly_on_ctrl_c(shared_dir):
+    port = free_port()
+    env = dict(os.environ, GRADIO_SERVER_PORT=str(port), PYTHONUNBUFFERED="1", REXRANK_PROGRESS="0")
+    env.pop("PORT", None)
+    proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "demo.py")], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 480
+        url = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            line = proc.stdout.readline()
+            lines.append(line)
+            match = re.search(r"url: (http://\S+)", line)
+            if match:
+                url = match.group(1)
+                break
+        assert url == f"http://127.0.0.1:{port}", "".join(lines)
+        # Printed when the server answers: the very first request succeeds.
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200
+        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole foreground group
+        out, _ = proc.communicate(timeout=60)
+        lines.append(out)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    text = "".join(lines)
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text, text
+    assert text.rstrip().endswith("stopped"), text[-500:]
