@@ -3,15 +3,63 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 from contextlib import contextmanager
 from pathlib import Path
+
+# The browser every page test drives: Debian's Chromium through Playwright (never `playwright install`), with the
+# launch flags that work on these machines, at a laptop's and a phone's viewport.
+CHROMIUM = Path("/usr/bin/chromium")
+BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+# The host's token on the loopback Hub (rexrank.testing.loopback_hub): never a real token.
+TOKEN = "hf_loopback_host"
+
+
+@contextmanager
+def loopback_hub(monkeypatch):
+    """(HfApi of the host's token, the loopback Hub) with the org's empty, private results and requests dataset repos,
+    as a host keeps them; the suite runs offline, so offline mode is lifted for this loopback server only."""
+    from huggingface_hub import HfApi, constants
+
+    from rexrank.testing.loopback_hub import LoopbackHub
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with LoopbackHub() as server:
+        server.add_user("host", TOKEN, orgs=["org"])
+        for repo_id in ("org/results", "org/requests"):
+            server.add_repo(repo_id, private=True)
+        yield HfApi(endpoint=server.endpoint, token=TOKEN), server
+
+
+@contextmanager
+def chromium():
+    """A headless Chromium, closed afterwards. Missing Chromium fails the test in CI, and skips it elsewhere."""
+    import pytest
+
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: `make test` installs it (scripts/setup_browser.sh)")
+        pytest.skip("Chromium not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_FLAGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @contextmanager

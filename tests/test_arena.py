@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from leaderboard_helpers import TOKEN, loopback_hub
 
 from rexrank.errors import InputError
 from rexrank.leaderboard.arena import RIDGE, Arena, Votes, fit, fit_wins, fleiss_kappa
@@ -16,7 +17,6 @@ from rexrank.leaderboard.store import (DuplicateVote, QuotaExceeded, Store, chec
 from rexrank.testing.loopback_hub import LoopbackHub
 
 MODELS = ("alpha-rad", "beta-cxr", "gamma-gen", "delta-vlm")
-TOKEN = "hf_loopback_host"
 
 
 def _keep(store: Store, models=MODELS, n_studies: int = 12, dataset: str = "iu_xray", quality=None):
@@ -253,13 +253,8 @@ def test_humans_vs_metrics_and_agreement(store):
 # -- persistence -------------------------------------------------------------------------------------------------------
 @pytest.fixture
 def hub(monkeypatch):
-    from huggingface_hub import HfApi, constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite runs offline; this Hub is on loopback
-    with LoopbackHub() as server:
-        server.add_user("host", TOKEN, orgs=["org"])
-        server.add_repo("org/results", private=True)
-        yield HfApi(endpoint=server.endpoint, token=TOKEN), server
+    with loopback_hub(monkeypatch) as pair:
+        yield pair
 
 
 def test_votes_reports_and_exclusions_survive_a_restart_from_the_hub(store, tmp_path, hub):

@@ -16,33 +16,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from leaderboard_helpers import free_port
+from leaderboard_helpers import DESKTOP, PHONE, chromium, free_port
 from rexrank.leaderboard.arena import Arena
 from rexrank.leaderboard.arena_tab import arena_demo
 from rexrank.leaderboard.store import Store
 from test_arena import MODELS, _keep
 
-CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(os.environ.get("REXRANK_SHOTS") or "/tmp/shots")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update"]
-SIZES = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
+SIZES = {"desktop": DESKTOP, "phone": PHONE}
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: `make test` installs it (scripts/setup_browser.sh)")
-        pytest.skip("Chromium not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -500,18 +500,9 @@ def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
     """Issue 27 point 4 in Chromium: a page opened before any meta-evaluation shows the empty state; one published
     while it is open appears with the page's refresh; its rows keep their ids through gradio's Markdown sanitiser,
     each metric's link points at its row, and following it brings the row on screen."""
-    from pathlib import Path
-
-    from leaderboard_helpers import free_port
+    from leaderboard_helpers import DESKTOP, chromium, free_port
     from rexrank.leaderboard.wiring import build_app
     from test_leaderboard_log import _meta_eval_json
-
-    chromium = Path("/usr/bin/chromium")
-    if not chromium.exists():
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: `make test` installs it (scripts/setup_browser.sh)")
-        pytest.skip("Chromium not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
 
     from rexrank.leaderboard.views import META_EVAL_EMPTY
 
@@ -520,10 +511,8 @@ def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(chromium), headless=True,
-                                        args=["--headless", "--no-sandbox", "--disable-gpu"])
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
+        with chromium() as browser:
+            page = browser.new_page(viewport=DESKTOP)
             page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
             page.get_by_role("tab", name="About", exact=True).click()
             page.wait_for_selector("#about-text", state="visible", timeout=60_000)
@@ -541,7 +530,6 @@ def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
                                    timeout=10_000)
             assert page.url.endswith("#meta-radgraph")
             assert "RadGraph" in page.evaluate("() => document.getElementById('meta-radgraph').parentElement.innerText")
-            browser.close()
     finally:
         demo.close()
         store.close()

@@ -15,15 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard_helpers import add_scored_result, iu_predictions, running_space
+from leaderboard_helpers import DESKTOP, PHONE, add_scored_result, chromium, iu_predictions, running_space
 
-CHROMIUM = Path("/usr/bin/chromium")
 # REXRANK_SHOTS: another folder for the screenshots (a review saves them outside the repository).
 SHOTS = Path(os.environ.get("REXRANK_SHOTS") or Path(__file__).resolve().parents[1] / "artifacts" / "screenshots")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--disable-sync"]
-DESKTOP = {"width": 1440, "height": 900}
-PHONE = {"width": 390, "height": 844}
 IU = "iu_xray-findings"
 # The published IU-Xray findings models that rexrank.ai marks as trained on IU-Xray (published_tables/trained_on.json).
 IU_TRAINED = {"MoERad-IU", "VLCI-IU", "Cvt2distilgpt2-IU", "BiomedGPT-IU"}
@@ -33,16 +28,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: `make test` installs it (scripts/setup_browser.sh)")
-        pytest.skip("Chromium not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from leaderboard_helpers import loopback_hub
 
 from rexrank.errors import InputError
 from rexrank.leaderboard import board
@@ -18,9 +19,7 @@ from rexrank.leaderboard.records import (DATASETS, HOST, TRACKS, MetricValue, Mo
 from rexrank.leaderboard.store import MIGRATIONS, Store, StoreError, event_hash, make_event
 from rexrank.leaderboard.views import Views
 from rexrank.metrics.official import UnofficialWeightsError
-from rexrank.testing.loopback_hub import LoopbackHub
 
-TOKEN = "hf_loopback_host"
 
 
 def _record(name: str, bleu: float = 0.2, *, source: str = "rexrank", ci: float | None = 0.02, **metrics) -> ResultRecord:
@@ -47,15 +46,8 @@ def store(tmp_path):
 
 @pytest.fixture
 def hub(monkeypatch):
-    """(HfApi of the host's token, the loopback Hub) with the org's empty, private results and requests repos."""
-    from huggingface_hub import HfApi, constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite runs offline; this Hub is on loopback
-    with LoopbackHub() as server:
-        server.add_user("host", TOKEN, orgs=["org"])
-        for repo_id in ("org/results", "org/requests"):
-            server.add_repo(repo_id, private=True)
-        yield HfApi(endpoint=server.endpoint, token=TOKEN), server
+    with loopback_hub(monkeypatch) as pair:
+        yield pair
 
 
 # -- issue point 1: an edit or a hand-over reaches the board at once -----------------------------------------------

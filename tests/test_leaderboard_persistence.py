@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from leaderboard_helpers import free_port, iu_predictions
+from leaderboard_helpers import free_port, iu_predictions, loopback_hub
 from rexrank.errors import ConfigError
 from rexrank.leaderboard import board
 from rexrank.leaderboard.hub_sync import REQUESTS_PREFIX, HubSync, request_entry
@@ -21,7 +21,6 @@ from rexrank.leaderboard.published import SEED_KEY, bundled_tables, parse_table,
 from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
 from rexrank.leaderboard.store import LOST_UPLOAD, Store
 from rexrank.leaderboard.submissions import Submissions, host_metrics
-from rexrank.testing.loopback_hub import LoopbackHub
 
 
 def _results_json(path: Path, bleu: float = 0.2) -> Path:
@@ -100,21 +99,12 @@ def test_host_metrics_are_the_leaderboard_metrics_with_official_weights_on_this_
 
 
 # -- 3. persistence in Hub dataset repos ---------------------------------------------------------------------------
-TOKEN = "hf_loopback_host"
 
 
 @pytest.fixture
 def hub(monkeypatch):
-    """(HfApi of the host's token, the loopback Hub): the org's results and requests dataset repos, empty and private
-    as a host may keep them, and a host user of that org."""
-    from huggingface_hub import HfApi, constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite runs offline; this Hub is on loopback
-    with LoopbackHub() as server:
-        server.add_user("host", TOKEN, orgs=["org"])
-        for repo_id in ("org/results", "org/requests"):
-            server.add_repo(repo_id, private=True)
-        yield HfApi(endpoint=server.endpoint, token=TOKEN), server
+    with loopback_hub(monkeypatch) as pair:
+        yield pair
 
 
 def _state(store: Store) -> tuple:
