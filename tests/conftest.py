@@ -166,3 +166,23 @@ def cli(monkeypatch):
         return code, out.getvalue() + err.getvalue()
 
     return run
+
+
+# -- the leaderboard's tests ------------------------------------------------------------------------------------------
+@pytest.fixture
+def store(tmp_path):
+    """An empty leaderboard store (files of its own under tmp_path), closed afterwards."""
+    from rexrank.leaderboard.store import Store
+
+    s = Store(tmp_path / "board.sqlite")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium for a module's page tests (``leaderboard_helpers.chromium``)."""
+    from leaderboard_helpers import chromium
+
+    with chromium() as b:
+        yield b

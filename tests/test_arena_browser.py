@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from leaderboard_helpers import DESKTOP, PHONE, chromium, free_port
+from leaderboard_helpers import DESKTOP, PHONE, free_port
 from rexrank.leaderboard.arena import Arena
 from rexrank.leaderboard.arena_tab import arena_demo
 from rexrank.leaderboard.store import Store
@@ -26,12 +26,6 @@ SHOTS = Path(os.environ.get("REXRANK_SHOTS") or "/tmp/shots")
 SIZES = {"desktop": DESKTOP, "phone": PHONE}
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard_helpers import DESKTOP, PHONE, add_scored_result, chromium, iu_predictions, running_space
+from leaderboard_helpers import DESKTOP, PHONE, add_scored_result, iu_predictions, running_space
 
 # REXRANK_SHOTS: another folder for the screenshots (a review saves them outside the repository).
 SHOTS = Path(os.environ.get("REXRANK_SHOTS") or Path(__file__).resolve().parents[1] / "artifacts" / "screenshots")
@@ -24,12 +24,6 @@ IU = "iu_xray-findings"
 IU_TRAINED = {"MoERad-IU", "VLCI-IU", "Cvt2distilgpt2-IU", "BiomedGPT-IU"}
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

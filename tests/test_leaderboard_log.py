@@ -38,13 +38,6 @@ def _results_json(path: Path, *, bleu=0.2, low=None, high=None, dataset="iu_xray
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "board.sqlite")
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def hub(monkeypatch):
     with loopback_hub(monkeypatch) as pair:
         yield pair

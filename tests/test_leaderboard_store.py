@@ -16,13 +16,6 @@ from rexrank.leaderboard.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreEr
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "board.sqlite")
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def seeded(store):
     import_published(store, bundled_tables())
     return store
