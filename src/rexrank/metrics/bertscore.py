@@ -170,24 +170,7 @@ class BertScore(Metric):
         if self._model is not None:
             return self._model, self._tokenizer
         self._announce_load(self.model_path)
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        previous = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()  # "pooler newly initialised": the pooler is never used
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
-            model = AutoModel.from_pretrained(str(self.model_path), dtype=torch.float32)
-        except Exception as exc:  # noqa: BLE001 - one clear message instead of a transformers traceback
-            raise ModelNotAvailableError(f"bertscore: cannot load the encoder from {self.model_path} "
-                                         f"({type(exc).__name__}: {str(exc)[:200]})") from None
-        finally:
-            hf_logging.set_verbosity(previous)
-            if bars:
-                hf_logging.enable_progress_bar()
+        tokenizer, model = load_encoder(self.spec.name, self.model_path)
         _force_prefix_space(tokenizer)
         layers = _encoder_layers(model)
         if not 0 <= self.num_layers <= len(layers):
@@ -342,3 +325,27 @@ def _max_length(tokenizer, config) -> int:
             raise ConfigError("bertscore: the tokenizer has no model_max_length and the config no position limit")
         return int(positions)
     return int(min(limit, positions)) if positions else int(limit)
+
+
+def load_encoder(metric: str, path) -> tuple:
+    """(tokenizer, fp32 encoder) from a local folder, transformers' own warnings and bars silenced (the unused pooler
+    or masked-LM head is expected), any failure one ``ModelNotAvailableError`` naming the metric and the folder."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    previous = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        model = AutoModel.from_pretrained(str(path), dtype=torch.float32)
+    except Exception as exc:  # noqa: BLE001 - one clear message instead of a transformers traceback
+        raise ModelNotAvailableError(f"{metric}: cannot load the encoder from {path} "
+                                     f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    finally:
+        hf_logging.set_verbosity(previous)
+        if bars:
+            hf_logging.enable_progress_bar()
+    return tokenizer, model

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rexrank.errors import ConfigError, ModelNotAvailableError
+from rexrank.errors import ConfigError
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.bertscore import BertScore
+from rexrank.metrics.bertscore import BertScore, load_encoder
 from rexrank.metrics.semb import _default_device, _digest
 from rexrank.metrics.weights import resolve, weight_digests
 
@@ -77,24 +77,8 @@ class RadEvalBertScore(BertScore):
     def _load(self):
         if self._model is not None:
             return self._model, self._tokenizer
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        previous = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()  # the masked-LM head is not used: "unexpected keys" is expected
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(str(self.model_path))
-            model = AutoModel.from_pretrained(str(self.model_path), dtype=torch.float32)
-        except Exception as exc:  # noqa: BLE001 - one clear message instead of a transformers traceback
-            raise ModelNotAvailableError(f"radeval_bertscore: cannot load the encoder from {self.model_path} "
-                                         f"({type(exc).__name__}: {str(exc)[:200]})") from None
-        finally:
-            hf_logging.set_verbosity(previous)
-            if bars:
-                hf_logging.enable_progress_bar()
+        self._announce_load(self.model_path)
+        tokenizer, model = load_encoder(self.spec.name, self.model_path)
         layers = getattr(model, "layers", None)
         if layers is None:
             raise ConfigError(f"radeval_bertscore: unsupported encoder {type(model).__name__} (expected ModernBERT)")
