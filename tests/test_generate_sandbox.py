@@ -446,3 +446,21 @@ def test_a_hub_model_id_is_read_from_its_cache_entry_in_the_sandbox(open_set, st
                           text=True, timeout=300)
     assert proc.returncode == 2 and "not in the Hugging Face cache" in proc.stderr, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_an_interpreter_reached_through_a_linked_folder_runs_in_the_sandbox(open_set, tmp_path):
+    """The mounts are bound at real paths, so the child must be started by the real folder of the same interpreter:
+    a checkout whose .venv is a link (or lies under a linked folder) failed with 'bwrap: execvp ... No such file'."""
+    linked = tmp_path / "linked-env"
+    linked.symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
+    python = linked / "bin" / Path(sys.executable).name
+    model = f"{_model_file(tmp_path / 'model', HONEST, 'honest')}:Honest"
+    plain = subprocess.run([sys.executable, "-m", "rexrank", *_open_args(open_set, tmp_path / "plain", model)],
+                           capture_output=True, text=True, timeout=600)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    boxed = subprocess.run([str(python), "-m", "rexrank", *_open_args(open_set, tmp_path / "boxed", model, "--sandbox")],
+                           capture_output=True, text=True, timeout=600)
+    assert boxed.returncode == 0, boxed.stdout + boxed.stderr
+    for name in ("predictions.json", "reports.json"):
+        assert (tmp_path / "boxed" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes(), name

@@ -102,12 +102,19 @@ class AdapterSpec:
     script_python: str | None = None
 
 
+def interpreter() -> str:
+    """This interpreter's path with its folders resolved and its own name kept: the mounts are bound at real paths,
+    so a virtualenv reached through a linked folder must be started by its real folder (the name itself stays, as
+    a virtualenv is found from where its python is started)."""
+    return os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
+
+
 def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The model process's whole environment: FIXED_ENV, PASSED_ENV where set, PATH (the interpreter's folder and
     the system's), and ``extra`` (HF_HUB_CACHE for a Hub model)."""
     env = {name: os.environ[name] for name in PASSED_ENV if os.environ.get(name)}
     env.setdefault("LANG", "C.UTF-8")
-    folders = dict.fromkeys([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"])
+    folders = dict.fromkeys([os.path.dirname(interpreter()), "/usr/local/bin", "/usr/bin", "/bin"])
     return env | FIXED_ENV | {"PATH": ":".join(folders)} | (extra or {})
 
 
@@ -230,7 +237,7 @@ class SandboxedAdapter(Adapter):
         self.spec = spec
         self._bwrap = find_bwrap()
         model_folders, self._sys_path, self._env = _model_files(spec)
-        self._mounts = [*python_folders(sys.executable), *model_folders]
+        self._mounts = [*python_folders(interpreter()), *model_folders]
         _check_hidden(self._mounts, hidden)
         self._root = Path(tempfile.mkdtemp(prefix="rexrank-sandbox-"))
         self._input, self._scratch = self._root / "input", self._root / "scratch"
@@ -299,7 +306,7 @@ class SandboxedAdapter(Adapter):
         command = [self._bwrap, *bwrap_args(self._mounts, input_dir=str(self._input), scratch=str(self._scratch))]
         for name, value in sandbox_env(self._env).items():
             command += ["--setenv", name, value]
-        command += ["--", sys.executable, "-I", "-m", "rexrank.generate.adapters.sandbox", str(to_child_r),
+        command += ["--", interpreter(), "-I", "-m", "rexrank.generate.adapters.sandbox", str(to_child_r),
                     str(from_child_w)]
         try:
             # bwrap itself gets an empty environment: the child can read its PID-1 parent's /proc/1/environ.
