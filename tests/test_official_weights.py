@@ -226,7 +226,7 @@ def _worker_run(tmp_path, monkeypatch, results: dict):
     store = Store(tmp_path / "board.sqlite")
     service = Submissions(store, tmp_path / "uploads", n_resamples=50)
     service.submit(iu_predictions(tmp_path / "p.json"), {"name": "Sub"}, "iu_xray", "findings", user="alice")
-    monkeypatch.setattr(service, "_score", lambda job: dict(results))
+    monkeypatch.setattr(service, "_score", lambda job: (dict(results), None))  # (results, no Arena rows)
     assert service.work_once()
     return store
 
