@@ -533,3 +533,32 @@ def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
     finally:
         demo.close()
         store.close()
+
+
+def test_a_freshness_answer_never_overwrites_rows_the_page_asked_for_since(store):
+    """The open page's freshness check carries the controls as they were when it was sent; a search typed meanwhile
+    may be answered first. The check's answer then leaves that table alone (before: it overwrote it, and an emptied
+    search box stood above one row, seen in Chromium under load), while a page that asked nothing since, or asks
+    with the same controls, gets the fresh rows."""
+    import gradio as gr
+
+    from rexrank.leaderboard.published import bundled_tables, import_published
+    from rexrank.leaderboard.views import Views
+    from rexrank.leaderboard.wiring import _DatasetView
+
+    import_published(store, bundled_tables())
+    views = Views(store)
+    with gr.Blocks():
+        view = _DatasetView(gr, views, "iu_xray", "findings")
+    defaults = [c.value for c in view.controls]
+    searched = ["MAIRA-2", *defaults[1:]]
+    page, other = type("Request", (), {"session_hash": "page"})(), type("Request", (), {"session_hash": "other"})()
+
+    view.asked(page, searched)  # the page typed "MAIRA-2" ...
+    view.asked(page, defaults)  # ... then emptied the box again, and that answer came back first
+    stale = view.refresh(gr, views, searched, page)  # the check sent while "MAIRA-2" was in the box
+    assert stale[:2] == [gr.skip(), gr.skip()]  # neither the rows nor the "no model matches" message
+    assert len(stale) == 6 and stale[2:] != [gr.skip()] * 4  # the filters' choices still follow the store
+    fresh = view.refresh(gr, views, defaults, page)
+    assert len(fresh[0].value["data"]) == len(views.page_table("iu_xray", "findings").frame)
+    assert view.refresh(gr, views, searched, other)[0] != gr.skip()  # another page asked nothing: its rows come

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from leaderboard_helpers import DESKTOP, PHONE, add_scored_result, iu_predictions, running_space
+from rexrank.leaderboard import board
 
 # REXRANK_SHOTS: another folder for the screenshots (a review saves them outside the repository).
 SHOTS = Path(os.environ.get("REXRANK_SHOTS") or Path(__file__).resolve().parents[1] / "artifacts" / "screenshots")
@@ -71,6 +72,12 @@ def _wait_rows(page, elem_id: str, n: int, timeout: float = 30) -> None:
     assert _row_count(page, elem_id) == n
 
 
+def _rows_now(space, dataset: str = "iu_xray", track: str = "findings") -> int:
+    """How many rows the store gives a dataset/track now: earlier tests of the module add results (a scored
+    submission, an edit), so a count is read, never assumed."""
+    return len(board.numeric_table(space[1], dataset, track))
+
+
 def _headers(page, elem_id: str) -> list:
     """(text, bounding box) of each header cell of a table, in column order."""
     cells = page.locator(f"#{elem_id} thead th")
@@ -110,10 +117,10 @@ def test_first_table_is_in_the_page_and_a_dataset_tab_needs_no_request(browser, 
     page.on("request", record)
     page.goto(url, wait_until="load")
     page.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=60_000)
-    assert _row_count(page, "overview-table") == 25
+    assert _row_count(page, "overview-table") == len(board.overview(space[1], "findings"))
     assert calls == [], calls
     _tab(page, "IU-Xray")
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     page.wait_for_timeout(500)
     assert calls == [], calls
     assert page.locator("[role=grid]:visible").count() == 1
@@ -132,7 +139,7 @@ def test_desktop_layout_overview_and_dataset_table(browser, space):
     _shot(page, "desktop_overview")
 
     _tab(page, "IU-Xray")
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     headers = _headers(page, f"table-{IU}")
     assert [h.split()[0] for h, _ in headers[:3]] == ["Rank", "Model", "1/RadCliQ-v1"]
     assert headers[2][1]["x"] + headers[2][1]["width"] <= DESKTOP["width"]
@@ -173,7 +180,7 @@ def test_phone_layout(browser, space):
     filters collapsed above the table, the About text readable, the rank plot not squeezed by its legend."""
     page = _open(browser, space[0], PHONE)
     _tab(page, "IU-Xray")
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     headers = _headers(page, f"table-{IU}")
     assert [h.split()[0] for h, _ in headers[:3]] == ["Rank", "Model", "1/RadCliQ-v1"]
     assert all(box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"] for _, box in headers[:3]), headers[:3]
@@ -222,25 +229,25 @@ def test_filters_use_the_data_and_say_when_nothing_matches(browser, space):
     page = _open(browser, url, DESKTOP)
     add_scored_result(store, "Late-Model", bleu=0.1, dataset="mimic_cxr", institution="Late Lab")  # after start-up
     _tab(page, "IU-Xray")
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     page.locator(f"#filters-{IU}").get_by_text("Filters, columns and sorting").click()
     assert not page.locator(f"#type-{IU}").is_visible()  # no model type on these rows: nothing to choose
     page.locator(f"#trained-{IU}").get_by_text("Only models trained on this set").click()
     _wait_rows(page, f"table-{IU}", 4)
     assert {r.split()[1] for r in _table_rows(page, f"table-{IU}")} == IU_TRAINED
     page.locator(f"#trained-{IU}").get_by_text("All models").click()
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     _search(page, IU, "no such model")
     _wait_rows(page, f"table-{IU}", 0)
     _search(page, IU, "MAIRA-2")
     _wait_rows(page, f"table-{IU}", 1)
     _search(page, IU, "")
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     _check_sorting(page)
 
     _tab(page, "MIMIC-CXR")
     key = "mimic_cxr-findings"
-    _wait_rows(page, f"table-{key}", 26)
+    _wait_rows(page, f"table-{key}", _rows_now(space, "mimic_cxr"))
     page.locator(f"#filters-{key}").get_by_text("Filters, columns and sorting").click()
     page.locator(f"#inst-{key} input").first.click()
     page.get_by_role("option", name="Late Lab").wait_for(timeout=30_000)
@@ -265,7 +272,7 @@ def test_plots_follow_the_metric_and_show_cis_only_where_there_are_some(browser,
     appears for BLEU); only rows with a CI get error bars (published bars have none, not zero-width caps)."""
     page = _open(browser, space[0], DESKTOP)
     _tab(page, "IU-Xray")
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     page.locator(f"#plots-{IU} input").check()
     page.wait_for_selector(f"#bars-{IU} .nsewdrag", state="attached", timeout=60_000)
     page.wait_for_selector(f"#heat-{IU} .nsewdrag", state="attached", timeout=60_000)
@@ -408,7 +415,7 @@ def test_an_empty_search_shows_no_rows_says_what_to_clear_and_keeps_the_controls
     pushing the controls off screen. Now: no rows, the message naming the search, the search box on screen."""
     page = _open(browser, space[0], viewport)
     _tab(page, "IU-Xray")
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     _search(page, IU, "zzz no such model")
     _wait_rows(page, f"table-{IU}", 0)
     message = page.locator(f"#empty-{IU}")
@@ -422,7 +429,7 @@ def test_an_empty_search_shows_no_rows_says_what_to_clear_and_keeps_the_controls
     name = "desktop" if viewport is DESKTOP else "phone"
     _shot(page, f"{name}_empty_search")
     _search(page, IU, "")
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     page.close()
 
 
@@ -471,7 +478,7 @@ def test_sorting_by_a_hidden_column_ranks_like_a_shown_one(browser, space):
     Now Rank is the position in the chosen sort either way (and the table's name says what it is ranked by)."""
     page = _open(browser, space[0], DESKTOP)
     _tab(page, "IU-Xray")
-    _wait_rows(page, f"table-{IU}", 26)
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
     page.locator(f"#filters-{IU}").get_by_text("Filters, columns and sorting").click()
 
     def ranks_and_models():
@@ -594,7 +601,7 @@ def test_overview_uses_the_screen_and_the_ranking_fits_312_px(browser, space):
     narrow.goto(space[0], wait_until="load")
     narrow.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=60_000)
     _tab(narrow, "IU-Xray")
-    _wait_rows(narrow, f"table-{IU}", 26)
+    _wait_rows(narrow, f"table-{IU}", _rows_now(space))
     headers = _headers(narrow, f"table-{IU}")
     assert all(0 <= box["x"] and box["x"] + box["width"] <= 312 for _, box in headers[:3]), headers[:3]
     _shot(narrow, "narrow_312_iu_xray")

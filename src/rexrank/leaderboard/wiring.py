@@ -20,6 +20,7 @@ defined here with real annotations (no ``from __future__ import annotations`` in
 
 import os
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
 
@@ -31,6 +32,8 @@ from rexrank.leaderboard.views import (METRIC_CHOICES, PRIMARY, QUEUED, SERVER_P
                                        Views, form_message, overview_label, view_key)
 from rexrank.metrics import LEADERBOARD_METRICS
 
+# Pages whose last table request each dataset view remembers (the freshness check's guard), newest kept.
+_SESSIONS_KEPT = 10_000
 FRESH_SECONDS = 5  # how often an open page asks whether the store changed (one tiny request when it has not)
 QUEUE_SECONDS = 3  # the queue's own poll while a submission waits or is scored
 # Table heights (px): a large screen sees most of the overview (~20 rows at 1920x1080, not gradio's default 500 px
@@ -144,7 +147,24 @@ class _DatasetView:
                                   max_height=TABLE_HEIGHT)
         self.controls = [self.search, self.inst, self.year, self.mtype, self.trained, self.source, self.columns,
                          self.sort]
+        # Per page (gradio session): the control values of the newest table request (see ``asked``/``current``).
+        self._asked: OrderedDict[str, list] = OrderedDict()
         self._plots(gr, views)
+
+    def asked(self, request, values) -> None:
+        """Note the control values a page last asked this table for. The freshness check may have been sent before
+        (with older values) and answer after: ``current`` then tells it not to overwrite the newer rows."""
+        session = getattr(request, "session_hash", None)
+        if session:
+            self._asked[session] = list(values)
+            self._asked.move_to_end(session)
+            while len(self._asked) > _SESSIONS_KEPT:
+                self._asked.popitem(last=False)
+
+    def current(self, request, values) -> bool:
+        """Whether ``values`` are still what this page last asked the table for (or it never asked)."""
+        latest = self._asked.get(getattr(request, "session_hash", None) or "")
+        return latest is None or latest == list(values)
 
     def triggers(self) -> list:
         """The events that replace the table's rows: the search box's every change (gradio's Textbox sends no input
@@ -162,10 +182,13 @@ class _DatasetView:
                  if shape else gr.Dataframe(value=page.frame))
         return [table, gr.Markdown(page.empty, visible=bool(page.empty))]
 
-    def refresh(self, gr, views: Views, values) -> list:
-        """[table, empty, institution, year, model type, trained] after the store changed."""
+    def refresh(self, gr, views: Views, values, request=None) -> list:
+        """[table, empty, institution, year, model type, trained] after the store changed. The freshness check sends
+        the controls as they were; if the page has asked for other rows since (a search typed meanwhile, answered
+        first), these rows would overwrite the newer ones, so the table and its message are left to that answer."""
         choices = views.filter_choices(self.dataset, self.track)
-        return self.table_update(gr, views, values) + [
+        rows = (self.table_update(gr, views, values) if self.current(request, values) else [gr.skip(), gr.skip()])
+        return rows + [
             gr.Dropdown(choices=choices.institutions), gr.Dropdown(choices=choices.years),
             gr.Dropdown(choices=choices.model_types, visible=len(choices.model_types) > 1),
             gr.Radio(visible=choices.show_trained)]
@@ -174,10 +197,12 @@ class _DatasetView:
         return [self.table, self.empty, self.inst, self.year, self.mtype, self.trained]
 
     def wire(self, gr, views: Views) -> None:
-        def rows(*values):
+        def rows(request: gr.Request, *values):
+            self.asked(request, values)
             return self.table_update(gr, views, values)
 
-        def shape(*values):
+        def shape(request: gr.Request, *values):
+            self.asked(request, values)
             return self.table_update(gr, views, values, shape=True)
 
         outputs = [self.table, self.empty]
@@ -255,7 +280,7 @@ def _freshness(gr, demo, views: Views, generation, header, overview_tables: dict
     outputs = [generation, header, about_text, *overview_tables.values()] + [
         o for v in dataset_views for o in v.refresh_outputs()]
 
-    def refresh(page_generation, *values):
+    def refresh(request: gr.Request, page_generation, *values):
         now = views.generation()
         if now == page_generation:
             return [gr.skip()] * len(outputs)
@@ -263,7 +288,7 @@ def _freshness(gr, demo, views: Views, generation, header, overview_tables: dict
         out += [gr.Dataframe(value=views.overview_view(track)) for track in overview_tables]
         n = len(dataset_views[0].controls) if dataset_views else 0
         for k, view in enumerate(dataset_views):
-            out += view.refresh(gr, views, values[k * n:(k + 1) * n])
+            out += view.refresh(gr, views, values[k * n:(k + 1) * n], request)
         return out
 
     gr.on([demo.load, timer.tick], refresh, [generation, *controls], outputs, **_PRIVATE)
