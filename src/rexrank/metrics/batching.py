@@ -7,13 +7,19 @@ masked, so the batch a text lands in never changes its outputs beyond float roun
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 def padded_batches(encoded: Sequence[Sequence[int]], order: Sequence[int], batch_size: int,
                    pad_id: int) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
     """Yield (indices into ``encoded``, input_ids, attention_mask) for consecutive chunks of ``order``."""
+    # Imported here, as the metrics that call this do: importing a metric module (ce_f1's label names and corpus
+    # rule, read by every summary and comparison of its counts) must not load torch.
+    import torch
+
     for begin in range(0, len(order), batch_size):
         chunk = list(order[begin:begin + batch_size])
         width = max(len(encoded[i]) for i in chunk)
