@@ -8,6 +8,7 @@ CI_ALLOWED_SKIPS. Without CI, the same tests skip and say why.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -30,6 +31,18 @@ def skip_unless_ci(reason: str) -> None:
     if IN_CI:
         pytest.fail(f"{reason} [CI is set: a missing prerequisite fails the run]", pytrace=False)
     pytest.skip(reason)
+
+
+def needs_module(name: str, reason: str):
+    """Skip marker for tests that need the optional package ``name`` (a failure in CI, like every skip).
+
+    The package is looked up, not imported: importing medspacy (spaCy, nltk) or torch at collection would cost every
+    run of the suite seconds (tests/test_collection.py keeps collection free of them).
+    """
+    return pytest.mark.skipif(importlib.util.find_spec(name) is None, reason=reason)
+
+
+NEEDS_MEDSPACY = needs_module("medspacy", "RaTEScore needs the optional medspacy dependency")
 
 
 def _skip_reason(report) -> str:

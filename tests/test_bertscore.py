@@ -10,10 +10,6 @@ import pytest
 
 from rexrank import metrics
 from rexrank.errors import ConfigError, ModelNotAvailableError
-from rexrank.metrics.bertscore import DISTILROBERTA_BASELINES, BertScore
-
-B_F = DISTILROBERTA_BASELINES[5][2]
-EMPTY_SCORE = (0.0 - B_F) / (1.0 - B_F)
 
 
 def _edge_pairs(long_report: str) -> list[tuple[str, str]]:
@@ -88,14 +84,20 @@ def test_parity_with_bert_score_idf(model_dir, pairs, reference):
 
 def test_empty_side_scores_rescaled_zero(model_dir):
     """Documented rule (bert-score): an empty or whitespace-only side has raw F1 0, rescaled to -b/(1-b)."""
+    from rexrank.metrics.bertscore import DISTILROBERTA_BASELINES, BertScore
+
     metric = BertScore(model=model_dir, device="cpu")
     values = metric.score(["", "  \n ", "Heart normal."], ["Heart normal.", "Heart normal.", ""])
-    np.testing.assert_allclose(values, [EMPTY_SCORE] * 3, rtol=0, atol=1e-12)
-    assert EMPTY_SCORE == pytest.approx(-5.55016, abs=1e-5)
+    b_f = DISTILROBERTA_BASELINES[5][2]
+    empty_score = (0.0 - b_f) / (1.0 - b_f)
+    np.testing.assert_allclose(values, [empty_score] * 3, rtol=0, atol=1e-12)
+    assert empty_score == pytest.approx(-5.55016, abs=1e-5)
 
 
 def test_long_reports_truncate_to_512_tokens(model_dir, pairs):
     """A report is cut at 512 tokens (specials included): text after the cut never changes its score."""
+    from rexrank.metrics.bertscore import BertScore
+
     metric = BertScore(model=model_dir, device="cpu")
     long_report = pairs[0][-5]
     assert len(metric.encode([long_report])[0]) == 512
@@ -107,6 +109,8 @@ def test_long_reports_truncate_to_512_tokens(model_dir, pairs):
 def test_raw_scores_and_local_weights_baseline_equal_bert_score(model_dir, pairs, run_reference):
     """Without rescaling, P/R/F equal bert-score's raw values; with it, the baseline rexrank applies to weights from a
     local folder is the row bert-score reads from its own distilroberta-base table for layer 5."""
+    from rexrank.metrics.bertscore import DISTILROBERTA_BASELINES, BertScore
+
     hyps, refs, _ = pairs
     hyps, refs = hyps[:40], refs[:40]
     raw = run_reference("bertscore_ref.py", {"model": model_dir, "hyps": hyps, "refs": refs, "rescale": False})
@@ -116,7 +120,7 @@ def test_raw_scores_and_local_weights_baseline_equal_bert_score(model_dir, pairs
     rescaled = run_reference("bertscore_ref.py", {"model": model_dir, "hyps": hyps[:2], "refs": refs[:2]})
     np.testing.assert_allclose(DISTILROBERTA_BASELINES[5], rescaled["baseline"], rtol=0, atol=1e-7)
     config = BertScore(model=model_dir, device="cpu").config()
-    assert config["baseline"]["F"] == B_F and config["num_layers"] == 5
+    assert config["baseline"]["F"] == DISTILROBERTA_BASELINES[5][2] and config["num_layers"] == 5
     assert config["weights"].startswith("sha256:")
 
 
@@ -140,6 +144,8 @@ def test_idf_weight_of_tokens_unseen_in_the_references_equals_bert_score(model_d
 def test_scores_do_not_depend_on_neighbours_and_refs_are_cached(model_dir, monkeypatch):
     """A pair's value is the same alone or in any batch order; a second call on the same references reuses the
     cached reference embeddings and runs the encoder on hypotheses only."""
+    from rexrank.metrics.bertscore import BertScore
+
     hyps = ["The heart is normal.", "Small left effusion.", "No pneumothorax.", ""]
     refs = ["Heart size normal.", "No effusion.", "Heart size normal.", "Lungs clear."]
     metric = BertScore(model=model_dir, device="cpu", batch_size=2)
@@ -169,6 +175,8 @@ def test_missing_weights_is_one_clear_error(tmp_path):
 
 
 def test_bad_options_are_config_errors(model_dir):
+    from rexrank.metrics.bertscore import BertScore
+
     with pytest.raises(ConfigError, match="num_layers"):
         BertScore(model=model_dir, num_layers=9)
     with pytest.raises(ConfigError, match="idf=True"):

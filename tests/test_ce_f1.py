@@ -10,7 +10,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from rexrank import metrics
 from rexrank.errors import ConfigError
@@ -38,6 +37,8 @@ def pairs(iu_xray_test):
 def centred(files, pairs, tmp_path_factory):
     """The stand-in with each head's bias centred on the parity texts (as tests/test_semb.py does), so every head
     gives several classes, uncertain included, and a swapped condition or convention shows in the F1s."""
+    import torch
+
     semb = metrics.get("semb", model=files["semb"], backbone=files["semb_backbone"], device="cpu")
     hyps, refs = pairs
     mean = torch.from_numpy(semb.embeddings(list(dict.fromkeys(refs + hyps))).mean(axis=0)).double()

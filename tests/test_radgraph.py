@@ -12,11 +12,6 @@ import pytest
 
 from rexrank.errors import ConfigError, InputError, ModelNotAvailableError
 from rexrank.metrics import get, spec
-from rexrank.metrics.radgraph import RadGraphCombined, RadGraphRewardComplete, RadGraphRewardPartial
-from rexrank.metrics.radgraph.archive import read_archive
-from rexrank.metrics.radgraph.inference import Annotator
-from rexrank.metrics.radgraph.scores import combined_scores, reward, set_f1
-from rexrank.metrics.radgraph.tokenize import radgraph_words, xl_words
 
 # Reports that must give a defined result: empty, blank, only zero-width characters (words without any
 # wordpiece), only punctuation, non-ASCII, "/." (one word under the XL rules, normalised by dygie), a single
@@ -32,6 +27,8 @@ def archive(standins):
 
 @pytest.fixture(scope="module")
 def annotator(archive):
+    from rexrank.metrics.radgraph.inference import Annotator
+
     return Annotator(archive, device="cpu")
 
 
@@ -47,6 +44,8 @@ def _entity(tokens, label, relations=()):
 def test_official_pretokenisation_splits_punctuation_but_not_hyphens():
     """The CXR-Report-Metric / radgraph regex pads / , : . ! ? ( ) but its class `,-,` is a range equal to ",",
     so hyphens stay inside words; the XL pre-tokenisation (wordpunct) splits them."""
+    from rexrank.metrics.radgraph.tokenize import radgraph_words, xl_words
+
     assert radgraph_words("Left-sided effusion, 3mm/2cm:stable!(x)") == [
         "Left-sided", "effusion", ",", "3mm", "/", "2cm", ":", "stable", "!", "(", "x", ")"]
     assert radgraph_words("1.5 cm") == ["1", ".", "5", "cm"]
@@ -56,6 +55,8 @@ def test_official_pretokenisation_splits_punctuation_but_not_hyphens():
 
 def test_archive_reader_checks_null_label_and_files(archive, tmp_path):
     """The NER null label must be index 0 (DyGIE never scores it); a broken archive names the missing file."""
+    from rexrank.metrics.radgraph.archive import read_archive
+
     cfg = read_archive(archive).config
     assert cfg.ner_labels[0] == "" and cfg.ner_labels[1:] == ("ANAT-DP", "OBS-DP", "OBS-U", "OBS-DA")
     assert cfg.relation_labels == ("modify", "located_at", "suggestive_of")
@@ -73,6 +74,8 @@ def test_archive_reader_checks_null_label_and_files(archive, tmp_path):
 
 def test_combined_f1_uses_sets_and_gives_zero_for_two_empty_reports():
     """ReXrank radgraph_combined: set F1s, zero denominators -> 0 (two empty annotations score 0, not 1)."""
+    from rexrank.metrics.radgraph.scores import combined_scores, set_f1
+
     empty = {"entities": {}}
     assert combined_scores(empty, empty) == (0.0, 0.0, 0.0)
     a = {"entities": {"1": _entity("heart", "ANAT-DP", [("modify", "2")]), "2": _entity("normal", "OBS-DP"),
@@ -87,6 +90,8 @@ def test_combined_f1_uses_sets_and_gives_zero_for_two_empty_reports():
 def test_reward_levels_follow_the_package_definitions():
     """simple = entities; partial = entity + has-relations flag; complete = entity with each relation, lower-cased
     (only there); any side without entities -> 0."""
+    from rexrank.metrics.radgraph.scores import reward
+
     hyp = {"entities": {"1": _entity("Heart", "ANAT-DP", [("modify", "2")]), "2": _entity("normal", "OBS-DP")}}
     ref_no_rel = {"entities": {"1": _entity("Heart", "ANAT-DP"), "2": _entity("normal", "OBS-DP")}}
     ref_lower = {"entities": {"1": _entity("heart", "ANAT-DP", [("modify", "2")]), "2": _entity("normal", "OBS-DP")}}
@@ -133,6 +138,8 @@ def test_odd_reports_give_defined_annotations(annotator, iu_reports):
 def test_scores_stay_aligned_with_their_pairs(archive, iu_reports):
     """Sorting by length inside the metric never reorders results: permuted pairs give permuted scores, and
     each equals the pair scored alone."""
+    from rexrank.metrics.radgraph import RadGraphCombined
+
     hyps = iu_reports[:12] + ["", "   "]
     refs = iu_reports[1:13] + ["No acute disease.", ""]
     metric = RadGraphCombined(model=archive, device="cpu", batch_size=4)
@@ -148,6 +155,8 @@ def test_scores_stay_aligned_with_their_pairs(archive, iu_reports):
 
 def test_annotations_computed_once_per_text_and_shared_by_all_levels(archive, iu_reports, monkeypatch):
     """Each distinct text is annotated once; the reward metrics reuse the same cache entries."""
+    from rexrank.metrics.radgraph.inference import Annotator
+
     seen: list[str] = []
     original = Annotator.annotate
 
@@ -171,6 +180,8 @@ def test_annotations_computed_once_per_text_and_shared_by_all_levels(archive, iu
 def test_annotate_returns_json_in_the_package_shape(archive, iu_reports):
     """annotate() gives radgraph-style dicts that survive a JSON round trip, and copies (callers cannot
     corrupt the cache)."""
+    from rexrank.metrics.radgraph import RadGraphRewardComplete
+
     metric = RadGraphRewardComplete(model=archive, device="cpu")
     first = metric.annotate([iu_reports[3]])
     assert json.loads(json.dumps(first)) == first
@@ -184,6 +195,8 @@ def test_annotate_returns_json_in_the_package_shape(archive, iu_reports):
 
 def test_model_accepts_a_tar_gz_archive(archive, tmp_path, monkeypatch, iu_reports):
     """model= may be the radgraph.tar.gz file itself (extracted once into rexrank's cache)."""
+    from rexrank.metrics.radgraph import RadGraphRewardPartial
+
     monkeypatch.setenv("REXRANK_CACHE", str(tmp_path / "cache"))
     packed = tmp_path / "radgraph.tar.gz"
     with tarfile.open(packed, "w:gz") as tar:
@@ -197,6 +210,8 @@ def test_model_accepts_a_tar_gz_archive(archive, tmp_path, monkeypatch, iu_repor
 
 def test_options_and_missing_models_fail_clearly(archive, tmp_path):
     """Bad options and absent weights raise rexrank errors naming the problem."""
+    from rexrank.metrics.radgraph import RadGraphCombined
+
     with pytest.raises(ConfigError, match="batch_size"):
         RadGraphCombined(model=archive, batch_size=0)
     with pytest.raises(ConfigError):

@@ -9,9 +9,7 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
-from rexrank.metrics.radgraph.inference import RELATION_BLOCK_FLOATS, Annotator
 from rexrank.testing.corpus import SENTENCES
 from test_radgraph import annotator, archive  # noqa: F401 - the same stand-in fixtures
 
@@ -24,6 +22,8 @@ def synthetic_report(n_words: int, offset: int = 0) -> str:
 
 
 def test_blocked_relation_scores_equal_the_full_matrix(annotator):
+    import torch
+
     heads = annotator.heads
     gen = torch.Generator().manual_seed(0)
     dim = heads.relation_ff.layers[0].in_features // 3
@@ -39,6 +39,8 @@ def test_blocked_relation_scores_equal_the_full_matrix(annotator):
 def test_blocked_relation_scoring_changes_no_annotation(annotator, iu_xray_test, monkeypatch):
     """Long synthetic reports (and short real ones in the same batches) annotated with every pair at once and in
     blocks of 1 or a few subject rows: identical annotations, relations included."""
+    from rexrank.metrics.radgraph.inference import RELATION_BLOCK_FLOATS
+
     reports = [synthetic_report(250), synthetic_report(600, offset=7), synthetic_report(420, offset=3)]
     reports += [study["report"] for study in list(iu_xray_test.values())[:12]]
     calls = []

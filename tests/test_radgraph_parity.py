@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from rexrank.metrics.radgraph import (RadGraphCombined, RadGraphRewardComplete, RadGraphRewardPartial,
-                                      RadGraphRewardSimple)
-from rexrank.metrics.radgraph.inference import Annotator
-from rexrank.testing import standin_radgraph
 
 ODD = ["", "   \n ", "\u200b \u200b \u200b", "no acute\u200b disease .", "(((( ))))", "x" * 300, "effusion",
        "Café — naïve “quotes” 10% ±2 mm; 日本語 ☃", "Heart size normal/. Lungs clear/? 3.5cm, left-sided 10%)."]
@@ -20,6 +16,8 @@ ODD = ["", "   \n ", "\u200b \u200b \u200b", "no acute\u200b disease .", "(((( )
 
 @pytest.fixture(scope="module")
 def cases(standins, iu_xray_test, tmp_path_factory):
+    from rexrank.testing import standin_radgraph
+
     reports = [study["report"] for study in iu_xray_test.values()]
     xl_archive = standin_radgraph.build(tmp_path_factory.mktemp("radgraph_xl"), "small", 0,
                                         model_type="radgraph-xl")["radgraph_xl"]
@@ -43,6 +41,8 @@ def reference(cases, run_reference):
 def test_annotations_identical_to_radgraph_0_1_18(cases, reference, model_type):
     """Same words, entities (overlapping spans included), labels and relations (self-relations included), in the
     same order and numbering, for every report the package can annotate; batch 32 vs the package's batch 1."""
+    from rexrank.metrics.radgraph.inference import Annotator
+
     job = cases[model_type]
     ours = Annotator(job["archive"], device="cpu").annotate(job["reports"], batch_size=32)
     compared = 0
@@ -74,6 +74,8 @@ def test_stand_in_reproduces_package_quirks(cases, reference):
 
 def test_reward_levels_identical_to_f1radgraph(cases, reference):
     """F1RadGraph(reward_level=simple/partial/complete) per pair, bit for bit, empty reports included."""
+    from rexrank.metrics.radgraph import RadGraphRewardComplete, RadGraphRewardPartial, RadGraphRewardSimple
+
     job = cases["radgraph"]
     hyps, refs = job["pairs"]["hyps"], job["pairs"]["refs"]
     for cls in (RadGraphRewardSimple, RadGraphRewardPartial, RadGraphRewardComplete):
@@ -83,6 +85,8 @@ def test_reward_levels_identical_to_f1radgraph(cases, reference):
 
 def test_combined_identical_to_cxr_report_metric_on_package_annotations(cases, reference):
     """ReXrank's radgraph_combined computed by the reference script from the package's own annotations."""
+    from rexrank.metrics.radgraph import RadGraphCombined
+
     job = cases["radgraph"]
     ours = RadGraphCombined(model=job["archive"], device="cpu").score(job["pairs"]["hyps"], job["pairs"]["refs"])
     assert ours.tolist() == reference["radgraph"]["combined"]
@@ -92,6 +96,8 @@ def test_combined_identical_to_cxr_report_metric_on_package_annotations(cases, r
 def test_empty_report_differs_from_the_package_annotation_on_purpose(cases, reference):
     """The package annotates "" as the word "None"; we give no entities, like CXR-Report-Metric, which skips
     empty (NaN) reports. Scores agree either way: F1RadGraph scores empty pairs 0 before annotating."""
+    from rexrank.metrics.radgraph.inference import Annotator
+
     job = cases["radgraph"]
     package = reference["radgraph"]["annotations"][job["reports"].index("")]
     assert package["text"] == "None"

@@ -8,7 +8,6 @@ import pytest
 
 import rexrank
 from rexrank.metrics.radcliq import radcliq_v1
-from rexrank.metrics.radgraph import combined_scores
 
 
 def test_radcliq_v1_computes_all_four_components(standins, iu_xray_test):
@@ -59,6 +58,8 @@ def test_radgraph_column_equals_radeval_radgraph_radcliq(standins, iu_xray_test,
     """ReXrank's RadGraph column ((entity F1 + relation F1) / 2) equals radeval 2.2.1's RadGraphRadCliQ on the same
     annotations (the stand-in's, for neighbouring IU-Xray reports that share findings, an empty report, a report
     against itself and a report with no relation)."""
+    from rexrank.metrics.radgraph import combined_scores
+
     metric = rexrank.metrics.get("radgraph", model=standins("radgraph")["radgraph"], device="cpu")
     reports = [study["report"] for study in iu_xray_test.values()]
     # Neighbouring reports, a report's opening sentences against the whole report (partial entity and relation

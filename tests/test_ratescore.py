@@ -11,15 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import NEEDS_MEDSPACY
 
-pytest.importorskip("medspacy", reason="RaTEScore needs the optional medspacy dependency")
+import rexrank.metrics as M
+from rexrank.errors import ConfigError, InputError, ModelNotAvailableError, RexrankError
 
-import rexrank.metrics as M  # noqa: E402
-from rexrank.errors import ConfigError, InputError, ModelNotAvailableError, RexrankError  # noqa: E402
-from rexrank.metrics.ratescore import constants  # noqa: E402
-from rexrank.metrics.ratescore.entities import decode_spans  # noqa: E402
-from rexrank.metrics.ratescore.score import pair_score  # noqa: E402
-from rexrank.metrics.ratescore.sentences import split_reports  # noqa: E402
+pytestmark = NEEDS_MEDSPACY
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +56,16 @@ REPORTS = [
 ])
 def test_decode_spans_follows_the_official_state_machine(labels, expected):
     """Span decoding decides which entities exist; these cases pin each branch of RaTEScore's post_process."""
+    from rexrank.metrics.ratescore.entities import decode_spans
+
     tokens = ["[CLS]"] + [f"t{i}" for i in range(1, len(labels) - 1)] + ["[SEP]"]
     assert decode_spans(tokens, labels) == expected
 
 
 def test_decode_spans_reads_the_label_after_the_last_token_only():
     """Labels may be longer than tokens (official: padded rows); only the label at [SEP] is ever looked at."""
+    from rexrank.metrics.ratescore.entities import decode_spans
+
     tokens = ["[CLS]", "a", "b", "[SEP]"]
     assert decode_spans(tokens, ["O", "B-X", "B-Y", "O", "B-Z", "B-Z"]) == [(1, 1, "X"), (2, 2, "Y")]
 
@@ -72,6 +73,8 @@ def test_decode_spans_reads_the_label_after_the_last_token_only():
 # --- constants ---------------------------------------------------------------------------------------------------
 def test_matrices_cover_every_type_pair_and_variants_are_distinct():
     """Each matrix has the 25 type pairs; the three variants differ in matrix or negation weight as documented."""
+    from rexrank.metrics.ratescore import constants
+
     for matrix in (constants.LONG_MATRIX, constants.SHORT_MATRIX):
         assert len(matrix) == 25 and all(0 <= v <= 1 for v in matrix.values())
     assert len(constants.NEGATION_PAIRS) == 8
@@ -84,6 +87,9 @@ def test_matrices_cover_every_type_pair_and_variants_are_distinct():
 @pytest.mark.parametrize("official", [False, True])
 def test_pair_score_formula_on_hand_made_vectors(official):
     """The formula itself, on both paths: with orthogonal/identical vectors the score is computable by hand."""
+    from rexrank.metrics.ratescore import constants
+    from rexrank.metrics.ratescore.score import pair_score
+
     e = np.eye(3, dtype=np.float32)
     m, neg = constants.LONG_MATRIX, 0.3612
     # identical single entity of the same type: cos 1, both directions 1 -> F1 1
@@ -104,6 +110,9 @@ def test_pair_score_formula_on_hand_made_vectors(official):
 def test_fast_path_hands_near_ties_between_types_to_the_official_path():
     """Copies of one vector with different types are a tie the fast path must not decide; same type is decided,
     and where the fast path decides, both paths give the same score."""
+    from rexrank.metrics.ratescore import constants
+    from rexrank.metrics.ratescore.score import pair_score
+
     rng = np.random.default_rng(0)
     m, neg = constants.LONG_MATRIX, 0.3612
     a, other = rng.normal(size=(2, 8)).astype(np.float32)
@@ -127,6 +136,8 @@ def test_fast_path_hands_near_ties_between_types_to_the_official_path():
 # --- options and errors ------------------------------------------------------------------------------------------
 def test_config_and_fingerprint_record_the_variant(paths):
     """The variant changes numbers, so it must change the fingerprint; model identity is the weights' hash."""
+    from rexrank.metrics.ratescore import constants
+
     prints = {}
     for name in ("v0.5", "v0.6-long", "v0.6-short"):
         m = M.get("ratescore", model=paths, variant=name)
@@ -247,6 +258,7 @@ def test_official_paths_give_the_same_numbers(paths, monkeypatch):
     """Forcing every sentence through the one-by-one NER run and every pair through the official scoring path
     changes nothing beyond float noise: they only matter where a near tie must be decided as officially."""
     from rexrank.metrics.ratescore import entities as entities_module
+    from rexrank.metrics.ratescore.sentences import split_reports
 
     hyps, refs = REPORTS + REPORTS[:2], REPORTS[::-1] + REPORTS[2:]
     default = M.get("ratescore", model=paths)

@@ -17,16 +17,11 @@ import os
 
 import numpy as np
 import pytest
+from conftest import NEEDS_MEDSPACY
 
-pytest.importorskip("medspacy", reason="RaTEScore needs the optional medspacy dependency")
-pytestmark = [pytest.mark.refvenv, pytest.mark.slow]
+import rexrank.metrics as M
 
-import torch  # noqa: E402
-
-import rexrank.metrics as M  # noqa: E402
-from rexrank.metrics.ratescore import constants  # noqa: E402
-from rexrank.metrics.ratescore.entities import decode_spans  # noqa: E402
-from rexrank.metrics.ratescore.sentences import split_reports  # noqa: E402
+pytestmark = [NEEDS_MEDSPACY, pytest.mark.refvenv, pytest.mark.slow]
 
 N_IU = 24
 MISALIGNED = 6  # pairs of the misalignment demonstration
@@ -69,6 +64,8 @@ VARIANTS = (("0.5.0", None, "v0.5"), ("0.6.0", "long", "v0.6-long"), ("0.6.0", "
 @pytest.fixture(scope="module", autouse=True)
 def reference_threads():
     """Thread count changes float rounding in the encoders; the reference runs with OMP_NUM_THREADS (default 2)."""
+    import torch
+
     before = torch.get_num_threads()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
     yield
@@ -114,6 +111,8 @@ def official(run_reference, paths, pairs):
 
 def test_constants_match_the_installed_packages(official):
     """Matrices and negation weights are interface facts: ours must equal the packages' own values exactly."""
+    from rexrank.metrics.ratescore import constants
+
     def as_ours(matrix):
         return {tuple(k.upper().split("_")): v for k, v in matrix.items() if k != "neg_weight"}
 
@@ -139,6 +138,9 @@ def test_parity_inputs_exercise_every_rule_and_repeated_entities(paths, pairs):
     """The inputs are what make the parity tests bite: every decoding rule fires on them, one entity text occurs
     with different types within a report and negated on one side / present on the other, and both scoring paths
     (fast, and official for near ties) are taken."""
+    from rexrank.metrics.ratescore.entities import decode_spans
+    from rexrank.metrics.ratescore.sentences import split_reports
+
     hyps, refs = pairs
     metric = M.get("ratescore", model=paths)
     metric._load()

@@ -10,7 +10,6 @@ import hashlib
 
 import numpy as np
 import pytest
-import torch
 
 from rexrank import metrics
 from rexrank.errors import InputError, ModelNotAvailableError
@@ -58,6 +57,8 @@ def parity_files(chexbert_files, metric, pairs, tmp_path_factory):
     over its classes and any two heads disagree on many of them. Any bias is a valid checkpoint: both sides load
     this same file, and the embeddings (and so the cosines) are those of the plain stand-in.
     """
+    import torch
+
     hyps, refs = pairs
     mean = torch.from_numpy(metric.embeddings(list(dict.fromkeys(refs + hyps))).mean(axis=0)).double()
     state = torch.load(chexbert_files["semb"], map_location="cpu", weights_only=True)["model_state_dict"]
@@ -208,6 +209,8 @@ def test_module_level_labeller_and_bad_input(chexbert_files):
 
 def test_checkpoint_problems_are_clear_errors(chexbert_files, tmp_path):
     """Missing files and wrong checkpoints raise ModelNotAvailableError naming semb, not a torch traceback."""
+    import torch
+
     backbone = chexbert_files["semb_backbone"]
     with pytest.raises(ModelNotAvailableError, match="semb"):
         SembScore(model=tmp_path / "nope" / "chexbert.pth", backbone=backbone)
@@ -223,6 +226,8 @@ def test_checkpoint_problems_are_clear_errors(chexbert_files, tmp_path):
 
 def test_checkpoint_without_module_prefix_or_with_position_ids_loads(chexbert_files, metric, tmp_path):
     """Checkpoints saved without DataParallel, or by older transformers (position_ids buffer), give the same values."""
+    import torch
+
     state = torch.load(chexbert_files["semb"], map_location="cpu", weights_only=True)["model_state_dict"]
     plain = {k[len("module."):]: v for k, v in state.items()}
     plain["bert.embeddings.position_ids"] = torch.arange(512).unsqueeze(0)
@@ -234,6 +239,8 @@ def test_checkpoint_without_module_prefix_or_with_position_ids_loads(chexbert_fi
 
 
 def test_standin_is_deterministic(tmp_path):
+    import torch
+
     from rexrank.testing.standin_text import build_chexbert
 
     a = build_chexbert(tmp_path / "a", "small", 0)
