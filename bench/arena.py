@@ -11,8 +11,16 @@ Second table (``--serve``): a store holding ``--models`` models' reports on the 
 simulated votes as vote events of its log; timed (wall, the page's wait): a fresh Arena reading the log, then
 ``next_pair`` and ``vote`` for one rater, medians of 50.
 
-Usage: .venv/bin/python bench/arena.py [--models 50] [--votes 100000] [--boot 1000] [--repeats 3] [--serve]
-Prints a Markdown table (recorded in bench/results/arena.md). Target: <= 5 s CPU.
+Third table (``--page``): the next pair in the page. The Arena tab (``arena_tab.arena_demo``) served on 127.0.0.1 with
+``--page-models`` models' reports on ``--page-studies`` studies of IU-Xray-like length and two 512x512 PNG views per
+study from a local folder, driven by Debian's Chromium (Playwright): a click on "Next pair", then the time until the
+new report is in the page (the page's own clock, polled every animation frame), and the request's own time (sent to
+answered, the browser's timing). Alternated click by click with a minimal gradio page on the same server settings
+(one button filling one textbox from the server: the floor of a gradio round trip), medians of ``--clicks``.
+``--baseline FILE``: also alternate with the tab built by another copy of arena_tab.py (e.g. an older commit's).
+
+Usage: .venv/bin/python bench/arena.py [--models 50] [--votes 100000] [--boot 1000] [--repeats 3] [--serve] [--page]
+Prints Markdown tables (recorded in bench/results/arena.md). Targets: <= 5 s CPU; the next pair <= 150 ms in the page.
 """
 
 from __future__ import annotations
@@ -88,6 +96,136 @@ def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
           f"{1000 * statistics.median(served):.1f} | {1000 * statistics.median(voted):.1f} |")
 
 
+REPORT = ("The cardiomediastinal silhouette is within normal limits for size and contour. The lungs are normally "
+          "inflated without evidence of focal airspace disease, pleural effusion, or pneumothorax. Stable calcified "
+          "granuloma in the right upper lobe. No acute bone abnormality. Report {model} of study {study}.")
+
+
+def _page_store(root, models: int, studies: int):
+    from PIL import Image
+
+    from rexrank.leaderboard.store import Store
+
+    store = Store(root / "board.sqlite")
+    for m in range(models):
+        store.keep_reports(dataset="iu_xray", split="test", track="findings", model=f"model-{m}", result_hash=f"h{m}",
+                           rows=[(f"CXR{k}_IM-{k}", REPORT.format(model=m, study=k), REPORT.format(model="ref", study=k),
+                                  {"bleu2": 0.1 + m / 100}) for k in range(studies)])
+    images = root / "images"
+    images.mkdir()
+    rng = np.random.default_rng(0)
+    for k in range(studies):
+        for view in ("1001", "2001"):
+            Image.fromarray(rng.integers(0, 255, (512, 512), dtype=np.uint8)).save(images / f"CXR{k}_IM-{k}-{view}.png")
+    return store, images
+
+
+def _minimal_page(gr):
+    with gr.Blocks() as demo:
+        button = gr.Button("Next", elem_id="arena-next")
+        text = gr.Textbox(elem_id="arena-report-a", interactive=False, lines=4)
+        counter = iter(range(10 ** 9))
+        button.click(lambda: REPORT.format(model="x", study=next(counter)), None, text, queue=False)
+    return demo
+
+
+# The time from the click to the new report in the page, and (when the page shows images) to every image of the new
+# study loaded: an <img> under #arena-images whose source names the study (the files are named after it).
+_CLICK = """() => new Promise(resolve => {
+    const text = () => document.querySelector('#arena-report-a textarea').value;
+    const study = () => (document.querySelector('#arena-message')?.innerText.match(/Study (\\S+):/) || [])[1];
+    const old = text(), t0 = performance.now();
+    let shown = null;
+    const loaded = s => { const imgs = [...document.querySelectorAll('#arena-images img')];
+        return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0 &&
+                                             decodeURIComponent(i.src).includes(s + '-')); };
+    const check = () => {
+        const now = performance.now();
+        if (shown === null && text() !== old && text() !== '') shown = now - t0;
+        if (shown !== null && (!document.querySelector('#arena-images') || loaded(study())))
+            return resolve([shown, now - t0]);
+        if (now - t0 > 10000) return resolve([shown, NaN]);
+        requestAnimationFrame(check);
+    };
+    document.querySelector('#arena-next').click();
+    requestAnimationFrame(check);
+})"""
+
+
+def page_table(models: int, studies: int, clicks: int, baseline: str | None) -> None:
+    import importlib.util
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    import gradio as gr
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from leaderboard_helpers import BROWSER_FLAGS, CHROMIUM, DESKTOP, free_port
+
+    from rexrank.leaderboard.arena import Arena, images_from_folder
+    from rexrank.leaderboard.arena_tab import arena_demo
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store, images = _page_store(Path(tmp), models, studies)
+        pages = {"arena": arena_demo}
+        if baseline:
+            spec = importlib.util.spec_from_file_location("arena_tab_baseline", baseline)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            pages["baseline"] = module.arena_demo
+        servers, urls = [], {}
+        for side, build in pages.items():
+            arena = Arena(store, n_boot=0, images=images_from_folder(images))
+            demo = build(arena, rater=f"hf:bench-{side}")
+            servers.append(demo)
+        servers.append(_minimal_page(gr))
+        for side, demo in zip([*pages, "minimal"], servers):
+            port = free_port()
+            demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        allowed_paths=[str(images)])
+            urls[side] = f"http://127.0.0.1:{port}/"
+        shown: dict[str, list[float]] = {side: [] for side in urls}
+        pictured: dict[str, list[float]] = {side: [] for side in urls}
+        served: dict[str, list[float]] = {side: [] for side in urls}
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_FLAGS, headless=True)
+                tabs = {}
+                for side, url in urls.items():
+                    page = browser.new_page(viewport=DESKTOP)
+                    page.goto(url, wait_until="load")
+                    if side != "minimal":
+                        page.get_by_role("tab", name="Arena", exact=True).click()
+                    page.wait_for_selector("#arena-next", state="visible", timeout=60_000)
+                    page.evaluate(_CLICK)  # warm: the first pair, the gallery's first images
+                    tabs[side] = page
+                for _ in range(clicks):
+                    for side, page in tabs.items():  # alternate the sides click by click
+                        page.bring_to_front()
+                        with page.expect_request_finished(lambda r: "/run/predict" in r.url or "/api/" in r.url) as done:
+                            text_ms, images_ms = page.evaluate(_CLICK)
+                        shown[side].append(text_ms)
+                        pictured[side].append(images_ms)
+                        timing = done.value.timing
+                        served[side].append(timing["responseEnd"] - timing["requestStart"])
+                browser.close()
+        finally:
+            for demo in servers:
+                demo.close()
+            store.close()
+    floor = statistics.median(shown["minimal"])
+    print(f"\n| page | next pair's text on screen ms (median of {clicks}) | its images loaded ms | first request ms | "
+          "text / minimal page |")
+    print("|---|---|---|---|---|")
+    for side in urls:
+        images = "-" if side == "minimal" else f"{statistics.median(pictured[side]):.0f}"
+        print(f"| {side} | {statistics.median(shown[side]):.0f} | {images} | {statistics.median(served[side]):.0f} | "
+              f"{statistics.median(shown[side]) / floor:.2f} |")
+    print(f"\n({models} models x {studies} studies, 2 images per study; load average {os.getloadavg()[0]:.1f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", type=int, default=50)
@@ -95,7 +233,15 @@ def main() -> None:
     parser.add_argument("--boot", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--serve", action="store_true")
+    parser.add_argument("--page", action="store_true", help="only the in-page table (--page-* settings)")
+    parser.add_argument("--page-models", type=int, default=10)
+    parser.add_argument("--page-studies", type=int, default=100)
+    parser.add_argument("--clicks", type=int, default=15)
+    parser.add_argument("--baseline", help="another arena_tab.py to alternate with")
     args = parser.parse_args()
+    if args.page:
+        page_table(args.page_models, args.page_studies, args.clicks, args.baseline)
+        return
     votes, truth = simulate(args.models, args.votes)
     times, result = [], None
     for _ in range(args.repeats):

@@ -40,3 +40,30 @@ def test_oauth_profile_is_the_rater(store, monkeypatch):  # noqa: F811
     assert vote["rater"] == "hf:alice" and vote["tags"] == {"a": [2], "b": []} and vote["choice"] == "b"
     assert "not shown to you" in fns["arena_vote_b"](ticket, [], [], profile("alice"))[1]
     assert "Load a pair" in fns["arena_vote_a"](None, [], [], profile("alice"))[1]
+
+
+def test_next_pair_sends_texts_first_and_images_after(store, tmp_path):  # noqa: F811
+    """The page path of the next pair (bench/results/arena.md): its event carries no progress overlay and no image, it
+    hides the old pair's gallery, and an event chained after it shows the new pair's images, only those."""
+    import gradio as gr
+
+    from rexrank.leaderboard.arena import images_from_folder
+
+    for k in range(12):
+        (tmp_path / f"s{k:03d}-1001.png").write_bytes(b"\x89PNG")
+    arena = Arena(store, n_boot=0, rng=np.random.default_rng(0), images=images_from_folder(tmp_path))
+    demo = arena_demo(arena, rater="hf:ann")
+    fns = list(demo.fns.values())
+    (first,) = [f for f in fns if f.api_name == "arena_next"]
+    (then,) = [f for f in fns if f.trigger_after == first._id]
+    gallery = [b for b in demo.blocks.values() if isinstance(b, gr.Gallery)]
+    assert first.show_progress == "hidden" and then.show_progress == "hidden" and not first.queue
+    assert gallery and list(then.outputs) == gallery and gallery[0] in first.outputs
+    out = first.fn()
+    index = list(first.outputs).index(gallery[0])
+    assert out[index].constructor_args == {"visible": False}  # what the update sends: hidden, no image
+    (paths,) = [v for v in out if isinstance(v, list) and v and str(v[0]).endswith(".png")]
+    study = out[1].split("Study ")[1].split(":")[0]
+    assert paths == [str(tmp_path / f"{study}-1001.png")]
+    shown = then.fn(paths)
+    assert shown.constructor_args == {"value": paths, "visible": True}

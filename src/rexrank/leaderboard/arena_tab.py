@@ -2,10 +2,11 @@
 
 ``arena_tab(gr, arena, oauth=...)`` builds one ``gr.Tab("Arena", id="arena")`` inside the app's ``gr.Tabs``.
 
-What the page and its API see: before a vote, the study's reference, its images (when the host has them) and
-the two reports, never a model name (the ticket that binds the pair to the rater stays on the server in a
-``gr.State``: a client sends only its clicks, i.e. its choice and its tags). After the vote, the two names. Every
-text is shown as plain text (read-only textboxes), never as Markdown or HTML. Who votes: the signed-in Hugging Face
+What the page and its API see: before a vote, the study's reference, its images (when the host has them; shown by
+an event chained after the texts, the previous pair's hidden meanwhile) and the two reports, never a model name
+(the ticket that binds the pair to the rater stays on the server in a ``gr.State``: a client sends only its clicks,
+i.e. its choice and its tags). After the vote, the two names. Every text is shown as plain text (read-only
+textboxes), never as Markdown or HTML. Who votes: the signed-in Hugging Face
 user (``oauth``: gradio injects the profile), or, on a host's own server without login, the ``rater`` the host
 named (``None``: voting is off). Refusals (not signed in, excluded, quota, a used ticket) are one-line messages.
 """
@@ -60,14 +61,19 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
         return rater
 
     def load(profile: Optional[gr.OAuthProfile] = None):
-        """A new pair: (ticket state, message, reference, report A, report B, images, tags A, tags B, reveal)."""
+        """A new pair: (ticket state, message, reference, report A, report B, its images' paths (state), the gallery
+        hidden, tags A, tags B, reveal). The gallery is filled by the event chained after this one (``show``)."""
+        hidden = gr.Gallery(visible=False)
         try:
             pair = arena.next_pair(who(profile))
         except RexrankError as exc:
-            return (None, f"**{exc}**", "", "", "", gr.Gallery(value=None, visible=False), [], [], "")
+            return (None, f"**{exc}**", "", "", "", [], hidden, [], [], "")
         return (pair.ticket, f"Study {pair.study}: which report is better? Vote to see the models' names.",
-                pair.reference, pair.report_a, pair.report_b,
-                gr.Gallery(value=pair.images or None, visible=bool(pair.images)), [], [], "")
+                pair.reference, pair.report_a, pair.report_b, list(pair.images), hidden, [], [], "")
+
+    def show(paths: list[str]):
+        """The new pair's images, once its texts are on screen."""
+        return gr.Gallery(value=paths or None, visible=bool(paths))
 
     def vote(choice: str, ticket: Optional[str], tags_a: list[int], tags_b: list[int],
              profile: Optional[gr.OAuthProfile] = None):
@@ -116,9 +122,15 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
                                      "same report")
         refresh_button = gr.Button("Refresh the Arena board", elem_id="arena-refresh", size="sm")
 
-        pair_outputs = [ticket, message, reference, report_a, report_b, images, tags_a, tags_b, reveal]
-        # No queue: the next pair is a few milliseconds of work, and the queue's round trips would triple its latency.
-        next_button.click(load, None, pair_outputs, api_name="arena_next", queue=False)
+        shown_images = gr.State([])  # the pair's image paths, between the two events below
+        pair_outputs = [ticket, message, reference, report_a, report_b, shown_images, images, tags_a, tags_b, reveal]
+        # The next pair in the page (bench/results/arena.md): no queue (its round trips would triple the latency), no
+        # progress overlay on the outputs (drawing and removing it cost more than the answer), and the texts first:
+        # filling the gallery in the same update held the new texts back until its images were laid out. The old
+        # pair's images are hidden by the first event, so a study's text is never shown beside another's images.
+        next_button.click(load, None, pair_outputs, api_name="arena_next", queue=False,
+                          show_progress="hidden").then(show, shown_images, images, api_name=False,
+                                                       queue=False, show_progress="hidden")
         def caster(choice: str):
             def cast(ticket_id: Optional[str], chosen_a: list[int], chosen_b: list[int],
                      profile: Optional[gr.OAuthProfile] = None):
