@@ -128,6 +128,25 @@ def test_a_submit_naming_a_server_path_gets_a_message(space, tmp_path):
     assert "PRIVATE" not in answer and secret.exists()
 
 
+def test_an_unexpected_error_reaches_the_client_as_a_generic_message(space, caplog):
+    """Issue 24 point 5: the Space launches with show_error=True (for gradio's own refusals, above), which also sent
+    the text of any exception our code did not expect. A raw /table call whose search is a number (the API takes any
+    JSON) fails inside the view: the caller gets the generic message, the traceback goes to the host's log."""
+    import logging
+
+    import httpx
+
+    from rexrank.leaderboard.gradio_compat import UNEXPECTED
+
+    caplog.set_level(logging.ERROR, logger="rexrank.leaderboard")
+    response = httpx.post(f"{space[0]}gradio_api/call/table", timeout=60, json={"data": [
+        "iu_xray", "findings", 5, None, None, None, "all", None, None, "radcliq_v1"]})
+    answer = httpx.get(f"{space[0]}gradio_api/call/table/{response.json()['event_id']}", timeout=60).text
+    assert "event: error" in answer and json.dumps(UNEXPECTED)[1:-1] in answer, answer
+    assert "strip" not in answer and "AttributeError" not in answer, answer
+    assert any("table_api" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
 def test_unknown_dataset_is_a_clear_api_error(client):
     from gradio_client.exceptions import AppError
 

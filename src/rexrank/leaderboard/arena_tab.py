@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.arena import CHOICE_LABELS, Arena, rater_identity
+from rexrank.leaderboard.gradio_compat import guarded
 from rexrank.leaderboard.store import error_categories
 
 BOARD_HEADERS = ["rank", "model", "strength", "interval", "rank interval", "votes", "raters"]
@@ -128,7 +129,7 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
         # progress overlay on the outputs (drawing and removing it cost more than the answer), and the texts first:
         # filling the gallery in the same update held the new texts back until its images were laid out. The old
         # pair's images are hidden by the first event, so a study's text is never shown beside another's images.
-        next_button.click(load, None, pair_outputs, api_name="arena_next", queue=False,
+        next_button.click(guarded(load), None, pair_outputs, api_name="arena_next", queue=False,
                           show_progress="hidden").then(show, shown_images, images, api_name=False,
                                                        queue=False, show_progress="hidden")
         def caster(choice: str):
@@ -138,9 +139,10 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
             return cast
 
         for choice, button in buttons.items():
-            button.click(caster(choice), [ticket, tags_a, tags_b], [ticket, reveal], api_name=f"arena_vote_{choice}")
+            button.click(guarded(caster(choice)), [ticket, tags_a, tags_b], [ticket, reveal],
+                         api_name=f"arena_vote_{choice}")
         for trigger in (refresh_button.click, tab.select):
-            trigger(refresh, None, [board, metrics, board_note], api_name=False)
+            trigger(guarded(refresh), None, [board, metrics, board_note], api_name=False)
 
 
 def arena_demo(arena: Arena, *, rater: Optional[str] = None, oauth: bool = False) -> Any:

@@ -15,12 +15,27 @@ pyproject.toml pins the same range.
   screen (a 390 px phone zoomed to 125%) no room for Rank, Model and 1/RadCliQ-v1; ``PHONE_HEAD`` narrows it to 8 px
   under 640 px. In ``<head>`` (``launch(head=...)``), not in ``css=``: gradio scopes the ``css=`` @media rules to
   its content box. Browser test: the three columns fit at 312 px.
+- Error text: gradio's ``show_error`` is all or nothing. Off, its own refusal of a request (a /submit whose FileData
+  names a file nobody uploaded, refused before our code runs) reaches the caller as ``{"error": null}``; on, so does
+  the text of any exception our code did not expect (paths, SQL, internals). The Space launches with it on and every
+  callback it registers goes through ``guarded``: a gr.Error or one of our ``RexrankError``s (written for the
+  caller) passes as a message, anything else is logged here with its traceback and the caller gets ``UNEXPECTED``.
+  Test: a raw HTTP call that makes a callback fail unexpectedly gets the generic message, not the exception's text,
+  and a server path gets gradio's refusal.
 - Not worked around: gradio's tabs are plain buttons (Tab and Enter work, arrow keys do not move between tabs; the
   ARIA tabs pattern would need intercepting gradio's keyboard events), and a multiselect's chip buttons are named
   "Remove 0", "Remove 1"... Both are documented in docs/leaderboard.md and pinned by browser tests.
 """
 
 from __future__ import annotations
+
+import functools
+import logging
+from typing import Callable
+
+from rexrank.errors import RexrankError
+
+log = logging.getLogger("rexrank.leaderboard")
 
 TESTED = (6, 31)  # gradio major.minor these were checked on (pyproject: gradio>=6.31,<6.32)
 
@@ -47,3 +62,28 @@ def gradio_version() -> tuple[int, int]:
 def tested() -> bool:
     """The installed gradio is the one these workarounds were checked on."""
     return gradio_version() == TESTED
+
+
+UNEXPECTED = ("The board could not answer this request (an unexpected error, logged for the host). Try again; if it "
+              "persists, please report it.")
+
+
+def guarded(fn: Callable) -> Callable:
+    """``fn`` as a gradio callback whose errors reach the client only as text written for it (see the module
+    docstring). ``functools.wraps`` keeps the signature and annotations gradio reads (``gr.Request``,
+    ``gr.OAuthProfile`` injection, ``gr.api``'s description)."""
+    import gradio as gr
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except RexrankError as exc:  # ours: one line naming the problem and the fix
+            raise gr.Error(str(exc)) from None
+        except Exception:
+            log.exception("leaderboard callback %s failed", getattr(fn, "__qualname__", fn))
+            raise gr.Error(UNEXPECTED) from None
+
+    return call

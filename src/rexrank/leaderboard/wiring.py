@@ -26,6 +26,7 @@ from typing import Optional
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard import about
+from rexrank.leaderboard.gradio_compat import guarded
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.views import (METRIC_CHOICES, PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE, TRAINED_CHOICES,
@@ -206,8 +207,8 @@ class _DatasetView:
             return self.table_update(gr, views, values, shape=True)
 
         outputs = [self.table, self.empty]
-        gr.on(self.triggers(), rows, self.controls, outputs, **_PRIVATE)
-        gr.on([self.columns.input, self.sort.input], shape, self.controls, outputs, **_PRIVATE)
+        gr.on(self.triggers(), guarded(rows), self.controls, outputs, **_PRIVATE)
+        gr.on([self.columns.input, self.sort.input], guarded(shape), self.controls, outputs, **_PRIVATE)
 
     def _plots(self, gr, views: Views) -> None:
         """The bar chart (the table's rows, best first by a metric) and the agreement heatmap, drawn while "Plots" is
@@ -226,6 +227,7 @@ class _DatasetView:
         @gr.render(inputs=[shown, metric, *self.controls],
                    triggers=[shown.input, metric.input, *self.triggers(), self.columns.input, self.sort.input],
                    **_RENDER)
+        @guarded
         def draw(is_shown, chosen, search, inst, year, mtype, trained, source, columns, sort):
             if not is_shown:
                 return
@@ -291,7 +293,7 @@ def _freshness(gr, demo, views: Views, generation, header, overview_tables: dict
             out += view.refresh(gr, views, values[k * n:(k + 1) * n], request)
         return out
 
-    gr.on([demo.load, timer.tick], refresh, [generation, *controls], outputs, **_PRIVATE)
+    gr.on([demo.load, timer.tick], guarded(refresh), [generation, *controls], outputs, **_PRIVATE)
 
 
 def _overview_tab(gr, views: Views) -> dict:
@@ -317,12 +319,13 @@ def _overview_tab(gr, views: Views) -> dict:
                                       elem_id=f"overview-plot{suffix}") as section:
                         # Drawn on each opening (with the store as it is then).
                         @gr.render(triggers=[section.expand], **_RENDER)
+                        @guarded
                         def ranks(track=track, suffix=suffix):
                             gr.Plot(views.ranks_view(track), show_label=False, elem_id=f"overview-ranks{suffix}")
         gr.Markdown("Mean rank: the mean of a model's ranks over the datasets it is ranked on (Datasets), by "
                     "1/RadCliQ-v1. Open a dataset tab for every metric with its 95% CI.")
         # In the tab: gr.Tabs takes only tabs as children.
-        gr.api(overview_api, api_name="overview", queue=False)
+        gr.api(guarded(overview_api), api_name="overview", queue=False)
     return tables
 
 
@@ -364,6 +367,7 @@ def _models_tab(gr, views: Views) -> None:
         chosen = gr.State(None)
 
         @gr.render(inputs=chosen, triggers=[tab.select], **_RENDER)
+        @guarded
         def view(current: Optional[str]):
             name = current or views.default_model()
             table, text = views.model_view(name)
@@ -380,9 +384,9 @@ def _models_tab(gr, views: Views) -> None:
                 return gr.Dataframe(table, label=f"Results of {model}"), text, model
 
             # .input: a choice by the user; the value set when the tab is built fires no second request.
-            model_pick.input(pick, model_pick, [model_table, model_text, chosen], **_PRIVATE)
+            model_pick.input(guarded(pick), model_pick, [model_table, model_text, chosen], **_PRIVATE)
         # In the tab: gr.Tabs takes only tabs as children.
-        gr.api(model_api, api_name="model", concurrency_limit=None)
+        gr.api(guarded(model_api), api_name="model", concurrency_limit=None)
 
 
 def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False) -> None:
@@ -444,12 +448,13 @@ def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False) -> None:
         # Keys keep what the user entered (and the last status) when a later opening re-runs this; the queue is
         # rebuilt as it is now.
         @gr.render(inputs=[job], triggers=[tab.select], **_RENDER)
+        @guarded
         def form_view(last):
             _submit_form(gr, views, submissions, send, job, last)
 
         # In the tab: gr.Tabs takes only tabs as children.
-        gr.api(submit, api_name="submit")
-        gr.api(queue_api, api_name="queue")
+        gr.api(guarded(submit), api_name="submit")
+        gr.api(guarded(queue_api), api_name="queue")
 
 
 def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
@@ -502,10 +507,10 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
         status = views.submit_status(*last) if last else gr.skip()
         return status, views.queue_note(), views.queue_view(), gr.Timer(active=views.queue_pending())
 
-    sub_button.click(submit_form, [*form, sub_dataset, sub_track],
+    sub_button.click(guarded(submit_form), [*form, sub_dataset, sub_track],
                      [sub_status, queue_note, queue_table, job, *form, timer], api_visibility="private")
-    refresh.click(poll, job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
-    timer.tick(poll, job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
+    refresh.click(guarded(poll), job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
+    timer.tick(guarded(poll), job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
 
 
 def _about_tab(gr, views: Views):
@@ -547,9 +552,9 @@ def _api_endpoints(gr, views: Views) -> None:
                               sort_by)
         return {"headers": list(df.columns), "data": df.to_numpy().tolist()}
 
-    gr.api(leaderboard_api, api_name="leaderboard", concurrency_limit=None)
-    gr.api(results_api, api_name="results", concurrency_limit=None)
-    gr.api(table_api, api_name="table", concurrency_limit=None)
+    gr.api(guarded(leaderboard_api), api_name="leaderboard", concurrency_limit=None)
+    gr.api(guarded(results_api), api_name="results", concurrency_limit=None)
+    gr.api(guarded(table_api), api_name="table", concurrency_limit=None)
 
 
 def add_csv_route(demo, views: Views) -> None:
