@@ -73,7 +73,7 @@ def running_space(store_path: Path, *, worker: bool = True, **options):
     for attempt in range(5):  # another process may take the free port between our probe and the bind
         port = free_port()
         try:
-            demo, store, service = serve(str(store_path), "127.0.0.1", port, worker=worker,
+            app, store, service = serve(str(store_path), "127.0.0.1", port, worker=worker,
                                          prevent_thread_lock=True, **options)
             break
         except OSError:
@@ -84,7 +84,7 @@ def running_space(store_path: Path, *, worker: bool = True, **options):
     finally:
         if service is not None:
             service.stop_worker()
-        demo.close()
+        app.close()
         store.close()
 
 

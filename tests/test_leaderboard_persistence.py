@@ -123,14 +123,16 @@ def space(store_path: Path, api):
     """The Space as `serve` starts it, with both repos on the loopback Hub and no worker thread (the test drives it)."""
     from rexrank.leaderboard.app import serve
 
-    demo, store, service = serve(str(store_path), "127.0.0.1", free_port(), worker=False, prevent_thread_lock=True,
+    app, store, service = serve(str(store_path), "127.0.0.1", free_port(), worker=False, prevent_thread_lock=True,
                                  results_repo="org/results", requests_repo="org/requests", hub_api=api,
                                  metrics=["bleu2"], n_resamples=50)
     try:
-        yield store, service, demo.rexrank_sync
+        # Issue 24 point 4: what runs beside the page is held by the app object, nothing is hung on gradio's Blocks.
+        assert isinstance(app.sync, HubSync) and app.arena is None
+        assert not [name for name in vars(app.demo) if name.startswith("rexrank")]
+        yield store, service, app.sync
     finally:
-        demo.rexrank_sync.stop()
-        demo.close()
+        app.close()
         store.close()
 
 

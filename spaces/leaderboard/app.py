@@ -32,15 +32,15 @@ def _flag(name: str) -> bool:
 
 
 if __name__ == "__main__":
-    demo, _, _ = serve(os.environ.get("REXRANK_STORE", "data/leaderboard.sqlite"), host="0.0.0.0",
-                       port=int(os.environ.get("PORT", "7860")), prevent_thread_lock=True,
-                       max_bytes=int(_number("REXRANK_MAX_UPLOAD_MB", 50) * 1_000_000),
-                       private_quota=int(_number("REXRANK_PRIVATE_QUOTA", 3)),
-                       rate_limit=int(_number("REXRANK_RATE_LIMIT", 5)),
-                       anonymous_limit=int(_number("REXRANK_ANONYMOUS_LIMIT", 100)),
-                       results_repo=os.environ.get("REXRANK_RESULTS_REPO") or None,
-                       requests_repo=os.environ.get("REXRANK_REQUESTS_REPO") or None,
-                       hub_token=os.environ.get("HF_TOKEN") or None,
-                       arena=_flag("REXRANK_ARENA"), arena_images=os.environ.get("REXRANK_ARENA_IMAGES") or None,
-                       arena_experts_only=_flag("REXRANK_ARENA_EXPERTS_ONLY"))
-    demo.block_thread()
+    app, _, _ = serve(os.environ.get("REXRANK_STORE", "data/leaderboard.sqlite"), host="0.0.0.0",
+                      port=int(os.environ.get("PORT", "7860")), prevent_thread_lock=True,
+                      max_bytes=int(_number("REXRANK_MAX_UPLOAD_MB", 50) * 1_000_000),
+                      private_quota=int(_number("REXRANK_PRIVATE_QUOTA", 3)),
+                      rate_limit=int(_number("REXRANK_RATE_LIMIT", 5)),
+                      anonymous_limit=int(_number("REXRANK_ANONYMOUS_LIMIT", 100)),
+                      results_repo=os.environ.get("REXRANK_RESULTS_REPO") or None,
+                      requests_repo=os.environ.get("REXRANK_REQUESTS_REPO") or None,
+                      hub_token=os.environ.get("HF_TOKEN") or None,
+                      arena=_flag("REXRANK_ARENA"), arena_images=os.environ.get("REXRANK_ARENA_IMAGES") or None,
+                      arena_experts_only=_flag("REXRANK_ARENA_EXPERTS_ONLY"))
+    app.block_thread()

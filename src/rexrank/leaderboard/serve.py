@@ -1,11 +1,13 @@
 """Launch the leaderboard Space: open (pull, seed) the store, start the scoring worker, build and launch the page.
 
 ``serve`` is what `rexrank leaderboard serve` and spaces/leaderboard/app.py run (both import it from
-``rexrank.leaderboard.app``).
+``rexrank.leaderboard.app``); it returns a ``BoardApp``, which holds the launched gradio Blocks with what runs beside
+it (the Hub sync, the Arena), so nothing is hung on gradio's own object.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,29 +17,51 @@ from rexrank.leaderboard.views import Views
 from rexrank.leaderboard.wiring import add_csv_route, build_app, oauth_configured
 
 
+@dataclass
+class BoardApp:
+    """The launched board: ``demo`` (the gradio Blocks), the ``views`` it and its CSV route read, the Hub ``sync``
+    (None without a results repo) and the ``arena`` (None when off)."""
+
+    demo: Any
+    views: Views
+    sync: Any = None
+    arena: Any = None
+
+    def block_thread(self) -> None:
+        """Serve until interrupted (gradio's own wait)."""
+        self.demo.block_thread()
+
+    def close(self) -> None:
+        """Stop the Hub sync (its last push finished or abandoned after its timeout) and the server."""
+        if self.sync is not None:
+            self.sync.stop()
+        self.demo.close()
+
+
 def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: bool = True, worker: bool = True,
           submissions_dir: str | None = None, prevent_thread_lock: bool = False, oauth: bool | None = None,
           upload_ttl: int = 3600, results_repo: str | None = None, requests_repo: str | None = None,
           hub_token: str | None = None, hub_api: Any = None, arena: bool = False, arena_images: str | None = None,
           arena_experts_only: bool = False, arena_rater: str | None = None, **submission_options: Any):
     """Open the store (pulled from the Hub and seeded as ``published.seed_store`` says), start the scoring worker,
-    launch the Space; returns (demo, store, service).
+    launch the Space; returns (``BoardApp``, store, service).
 
     ``oauth``: Hugging Face login (None: on when the Space card sets ``hf_oauth``). ``submission_options`` go to
     ``Submissions`` (``max_bytes``: the largest predictions file, also gradio's upload limit; quotas; ``metrics``,
     default every leaderboard metric this host has official weights for ...). ``results_repo``/``requests_repo``:
     Hub dataset repos the store is pulled from now and pushed to after every write (``hub_sync``; token
-    ``hub_token``, else HF_TOKEN); the sync is ``demo.rexrank_sync`` (the persistence tests stop it).
+    ``hub_token``, else HF_TOKEN); the sync is the app's ``sync``.
 
     ``arena``: add the radiologist Arena tab (docs/arena.md; off by default: the first page then holds none of its
     component types). ``arena_images``: a folder of the public set's images shown with each study (gradio may serve
     files from it and nothing else of the disk); ``arena_experts_only``: only raters on the host's allow-list vote;
     ``arena_rater``: who votes on a server without login (a host trying it out; with ``oauth`` the signed-in user).
-    The Arena's vote log is read once before the page opens. The Arena is ``demo.rexrank_arena`` (None when off).
+    The Arena's vote log is read once before the page opens. The Arena is the app's ``arena`` (None when off).
 
     Errors: launched with ``show_error=True`` so that gradio's own refusals reach an API caller as a message (a
     /submit naming a file nobody uploaded: "... was not uploaded by a user"), not as ``{"error": null}``; the
-    board's own errors are gr.Error messages written for the caller.
+    board's own errors are gr.Error messages written for the caller, and an unexpected exception in any callback is
+    logged here and answered with one generic line (``gradio_compat.guarded``), never its text.
     """
     from rexrank.errors import ConfigError
     from rexrank.leaderboard.published import seed_store
@@ -84,8 +108,6 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
         board_arena.votes()  # read the vote log once, before the page opens
     demo = build_app(store, service, oauth=oauth_configured() if oauth is None else oauth, upload_ttl=upload_ttl,
                      views=views, arena=board_arena, arena_rater=arena_rater)
-    demo.rexrank_sync = sync
-    demo.rexrank_arena = board_arena
     demo.queue(default_concurrency_limit=8)
     # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
     max_bytes = service.max_bytes if service is not None else DEFAULT_MAX_UPLOAD_MB * 1_000_000
@@ -93,6 +115,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
                 quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD,
                 allowed_paths=allowed_paths or None)
     add_csv_route(demo, views)
+    app = BoardApp(demo, views, sync, board_arena)
     if not prevent_thread_lock:
-        demo.block_thread()
-    return demo, store, service
+        app.block_thread()
+    return app, store, service
