@@ -68,9 +68,14 @@ def _progress_default(flag: bool | None, quiet: bool) -> bool:
 def _metrics_help(text: str) -> str:
     """`text`, then every registered metric and its description, read from the registry (one paragraph each, which
     the help formatter wraps)."""
+    from rexrank.errors import RexrankError
     from rexrank.metrics import REGISTRY
 
-    return "\n\n".join([text, *(f"{name}: {REGISTRY.spec(name).description}." for name in REGISTRY.names())])
+    try:
+        names, broken = REGISTRY.names(), []
+    except RexrankError as exc:  # a broken plugin: the help still lists the rest and says what failed
+        names, broken = REGISTRY.names(plugins=False), [f"Not listed: {exc}"]
+    return "\n\n".join([text, *(f"{name}: {REGISTRY.spec(name).description}." for name in names), *broken])
 
 
 def score_command(

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rexrank.metrics.registry import MetricSpec, Registry
+from rexrank.metrics.registry import PLUGIN_GROUP, MetricSpec, Registry
 
-REGISTRY = Registry("metric")
+# rexrank's metrics, registered below, and those of installed plugins (entry points in PLUGIN_GROUP; registry.py).
+REGISTRY = Registry("metric", plugin_group=PLUGIN_GROUP)
 _R = "rexrank.metrics"
 # value_range: what each metric's values can be (MetricSpec.value_range). Proportions, F1s and overlap scores lie in
 # [0, 1]; SembScore is a cosine; BERTScore is rescaled with a baseline, (F - b) / (1 - b), so it never exceeds 1 but

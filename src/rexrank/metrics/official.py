@@ -111,7 +111,9 @@ METRIC_SOURCES: dict[str, tuple[str, ...]] = {
     "green": ("green",),
     "radeval_bertscore": ("radeval_bertscore",),
     "srrbert": ("srrbert", "srrbert_tokenizer"),
-    **{name: ("radgraph",) for name in REGISTRY.names() if name == "radgraph" or name.startswith("radgraph_")},
+    # rexrank's own RadGraph family: a plugin's "radgraph_..." metric reads no official weights of rexrank's
+    **{name: ("radgraph",) for name in REGISTRY.names(plugins=False)
+       if name == "radgraph" or name.startswith("radgraph_")},
 }
 # Model-backed metrics without official weights to compare: their judge is whatever the scorer configured.
 NO_OFFICIAL_WEIGHTS = {"fineradscore": "FineRadScore's published judge is an API LLM (GPT-4 / Claude-3 Opus): "
