@@ -181,6 +181,16 @@ def cli(monkeypatch):
     return run
 
 
+# -- the evaluation harness's tests ------------------------------------------------------------------------------------
+@pytest.fixture
+def fake_metrics():
+    """The fake metrics of tests/evaluation_fakes.py registered for one test (the registry restored after it)."""
+    import evaluation_fakes
+
+    with evaluation_fakes.registered():
+        yield
+
+
 # -- the leaderboard's tests ------------------------------------------------------------------------------------------
 @pytest.fixture
 def store(tmp_path):

@@ -1,13 +1,16 @@
 """Small fake metrics for the evaluation harness tests: fast, deterministic, and observable.
 
-Registered into the real registry by ``register()`` (and removed by ``unregister()``), so the harness treats them
-exactly like the real metrics. Subprocess drivers import this module and call ``register()`` first.
+Registered into the real registry, so the harness treats them exactly like the real metrics: for a block by
+``registered()`` (the ``fake_metrics`` fixture of tests/conftest.py), for a whole process by ``register()``
+(subprocess drivers import this module and call it first).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -149,14 +152,17 @@ FAKES = (FakeLength, FakeSlow, FakeJudge, FakeLower, FakeBatched)
 
 
 def register() -> None:
+    """Register the fakes for the rest of the process (a subprocess driver's whole run)."""
     for cls in FAKES:
-        if cls.spec.name not in REGISTRY.names():
+        if cls.spec.name not in REGISTRY.names(plugins=False):
             REGISTRY.register(cls.spec, cls)
 
 
-def unregister() -> None:
-    for cls in FAKES:
-        # Registry has no public removal: tests alone need it, so they reach into the two dicts.
-        REGISTRY._entries.pop(cls.spec.name, None)
-        for alias in [a for a, n in REGISTRY._aliases.items() if n == cls.spec.name]:
-            REGISTRY._aliases.pop(alias)
+@contextlib.contextmanager
+def registered() -> Iterator[None]:
+    """The fakes registered within the block only (``Registry.scoped``: the registry is restored on leaving it),
+    with FakeLength's record of computed texts emptied. The ``fake_metrics`` fixture of tests/conftest.py."""
+    with REGISTRY.scoped():
+        register()
+        FakeLength.computed_texts = []
+        yield

@@ -37,13 +37,6 @@ HYPS = {"s1": "Heart size normal. Lungs clear.", "s2": "Cardiomegaly. No effusio
 
 
 @pytest.fixture
-def fake_metrics():
-    fakes.register()
-    yield
-    fakes.unregister()
-
-
-@pytest.fixture
 def files(tmp_path):
     refs = tmp_path / "refs.jsonl"
     refs.write_text("".join(json.dumps({"study_id": i, "report": r, "site": s}) + "\n" for i, r, s in REFS))

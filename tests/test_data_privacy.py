@@ -16,7 +16,6 @@ from pathlib import Path
 import datasets
 import pytest
 
-import evaluation_fakes as fakes
 from rexrank import data
 from rexrank.data import synthetic
 from rexrank.data.catalog import get_dataset_spec
@@ -30,16 +29,14 @@ OPEN = "iu_xray"
 
 
 @pytest.fixture
-def roots(tmp_path, monkeypatch):
+def roots(tmp_path, monkeypatch, fake_metrics):
     """Fresh cache roots (the `datasets` cache and rexrank's own) under the umask most systems use (022), so a
     file created with the default mode would be world-readable."""
     hf, own = tmp_path / "hf-datasets", tmp_path / "rexrank-cache"
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(hf))
     monkeypatch.setenv("REXRANK_CACHE", str(own))
     old = os.umask(0o022)
-    fakes.register()
     yield {"hf": hf, "own": own, "scores": own / "scores", "tmp": tmp_path}
-    fakes.unregister()
     os.umask(old)
 
 

@@ -35,14 +35,6 @@ TESTS = Path(__file__).resolve().parent
 DRIVER = TESTS / "evaluation_driver.py"
 
 
-@pytest.fixture
-def fake_metrics():
-    fakes.register()
-    fakes.FakeLength.computed_texts = []
-    yield
-    fakes.unregister()
-
-
 def test_text_and_pair_roundtrip(tmp_path):
     """Values come back exactly, per namespace, and a reopened cache still has them."""
     cache = ScoreCache(tmp_path)

@@ -35,11 +35,7 @@ TARGET = 7001  # the one study B changes (site s1, an abnormal study)
 METRICS = ["bleu2", "fake_len", "fake_lower", "fake_judge"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fake_metrics():
-    fakes.register()
-    yield
-    fakes.unregister()
+pytestmark = pytest.mark.usefixtures("fake_metrics")  # tests/conftest.py
 
 
 def _inputs(change: bool = False, n: int = N) -> Inputs:
@@ -63,8 +59,9 @@ def _evaluate(inputs: Inputs, dataset: str | None):
 @pytest.fixture(scope="module")
 def pair():
     """(A, B) on the private set, and the same two on an open reference file."""
-    private = tuple(_evaluate(_inputs(change), PRIVATE) for change in (False, True))
-    open_ = tuple(_evaluate(_inputs(change), None) for change in (False, True))
+    with fakes.registered():  # module-scoped, so it registers the fakes for itself
+        private = tuple(_evaluate(_inputs(change), PRIVATE) for change in (False, True))
+        open_ = tuple(_evaluate(_inputs(change), None) for change in (False, True))
     return private, open_
 
 

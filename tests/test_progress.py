@@ -45,13 +45,11 @@ class Recorder(io.StringIO):
 
 
 @pytest.fixture
-def fake_metrics(monkeypatch):
-    fakes.register()
+def fake_metrics(fake_metrics, monkeypatch):
+    """tests/conftest.py's fake metrics, slowed down and with progress lines every 0.05 s."""
     monkeypatch.setenv(fakes.SLEEP_ENV, "0.04")  # per batch of 32: ~0.4 s for the run
     monkeypatch.setenv(progress.INTERVAL_ENV, "0.05")
     monkeypatch.delenv(progress.PROGRESS_ENV, raising=False)
-    yield
-    fakes.unregister()
 
 
 @pytest.fixture

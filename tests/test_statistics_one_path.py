@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import evaluation_fakes as fakes
 from rexrank.evaluation import bootstrap as bs
 from rexrank.evaluation.aggregate import json_safe, metric_summary
 from rexrank.evaluation.harness import ScoreOptions, evaluate
@@ -159,13 +158,6 @@ def _old_subgroup_summary(frame, names, **boot):
 
 
 # -- tests -----------------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fake_metrics():
-    fakes.register()
-    yield
-    fakes.unregister()
 
 
 def _inputs(n: int, seed: int) -> Inputs:
