@@ -561,14 +561,16 @@ def test_a_freshness_answer_never_overwrites_rows_the_page_asked_for_since(store
     with the same controls, gets the fresh rows."""
     import gradio as gr
 
+    from leaderboard_helpers import add_scored_result
     from rexrank.leaderboard.published import bundled_tables, import_published
     from rexrank.leaderboard.views import Views
-    from rexrank.leaderboard.wiring import _DatasetView
+    from rexrank.leaderboard.wiring import _DatasetView, _Shown
 
     import_published(store, bundled_tables())
     views = Views(store)
     with gr.Blocks():
-        view = _DatasetView(gr, views, "iu_xray", "findings")
+        view = _DatasetView(gr, views, "iu_xray", "findings", _Shown())
+    add_scored_result(store, "Fresh model", bleu=0.3, institution="Fresh lab")  # what the refresh brings
     defaults = [c.value for c in view.controls]
     searched = ["MAIRA-2", *defaults[1:]]
     page, other = type("Request", (), {"session_hash": "page"})(), type("Request", (), {"session_hash": "other"})()
@@ -581,3 +583,36 @@ def test_a_freshness_answer_never_overwrites_rows_the_page_asked_for_since(store
     fresh = view.refresh(gr, views, defaults, page)
     assert len(fresh[0].value["data"]) == len(views.page_table("iu_xray", "findings").frame)
     assert view.refresh(gr, views, searched, other)[0] != gr.skip()  # another page asked nothing: its rows come
+
+
+def test_a_refresh_sends_only_the_outputs_whose_values_changed(store):
+    """Issue 24 point 3: after a store change the open page's refresh resent every table (ten) and every filter's
+    choices. A new result on IU-Xray Findings now sends the new generation, the header, that view's rows, message
+    and filter choices, and whatever of the overview changed; the seven other dataset tables and the About text are
+    skipped. The same page's next check (its generation now current) sends nothing; so does a page that was sent the
+    new rows by a search meanwhile."""
+    import gradio as gr
+
+    from leaderboard_helpers import add_scored_result
+    from rexrank.leaderboard.published import bundled_tables, import_published
+    from rexrank.leaderboard.wiring import build_app
+
+    import_published(store, bundled_tables())
+    demo = build_app(store)
+    refresh = next(f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "refresh")
+    generation, *controls = refresh.inputs
+    values = [c.value for c in controls]
+    page = type("Request", (), {"session_hash": "page"})()
+
+    add_scored_result(store, "Fresh model", bleu=0.3, institution="Fresh lab")
+    out = refresh.fn(page, generation.value, *values)
+    assert len(out) == len(refresh.outputs)
+    sent = [getattr(o, "elem_id", None) or type(o).__name__ for o, v in zip(refresh.outputs, out) if v != gr.skip()]
+    tables = [name for name in sent if name.startswith("table-")]
+    assert tables == ["table-iu_xray-findings"], sent
+    assert {"State", "board-header", "empty-iu_xray-findings", "inst-iu_xray-findings"} <= set(sent), sent
+    assert "about-text" not in sent and not [name for name in sent if "-" in name and "iu_xray-findings" not in name
+                                              and not name.startswith("overview") and name != "board-header"], sent
+    now = out[0]
+    assert refresh.fn(page, now, *values) == [gr.skip()] * len(out)  # nothing changed since: nothing is sent
+    assert sum(v != gr.skip() for v in refresh.fn(page, generation.value, *values)) == 2  # generation and header

@@ -9,7 +9,9 @@ name as shown and the institution, on the server.
 
 Freshness: the page holds the store generation its values were built from (``gr.State``); on page load and every
 ``FRESH_SECONDS`` (``gr.Timer``) one small request compares it with the store's, and only when it changed are the
-header, the overview and every dataset table (with the filters as set) recomputed and sent. The Models tab and the
+header, the overview and every dataset table (with the filters as set) recomputed; of these only the ones that
+differ from what that page was last sent go out (``_Shown``: a digest per output and page), so a new result on one
+dataset resends that dataset's table, not all ten. The Models tab and the
 Submit form are built when opened (``gr.render``), so they are current when opened; the submission status and the
 queue follow the job while it waits.
 
@@ -18,7 +20,9 @@ Public API: ``/leaderboard``, ``/overview``, ``/table``, ``/results``, ``/model`
 defined here with real annotations (no ``from __future__ import annotations`` in this module): gradio reads them.
 """
 
+import hashlib
 import os
+import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -113,14 +117,54 @@ def oauth_configured() -> bool:
     return get_space() is not None and bool(os.environ.get("OAUTH_CLIENT_ID"))
 
 
+def digest(value) -> str:
+    """A short digest of what an output shows (a table's cells and columns, or any value with a stable repr)."""
+    text = value.to_json(orient="split") if hasattr(value, "to_json") else repr(value)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+class _Shown:
+    """What each page (gradio session) was last sent, by output: a digest per output key, for the newest
+    ``_SESSIONS_KEPT`` pages. A page not known here shows what the page was built with (``initial``). Callbacks run
+    in gradio's worker threads, hence the lock."""
+
+    def __init__(self):
+        self.initial: dict[str, str] = {}
+        self._pages: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def note(self, request, key: str, value_digest: str) -> None:
+        session = getattr(request, "session_hash", None)
+        if not session:
+            return
+        with self._lock:
+            self._pages.setdefault(session, {})[key] = value_digest
+            self._pages.move_to_end(session)
+            while len(self._pages) > _SESSIONS_KEPT:
+                self._pages.popitem(last=False)
+
+    def changed(self, request, key: str, value_digest: str) -> bool:
+        """Whether the page shows something else under ``key`` than ``value_digest``; if so, it is noted as sent."""
+        with self._lock:
+            page = self._pages.get(getattr(request, "session_hash", None) or "", {})
+            before = page.get(key, self.initial.get(key))
+        if before == value_digest:
+            return False
+        self.note(request, key, value_digest)
+        return True
+
+
 class _DatasetView:
     """One dataset/track view's components: its controls (the inputs of every update) and what they drive."""
 
-    def __init__(self, gr, views: Views, dataset: str, track: str):
+    def __init__(self, gr, views: Views, dataset: str, track: str, shown: _Shown):
         self.dataset, self.track, self.key = dataset, track, view_key(dataset, track)
+        self.shown = shown
         key = self.key
         page = views.page_table(dataset, track)
         choices = views.filter_choices(dataset, track)
+        shown.initial[f"rows-{key}"] = digest(page.frame)
+        shown.initial[f"choices-{key}"] = digest(choices)
         with gr.Row(equal_height=True):
             self.search = gr.Textbox(label="Search models and institutions", placeholder="e.g. MAIRA or Stanford",
                                      elem_id=f"search-{key}", max_lines=1, scale=4)
@@ -173,22 +217,34 @@ class _DatasetView:
         choices must not refill the table)."""
         return [self.search.change] + [c.input for c in (self.inst, self.year, self.mtype, self.trained, self.source)]
 
-    def table_update(self, gr, views: Views, values, shape: bool = False) -> list:
-        """[table, empty message] for the controls' ``values`` (in ``controls`` order). Only the rows change unless
-        ``shape`` (the columns or the sort were chosen): then the column types, widths and the table's name too
-        (sending them with every search made gradio rebuild the grid: bench/results/leaderboard.md)."""
+    def table_update(self, gr, views: Views, values, shape: bool = False, request=None,
+                     only_if_changed: bool = False) -> list:
+        """[table, empty message] for the controls' ``values`` (in ``controls`` order), noted as this page's rows.
+        Only the rows change unless ``shape`` (the columns or the sort were chosen): then the column types, widths
+        and the table's name too (sending them with every search made gradio rebuild the grid:
+        bench/results/leaderboard.md). ``only_if_changed``: two skips when the page already shows these rows."""
         search, inst, year, mtype, trained, source, columns, sort = values
         page = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source, columns, sort)
+        rows_digest = digest(page.frame)
+        if only_if_changed:
+            if not self.shown.changed(request, f"rows-{self.key}", rows_digest):
+                return [gr.skip(), gr.skip()]
+        else:
+            self.shown.note(request, f"rows-{self.key}", rows_digest)
         table = (gr.Dataframe(value=page.frame, datatype=page.datatypes, column_widths=page.widths, label=page.label)
                  if shape else gr.Dataframe(value=page.frame))
         return [table, gr.Markdown(page.empty, visible=bool(page.empty))]
 
     def refresh(self, gr, views: Views, values, request=None) -> list:
-        """[table, empty, institution, year, model type, trained] after the store changed. The freshness check sends
-        the controls as they were; if the page has asked for other rows since (a search typed meanwhile, answered
-        first), these rows would overwrite the newer ones, so the table and its message are left to that answer."""
+        """[table, empty, institution, year, model type, trained] after the store changed, each skipped when this
+        page already shows it. The freshness check sends the controls as they were; if the page has asked for other
+        rows since (a search typed meanwhile, answered first), these rows would overwrite the newer ones, so the
+        table and its message are left to that answer."""
+        rows = (self.table_update(gr, views, values, request=request, only_if_changed=True)
+                if self.current(request, values) else [gr.skip(), gr.skip()])
         choices = views.filter_choices(self.dataset, self.track)
-        rows = (self.table_update(gr, views, values) if self.current(request, values) else [gr.skip(), gr.skip()])
+        if not self.shown.changed(request, f"choices-{self.key}", digest(choices)):
+            return rows + [gr.skip()] * 4
         return rows + [
             gr.Dropdown(choices=choices.institutions), gr.Dropdown(choices=choices.years),
             gr.Dropdown(choices=choices.model_types, visible=len(choices.model_types) > 1),
@@ -200,11 +256,11 @@ class _DatasetView:
     def wire(self, gr, views: Views) -> None:
         def rows(request: gr.Request, *values):
             self.asked(request, values)
-            return self.table_update(gr, views, values)
+            return self.table_update(gr, views, values, request=request)
 
         def shape(request: gr.Request, *values):
             self.asked(request, values)
-            return self.table_update(gr, views, values, shape=True)
+            return self.table_update(gr, views, values, shape=True, request=request)
 
         outputs = [self.table, self.empty]
         gr.on(self.triggers(), guarded(rows), self.controls, outputs, **_PRIVATE)
@@ -257,8 +313,9 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
                              elem_id="board-header")
         # A phone shows every tab (rows of tabs), none behind a menu.
         with gr.Tabs(overflow_behavior="wrap", elem_id="board-tabs"):
-            overview_tables = _overview_tab(gr, views)
-            dataset_views = _dataset_tabs(gr, views)
+            shown = _Shown()  # what each page was sent: the freshness refresh sends only what differs
+            overview_tables = _overview_tab(gr, views, shown)
+            dataset_views = _dataset_tabs(gr, views, shown)
             _models_tab(gr, views)
             if submissions is not None:
                 _submit_tab(gr, views, submissions, oauth=oauth)
@@ -266,17 +323,18 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
                 from rexrank.leaderboard.arena_tab import arena_tab
 
                 arena_tab(gr, arena, oauth=oauth, rater=arena_rater)
-            about_text = _about_tab(gr, views)
+            about_text = _about_tab(gr, views, shown)
         _api_endpoints(gr, views)
-        _freshness(gr, demo, views, generation, header, overview_tables, dataset_views, about_text)
+        _freshness(gr, demo, views, shown, generation, header, overview_tables, dataset_views, about_text)
     return demo
 
 
-def _freshness(gr, demo, views: Views, generation, header, overview_tables: dict, dataset_views: list,
-               about_text) -> None:
+def _freshness(gr, demo, views: Views, shown: _Shown, generation, header, overview_tables: dict,
+               dataset_views: list, about_text) -> None:
     """On load and every FRESH_SECONDS: when the store's generation differs from the page's, every view is
-    recomputed (with its filters as set) and sent, the About text too (a meta-evaluation published since);
-    otherwise nothing is."""
+    recomputed (with its filters as set) and the About text too (a meta-evaluation published since); the new
+    generation and the header (its "last updated") are sent, and of the rest only what differs from what this page
+    shows (``shown``). When the generation is the page's, nothing is recomputed or sent."""
     timer = gr.Timer(FRESH_SECONDS)
     controls = [c for v in dataset_views for c in v.controls]
     outputs = [generation, header, about_text, *overview_tables.values()] + [
@@ -286,8 +344,13 @@ def _freshness(gr, demo, views: Views, generation, header, overview_tables: dict
         now = views.generation()
         if now == page_generation:
             return [gr.skip()] * len(outputs)
-        out = [now, views.header_markdown(), views.about_markdown()]
-        out += [gr.Dataframe(value=views.overview_view(track)) for track in overview_tables]
+        out = [now, views.header_markdown()]
+        about_now = views.about_markdown()
+        out.append(about_now if shown.changed(request, "about", digest(about_now)) else gr.skip())
+        for track in overview_tables:
+            table = views.overview_view(track)
+            out.append(gr.Dataframe(value=table) if shown.changed(request, f"overview-{track}", digest(table))
+                       else gr.skip())
         n = len(dataset_views[0].controls) if dataset_views else 0
         for k, view in enumerate(dataset_views):
             out += view.refresh(gr, views, values[k * n:(k + 1) * n], request)
@@ -296,7 +359,7 @@ def _freshness(gr, demo, views: Views, generation, header, overview_tables: dict
     gr.on([demo.load, timer.tick], guarded(refresh), [generation, *controls], outputs, **_PRIVATE)
 
 
-def _overview_tab(gr, views: Views) -> dict:
+def _overview_tab(gr, views: Views, shown: _Shown) -> dict:
     """The overview: one sub-tab per track, each a table built into the page; /overview is an API endpoint."""
     payload = _frame_payload(gr)
 
@@ -310,8 +373,10 @@ def _overview_tab(gr, views: Views) -> dict:
             for track in TRACKS:
                 suffix = "" if track == TRACKS[0] else f"-{track}"
                 with gr.Tab(TRACK_LABELS[track], id=f"overview-{track}"):
+                    table = views.overview_view(track)
+                    shown.initial[f"overview-{track}"] = digest(table)
                     tables[track] = gr.Dataframe(
-                        value=views.overview_view(track), interactive=False, label=overview_label(track),
+                        value=table, interactive=False, label=overview_label(track),
                         show_label=True, elem_id=f"overview-table{suffix}", pinned_columns=2,
                         elem_classes=["board-table", "pin2"], wrap=True, max_height=OVERVIEW_HEIGHT,
                         column_widths=[52, 112, 76, 84] + [110] * 2 * len(DATASETS))
@@ -329,7 +394,7 @@ def _overview_tab(gr, views: Views) -> dict:
     return tables
 
 
-def _dataset_tabs(gr, views: Views) -> list:
+def _dataset_tabs(gr, views: Views, shown: _Shown) -> list:
     """One tab per dataset, one sub-tab per track, each with its own table, controls and plots."""
     built = []
     for dataset in DATASETS:
@@ -337,7 +402,7 @@ def _dataset_tabs(gr, views: Views) -> list:
             with gr.Tabs():
                 for track in TRACKS:
                     with gr.Tab(TRACK_LABELS[track], id=view_key(dataset, track)):
-                        view = _DatasetView(gr, views, dataset, track)
+                        view = _DatasetView(gr, views, dataset, track, shown)
                         view.wire(gr, views)
                         built.append(view)
     return built
@@ -513,12 +578,14 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
     timer.tick(guarded(poll), job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
 
 
-def _about_tab(gr, views: Views):
+def _about_tab(gr, views: Views, shown: _Shown):
     """The About tab: for readers (``about``), with the "Metrics vs radiologists" section of the published
     meta-evaluation (``views.meta_eval_markdown``; Markdown, already in the first page: no new component type).
     Returns the text's component (the freshness refresh rewrites it)."""
     with gr.Tab("About", id="about"):
-        text = gr.Markdown(views.about_markdown(), elem_id="about-text")
+        about_text = views.about_markdown()
+        shown.initial["about"] = digest(about_text)
+        text = gr.Markdown(about_text, elem_id="about-text")
         # A Markdown code block (with its copy button), not gr.Code: the browser loads every component type in the
         # page's config when the page loads, and the code editor's modules are among the largest.
         gr.Markdown(f"**Cite ReXrank (BibTeX)**\n\n```bibtex\n{about.CITATION_BIBTEX.strip()}\n```", elem_id="cite")
