@@ -650,3 +650,39 @@ def test_a_file_size_limit_while_scoring_is_one_error_line_and_the_cache_stays_s
     assert cache.integrity_check() == "ok"
     committed = cache.stats()["pairs"]
     assert 0 < committed < n and committed % 50 == 0
+
+
+def test_run_memos_round_trip_are_checked_capped_and_purged(tmp_path, caplog, monkeypatch):
+    """The run memo table (rexrank.evaluation.harness.RunMemo's storage): a memo comes back exactly; one changed
+    byte of a stored memo, or a value that is no memo (not a dict), is refused with one warning; only the newest
+    MAX_RUN_MEMOS are kept; and purge removes every memo (each holds one run's per-study table)."""
+    memo = {"results": '{"a": 1}', "per_study": b"\x00PAR1\xff", "stats": {"m": {"pairs": 2}}, "note": None}
+    cache = ScoreCache(tmp_path)
+    cache.put_run("k1", memo)
+    assert cache.get_run("k1") == memo and cache.get_run("absent") is None
+    with sqlite3.connect(tmp_path / cache_module.FILENAME) as conn:
+        conn.execute("INSERT INTO runs SELECT 'k2', value, checksum, written FROM runs WHERE key='k1'")  # moved key
+        value = conn.execute("SELECT value FROM runs WHERE key='k1'").fetchone()[0]
+        conn.execute("UPDATE runs SET value=? WHERE key='k1'", (value[:-1] + bytes([value[-1] ^ 1]),))
+    conn.close()
+    cache.put_run("k3", ["not", "a", "memo"])
+    with caplog.at_level(logging.WARNING, logger="rexrank.evaluation"):
+        assert cache.get_run("k1") is None and cache.get_run("k2") is None and cache.get_run("k3") is None
+    assert sum("corrupt cache row" in r.getMessage() and "run memo" in r.getMessage() for r in caplog.records) == 3
+
+    monkeypatch.setattr(cache_module, "MAX_RUN_MEMOS", 3)
+    clock = iter(range(int(time.time()) + 1000, int(time.time()) + 1100))  # after the rows above
+    monkeypatch.setattr(cache_module.time, "time", lambda: float(next(clock)))
+    for i in range(5):
+        cache.put_run(f"n{i}", {**memo, "note": str(i)})
+    with sqlite3.connect(tmp_path / cache_module.FILENAME) as conn:
+        kept = sorted(key for (key,) in conn.execute("SELECT key FROM runs"))
+    conn.close()
+    assert kept == ["n2", "n3", "n4"] and cache.get_run("n4")["note"] == "4"
+    cache.put_pairs("fp", {("h", "r"): {"v": 1.0}})
+    counted = cache.purge("some_dataset", dry_run=True)
+    assert counted["runs"] == 3 and counted["bytes"] > 0 and cache.get_run("n4") is not None
+    assert cache.purge("some_dataset")["runs"] == 3
+    assert [cache.get_run(k) for k in kept] == [None, None, None]
+    assert cache.get_pairs("fp", [("h", "r")]) == {("h", "r"): {"v": 1.0}}  # untagged, not one of its texts
+    cache.close()

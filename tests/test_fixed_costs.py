@@ -209,7 +209,7 @@ def test_one_changed_byte_in_either_file_misses_the_memo(tmp_path, files, monkey
     assert _results(tmp_path / "changed")["inputs"][key] != _results(tmp_path / "first")["inputs"][key]
     path.write_bytes(original)
     assert _score_in_process(tmp_path, files, "restored", monkeypatch) == (0, 0)
-    assert _results(tmp_path / "restored") == _results(tmp_path / "first")
+    assert _results(tmp_path / "restored") == _results(tmp_path / "again")
 
 
 def test_a_memo_hit_is_as_strict_as_a_miss(tmp_path, files, monkeypatch, capsys):

@@ -123,8 +123,8 @@ def score_command(
 ) -> None:
     """Score predictions against references: per_study.parquet, results.json, results.md, model_index.yaml."""
     from rexrank import parallel
-    from rexrank.evaluation.harness import (ScoreOptions, check_writable, evaluate, expand_metrics, prepare_metrics,
-                                            write_outputs)
+    from rexrank.evaluation.harness import (RunMemo, ScoreOptions, check_writable, evaluate, expand_metrics,
+                                            output_files, prepare_metrics, write_files)
     from rexrank.evaluation.inputs import load_inputs
 
     # Every option is checked here, before any input is read, any model loads or any pair is scored.
@@ -144,23 +144,39 @@ def score_command(
         raise ConfigError("--max-report-words and --max-report-chars must be at least 1")
     # Last of the checks: every metric built (its constructor checks its option values), weights located.
     built = prepare_metrics(options, dataset=dataset)
-    inputs = load_inputs(predictions, track=track, references=references, dataset=dataset, split=split,
-                         data_dir=data_dir, allow_missing=allow_missing, max_file_size_mb=max_file_size_mb,
-                         max_report_words=max_report_words, max_report_chars=max_report_chars)
+    # The same files under the same settings as a run the cache remembers: its outputs, written back.
+    memo = RunMemo.for_run(predictions, references, model=model, track=track, dataset=dataset, split=split,
+                           allow_missing=allow_missing, max_file_size_mb=max_file_size_mb,
+                           max_report_words=max_report_words, max_report_chars=max_report_chars, options=options,
+                           metrics=built)
+    recalled = memo.recall() if memo is not None else None
     ctx = parallel.context()
-    if ctx.is_main and (shortfall := parallel.launch_shortfall(ctx.world_size)):
-        typer.secho(f"warning: {shortfall}", fg=typer.colors.YELLOW, err=True)
-    note = inputs.drop_note()
+    if recalled is not None:
+        results, stats, note = recalled.results, recalled.stats, recalled.note
+    else:
+        inputs = load_inputs(predictions, track=track, references=references, dataset=dataset, split=split,
+                             data_dir=data_dir, allow_missing=allow_missing, max_file_size_mb=max_file_size_mb,
+                             max_report_words=max_report_words, max_report_chars=max_report_chars)
+        if ctx.is_main and (shortfall := parallel.launch_shortfall(ctx.world_size)):
+            typer.secho(f"warning: {shortfall}", fg=typer.colors.YELLOW, err=True)
+        note = inputs.drop_note()
     if note and ctx.is_main:
         typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
-    from rexrank.progress import switched
+    if recalled is not None:
+        paths = recalled.write(out_dir)
+    else:
+        from rexrank.progress import switched
 
-    with switched(options.progress):  # the bootstrap after scoring follows the same switch
-        evaluation = evaluate(inputs, model=model, track=track, dataset=dataset, split=split, options=options,
-                              metrics=built)
-    if evaluation is None:  # not rank 0: rank 0 writes the results
-        return
-    paths = write_outputs(evaluation, out_dir)
+        with switched(options.progress):  # the bootstrap after scoring follows the same switch
+            evaluation = evaluate(inputs, model=model, track=track, dataset=dataset, split=split, options=options,
+                                  metrics=built)
+        if evaluation is None:  # not rank 0: rank 0 writes the results
+            return
+        files = output_files(evaluation)
+        paths = write_files(out_dir, files)
+        if memo is not None:
+            memo.remember(evaluation, files, note)
+        results, stats = evaluation.results, evaluation.stats
     if quiet:
         typer.echo(str(out_dir))
         return
@@ -169,8 +185,8 @@ def score_command(
     from rexrank.evaluation.report import pair_counts, print_summary
 
     console = Console(width=max(100, Console().width))
-    print_summary(evaluation.results, console)
-    for line in pair_counts(evaluation.results, evaluation.stats):  # studies vs distinct pairs, per metric
+    print_summary(results, console)
+    for line in pair_counts(results, stats):  # studies vs distinct pairs, per metric
         console.print(line, markup=False)
     console.print(parallel.processes_line(ctx.world_size))
     console.print("wrote " + ", ".join(str(p) for p in paths.values()))

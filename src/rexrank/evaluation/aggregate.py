@@ -8,14 +8,16 @@ import math
 import platform
 from collections.abc import Sequence
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, Figures, interval_tables
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.aggregation import CORPUS, SumRule, leaderboard_higher_is_better, sum_rule
+
+if TYPE_CHECKING:  # tables are passed in, never built here: a run served from the cache needs no pandas
+    import pandas as pd
 
 FORMAT = "rexrank.results"
 FORMAT_VERSION = 1
@@ -122,9 +124,14 @@ def build_results(frame: pd.DataFrame, info: dict[str, dict[str, Any]], *, model
         "subgroups": subgroups or {},
         "analyses": analyses or {},
         "inputs": inputs or {},
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": created_at(),
     }
     return json_safe(results)
+
+
+def created_at() -> str:
+    """results.json's ``created_at``: now, UTC, to the second."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def json_safe(value: Any) -> Any:

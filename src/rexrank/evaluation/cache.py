@@ -8,6 +8,10 @@ Two tables, both keyed by content hashes so nothing stale can ever be reused:
 - ``pairs``: one finished per-pair result row ({column: value}, the metric's ``score_details`` row) keyed by
   (metric fingerprint, hypothesis hash, reference hash). Written chunk by chunk as chunks finish, so a killed run
   restarted recomputes only the chunk that was in flight.
+- ``runs``: the run memo (``rexrank.evaluation.harness.RunMemo``): what one whole `rexrank score` run wrote (its
+  results and its per-study table's bytes), keyed by a digest of the exact input files' bytes and of everything else
+  that decides a number (code, package versions, metrics' fingerprints, options). A re-run of the same files with
+  the same settings writes it back instead of reading 59,000 pair rows; the newest ``MAX_RUN_MEMOS`` are kept.
 
 Why SQLite: one file, atomic transactions, and WAL mode lets many readers run while one process writes; writers
 queue on a lock (``busy_timeout``) instead of corrupting anything. Several processes of one run
@@ -80,6 +84,8 @@ FILENAME = "scores.sqlite"
 _BATCH = 500
 _BUSY_TIMEOUT_MS = 120_000
 _CHECKSUM_BYTES = 16
+# Run memos kept (newest first): each holds one run's per-study table, megabytes for a large test set.
+MAX_RUN_MEMOS = 32
 # I/O errors of reading, which a full disk does not cause (the others are mostly writes: full disk, ulimit -f).
 _READ_ERRORS = frozenset({"SQLITE_IOERR_READ", "SQLITE_IOERR_SHORT_READ"})
 
@@ -157,6 +163,10 @@ class ScoreCache:
             conn.execute("CREATE TABLE IF NOT EXISTS pair_origins (dataset TEXT NOT NULL, fingerprint TEXT NOT NULL, "
                          "hyp TEXT NOT NULL, ref TEXT NOT NULL, PRIMARY KEY (dataset, fingerprint, hyp, ref)) "
                          "WITHOUT ROWID")
+            # Whole-run memos (added in schema 2 without a bump, like the origins tables). A rowid table: its rows
+            # are megabytes, which SQLite keeps poorly in a WITHOUT ROWID b-tree.
+            conn.execute("CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, value BLOB NOT NULL, "
+                         "checksum BLOB NOT NULL, written REAL NOT NULL)")
             if stored != SCHEMA_VERSION:
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             conn.execute("COMMIT")
@@ -286,6 +296,32 @@ class ScoreCache:
         self._write(("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?, ?, ?)", payload),
                     ("INSERT OR IGNORE INTO pair_origins VALUES (?, ?, ?, ?)", tags))
 
+    # -- whole-run memos -------------------------------------------------------------------------------------------
+    def get_run(self, key: str) -> dict[str, Any] | None:
+        """The memo stored under ``key`` (a dict), or None: absent, or corrupt (then one warning, as for any row)."""
+        rows = self._read("SELECT value, checksum FROM runs WHERE key=?", [key])
+        if not rows:
+            return None
+        try:
+            memo = _Seal("runs", "run").open((key,), *rows[0])
+        except _CorruptRow:
+            memo = None
+        if type(memo) is not dict:
+            self._report_corrupt(1, "run memo")
+            return None
+        return memo
+
+    def put_run(self, key: str, memo: dict[str, Any]) -> None:
+        """Store ``memo`` under ``key`` (replacing a row there) and drop all but the newest MAX_RUN_MEMOS."""
+        data, checksum = _Seal("runs", "run").close((key,), memo)
+        self._write(("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?)", [(key, data, checksum, time.time())]),
+                    ("DELETE FROM runs WHERE key NOT IN (SELECT key FROM runs ORDER BY written DESC LIMIT ?)",
+                     [(MAX_RUN_MEMOS,)]))
+
+    def report_corrupt_run(self) -> None:
+        """A memo whose checksum held but whose content is not a run's (checked by its reader): one warning."""
+        self._report_corrupt(1, "run memo")
+
     def _report_corrupt(self, count: int, what: str) -> None:
         if count:
             log.warning("corrupt cache row%s in %s: %d %s failed the checksum or could not be decoded; not used, "
@@ -297,13 +333,17 @@ class ScoreCache:
         every pair row whose reference is one of `texts` (the dataset's reference texts), and every artefact keyed
         by one of them. An artefact another dataset's run also wrote stays unless it is keyed by one of `texts`.
 
-        Returns {"pairs", "texts", "bytes"} (bytes: the removed values). `dry_run` counts without removing.
+        Every run memo goes too, whichever dataset it scored: a memo is one run's per-study table (reference
+        hashes and values), and without the pair rows it was made from it would still hold them. The next run of
+        those inputs rebuilds it from the pair rows that remain.
+
+        Returns {"pairs", "texts", "runs", "bytes"} (bytes: the removed values). `dry_run` counts without removing.
         Deleted content is overwritten (secure_delete) and the WAL truncated, so no copy stays in the files.
         """
         from rexrank.metrics.base import text_key
 
         if not self.path.exists():  # never create a cache just to find it empty
-            return {"pairs": 0, "texts": 0, "bytes": 0}
+            return {"pairs": 0, "texts": 0, "runs": 0, "bytes": 0}
         keys = [(key,) for key in {text_key(text) for text in texts}]
         pair_match = ("ref IN (SELECT key FROM temp.purge_keys) OR EXISTS (SELECT 1 FROM pair_origins o WHERE "
                       "o.dataset=:d AND o.fingerprint=pairs.fingerprint AND o.hyp=pairs.hyp AND o.ref=pairs.ref)")
@@ -327,7 +367,10 @@ class ScoreCache:
                     n_texts, text_bytes = conn.execute(
                         f"SELECT COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM texts WHERE {text_match}", params
                     ).fetchone()
+                    n_runs, run_bytes = conn.execute(
+                        "SELECT COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM runs").fetchone()
                     if not dry_run:
+                        conn.execute("DELETE FROM runs")
                         conn.execute(f"DELETE FROM pairs WHERE {pair_match}", params)
                         conn.execute(f"DELETE FROM texts WHERE {text_match}", params)
                         # Tags of this dataset, and tags left pointing at rows that are gone.
@@ -343,7 +386,8 @@ class ScoreCache:
                     raise
                 finally:
                     conn.execute("PRAGMA secure_delete=OFF")
-                return {"pairs": n_pairs, "texts": n_texts, "bytes": pair_bytes + text_bytes}
+                return {"pairs": n_pairs, "texts": n_texts, "runs": n_runs,
+                        "bytes": pair_bytes + text_bytes + run_bytes}
 
             removed = self._run(transaction)
             if not dry_run:

@@ -14,19 +14,20 @@ free text and no unkeyed reference hash (docs/harness.md, "What each output reve
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import io
 import json
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from rexrank import parallel
 from rexrank.errors import ConfigError, InputError, OutputError
@@ -44,15 +45,13 @@ from rexrank.evaluation.runner import (
     score_pairs,
     to_frame,
 )
-from rexrank.evaluation.subgroups import (
-    NORMAL_COLUMN,
-    add_error_free_column,
-    add_normal_column,
-    metric_agreement,
-    subgroup_summary,
-)
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.base import Metric
+
+# pandas (~0.45 s of start-up) and the modules that build tables are imported where a table is built: a run served
+# whole from the run memo (``RunMemo``) writes stored bytes and never needs them.
+if TYPE_CHECKING:
+    import pandas as pd
 
 # What `rexrank score` runs when --metrics is not given: the leaderboard metrics that run on open weights.
 # FineRadScore needs an LLM API (GPT-4/Claude in the paper) and is opt-in: --metrics leaderboard or name it.
@@ -211,6 +210,8 @@ def _shard_frame(inputs: Inputs, positions: list[int], options: ScoreOptions, ba
     combine_composites(composites, scored)
     frame = to_frame(scored, list(base) + list(composites))
     if scored.labels is not None:
+        import pandas as pd
+
         frame = pd.concat([frame, scored.labels], axis=1)
     return frame, scored.info, scored.stats
 
@@ -251,6 +252,8 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
         frame, info, stats = _assemble(parts, len(inputs))
     finally:
         parallel.teardown(created)
+    from rexrank.evaluation.subgroups import metric_agreement, subgroup_summary
+
     # Statistics use every column (subgroups need the references' labels); the outputs get what may be shared.
     full = _full_table(inputs, frame)
     order = names + [b for b in base if b not in names]
@@ -282,6 +285,8 @@ def _matching(metrics: Mapping[str, Metric] | None, base: Sequence[str]) -> Mapp
 
 
 def _assemble(parts, n: int):
+    import pandas as pd
+
     frames, positions = [], []
     info: dict[str, Any] = {}
     stats: dict[str, dict[str, int]] = {}
@@ -312,6 +317,10 @@ def _digest(keys: Sequence[str], ids: Sequence[str]) -> str:
 def _full_table(inputs: Inputs, scores: pd.DataFrame) -> pd.DataFrame:
     """Every column the statistics use, plain reference hashes and labels included: never written as such for a
     private set."""
+    import pandas as pd
+
+    from rexrank.evaluation.subgroups import add_error_free_column, add_normal_column
+
     head = {"study_id": inputs.study_ids, "hyp_sha256": inputs.hyp_keys,
             disclosure.REFERENCE_HASH_COLUMN: inputs.ref_keys}
     sites = [inputs.attributes.get(i, {}).get("site") for i in inputs.study_ids]
@@ -331,6 +340,8 @@ def shareable(frame: pd.DataFrame, *, private: bool, refs: Sequence[str] | None 
     reference key at all otherwise), no reference labels (``ref_chexbert_*``, ``ref_normal``), no free text."""
     if not private:
         return frame
+    from rexrank.evaluation.subgroups import NORMAL_COLUMN
+
     # A corpus metric's per-study counts (CE F1: TP + FN is the reference's label) reveal the reference: only its
     # aggregated values (results.json) are shown.
     counts = {c for columns in corpus_metrics(frame).values() for c in columns}
@@ -345,6 +356,8 @@ def shareable(frame: pd.DataFrame, *, private: bool, refs: Sequence[str] | None 
 
 
 def _is_text(column: pd.Series) -> bool:
+    import pandas as pd
+
     if pd.api.types.is_string_dtype(column.dtype) and not pd.api.types.is_object_dtype(column.dtype):
         return True
     return bool(pd.api.types.is_object_dtype(column.dtype) and column.map(lambda v: isinstance(v, str)).any())
@@ -434,23 +447,207 @@ def _fsize_limit() -> str:
 
 
 def write_outputs(evaluation: Evaluation, out_dir: str | os.PathLike) -> dict[str, Path]:
-    """per_study.parquet, results.json, results.md, model_index.yaml: rendered in memory, then written together
-    by ``write_files`` (each whole, then renamed; a full disk or a file-size limit is one OutputError).
+    """per_study.parquet, results.json, results.md, model_index.yaml: rendered in memory (``output_files``), then
+    written together by ``write_files`` (each whole, then renamed; a full disk or a file-size limit is one
+    OutputError)."""
+    return _output_paths(write_files(out_dir, output_files(evaluation)))
 
-    A private set's outputs go through the disclosure policy here too (idempotent), whoever built the Evaluation.
-    """
-    from rexrank.evaluation.report import markdown_table, model_index
 
+def output_files(evaluation: Evaluation) -> dict[str, bytes]:
+    """The four output files' bytes, {name: content}. A private set's outputs go through the disclosure policy
+    here too (idempotent), whoever built the Evaluation."""
     private = evaluation.private or disclosure.is_private(evaluation.results.get("dataset"))
     results = disclosure.disclose_results(evaluation.results, private=True) if private else evaluation.results
-    per_study = shareable(evaluation.per_study, private=private)
-    files = {PER_STUDY: _parquet_bytes(per_study),
-             RESULTS: (json.dumps(results, indent=2, allow_nan=False) + "\n").encode("utf-8"),
-             MARKDOWN: markdown_table(results).encode("utf-8"),
-             MODEL_INDEX: model_index(results).encode("utf-8")}
-    paths = write_files(out_dir, files)
+    return _render(results, _parquet_bytes(shareable(evaluation.per_study, private=private)))
+
+
+def _render(results: dict[str, Any], per_study: bytes) -> dict[str, bytes]:
+    from rexrank.evaluation.report import markdown_table, model_index
+
+    return {PER_STUDY: per_study,
+            RESULTS: (json.dumps(results, indent=2, allow_nan=False) + "\n").encode("utf-8"),
+            MARKDOWN: markdown_table(results).encode("utf-8"),
+            MODEL_INDEX: model_index(results).encode("utf-8")}
+
+
+def _output_paths(paths: Mapping[str, Path]) -> dict[str, Path]:
     return {"per_study": paths[PER_STUDY], "results": paths[RESULTS], "markdown": paths[MARKDOWN],
             "model_index": paths[MODEL_INDEX]}
+
+
+# -- the run memo --------------------------------------------------------------------------------------------------
+# Bump when what a memo holds, or what its key covers, changes: older memos then simply miss.
+RUN_MEMO_FORMAT = 1
+
+
+@dataclass
+class Recalled:
+    """A run served from its memo: what ``evaluate`` + ``output_files`` would give for the same inputs."""
+
+    results: dict[str, Any]  # as written (created_at now; every pair counted as cached, as a warm run counts them)
+    stats: dict[str, dict[str, int]]
+    files: dict[str, bytes]  # the four output files
+    note: str | None  # ``Inputs.drop_note`` of the run that wrote the memo
+
+    def write(self, out_dir: str | os.PathLike) -> dict[str, Path]:
+        """``write_outputs`` for a recalled run: the same files, written the same way."""
+        return _output_paths(write_files(out_dir, self.files))
+
+
+class RunMemo:
+    """One `rexrank score` run's outputs, kept in the scoring cache (table ``runs``) under a key that covers
+    everything a number depends on, so re-scoring the same files writes them back instead of reading, checking and
+    hashing every line and every pair row again (docs/harness.md, "The run memo").
+
+    The key (BLAKE2b) covers: the exact bytes of the predictions and references files (one BLAKE2b over each) and
+    their paths as given (the path names the format and is written to results.json); the model name, track,
+    dataset and split; every validation limit and --allow-missing; the metrics in order with each one's spec,
+    options and fingerprint (weights digests included); the device, batch size, chunk size, resamples, seed and
+    confidence; the package versions results.json records; and a digest of every file of the installed rexrank
+    package. Same bytes under the same settings pass the same checks and give the same numbers, so a memo hit is
+    exactly as strict as the run that wrote it: the inputs were validated then, and any other bytes miss.
+
+    Used only when nothing outside those files decides the outcome: a persistent cache (not --no-cache),
+    references from a file (not a dataset builder), an open test set (a private set's outputs depend on the host's
+    secret and settings), one process (a launched job scores shards and never reads or writes memos), and regular
+    files within --max-file-size-mb (anything else is left to ``load_inputs`` to read and report). A memo is
+    written only if both files still have the bytes the key was made from once the run is done.
+    """
+
+    def __init__(self, key: str, cache_dir: str | os.PathLike | None, files: Sequence[tuple[str, str]],
+                 max_file_size_mb: float) -> None:
+        self.key = key
+        self._cache_dir = cache_dir
+        self._files = tuple(files)  # (path, digest) of both inputs when the key was made
+        self._max_file_size_mb = max_file_size_mb
+
+    @classmethod
+    def for_run(cls, predictions: str | os.PathLike, references: str | os.PathLike | None, *, model: str, track: str,
+                dataset: str | None, split: str | None, allow_missing: bool, max_file_size_mb: float,
+                max_report_words: int, max_report_chars: int, options: ScoreOptions,
+                metrics: Mapping[str, Metric]) -> RunMemo | None:
+        """The memo of this run, or None when memos do not apply to it (see the class docstring)."""
+        if (not options.use_cache or references is None or disclosure.is_private(dataset)
+                or parallel.context().distributed):
+            return None
+        files = [(str(path), _file_digest(path, max_file_size_mb)) for path in (predictions, references)]
+        if any(digest is None for _, digest in files):
+            return None
+        from rexrank.evaluation.aggregate import package_versions
+        from rexrank.evaluation.runner import describe
+
+        settings = {"format": RUN_MEMO_FORMAT, "code": _code_digest(), "versions": package_versions(),
+                    "files": files, "model": model, "track": track, "dataset": dataset, "split": split,
+                    "allow_missing": allow_missing, "max_file_size_mb": max_file_size_mb,
+                    "max_report_words": max_report_words, "max_report_chars": max_report_chars,
+                    "metrics": expand_metrics(options.metrics),
+                    "built": {name: describe(metric) for name, metric in metrics.items()},
+                    "options": {"model_paths": options.model_paths, "metric_configs": options.metric_configs,
+                                "device": options.device, "batch_size": options.batch_size,
+                                "chunk_size": options.chunk_size, "resamples": options.resamples,
+                                "seed": options.seed, "confidence": options.confidence}}
+        # repr for what JSON cannot hold (a Path in a metric's options): at worst a key that never matches.
+        text = json.dumps(settings, sort_keys=True, default=repr)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32,
+                              person=b"rexrank-run-memo").hexdigest()
+        return cls(key, options.cache_dir, files, max_file_size_mb)
+
+    def _cache(self):
+        from rexrank.evaluation.cache import ScoreCache
+
+        return ScoreCache(self._cache_dir)
+
+    def recall(self) -> Recalled | None:
+        """The stored run, checked (checksum, then its shape); None on a miss. A corrupt or malformed memo logs one
+        warning and is a miss: the run is recomputed and the memo replaced."""
+        from rexrank.evaluation.aggregate import created_at
+
+        cache = self._cache()
+        try:
+            memo = cache.get_run(self.key)
+            if memo is None:
+                return None
+            recalled = _recalled(memo)
+            if recalled is None:
+                cache.report_corrupt_run()
+                return None
+        finally:
+            cache.close()
+        results, stats, per_study, note = recalled
+        served = {name: {"pairs": counts["pairs"], "cached": counts["pairs"], "computed": 0}
+                  for name, counts in stats.items()}
+        results["analyses"]["cache"] = served
+        results["created_at"] = created_at()
+        return Recalled(results, served, _render(results, per_study), note)
+
+    def remember(self, evaluation: Evaluation, files: Mapping[str, bytes], note: str | None) -> None:
+        """Store this run (``files``: what ``output_files(evaluation)`` gave), if both inputs still have the bytes
+        the key was made from."""
+        if any(_file_digest(path, self._max_file_size_mb) != digest for path, digest in self._files):
+            return
+        memo = {"results": json.dumps(evaluation.results, allow_nan=False), "per_study": files[PER_STUDY],
+                "stats": {name: dict(counts) for name, counts in evaluation.stats.items()}, "note": note}
+        cache = self._cache()
+        try:
+            cache.put_run(self.key, memo)
+        finally:
+            cache.close()
+
+
+def _recalled(memo: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, int]], bytes, str | None] | None:
+    """(results, stats, per-study bytes, note) from a memo whose checksum held, or None if it is not shaped as
+    ``RunMemo.remember`` writes it."""
+    if set(memo) != {"results", "per_study", "stats", "note"}:
+        return None
+    text, per_study, stats, note = memo["results"], memo["per_study"], memo["stats"], memo["note"]
+    if type(text) is not str or type(per_study) is not bytes or not (note is None or type(note) is str):
+        return None
+    if type(stats) is not dict or not all(
+            type(name) is str and type(counts) is dict and set(counts) == {"pairs", "cached", "computed"}
+            and all(type(v) is int and v >= 0 for v in counts.values()) for name, counts in stats.items()):
+        return None
+    try:
+        results = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if type(results) is not dict or type(results.get("analyses")) is not dict \
+            or results["analyses"].get("cache") != stats:
+        return None
+    return results, stats, per_study, note
+
+
+def _file_digest(path: str | os.PathLike, max_file_size_mb: float) -> str | None:
+    """BLAKE2b of a regular file's bytes; None for anything else (missing, a FIFO or device, over the size limit,
+    unreadable), which ``load_inputs`` then reads and reports."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for a regular file.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_file_size_mb * 1_000_000:
+            return None
+        try:
+            return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=32)).hexdigest()
+        except OSError:
+            return None
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """BLAKE2b over every file of the installed rexrank package (paths and bytes), compiled caches left out: any
+    change of the code that computes or renders a number makes every earlier memo miss."""
+    import rexrank
+
+    root = Path(rexrank.__file__).resolve().parent
+    digest = hashlib.blake2b(digest_size=32)
+    for path in sorted(p for p in root.rglob("*") if "__pycache__" not in p.parts and p.suffix != ".pyc"):
+        if path.is_file():
+            data = path.read_bytes()
+            digest.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
+            digest.update(data)
+    return digest.hexdigest()
 
 
 def _parquet_bytes(frame: pd.DataFrame) -> bytes:
@@ -467,6 +664,8 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
 
 def check_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     """Same studies, same hashes and same metric values (NaN equal to NaN): two runs agree."""
+    import pandas as pd
+
     if list(a.columns) != list(b.columns) or len(a) != len(b):
         return False
     for column in a.columns:

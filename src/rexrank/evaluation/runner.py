@@ -11,16 +11,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from rexrank import parallel
 from rexrank.evaluation.plan import metric_config
 from rexrank.metrics import REGISTRY, get
 from rexrank.metrics.base import Metric, text_keys
 from rexrank.progress import enabled as progress_enabled, switched as progress_switched, task as progress_task
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("rexrank.evaluation")
 
@@ -99,6 +101,8 @@ def _rows(metric: Metric, hyps: list[str], refs: list[str]) -> list[dict[str, An
 def _column(values: list[Any]):
     """A detail column from cached Python values: float64 for floats, else pandas' nullable inference (Int64,
     boolean, string), so fresh and cached runs give the same dtypes."""
+    import pandas as pd  # here, not at the top: a run served whole from the cache never builds a frame
+
     present = [v for v in values if v is not None and v is not pd.NA and not (isinstance(v, float) and np.isnan(v))]
     if present and all(isinstance(v, float) for v in present):
         return np.array([np.nan if v is None or v is pd.NA else v for v in values], dtype=np.float64)
@@ -208,6 +212,8 @@ def reference_label_frame(metric: Metric, refs: list[str]) -> pd.DataFrame | Non
     method = getattr(metric, "labels", None)
     if not callable(method) or not refs:
         return None
+    import pandas as pd
+
     unique = list(dict.fromkeys(refs))
     raw = method(unique)
     if isinstance(raw, pd.DataFrame):
@@ -234,6 +240,8 @@ def _label_column(name: Any) -> str:
 
 def to_frame(scored: ScoredPairs, order: Sequence[str]) -> pd.DataFrame:
     """Metric columns in ``order`` (registry names), then detail columns."""
+    import pandas as pd
+
     data: dict[str, Any] = {}
     for name in order:
         column = REGISTRY.spec(name).column
