@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -314,6 +315,41 @@ def test_a_plugin_metric_runs_through_the_harness_with_cache_and_aggregation(sit
     assert sorted(runs[0]) == sorted(hyps) and runs[1] == runs[0]  # the second run computed nothing: cached
     first, second = (json.loads((tmp_path / o / "results.json").read_text())["metrics"] for o in ("first", "second"))
     assert first == second
+
+
+def _documented_plugin() -> tuple[dict[str, str], str, str]:
+    """The plugin of docs/architecture.md's "Adding a metric (plugins)": (files by the path each block's first
+    comment names, entry-point name, its function)."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("\n## Adding a metric (plugins)\n", 1)[1].split("\n## ", 1)[0]
+    files, entry = {}, None
+    for language, code in re.findall(r"```(\w+)\n(.*?)```", section, re.S):
+        if language == "python":
+            files[code.splitlines()[0].removeprefix("# ").split(":")[0]] = code
+        elif language == "toml":
+            entry = re.search(r'^(\w+) = "([\w.:]+)"$', code, re.M).groups()
+    package = {path.split("/")[0] for path in files}
+    assert entry and len(files) == 2 and len(package) == 1, "the documented plugin is one package of two modules"
+    return {**files, f"{package.pop()}/__init__.py": ""}, *entry
+
+
+def test_the_documented_plugin_works_as_written(tmp_path, monkeypatch):
+    files, entry_name, target = _documented_plugin()
+    wheel = _wheel(tmp_path, entry_name, "rexrank_doc_example", files, target)
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                    "--disable-pip-version-check", "--target", str(site), str(wheel)], check=True, capture_output=True)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv(PLUGINS_ENV, entry_name)
+    packages = {path.split("/")[0] for path in files}
+    try:
+        registry = _registry_with_bleu2()
+        assert registry.names() == ["bleu2", "word_overlap"] and registry.canonical("wordoverlap") == "word_overlap"
+        values = registry.cls("word_overlap")().score(["a b", "lungs clear", ""], ["a c", "Lungs clear", ""])
+        assert list(values) == [pytest.approx(1 / 3), 1.0, 1.0]
+    finally:
+        for name in [m for m in sys.modules if m.split(".")[0] in packages]:
+            del sys.modules[name]
 
 
 def test_unknown_names_still_list_what_is_available(on_path, monkeypatch):
