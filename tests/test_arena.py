@@ -5,13 +5,16 @@ from the Hub copy."""
 from __future__ import annotations
 
 import json
+import secrets
+import time
 
 import numpy as np
 import pytest
 from leaderboard_helpers import TOKEN, loopback_hub
 
 from rexrank.errors import InputError
-from rexrank.leaderboard.arena import RIDGE, Arena, Votes, fit, fit_wins, fleiss_kappa
+from rexrank.leaderboard.arena import (MAX_TICKETS_PER_RATER, RIDGE, TICKET_TTL_S, Arena, Votes, fit, fit_wins,
+                                      fleiss_kappa)
 from rexrank.leaderboard.hub_sync import EVENTS_PREFIX, REPORTS_PREFIX, HubSync
 from rexrank.leaderboard.store import (DuplicateVote, QuotaExceeded, Store, check_event, event_hash, make_vote)
 from rexrank.testing.loopback_hub import LoopbackHub
@@ -136,7 +139,7 @@ def test_pairing_prefers_unvoted_studies_and_overlapping_pairs(tmp_path):
     for r in range(30):
         for _ in range(4):
             pair = arena.next_pair(f"hf:r{r}")
-            ticket = arena._tickets[pair.ticket]
+            ticket = arena.ticket(pair.ticket)
             arena.vote(f"hf:r{r}", pair.ticket, "b" if ticket.models[0] == "alpha-rad" else
                        ("a" if ticket.models[1] == "alpha-rad" else "tie"))
     board = arena.board()
@@ -144,7 +147,7 @@ def test_pairing_prefers_unvoted_studies_and_overlapping_pairs(tmp_path):
     served = {"with": 0, "without": 0}
     for r in range(200):
         pair = arena.next_pair(f"hf:new{r}")
-        served["with" if "alpha-rad" in arena._tickets[pair.ticket].models else "without"] += 1
+        served["with" if "alpha-rad" in arena.ticket(pair.ticket).models else "without"] += 1
     # uniform pairing: 3 of 6 pairs involve alpha-rad (half); the policy weighs them 0.2 (about 1/6 of draws)
     assert served["with"] < 0.3 * 200, served
     s.close()
@@ -185,6 +188,115 @@ def test_votes_api_rejects_replays_forgeries_and_pairs_never_shown(store):
     event = arena.votes()[0]
     with pytest.raises(DuplicateVote, match="already voted"):
         store.add_vote({**event, "at": event["at"] + 5, "models": event["models"][::-1], "choice": "b"})
+
+
+# -- tickets in the store: restarts and several processes --------------------------------------------------------------
+def _shown(store_path, pair) -> tuple[str, str]:
+    """The models whose kept reports are the texts the pair showed as A and B."""
+    rows = {(r["study"], r["report"]): r["model"] for r in Store(store_path).arena_reports()}
+    return rows[(pair.study, pair.report_a)], rows[(pair.study, pair.report_b)]
+
+
+def test_a_ticket_outlives_a_restart_once_and_forgeries_do_not(store, tmp_path):
+    """Tickets live in the store file: one issued before a restart is honoured after it (the vote records the sides
+    that were shown), a replay after another restart is refused, and so are a forged id, a tampered one, another
+    rater's, an expired one and one of another Arena. Issuing and using tickets never changes what the board shows
+    (the store's generation)."""
+    path = tmp_path / "board.sqlite"
+    before = Arena(store, n_boot=0)
+    pair, other = before.next_pair("hf:ann"), before.next_pair("hf:ann")
+    late = before.next_pair("hf:bob")
+    generation = store.generation()
+    store.close()
+
+    restarted = Store(path)
+    arena = Arena(restarted, n_boot=0)
+    assert arena.ticket("x" * 24) is None and arena.ticket(pair.ticket).models == _shown(path, pair)
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:bob", pair.ticket, "a")  # another rater's
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:ann", pair.ticket[:-1] + ("A" if pair.ticket[-1] != "A" else "B"), "a")  # tampered
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:ann", secrets.token_urlsafe(18), "a")  # forged
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:ann", pair.ticket * 10, "a")  # not one of ours
+    with pytest.raises(InputError, match="not shown to you"):  # the same ticket in another Arena
+        Arena(restarted, "iu_xray", "findings_impression", n_boot=0).vote("hf:ann", pair.ticket, "a")
+    revealed = arena.vote("hf:ann", pair.ticket, "a")
+    assert (revealed["a"], revealed["b"]) == _shown(path, pair) and revealed["study"] == pair.study
+    (vote,) = arena.votes()
+    assert tuple(vote["models"]) == _shown(path, pair) and vote["choice"] == "a"
+    assert restarted.generation() == generation + 1  # the vote only: tickets are not the board
+    restarted.close()
+
+    again = Store(path)
+    arena = Arena(again, n_boot=0)
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:ann", pair.ticket, "b")  # a replay, after a restart
+    now = time.time()
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr("rexrank.leaderboard.arena.time.time", lambda: now + TICKET_TTL_S + 1)
+    try:
+        with pytest.raises(InputError, match="not shown to you"):
+            arena.vote("hf:bob", late.ticket, "a")  # expired
+    finally:
+        monkeypatch.undo()
+    arena.vote("hf:ann", other.ticket, "tie")
+    assert len(arena.votes()) == 2
+    again.close()
+
+
+_VOTE_ELSEWHERE = """
+import sys
+from rexrank.leaderboard.arena import Arena
+from rexrank.leaderboard.store import Store
+from rexrank.errors import InputError
+store = Store(sys.argv[1])
+try:
+    print(Arena(store, n_boot=0).vote("hf:ann", sys.argv[2], "b")["a"])
+except InputError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_several_server_processes_share_tickets(store, tmp_path):
+    """Another process on the same store file honours a ticket this one issued, once: a second process presenting
+    it again, and this one, are refused. And the pairing sees every process's live tickets: pairs served by two
+    Arenas on two connections, alternately, are the pairs one Arena serves alone (same draws)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "board.sqlite"
+    arena = Arena(store, n_boot=0)
+    pair = arena.next_pair("hf:ann")
+    run = [sys.executable, "-c", _VOTE_ELSEWHERE, str(path), pair.ticket]
+    first = subprocess.run(run, capture_output=True, text=True, timeout=300, check=True).stdout.strip()
+    assert first == _shown(path, pair)[0]
+    second = subprocess.run(run, capture_output=True, text=True, timeout=300, check=True).stdout.strip()
+    assert second.startswith("refused: this pair was not shown to you")
+    with pytest.raises(InputError, match="not shown to you"):
+        arena.vote("hf:ann", pair.ticket, "a")
+    assert [v["choice"] for v in arena.votes()] == ["b"]
+
+    def served(arenas) -> list[tuple]:
+        out = []
+        for k in range(24):
+            got = arenas[k % len(arenas)].next_pair(f"hf:r{k % 3}")
+            out.append((got.study, got.report_a, got.report_b))
+        return out
+
+    one_path, two_path = tmp_path / "one.sqlite", tmp_path / "two.sqlite"
+    one, two_a, two_b = Store(one_path), Store(two_path), Store(two_path)
+    _keep(one)
+    _keep(two_a)
+    alone = served([Arena(one, n_boot=0, rng=np.random.default_rng(3))])
+    shared_rng = np.random.default_rng(3)  # the same draws, taken by whichever process serves
+    together = served([Arena(two_a, n_boot=0, rng=shared_rng), Arena(two_b, n_boot=0, rng=shared_rng)])
+    assert together == alone
+    live = two_b.live_tickets(json.dumps(["iu_xray", "test", "findings"]), time.time())
+    assert len(live) == 3 * MAX_TICKETS_PER_RATER  # 3 raters, each keeping the newest 5
+    for s in (one, two_a, two_b):
+        s.close()
 
 
 def test_quota_and_host_decisions(store):
@@ -240,7 +352,7 @@ def test_humans_vs_metrics_and_agreement(store):
     for rater in ("hf:ann", "hf:bob"):
         for _ in range(72):
             pair = arena.next_pair(rater)
-            models = arena._tickets[pair.ticket].models
+            models = arena.ticket(pair.ticket).models
             arena.vote(rater, pair.ticket, "a" if quality[models[0]] > quality[models[1]] else "b")
     (row,) = arena.humans_vs_metrics()
     assert row["metric"] == "bleu2" and row["decisive votes"] == 144 and row["agreement"] == 1.0

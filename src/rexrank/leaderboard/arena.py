@@ -5,11 +5,14 @@ a private set's) and the set's reference report, on one (test set, split, track)
 study and two anonymised candidates (sides chosen by the server) under a ticket; the vote names only the ticket
 and a choice, and the model names are revealed only in the answer to the vote.
 
-Tickets (server-side, in memory, ``TICKET_TTL_S``): a random id bound to the rater it was issued to, the study,
-the two models and their sides. A vote is accepted only with a live ticket issued to the same rater, once (the
-ticket is consumed), so a client can neither choose the pair, nor swap the sides, nor replay a vote, nor vote on a
-pair never shown to it; the log's one-vote rule (``Store.add_vote``: one vote per rater per study and pair) holds
-across tickets and restarts. A restart forgets the tickets: a page open across it loads a new pair.
+Tickets (server-side, in the store: ``Store.issue_ticket``, ``TICKET_TTL_S``): a random id bound to the rater it
+was issued to, the study, the two models and their sides; the store keeps only the id's sha256. A vote is accepted
+only with a live ticket issued to the same rater, once (``Store.claim_ticket`` deletes it in one statement), so a
+client can neither choose the pair, nor swap the sides, nor replay a vote, nor vote on a pair never shown to it; the
+log's one-vote rule (``Store.add_vote``: one vote per rater per study and pair) holds across tickets. Being in the
+store file, tickets outlive a restart and are shared by every server process on that file (a ticket issued by one
+is honoured, once, by another; the pairing counts every process's live tickets). They are not events: never synced
+to the Hub (a ticket names the pair before the vote), so a board rebuilt from the Hub starts with none.
 
 Votes are events of the store's log (``store.make_vote``), synced to the Hub like results. The host's decisions
 about raters are events too (``store.make_rater_event``): an ``expert`` is on the allow-list (their votes are
@@ -31,6 +34,7 @@ model is shown on each side equally often, whatever it is. The strengths the pai
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import threading
@@ -43,16 +47,17 @@ import numpy as np
 
 from rexrank.data import catalog, tracks
 from rexrank.errors import InputError
-from rexrank.evaluation.bootstrap import percentile_interval
+from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_interval
 from rexrank.leaderboard.records import canonical_names, hf_identity
 from rexrank.leaderboard.store import VOTE_CHOICES, Store, error_categories, make_vote, vote_key
 
 RIDGE = 1e-6
-N_BOOT = 1000
-CONFIDENCE = 0.95
+N_BOOT = DEFAULT_RESAMPLES  # the Bradley-Terry fit's bootstrap follows every statistic's defaults
+CONFIDENCE = DEFAULT_CONFIDENCE
 SEPARATED_WEIGHT = 0.2
 TICKET_TTL_S = 3600.0
 MAX_TICKETS_PER_RATER = 5
+MAX_TICKET_CHARS = 64  # ours are 24; anything longer is not one of ours and is refused before it is hashed
 DEFAULT_QUOTA = 500  # votes per rater per day
 APP_VERSION_KEY = "arena"
 CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both unacceptable"}
@@ -157,7 +162,7 @@ class Fit:
     n_votes: np.ndarray  # per model
 
 
-def fit(votes: Votes, *, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int | None = 0,
+def fit(votes: Votes, *, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int | None = DEFAULT_SEED,
         ridge: float = RIDGE) -> Fit:
     """The Bradley-Terry fit with percentile-bootstrap intervals over votes (resampled with replacement, i.e. a
     multinomial draw over the vote cells) for strengths and ranks."""
@@ -263,8 +268,9 @@ def rater_identity(username: str) -> str:
 class Arena:
     """One Arena: votes on (``dataset``, its leaderboard split, ``track``) of ``store``. Thread-safe."""
 
-    def __init__(self, store: Store, dataset: str = "iu_xray", track: str = "findings", *, experts_only: bool = False,
-                 quota: int | None = DEFAULT_QUOTA, images: Any = None, app_version: str = "dev",
+    def __init__(self, store: Store, dataset: str = "iu_xray", track: str = tracks.DEFAULT_TRACK, *,
+                 experts_only: bool = False, quota: int | None = DEFAULT_QUOTA, images: Any = None,
+                 app_version: str = "dev",
                  n_boot: int = N_BOOT, rng: np.random.Generator | None = None):
         dataset = catalog.canonical_dataset(dataset)
         self.dataset, self.split, self.track = canonical_names(dataset, catalog.leaderboard_split(dataset),
@@ -277,7 +283,7 @@ class Arena:
         self.n_boot = n_boot
         self._rng = rng  # tests: reproducible draws; None: the OS's randomness (sides are not guessable)
         self._lock = threading.Lock()
-        self._tickets: dict[str, Ticket] = {}
+        self._key = json.dumps([self.dataset, self.split, self.track])  # the store's name for this Arena's tickets
         self._pool_key: tuple[int, int] | None = None
         self._pool: dict[str, Any] = {}
         self._board_key: str | None = None
@@ -393,9 +399,8 @@ class Arena:
         pool = self._reports()
         with self._lock:
             self._follow()
-            self._expire()
             board = self._board
-            live = list(self._tickets.values())
+            live = self._live(time.time())
             mine = {pair: set(studies) for pair, studies in self._rater_pairs.get(rater, {}).items()}
             pair_votes, study_votes, on_a = dict(self._pair_votes), dict(self._study_votes), dict(self._on_a)
             for t in live:  # a pair on offer counts as shown
@@ -426,10 +431,8 @@ class Arena:
                 a_side = first if a_first < a_second else second
             models = (a_side, second if a_side == first else first)
             ticket = Ticket(secrets.token_urlsafe(18), rater, study, models, time.time())
-            mine_live = sorted((t for t in live if t.rater == rater), key=lambda t: t.issued)
-            for old in mine_live[:max(0, len(mine_live) - MAX_TICKETS_PER_RATER + 1)]:
-                del self._tickets[old.id]
-            self._tickets[ticket.id] = ticket
+            self.store.issue_ticket(ticket.id, arena=self._key, rater=rater, study=study, models=models,
+                                    issued=ticket.issued, ttl=TICKET_TTL_S, keep=MAX_TICKETS_PER_RATER)
         reports = pool["reports"][study]
         images = list(self.images(study)) if self.images is not None else []
         return Pair(ticket.id, study, pool["references"][study], reports[models[0]], reports[models[1]], images)
@@ -442,10 +445,16 @@ class Arena:
         apart = board.rank_high[i] < board.rank_low[j] or board.rank_high[j] < board.rank_low[i]
         return SEPARATED_WEIGHT if apart else 1.0
 
-    def _expire(self) -> None:
-        now = time.time()
-        for tid in [t.id for t in self._tickets.values() if now - t.issued > TICKET_TTL_S]:
-            del self._tickets[tid]
+    def _live(self, now: float) -> list[Ticket]:
+        """Every process's live tickets of this Arena (their ids are not stored: ``id`` is empty)."""
+        return [Ticket("", t["rater"], t["study"], t["models"], t["issued"])
+                for t in self.store.live_tickets(self._key, now)]
+
+    def ticket(self, ticket_id: str) -> Ticket | None:
+        """The live ticket ``ticket_id`` (its pair and sides): for the host's code and tests, never sent to a page."""
+        found = self.store.ticket(ticket_id, arena=self._key, now=time.time()) if isinstance(ticket_id, str) else None
+        return None if found is None else Ticket(ticket_id, found["rater"], found["study"], found["models"],
+                                                 found["issued"])
 
     # -- voting
     def vote(self, rater: str | None, ticket_id: Any, choice: Any, tags_a: Any = (), tags_b: Any = ()) -> dict:
@@ -466,18 +475,18 @@ class Arena:
                                                           and c in codes for c in given):
                 raise InputError(f"error tags are category numbers among {sorted(codes)}")
             tags[side] = list(given)
-        with self._lock:
-            self._expire()
-            ticket = self._tickets.get(ticket_id) if isinstance(ticket_id, str) else None
-            if ticket is None or ticket.rater != rater:
-                raise InputError("this pair was not shown to you, was already voted on, or has expired: load the "
-                                 "next pair")
-            del self._tickets[ticket.id]  # consumed, whatever happens next: a ticket is used once
+        # Consumed here, whatever happens next: a ticket is used once.
+        ticket = self.store.claim_ticket(ticket_id, arena=self._key, rater=rater, now=time.time()) \
+            if isinstance(ticket_id, str) and len(ticket_id) <= MAX_TICKET_CHARS else None
+        if ticket is None:
+            raise InputError("this pair was not shown to you, was already voted on, or has expired: load the "
+                             "next pair")
+        models = tuple(ticket["models"])
         event = make_vote(at=time.time(), rater=rater, expert=self.roles().get(rater) == "expert",
-                          dataset=self.dataset, split=self.split, track=self.track, study=ticket.study,
-                          models=ticket.models, choice=choice, tags=tags, version=self.app_version)
+                          dataset=self.dataset, split=self.split, track=self.track, study=ticket["study"],
+                          models=models, choice=choice, tags=tags, version=self.app_version)
         self.store.add_vote(event, quota=self.quota)
-        return {"a": ticket.models[0], "b": ticket.models[1], "study": ticket.study, "choice": choice}
+        return {"a": models[0], "b": models[1], "study": ticket["study"], "choice": choice}
 
     # -- views
     def board(self) -> Fit:

@@ -7,8 +7,9 @@ meta-evaluation, ``meta_eval``, aggregates only: ``meta_eval_summary``; its id t
 ever changed or deleted. ``models`` (one row per name: details, owner) is derived from the events, replayed in
 their recorded order (``at``, then hash); the Hub sync carries both kinds of entry (``hub_sync``), so a store
 rebuilt from the repo shows the same board. Other tables are not the board: submissions (the queue), attempts
-(every submission attempt, rejected ones included: the quotas count them) and meta (facts about the store itself,
-e.g. whether it was seeded with the published tables: ``published.seed_store`` owns that rule).
+(every submission attempt, rejected ones included: the quotas count them), meta (facts about the store itself,
+e.g. whether it was seeded with the published tables: ``published.seed_store`` owns that rule) and the Arena's pair
+tickets (``issue_ticket``: never synced, and their writes leave the generation alone).
 
 The generation (``generation()``, which ``version()`` returns) is bumped by every commit that changes a row, so
 one number keys every cache and the page's refresh: an edit or a hand-over changes it like a new result does.
@@ -59,7 +60,7 @@ from rexrank.leaderboard.records import (
     name_key,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def _canonical_names_v3(conn: sqlite3.Connection) -> None:
@@ -691,6 +692,14 @@ MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
         metrics TEXT NOT NULL DEFAULT '{}', result_hash TEXT NOT NULL, created_at REAL NOT NULL,
         UNIQUE(dataset, split, track, model, study));
     """,
+    # The Arena's pair tickets (``issue_ticket``): not the board and not the log (never synced: a ticket names the
+    # pair a rater is shown before the vote), kept here so they outlive a restart and serve several processes.
+    """
+    CREATE TABLE arena_tickets (
+        digest TEXT PRIMARY KEY, arena TEXT NOT NULL, rater TEXT NOT NULL, study TEXT NOT NULL,
+        model_a TEXT NOT NULL, model_b TEXT NOT NULL, issued REAL NOT NULL, expires REAL NOT NULL);
+    CREATE INDEX arena_tickets_rater ON arena_tickets(arena, rater, issued);
+    """,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
@@ -838,14 +847,15 @@ class Store:
         return conn
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT: one write transaction, rolled back whole on any error."""
+    def transaction(self, *, board: bool = True) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT: one write transaction, rolled back whole on any error. ``board=False``: a write
+        the board never shows (the Arena's tickets), which leaves the generation and the listeners alone."""
         conn = self._conn()
         before = conn.total_changes
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
-            changed = conn.total_changes != before
+            changed = board and conn.total_changes != before
             if changed:  # one generation per commit that changed a row: every cache's and the page's key
                 conn.execute("UPDATE generation SET value = value + 1")
         except BaseException:
@@ -1010,6 +1020,49 @@ class Store:
             event = {**event, "at": event["at"] if last is None else max(event["at"], last + _TIME_STEP)}
             _insert_event(conn, event)
         return event_hash(event)
+
+    # -- the Arena's pair tickets: a rater's proof that a pair was shown to them (``leaderboard/arena.py``) -----------
+    @staticmethod
+    def _ticket_digest(ticket_id: str) -> str:
+        """Tickets are stored by their sha256: a copy of the store file holds no ticket a client could present."""
+        return hashlib.sha256(ticket_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def issue_ticket(self, ticket_id: str, *, arena: str, rater: str, study: str, models: tuple[str, str],
+                     issued: float, ttl: float, keep: int) -> None:
+        """Store a new ticket (``models``: side A, side B), dropping expired tickets and all but the newest ``keep - 1``
+        of this rater's other live tickets in ``arena``. Never changes the generation (``transaction(board=False)``)."""
+        with self.transaction(board=False) as conn:
+            conn.execute("DELETE FROM arena_tickets WHERE expires <= ?", (issued,))
+            conn.execute("DELETE FROM arena_tickets WHERE digest IN (SELECT digest FROM arena_tickets WHERE arena = ?"
+                         " AND rater = ? ORDER BY issued DESC, digest LIMIT -1 OFFSET ?)", (arena, rater, keep - 1))
+            conn.execute("INSERT INTO arena_tickets(digest, arena, rater, study, model_a, model_b, issued, expires)"
+                         " VALUES (?,?,?,?,?,?,?,?)", (self._ticket_digest(ticket_id), arena, rater, study, models[0],
+                                                       models[1], issued, issued + ttl))
+
+    def live_tickets(self, arena: str, now: float) -> list[dict[str, Any]]:
+        """The unexpired tickets of ``arena`` (rater, study, models, issued), whichever process issued them."""
+        rows = self._conn().execute("SELECT rater, study, model_a, model_b, issued FROM arena_tickets WHERE arena = ?"
+                                    " AND expires > ? ORDER BY issued, digest", (arena, now)).fetchall()
+        return [{"rater": r["rater"], "study": r["study"], "models": (r["model_a"], r["model_b"]),
+                 "issued": r["issued"]} for r in rows]
+
+    def ticket(self, ticket_id: str, *, arena: str, now: float) -> dict[str, Any] | None:
+        """A live ticket of ``arena`` by its id (rater, study, models, issued), or None. Server-side only."""
+        row = self._conn().execute("SELECT rater, study, model_a, model_b, issued FROM arena_tickets WHERE digest = ?"
+                                   " AND arena = ? AND expires > ?",
+                                   (self._ticket_digest(ticket_id), arena, now)).fetchone()
+        return None if row is None else {"rater": row["rater"], "study": row["study"],
+                                         "models": (row["model_a"], row["model_b"]), "issued": row["issued"]}
+
+    def claim_ticket(self, ticket_id: str, *, arena: str, rater: str, now: float) -> dict[str, Any] | None:
+        """Use a ticket once: delete and return it (study, models) if it is live, of ``arena`` and issued to
+        ``rater``, else None (another rater's ticket stays theirs). One statement in one transaction, so of two
+        processes presenting the same ticket exactly one gets it."""
+        with self.transaction(board=False) as conn:
+            rows = conn.execute("DELETE FROM arena_tickets WHERE digest = ? AND arena = ? AND rater = ? AND expires > ?"
+                                " RETURNING study, model_a, model_b",
+                                (self._ticket_digest(ticket_id), arena, rater, now)).fetchall()  # all: then COMMIT
+        return {"study": rows[0][0], "models": (rows[0][1], rows[0][2])} if rows else None
 
     def add_rater_event(self, rater: str, role: str, *, reason: str = "", by: str = HOST) -> dict[str, Any]:
         """The host's decision about a rater (``make_rater_event``), appended to the log at its next time."""
