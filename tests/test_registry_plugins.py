@@ -317,6 +317,24 @@ def test_a_plugin_metric_runs_through_the_harness_with_cache_and_aggregation(sit
     assert first == second
 
 
+@pytest.mark.slow
+def test_a_plugin_metric_scored_by_two_launched_processes_equals_one(site, tmp_path):
+    """Each launched process loads the plugin itself (the same rule, lazily): `rexrank score` under torchrun with 2
+    gloo processes gives the single-process per-study table and results."""
+    refs, preds = _files(tmp_path, 9)
+    common = ["rexrank", "score", "-p", str(preds), "-r", str(refs), "-m", "word_overlap", "--no-cache",
+              "--resamples", "50", "-q"]
+    one = _run(site, "-m", *common, "-o", str(tmp_path / "one"), plugins="wordcount")
+    two = _run(site, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", *common,
+               "-o", str(tmp_path / "two"), plugins="wordcount")
+    assert one.returncode == 0 and two.returncode == 0, (one.stderr + two.stderr)[-4000:]
+    a, b = (pd.read_parquet(tmp_path / out / "per_study.parquet") for out in ("one", "two"))
+    pd.testing.assert_frame_equal(a, b)
+    first, second = (json.loads((tmp_path / out / "results.json").read_text()) for out in ("one", "two"))
+    assert second["analyses"]["processes"] == 2
+    assert first["metrics"] == second["metrics"]
+
+
 def _documented_plugin() -> tuple[dict[str, str], str, str]:
     """The plugin of docs/architecture.md's "Adding a metric (plugins)": (files by the path each block's first
     comment names, entry-point name, its function)."""
