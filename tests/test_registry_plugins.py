@@ -111,11 +111,21 @@ def site(tmp_path_factory) -> Path:
     """A folder the three plugin distributions are pip-installed into (put it on the path to have them)."""
     build = tmp_path_factory.mktemp("wheels")
     wheels = [_wheel(build, name, dist, files, target) for name, (dist, files, target) in PLUGINS.items()]
-    target = tmp_path_factory.mktemp("site")
+    return _install(tmp_path_factory.mktemp("site"), wheels)
+
+
+def _install(target: Path, wheels: list[Path]) -> Path:
+    """pip-install ``wheels`` into the folder ``target`` (no index, no dependencies), as a user's pip would."""
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                     "--disable-pip-version-check", "--target", str(target), *map(str, wheels)],
                    check=True, capture_output=True)
     return target
+
+
+def _forget(packages) -> None:
+    """Drop the plugins' modules from this process, so the next test imports them from its own path."""
+    for name in [m for m in sys.modules if m.split(".")[0] in packages]:
+        del sys.modules[name]
 
 
 @pytest.fixture
@@ -123,8 +133,7 @@ def on_path(site, monkeypatch):
     """The plugins installed in this process for one test; their modules are forgotten afterwards."""
     monkeypatch.syspath_prepend(str(site))
     yield site
-    for name in [m for m in sys.modules if m.split(".")[0] in PLUGIN_MODULES]:
-        del sys.modules[name]
+    _forget(PLUGIN_MODULES)
 
 
 def _run(site: Path, *args: str, plugins: str | None, extra_env: dict | None = None,
@@ -354,10 +363,7 @@ def _documented_plugin() -> tuple[dict[str, str], str, str]:
 def test_the_documented_plugin_works_as_written(tmp_path, monkeypatch):
     files, entry_name, target = _documented_plugin()
     wheel = _wheel(tmp_path, entry_name, "rexrank_doc_example", files, target)
-    site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                    "--disable-pip-version-check", "--target", str(site), str(wheel)], check=True, capture_output=True)
-    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(_install(tmp_path / "site", [wheel])))
     monkeypatch.setenv(PLUGINS_ENV, entry_name)
     packages = {path.split("/")[0] for path in files}
     try:
@@ -366,8 +372,7 @@ def test_the_documented_plugin_works_as_written(tmp_path, monkeypatch):
         values = registry.cls("word_overlap")().score(["a b", "lungs clear", ""], ["a c", "Lungs clear", ""])
         assert list(values) == [pytest.approx(1 / 3), 1.0, 1.0]
     finally:
-        for name in [m for m in sys.modules if m.split(".")[0] in packages]:
-            del sys.modules[name]
+        _forget(packages)
 
 
 def test_unknown_names_still_list_what_is_available(on_path, monkeypatch):
