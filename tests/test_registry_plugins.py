@@ -175,6 +175,7 @@ def test_scoped_registration_is_undone_exactly_even_when_the_block_fails():
     (_spec("New_Metric"), (), "'New_Metric' is not a usable name"),  # canonical() could never find it
     (_spec("new_metric"), ("two words",), "'two words' is not a usable name"),
     (_spec("new_metric"), ("x", "x"), "alias 'x' is given twice"),
+    (_spec("new_metric", " "), (), "its column must be a non-empty string"),
 ])
 def test_a_second_claim_or_an_unusable_name_is_refused_and_changes_nothing(spec, aliases, message):
     before = {n: REGISTRY.spec(n) for n in REGISTRY.names()}

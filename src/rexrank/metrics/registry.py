@@ -128,6 +128,8 @@ class Registry:
             if not isinstance(key, str) or not _NAME.match(key):
                 raise ConfigError(f"{who}: {key!r} is not a usable name (lower-case letters, digits, '_', '-', '.', "
                                   "at most 64 characters, starting with a letter or digit)")
+        if not isinstance(spec.column, str) or not spec.column.strip():  # the per-study table's column header
+            raise ConfigError(f"{who}: its column must be a non-empty string, not {spec.column!r:.80}")
         if not (callable(target) or (isinstance(target, str) and _TARGET.match(target))):
             raise ConfigError(f"{who}: its class must be given as 'package.module:Class' or the class itself, "
                               f"not {target!r:.80}")
