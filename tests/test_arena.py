@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -455,6 +456,59 @@ def test_images_from_a_folder(tmp_path):
     assert find("../etc/passwd") == [] and find("CXR2_IM-0001") == [] and find("notes") == []
     with pytest.raises(InputError, match="does not exist"):
         images_from_folder(tmp_path / "missing")
+
+
+def test_images_from_a_hub_dataset(tmp_path, hub, monkeypatch):
+    """A Hub dataset of the set's images (through the loopback Hub): only its image files are fetched, into the
+    Hugging Face cache, matched to studies as a folder's are, under the folder gradio is allowed to serve; a second
+    start offline reads the cache without a request; a missing, gated, image-less or uncached repo, a bad revision
+    and a malformed setting are one line each."""
+    from huggingface_hub import constants
+
+    from rexrank.leaderboard.arena import image_source, images_from_hub
+
+    _, server = hub
+    png = b"\x89PNG\r\n\x1a\n" + b"0" * 32
+    server.add_repo("org/iu-xray-images", files={
+        "images/CXR3030_IM-1405-1001.png": png, "images/CXR3030_IM-1405-2001.png": png + b"2",
+        "CXR10_IM-0002-1001.jpg": b"jpg", "README.md": b"# images", "loader.py": b"import os",
+        "data/train-00000.parquet": b"PAR1"})
+    server.add_repo("org/parquet-only", files={"data/train-00000.parquet": b"PAR1"})
+    server.add_repo("org/gated-images", files={"a.png": png}, gated="manual")
+    cache = tmp_path / "hf-cache"
+    find, allowed = images_from_hub("org/iu-xray-images", cache_dir=cache, endpoint=server.endpoint)
+    shown = find("CXR3030_IM-1405")
+    assert [p.rsplit("/", 1)[1] for p in shown] == ["CXR3030_IM-1405-1001.png", "CXR3030_IM-1405-2001.png"]
+    assert [Path(p).read_bytes() for p in shown] == [png, png + b"2"]
+    assert [Path(p).name for p in find("CXR10_IM-0002")] == ["CXR10_IM-0002-1001.jpg"] and find("../x") == []
+    assert all(Path(p).resolve().is_relative_to(allowed.resolve()) for p in shown)
+    fetched = {p.name for p in allowed.rglob("*") if p.is_file() and "snapshots" in p.parts}
+    assert fetched == {"CXR3030_IM-1405-1001.png", "CXR3030_IM-1405-2001.png", "CXR10_IM-0002-1001.jpg"}
+
+    requests = len(server.requests)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # a later start without network: the cache answers
+    again, _ = images_from_hub("org/iu-xray-images", cache_dir=cache, endpoint=server.endpoint)
+    assert again("CXR3030_IM-1405") == shown and len(server.requests) == requests
+    with pytest.raises(InputError, match="not in the Hugging Face cache"):
+        images_from_hub("org/iu-xray-images", cache_dir=tmp_path / "empty", endpoint=server.endpoint)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+    for repo, revision, message in (("org/missing", None, "was not found"), ("org/gated-images", None, "is gated"),
+                                    ("org/parquet-only", None, "holds no image files"),
+                                    ("org/iu-xray-images", "no-such-branch", "no such revision")):
+        with pytest.raises(InputError, match=message):
+            images_from_hub(repo, revision=revision, cache_dir=cache, endpoint=server.endpoint)
+    # the host's setting: hub:ORG/NAME[@REVISION], else a folder
+    monkeypatch.setattr(constants, "ENDPOINT", server.endpoint)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    commit = server.repo("org/iu-xray-images").sha
+    find, allowed = image_source(f"hub:org/iu-xray-images@{commit}")
+    assert find("CXR3030_IM-1405")[0].endswith("CXR3030_IM-1405-1001.png") and commit in find("CXR10_IM-0002")[0]
+    for bad in ("hub:iu-xray-images", "hub:org/", "hub:/x", "hub:a/b/c"):
+        with pytest.raises(InputError, match="is not a Hub dataset"):
+            image_source(bad)
+    (tmp_path / "folder").mkdir()
+    assert image_source(str(tmp_path / "folder"))[1] == (tmp_path / "folder").resolve()
 
 
 # -- the Arena in the Space (a host opt-in) ------------------------------------------------------------------------

@@ -260,6 +260,64 @@ def images_from_folder(folder: str | Path) -> Callable[[str], list[str]]:
     return lambda study: list(index.get(str(study), []))
 
 
+HUB_IMAGES_PREFIX = "hub:"  # ``image_source("hub:ORG/NAME[@REVISION]")``: a Hub dataset of the set's images
+
+
+def images_from_hub(repo_id: str, *, revision: str | None = None, token: str | bool | None = None,
+                    cache_dir: str | Path | None = None, endpoint: str | None = None) -> tuple[Callable[[str], list[str]],
+                                                                                            Path]:
+    """``Arena(images=...)`` for a Hub dataset repo of a public set's images (e.g. the open IU-Xray PNGs): its image
+    files (``IMAGE_SUFFIXES``, any folder of the repo) are fetched with ``huggingface_hub.snapshot_download`` into the
+    Hugging Face cache (``cache_dir``, else HF_HUB_CACHE), so a later start, or one offline (HF_HUB_OFFLINE=1), reads
+    the cached copy; ``revision`` pins a commit. Then the files are matched to studies as ``images_from_folder`` does.
+    Returns (that function, the repo's cache folder): gradio must be allowed to serve that folder (its snapshot
+    files are links into it). Only image files are fetched (never code or other files of the repo), and their names
+    are only compared with study ids. A missing, private or gated repo, a missing revision, no network with nothing
+    cached, or a repo without image files is one InputError naming the repo and the fix."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
+                                        RepositoryNotFoundError, RevisionNotFoundError)
+
+    where = f"the Hub dataset {repo_id}" + (f" at revision {revision}" if revision else "")
+    patterns = [f"*{suffix}" for s in IMAGE_SUFFIXES for suffix in (s, s.upper())]
+    try:
+        folder = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision, cache_dir=cache_dir,
+                                        allow_patterns=patterns, token=token, endpoint=endpoint))
+    except GatedRepoError:
+        raise InputError(f"{where} is gated: accept its conditions on the Hub with the account whose token the "
+                         "Space uses (HF_TOKEN)") from None
+    except RepositoryNotFoundError:
+        raise InputError(f"{where} was not found, or is private to another account: check the name, or give a "
+                         "token that may read it (HF_TOKEN)") from None
+    except RevisionNotFoundError:
+        raise InputError(f"{where}: no such revision; give a branch, tag or commit of the repo") from None
+    except LocalEntryNotFoundError:
+        raise InputError(f"{where} is not in the Hugging Face cache and the Hub cannot be reached (offline?): "
+                         "start once with network access, or give a local folder of the images") from None
+    except (HfHubHTTPError, OSError) as exc:
+        raise InputError(f"{where} could not be fetched ({type(exc).__name__}): try again, or give a local "
+                         "folder of the images") from None
+    if not any(p.suffix.lower() in IMAGE_SUFFIXES for p in folder.rglob("*")):
+        raise InputError(f"{where} holds no image files ({', '.join(IMAGE_SUFFIXES)}): the Arena reads a repo of "
+                         "image files named after the studies; export a Parquet dataset's images to a folder and "
+                         "give that folder instead")
+    # snapshots/<commit>/ holds links into blobs/: the folder gradio may serve is the repo's whole cache folder
+    return images_from_folder(folder), folder.parent.parent
+
+
+def image_source(spec: str) -> tuple[Callable[[str], list[str]], Path]:
+    """The Arena's images from the host's setting (``--arena-images``, REXRANK_ARENA_IMAGES): ``hub:ORG/NAME`` or
+    ``hub:ORG/NAME@REVISION`` (``images_from_hub``), else a local folder (``images_from_folder``). Returns (the
+    function from study to images, the folder gradio must be allowed to serve)."""
+    spec = str(spec)
+    if spec.startswith(HUB_IMAGES_PREFIX):
+        repo_id, _, revision = spec[len(HUB_IMAGES_PREFIX):].partition("@")
+        if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+            raise InputError(f"{spec!r:.80} is not a Hub dataset: write hub:ORG/NAME or hub:ORG/NAME@REVISION")
+        return images_from_hub(repo_id, revision=revision or None)
+    return images_from_folder(spec), Path(spec).resolve()
+
+
 def rater_identity(username: str) -> str:
     """A rater is a Hugging Face account (``hf:name``), as a submitter is (``records.hf_identity``)."""
     return hf_identity(username)

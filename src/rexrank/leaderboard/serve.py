@@ -53,8 +53,9 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     ``hub_token``, else HF_TOKEN); the sync is the app's ``sync``.
 
     ``arena``: add the radiologist Arena tab (docs/arena.md; off by default: the first page then holds none of its
-    component types). ``arena_images``: a folder of the public set's images shown with each study (gradio may serve
-    files from it and nothing else of the disk); ``arena_experts_only``: only raters on the host's allow-list vote;
+    component types). ``arena_images``: a folder of the public set's images shown with each study, or a Hub dataset
+    of them, ``hub:ORG/NAME[@REVISION]`` (fetched into the Hugging Face cache: ``arena.image_source``); gradio may
+    serve files from that folder and nothing else of the disk; ``arena_experts_only``: only raters on the host's allow-list vote;
     ``arena_rater``: who votes on a server without login (a host trying it out; with ``oauth`` the signed-in user).
     The Arena's vote log is read once before the page opens. The Arena is the app's ``arena`` (None when off).
 
@@ -98,12 +99,12 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     allowed_paths = []
     if arena:
         import rexrank
-        from rexrank.leaderboard.arena import Arena, images_from_folder
+        from rexrank.leaderboard.arena import Arena, image_source
 
         images = None
-        if arena_images:
-            images = images_from_folder(arena_images)  # refuses a missing folder with a one-line error
-            allowed_paths.append(str(Path(arena_images).resolve()))
+        if arena_images:  # a folder, or hub:ORG/NAME[@REVISION]; a missing one is a one-line error
+            images, folder = image_source(arena_images)
+            allowed_paths.append(str(folder))
         board_arena = Arena(store, app_version=rexrank.__version__, experts_only=arena_experts_only, images=images)
         board_arena.votes()  # read the vote log once, before the page opens
     demo = build_app(store, service, oauth=oauth_configured() if oauth is None else oauth, upload_ttl=upload_ttl,
