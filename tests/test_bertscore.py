@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from parity import Pairs, ParityTester, iu_reports, shifted
 
 from rexrank import metrics
 from rexrank.errors import ConfigError, ModelNotAvailableError
@@ -33,53 +34,101 @@ def model_dir(standins) -> str:
 
 
 @pytest.fixture(scope="module")
-def pairs(iu_xray_test):
-    refs = [study["report"] for study in iu_xray_test.values()]
-    hyps = refs[1:] + refs[:1]
-    long_report = " ".join(refs[:15])
-    edge = _edge_pairs(long_report)
-    return hyps + [h for h, _ in edge], refs + [r for _, r in edge], len(edge)
+def long_report(iu_xray_test) -> str:
+    """Fifteen IU-Xray reports in one: past the encoder's 512 positions."""
+    return " ".join(iu_reports(iu_xray_test, n=15))
 
 
-IDF_PAIRS = 150  # idf parity on a subset (plus the edge cases) keeps the reference run short
+class _BertScore(ParityTester):
+    """bert-score 0.3.13 (transformers 4.57) on the same stand-in folder, called as ReXrank calls it
+    (tests/reference/bertscore_ref.py); each configuration below is a subclass."""
+
+    metric = "bertscore"
+    reference_script = "bertscore_ref.py"
+    versions = {"bert_score": "0.3.13", "transformers": "4."}
+    compared = (("score", "F"), ("bertscore_precision", "P"), ("bertscore_recall", "R"))
+    atol = 1e-5
+
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test)
+        return Pairs.with_edges(shifted(refs), refs, _edge_pairs(" ".join(refs[:15])))
+
+    @pytest.fixture(scope="class")
+    def options(self, model_dir):
+        return {"model": model_dir, "device": "cpu"}
+
+    def reference_payload(self, pairs, options):
+        return {"model": options["model"], "hyps": pairs.hyps, "refs": pairs.refs, "idf": options.get("idf", False),
+                "rescale": options.get("rescale_with_baseline", True)}
 
 
-def _idf_subset(pairs):
-    hyps, refs, n_edge = pairs
-    return hyps[:IDF_PAIRS] + hyps[-n_edge:], refs[:IDF_PAIRS] + refs[-n_edge:]
+class TestBertScoreParity(_BertScore):
+    """All 590 IU-Xray pairs + edge cases: rescaled F1, P and R within 1e-5."""
+
+    def test_local_weights_get_bert_scores_own_baseline(self, reference, scorer):
+        """Weights from a local folder are rescaled with the row bert-score reads from its own distilroberta-base
+        table for layer 5 (the baseline the package applied in this reference run)."""
+        from rexrank.metrics.bertscore import DISTILROBERTA_BASELINES
+
+        self.assert_close(DISTILROBERTA_BASELINES[5], reference["baseline"], "layer-5 baseline", atol=1e-7)
+        config = scorer.config()
+        assert config["baseline"]["F"] == DISTILROBERTA_BASELINES[5][2] and config["num_layers"] == 5
+        assert config["weights"].startswith("sha256:")
 
 
-@pytest.fixture(scope="module")
-def reference(run_reference, model_dir, pairs):
-    hyps, refs, _ = pairs
-    idf_hyps, idf_refs = _idf_subset(pairs)
-    return {False: run_reference("bertscore_ref.py", {"model": model_dir, "hyps": hyps, "refs": refs, "idf": False}),
-            True: run_reference("bertscore_ref.py", {"model": model_dir, "hyps": idf_hyps, "refs": idf_refs,
-                                                     "idf": True})}
+class TestBertScoreIdfParity(_BertScore):
+    """idf=True: weights from the references (bert-score's idf_sents=refs, as ReXrank passes); F1 within 1e-5 on
+    the first 150 pairs and the edge cases (a subset keeps the reference run short)."""
+
+    compared = (("score", "F"),)
+
+    def make_pairs(self, iu_xray_test):
+        return super().make_pairs(iu_xray_test).head(150)
+
+    @pytest.fixture(scope="class")
+    def options(self, model_dir):
+        return {"model": model_dir, "device": "cpu", "idf": True}
+
+    def test_idf_comes_from_the_references_and_changes_the_weights(self, scorer, ours, pairs, model_dir):
+        assert scorer.config()["idf_source"] == "references of each call"
+        without_idf = metrics.get("bertscore", model=model_dir, device="cpu").score(pairs.hyps, pairs.refs)
+        assert np.abs(ours["score"] - without_idf).max() > 1e-3  # idf really changes the weights
 
 
-def test_parity_with_bert_score(model_dir, pairs, reference):
-    """All 590 IU-Xray pairs + edge cases: rescaled F1 within 1e-5 of bert-score 0.3.13 (transformers 4.57)."""
-    hyps, refs, n_edge = pairs
-    metric = metrics.get("bertscore", model=model_dir, device="cpu")
-    ours = metric.score(hyps, refs)
-    assert reference[False]["versions"]["transformers"].startswith("4.")
-    np.testing.assert_allclose(ours, reference[False]["F"], rtol=0, atol=1e-5)
-    assert np.std(ours[:-n_edge]) > 0.01  # the stand-in separates reports: a meaningful comparison
-    details = metric.score_details(hyps, refs)
-    np.testing.assert_allclose(details["bertscore_precision"], reference[False]["P"], rtol=0, atol=1e-5)
-    np.testing.assert_allclose(details["bertscore_recall"], reference[False]["R"], rtol=0, atol=1e-5)
+class TestBertScoreRawParity(_BertScore):
+    """Without rescaling (rescale_with_baseline=False): raw P, R and F of 40 IU-Xray pairs equal bert-score's raw
+    values within 1e-5."""
 
+    compared = (("bertscore", "F"), ("bertscore_precision", "P"), ("bertscore_recall", "R"))
 
-def test_parity_with_bert_score_idf(model_dir, pairs, reference):
-    """idf=True: weights from the references (bert-score's idf_sents=refs, as ReXrank passes), within 1e-5."""
-    hyps, refs = _idf_subset(pairs)
-    metric = metrics.get("bertscore", model=model_dir, device="cpu", idf=True)
-    ours = metric.score(hyps, refs)
-    np.testing.assert_allclose(ours, reference[True]["F"], rtol=0, atol=1e-5)
-    assert metric.config()["idf_source"] == "references of each call"
-    without_idf = metrics.get("bertscore", model=model_dir, device="cpu").score(hyps, refs)
-    assert np.abs(ours - without_idf).max() > 1e-3  # idf really changes the weights
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test)
+        return Pairs(shifted(refs)[:40], refs[:40])
+
+    @pytest.fixture(scope="class")
+    def options(self, model_dir):
+        return {"model": model_dir, "device": "cpu", "rescale_with_baseline": False}
+
+class TestBertScoreUnseenIdfParity(_BertScore):
+    """idf=True with 3 references: the hypotheses' tokens that no reference holds get bert-score 0.3.13's weight
+    (get_idf_dict's default, ln(N + 1)); P, R and F (precision weighs those tokens) within 1e-5. Few idf sentences,
+    so that the rule differs visibly from any other (ln N, or the weight of a token seen once)."""
+
+    compared = (("bertscore", "F"), ("bertscore_precision", "P"), ("bertscore_recall", "R"))
+
+    def make_pairs(self, iu_xray_test):
+        return Pairs(["Right pneumothorax with mediastinal shift.", "Bilateral hilar lymphadenopathy.",
+                      "Heart size is normal."],
+                     ["Heart size is normal.", "No effusion.", "Heart size is normal."])
+
+    @pytest.fixture(scope="class")
+    def options(self, model_dir):
+        return {"model": model_dir, "device": "cpu", "idf": True}
+
+    def test_inputs_make_the_comparison_meaningful(self, scorer, pairs):
+        """Some hypothesis tokens occur in no reference: the unseen-token weight decides their precision."""
+        seen = {token for ids in scorer.encode(pairs.refs) for token in ids}
+        assert any(set(ids) - seen for ids in scorer.encode(pairs.hyps))
 
 
 def test_empty_side_scores_rescaled_zero(model_dir):
@@ -94,51 +143,15 @@ def test_empty_side_scores_rescaled_zero(model_dir):
     assert empty_score == pytest.approx(-5.55016, abs=1e-5)
 
 
-def test_long_reports_truncate_to_512_tokens(model_dir, pairs):
+def test_long_reports_truncate_to_512_tokens(model_dir, long_report):
     """A report is cut at 512 tokens (specials included): text after the cut never changes its score."""
     from rexrank.metrics.bertscore import BertScore
 
     metric = BertScore(model=model_dir, device="cpu")
-    long_report = pairs[0][-5]
     assert len(metric.encode([long_report])[0]) == 512
     extended = long_report + " Large right pleural effusion. " * 50
     a, b = metric.score([long_report, extended], ["The heart is normal.", "The heart is normal."])
     assert a == b
-
-
-def test_raw_scores_and_local_weights_baseline_equal_bert_score(model_dir, pairs, run_reference):
-    """Without rescaling, P/R/F equal bert-score's raw values; with it, the baseline rexrank applies to weights from a
-    local folder is the row bert-score reads from its own distilroberta-base table for layer 5."""
-    from rexrank.metrics.bertscore import DISTILROBERTA_BASELINES, BertScore
-
-    hyps, refs, _ = pairs
-    hyps, refs = hyps[:40], refs[:40]
-    raw = run_reference("bertscore_ref.py", {"model": model_dir, "hyps": hyps, "refs": refs, "rescale": False})
-    details = BertScore(model=model_dir, device="cpu", rescale_with_baseline=False).score_details(hyps, refs)
-    for column, key in (("bertscore_precision", "P"), ("bertscore_recall", "R"), ("bertscore", "F")):
-        np.testing.assert_allclose(details[column], raw[key], rtol=0, atol=1e-5)
-    rescaled = run_reference("bertscore_ref.py", {"model": model_dir, "hyps": hyps[:2], "refs": refs[:2]})
-    np.testing.assert_allclose(DISTILROBERTA_BASELINES[5], rescaled["baseline"], rtol=0, atol=1e-7)
-    config = BertScore(model=model_dir, device="cpu").config()
-    assert config["baseline"]["F"] == DISTILROBERTA_BASELINES[5][2] and config["num_layers"] == 5
-    assert config["weights"].startswith("sha256:")
-
-
-# Few idf sentences, so that the weight of a token the references never use (bert-score: ln(N + 1), N sentences)
-# differs visibly from any other rule (ln N, or the weight of a token seen once).
-UNSEEN_IDF_PAIRS = (["Right pneumothorax with mediastinal shift.", "Bilateral hilar lymphadenopathy.",
-                     "Heart size is normal."],
-                    ["Heart size is normal.", "No effusion.", "Heart size is normal."])
-
-
-def test_idf_weight_of_tokens_unseen_in_the_references_equals_bert_score(model_dir, run_reference):
-    """idf=True with 3 references: the hypotheses' tokens that no reference holds get bert-score 0.3.13's weight
-    (get_idf_dict's default, ln(N + 1)); precision, which those tokens weigh, within 1e-5."""
-    hyps, refs = UNSEEN_IDF_PAIRS
-    theirs = run_reference("bertscore_ref.py", {"model": model_dir, "hyps": hyps, "refs": refs, "idf": True})
-    details = metrics.get("bertscore", model=model_dir, device="cpu", idf=True).score_details(hyps, refs)
-    for column, key in (("bertscore_precision", "P"), ("bertscore_recall", "R"), ("bertscore", "F")):
-        np.testing.assert_allclose(details[column], theirs[key], rtol=0, atol=1e-5)
 
 
 def test_scores_do_not_depend_on_neighbours_and_refs_are_cached(model_dir, monkeypatch):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from parity import Pairs, ParityTester, iu_reports, shifted
 
 from rexrank import metrics
 from rexrank.metrics.bleu import bleu2, tokenize
@@ -28,12 +29,6 @@ EDGE_PAIRS = [
 ]
 
 
-def _iu_pairs(iu_xray_test):
-    refs = [study["report"] for study in iu_xray_test.values()]
-    hyps = refs[1:] + refs[:1]  # hypothesis = another study's reference
-    return hyps, refs
-
-
 def test_tokenisation_matches_cxr_report_metric():
     """Upstream splits on the space character only and detaches periods; newlines stay inside tokens."""
     assert tokenize("Artifact.\nThe heart  is OK.") == ["artifact", ".\nthe", "heart", "is", "ok", "."]
@@ -55,13 +50,18 @@ def test_registry_object_and_config():
         metrics.get("bleu2", model="x")
 
 
-def test_parity_with_fast_bleu_and_nltk(run_reference, iu_xray_test):
-    """All 590 IU-Xray pairs plus edge cases: identical (1e-12) to fast_bleu and to NLTK method1 in .venv-ref."""
-    hyps, refs = _iu_pairs(iu_xray_test)
-    hyps += [h for h, _ in EDGE_PAIRS]
-    refs += [r for _, r in EDGE_PAIRS]
-    expected = run_reference("bleu_ref.py", {"hyps": hyps, "refs": refs})
-    ours = metrics.get("bleu2").score(hyps, refs)
-    np.testing.assert_allclose(ours, expected["fast_bleu"], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(ours, expected["nltk"], rtol=0, atol=1e-12)
-    assert len(set(np.round(ours[:590], 6))) > 100  # the IU pairs really vary (not all 0 or 1)
+class TestBleu2Parity(ParityTester):
+    """All 590 IU-Xray pairs (another study's report as the hypothesis) plus edge cases: identical (1e-12) to
+    fast_bleu (what ReXrank runs) and to NLTK's method1 smoothing (what it equals) in .venv-ref."""
+
+    metric = "bleu2"
+    reference_script = "bleu_ref.py"
+    compared = (("score", "fast_bleu"), ("score", "nltk"))
+    atol = 1e-12
+
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test)
+        return Pairs.with_edges(shifted(refs), refs, EDGE_PAIRS)
+
+    def test_inputs_make_the_comparison_meaningful(self, ours, pairs):
+        assert len(set(np.round(ours["score"][pairs.natural], 6))) > 100  # the IU pairs really vary (not all 0 or 1)

@@ -12,6 +12,7 @@ stdout (last line): {"P": [...], "R": [...], "F": [...], "baseline": [P, R, F] t
                      with rescale false), "versions": {...}}
 """
 
+import importlib.metadata
 import json
 import os
 import re
@@ -33,7 +34,8 @@ def main():
     P, R, F = scorer.score(hyps, refs)
     baseline = scorer.baseline_vals.tolist() if scorer.rescale_with_baseline else None
     print(json.dumps({"P": P.tolist(), "R": R.tolist(), "F": F.tolist(), "baseline": baseline,
-                      "versions": {"bert_score": bert_score.__version__, "transformers": transformers.__version__}}))
+                      "versions": {"bert_score": importlib.metadata.version("bert-score"),  # its __version__ says 0.3.12
+                                   "transformers": transformers.__version__}}))
 
 
 if __name__ == "__main__":
