@@ -97,7 +97,8 @@ def test_anything_but_the_release_is_one_clear_error(tmp_path, file, edit, expec
 
 
 def test_names_and_routes_are_checked():
-    with pytest.raises(UnknownNameError, match="Unknown expert set 'mimic_cxr'. Available: rexval, radevalx"):
+    with pytest.raises(UnknownNameError,
+                       match="Unknown expert set 'mimic_cxr'. Available: rexval, radevalx, radeval_expert"):
         expert_sets.read("mimic_cxr", "/nowhere")
     with pytest.raises(ConfigError, match="--data-dir DIR .* --from-hub"):
         expert_sets.read("rexval")
@@ -111,25 +112,27 @@ def test_names_and_routes_are_checked():
 HUB_READ = """
 import json, os, stat, sys
 from rexrank.data import expert_sets
+name = sys.argv[1]
 try:
-    expert = expert_sets.read("rexval", from_hub=True)
+    expert = expert_sets.read(name, from_hub=True)
 except Exception as exc:
     print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
 else:
-    folder = expert_sets.hub_cache_dir("rexval")
+    folder = expert_sets.hub_cache_dir(name)
     modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in folder.iterdir() if p.is_file()}
     print(json.dumps({"errors": expert.errors.tolist(), "source": expert.source,
                       "folder": oct(stat.S_IMODE(folder.stat().st_mode)), "modes": modes}))
 """
 
 
-def _hub_read(hub, home: Path, token: str | None) -> dict:
+def _hub_read(hub, home: Path, token: str | None, name: str = "rexval") -> dict:
     env = {key: value for key, value in os.environ.items() if key not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
     env.update(HF_ENDPOINT=hub.endpoint, HF_HUB_OFFLINE="0", HF_HOME=str(home / "hf"), REXRANK_HUB_ORG="host-org",
                REXRANK_CACHE_DIR=str(home / "cache"), HF_HUB_DISABLE_PROGRESS_BARS="1")
     if token:
         env["HF_TOKEN"] = token
-    result = subprocess.run([sys.executable, "-c", HUB_READ], env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", HUB_READ, name], env=env, capture_output=True, text=True,
+                            timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -201,3 +204,153 @@ def test_radevalx_anything_but_the_release_is_one_clear_error(tmp_path, file, ed
         expert_sets.read("radevalx", tmp_path)
     assert expected in str(error.value) and RADEVALX.files[file] in str(error.value)
     assert "physionet.org/content/rad-eval-x/1.0.0/" in str(error.value)
+
+
+# -- the RadEval expert dataset (Hub IAMJB/RadEvalExpertDataset) ---------------------------------------------------
+RADEVAL = expert_sets.get_expert_set("radeval_expert")
+RADEVAL_COLUMNS = ["annotator", "type", "ground_truth", "images_path", "prediction1", "prediction2", "prediction3",
+                   "annotation1", "annotation2", "annotation3"]
+
+
+def _annotation(counts: np.ndarray, style: int) -> str:
+    """One annotation cell in the release's grammar: a header per section, then numbered category lines ending in
+    the count, in one of the spellings the file uses (label and ':' / label and '=' / the count alone)."""
+    labels = ["False report of a finding", "Missing a finding", "Misidentification of location",
+              "Misassessment of severity", "Mentioning a comparison not in the reference",
+              "Omitting a comparison", "Grammar or readability"]
+    lines = []
+    for s, header in ((1, "Clinically significant errors:"), (0, "Clinically insignificant errors:")):
+        lines.append(header if style != 2 else header.lower().replace("clinically ", ""))
+        for c, label in enumerate(labels):
+            count = int(counts[c, s])
+            lines.append([f"{c + 1}. {label}: {count}", f"{c + 1}) {label} = {count}.", f"{c + 1}. {count}"][style])
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_radeval_expert(folder: Path, seed: int = 0, n_rows: int = 208) -> tuple[Path, np.ndarray, list[str]]:
+    """A synthetic reader_study_final_with_annotationsv3.csv in the release's layout: 208 rows, each a reference and
+    three candidates with their annotations; studies (images_path) shared by a findings and an impression row."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    errors = rng.integers(0, 3, size=(n_rows, 3, 7, 2)).astype(float)
+    studies = []
+    with (folder / RADEVAL.files[0]).open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(RADEVAL_COLUMNS)
+        for i in range(n_rows):
+            study = f"files/p1{i // 2:04d}/s5{i // 2:07d}/view.jpg"
+            studies.append(study)
+            writer.writerow([f"reader{i % 2}", "findings" if i % 2 == 0 else "impression",
+                             f"Reference {i}: no acute cardiopulmonary process.", study,
+                             *(f"Candidate {i}.{k}: mild cardiomegaly, line 1.\nLine 2." for k in range(3)),
+                             *(_annotation(errors[i, k], (i + k) % 3) for k in range(3))])
+    return folder, errors, studies
+
+
+@pytest.mark.parametrize("layout", ["flat", "git clone"])
+def test_radeval_expert_reads_every_pair_and_its_counts(tmp_path, layout):
+    folder, written, studies = write_radeval_expert(tmp_path / ("" if layout == "flat" else "RadEvalExpertDataset"))
+    expert = expert_sets.read("RadEval", tmp_path)
+    assert len(expert.references) == RADEVAL.n_pairs == 624 and expert.raters == ["reader"]
+    assert expert.categories == list(range(1, 8)) and expert.errors.shape == (624, 1, 7, 2)
+    assert np.array_equal(expert.errors[:, 0], written.reshape(624, 7, 2))
+    assert expert.study_ids[:6] == [studies[0]] * 3 + [studies[1]] * 3
+    assert np.array_equal(expert.groups, np.repeat(np.arange(104), 6))  # a study's findings and impression rows
+    assert expert.candidates[:4] == ["findings:prediction1", "findings:prediction2", "findings:prediction3",
+                                     "impression:prediction1"]
+    with (folder / RADEVAL.files[0]).open(newline="") as handle:
+        first = next(csv.DictReader(handle))
+    assert (expert.references[0], expert.hypotheses[2]) == (first["ground_truth"], first["prediction3"])
+    assert "no inter-rater ceiling" in expert.notes[0] and len(expert.notes) == 1
+
+
+def test_radeval_expert_leaves_out_pairs_without_whole_counts_and_says_so(tmp_path):
+    """A blank annotation, a count that is not a whole number, a missing category: the pair is left out (never read
+    as 0 errors) and the notes count each reason; the other pairs are read as written."""
+    folder, written, _ = write_radeval_expert(tmp_path)
+    path = folder / RADEVAL.files[0]
+
+    def edit(rows):
+        rows[1][7] = " "
+        rows[2][8] = rows[2][8].replace(": 1", ": one", 1).replace("= 1.", "= 1.5", 1).replace(". 1", ". 1/2", 1)
+        rows[3][9] = "\n".join(line for line in rows[3][9].splitlines() if not line.startswith(("4", "4)")))
+        return rows
+    _rewrite(path, edit)
+    with path.open(newline="") as handle:
+        changed = list(csv.reader(handle))
+    assert changed[2][8] != _annotation(written[1, 1], (1 + 1) % 3)  # the edit bit
+    expert = expert_sets.read("radeval_expert", tmp_path)
+    assert len(expert.references) == 621
+    keep = np.ones((208, 3), bool)
+    keep[0, 0] = keep[1, 1] = keep[2, 2] = False
+    assert np.array_equal(expert.errors[:, 0], written[keep])
+    assert ("3 of 624 pairs left out, not read as 0 errors (1 blank annotation; 1 category" in expert.notes[1]
+            and "no whole-number count" in expert.notes[1] and "no count for some categories" in expert.notes[1])
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (_set_cell("annotation1", "Clinically significant errors:\n1. False finding: 0\nThe rest looks fine."),
+     "line 2: annotation1: unknown annotation line 'The rest looks fine.'"),
+    (_set_cell("annotation2", "Clinically significant errors:\n8. Other: 1"),
+     "annotation2: error category 8 is not one of 1-7"),
+    (_set_cell("annotation3", "1. False finding: 0\nClinically significant errors:"),
+     "annotation3: category 1's count comes before any"),
+    (_set_cell("annotation1", "Significant errors:\n2. Missing: 0\n2. Missing: 1"),
+     "annotation1: category 2 is given twice in the significant section"),
+    (_set_cell("ground_truth", " "), "line 2: empty ground_truth"),
+    (_set_cell("prediction2", ""), "line 2: empty prediction2"),
+    (lambda rows: [r[:-1] for r in rows], "has no column annotation3"),
+    (lambda rows: rows[:-1], "holds 207 rows, the release has 208"),
+])
+def test_radeval_expert_anything_but_the_release_is_one_clear_error(tmp_path, edit, expected):
+    write_radeval_expert(tmp_path)
+    _rewrite(tmp_path / RADEVAL.files[0], edit)
+    with pytest.raises(DatasetNotAvailableError) as error:
+        expert_sets.read("radeval_expert", tmp_path)
+    assert expected in str(error.value) and RADEVAL.files[0] in str(error.value)
+    assert "huggingface.co/datasets/IAMJB/RadEvalExpertDataset" in str(error.value)
+
+
+def test_radeval_expert_line_numbers_follow_multi_line_records(tmp_path):
+    """Records span several lines (multi-line reports and annotations): an error names the record's first line."""
+    folder, _, _ = write_radeval_expert(tmp_path)
+    path = folder / RADEVAL.files[0]
+    _rewrite(path, _set_cell("annotation1", "Significant errors:\n9. x: 1", row=3))
+    with path.open(newline="") as handle:
+        text = handle.read()
+    first_line = text[:text.index("Reference 2:")].count("\n") + 1
+    with pytest.raises(DatasetNotAvailableError, match=f"line {first_line}: annotation1: error category 9"):
+        expert_sets.read("radeval_expert", tmp_path)
+
+
+def test_radeval_expert_hub_route_reads_the_authors_repo_into_an_owner_only_folder(tmp_path):
+    """The Hub route reads the authors' own repo (IAMJB/RadEvalExpertDataset, public) over real HTTP into an
+    owner-only folder (0700, files 0600), equal to the local read: its reports are MIMIC-CXR text."""
+    from rexrank.testing.loopback_hub import LoopbackHub
+
+    source, written, _ = write_radeval_expert(tmp_path / "release", seed=6)
+    with LoopbackHub() as hub:
+        hub.add_user("IAMJB", "hf_authors_token_0003")
+        hub.add_repo("IAMJB/RadEvalExpertDataset", files={RADEVAL.files[0]: (source / RADEVAL.files[0]).read_bytes(),
+                                                           "README.md": b"---\nlicense: mit\n---\n"})
+        read = _hub_read(hub, tmp_path / "anyone", None, name="radeval_expert")
+    assert "error" not in read, read
+    assert np.array_equal(np.asarray(read["errors"])[:, 0], written.reshape(624, 7, 2))
+    assert read["source"].startswith("hub:") and read["folder"] == "0o700"
+    assert read["modes"] == {RADEVAL.files[0]: "0o600"}
+
+
+def test_meta_eval_runs_on_the_radeval_expert_set(tmp_path, cli):
+    """`rexrank meta-eval --dataset radeval_expert`: 624 pairs over 104 studies (a study's rows resampled together),
+    one reader per pair (no ceiling), the notes in the JSON, the seventh category among the targets."""
+    write_radeval_expert(tmp_path / "data", seed=7)
+    code, output = cli("meta-eval", "--dataset", "radeval_expert", "--data-dir", str(tmp_path / "data"), "--metrics",
+                       "bleu2", "--resamples", "30", "--out", str(tmp_path / "out"))
+    assert code == 0, output
+    report = json.loads((tmp_path / "out" / "meta_eval.json").read_text())
+    assert (report["dataset"], report["n_pairs"], report["n_studies"], report["n_raters"]) == (
+        "radeval_expert", 624, 104, 1)
+    assert report["raters"] == {"total": None, "significant": None}
+    assert any("no inter-rater ceiling" in note for note in report["notes"])
+    assert set(report["metrics"]["bleu2"]["targets"]) >= {"total", "significant", "category_7_significant"}

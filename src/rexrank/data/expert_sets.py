@@ -18,8 +18,10 @@ unexpected is one DatasetNotAvailableError naming the file, the row and the fix.
 Confirmed from public sources and not: each spec's `sources` names where its layout facts come from. RadEvalX's
 count files leave most cells blank and the release does not say what a blank means; they are read as 0 errors (an
 assumption every RadEvalX report states in its notes), and its 8 categories' meanings were not found in a public
-source, so they are shown by number. Not here: the RadEval expert dataset (Hub IAMJB/RadEvalExpertDataset), whose
-licence and columns could not be read from a public source (the RadEval package itself is MIT).
+source, so they are shown by number. The RadEval expert dataset (Hub IAMJB/RadEvalExpertDataset) is read from the
+authors' own Hub repo (``hub_repo``) into an owner-only folder like the licensed sets: its card says MIT, but its
+reports come from MIMIC-CXR, whose data use agreement still applies to them; a pair whose annotation gives no
+whole-number count is left out (never read as 0) and its reports say so.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ class ExpertSetSpec:
     citation: str
     aliases: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default_factory=tuple)  # where the layout facts come from
-    consensus: bool = False  # one agreed count per pair instead of each rater's: no inter-rater ceiling
+    consensus: bool = False  # one count per pair (agreed, or one reader's) instead of each rater's: no ceiling
+    hub_repo: str | None = None  # the Hub route reads this repo (the publisher's own) instead of ReXrank's copy
 
     @property
     def n_pairs(self) -> int:
@@ -159,6 +162,51 @@ EXPERT_SETS: dict[str, ExpertSetSpec] = {
                 "count cells are blank and that the release does not say what a blank means",
             ),
         ),
+        ExpertSetSpec(
+            name="radeval_expert",
+            title="RadEval expert dataset (IAMJB/RadEvalExpertDataset, the RadEval authors)",
+            label="RadEval expert set",
+            reader="rexrank.data.builders.radeval_expert:read_folder",
+            project="RadEvalExpertDataset",  # the repo's name: the folder of a `git clone`
+            versions=("b4bd9d6",),  # the Hub commit whose layout is described below
+            files=("reader_study_final_with_annotationsv3.csv",),
+            n_studies=208,  # rows: a reference and three candidates each (a study may have a findings and an
+            # impression row; the bootstrap resamples studies, by images_path)
+            candidates=("prediction1", "prediction2", "prediction3"),
+            n_raters=2,  # two readers share the rows; each pair carries one reader's counts
+            categories={1: "false report of a finding", 2: "missing a finding", 3: "wrong location/position of a "
+                        "finding", 4: "wrong severity of a finding", 5: "comparison not in the reference",
+                        6: "omitted comparison describing a change", 7: "grammar/readability"},
+            licence="the Hub card says MIT; the reports are drawn from MIMIC-CXR (PhysioNet Credentialed Health Data "
+                    "License 1.5.0) and CheXpert, whose terms still apply to their text, so ReXrank treats it as "
+                    "licensed: read into an owner-only folder, never republished (only aggregates leave)",
+            access="https://huggingface.co/datasets/IAMJB/RadEvalExpertDataset (public on the Hub; the MIMIC-CXR "
+                   "reports in it remain under PhysioNet's data use agreement)",
+            download="reader_study_final_with_annotationsv3.csv (`huggingface-cli download IAMJB/RadEvalExpertDataset "
+                     "--repo-type dataset --local-dir DATA_DIR`, or a git clone)",
+            layouts=(Layout("flat", ""), Layout("git clone", "{project}")),
+            hub_name="radeval_expert",
+            hub_repo="IAMJB/RadEvalExpertDataset",
+            aliases=("radeval", "radeval-expert", "radevalexpertdataset"),
+            consensus=True,
+            citation="Xu J, Zhang X, Abderezaei J, et al. RadEval: A framework for radiology text evaluation. "
+                     "EMNLP 2025 System Demonstrations, pp. 546-557, https://aclanthology.org/2025.emnlp-demos.40/. "
+                     "Dataset: https://huggingface.co/datasets/IAMJB/RadEvalExpertDataset",
+            sources=(
+                "the RadEval README (github.com/jbdel/RadEval): 'a curated evaluation set annotated by board-certified "
+                "radiologists', published on the Hub as IAMJB/RadEvalExpertDataset; the Hub page: one file, "
+                "reader_study_final_with_annotationsv3.csv (692 kB, commit b4bd9d6), 208 rows, licence MIT",
+                "the columns (annotator, type, ground_truth, images_path, prediction1-3, annotation1-3) and the "
+                "annotation grammar (significant/insignificant section headers, numbered category lines 1-7 ending "
+                "in the count; 7 categories: false finding, omission, location, severity, unsupported comparison, "
+                "omitted change, grammar/readability; two counts of the release not explicit integers; a blank "
+                "annotation not a zero): public code that pins that commit, checks the columns and audits the "
+                "annotation lines, and its protocol notes; also public code that loads the set with "
+                "datasets.load_dataset and expands each row into three (prediction, annotation) pairs",
+                "not confirmed: the exact wording of the category labels (not read: only the numbers are) and that "
+                "the categories are numbered in the order listed",
+            ),
+        ),
     )
 }
 
@@ -205,8 +253,10 @@ def expert_set_names() -> list[str]:
 
 
 def hub_repo_id(name: str, org: str | None = None) -> str:
-    """ReXrank's gated Hub copy of an expert set: <REXRANK_HUB_ORG or rexrank>/<hub_name>."""
-    return f"{org or hub_org()}/{get_expert_set(name).hub_name}"
+    """The Hub repo the Hub route reads: the publisher's own (``hub_repo``) where the set is published on the Hub,
+    else ReXrank's gated copy, <REXRANK_HUB_ORG or rexrank>/<hub_name>."""
+    spec = get_expert_set(name)
+    return spec.hub_repo or f"{org or hub_org()}/{spec.hub_name}"
 
 
 def hub_cache_dir(name: str) -> Path:
