@@ -16,7 +16,8 @@ def register(app: typer.Typer) -> None:
 
 
 def meta_eval_command(
-    dataset: str = typer.Option(..., "--dataset", help="Expert-rated set: rexval or radevalx."),
+    dataset: str = typer.Option(..., "--dataset", help="Expert-rated set, e.g. rexval, radevalx or radeval_expert "
+                                "(an unknown name is answered with every one; docs/meta_eval.md)."),
     metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help="Comma-separated per-report metrics, "
                                           "or 'leaderboard' (default: what `rexrank score` runs by default)."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local copy of the set (as PhysioNet's "
