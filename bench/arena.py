@@ -37,6 +37,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from rexrank.evaluation.defaults import DEFAULT_RESAMPLES  # noqa: E402
 from rexrank.leaderboard.arena import Votes, fit  # noqa: E402
 
 
@@ -109,8 +110,9 @@ def _page_store(root, models: int, studies: int):
     store = Store(root / "board.sqlite")
     for m in range(models):
         store.keep_reports(dataset="iu_xray", split="test", track="findings", model=f"model-{m}", result_hash=f"h{m}",
-                           rows=[(f"CXR{k}_IM-{k}", REPORT.format(model=m, study=k), REPORT.format(model="ref", study=k),
-                                  {"bleu2": 0.1 + m / 100}) for k in range(studies)])
+                           rows=[(f"CXR{k}_IM-{k}", REPORT.format(model=m, study=k),
+                                  REPORT.format(model="ref", study=k), {"bleu2": 0.1 + m / 100})
+                                 for k in range(studies)])
     images = root / "images"
     images.mkdir()
     rng = np.random.default_rng(0)
@@ -204,7 +206,7 @@ def page_table(models: int, studies: int, clicks: int, baseline: str | None) -> 
                 for _ in range(clicks):
                     for side, page in tabs.items():  # alternate the sides click by click
                         page.bring_to_front()
-                        with page.expect_request_finished(lambda r: "/run/predict" in r.url or "/api/" in r.url) as done:
+                        with page.expect_request_finished(lambda r: "/run/predict" in r.url) as done:
                             text_ms, images_ms = page.evaluate(_CLICK)
                         shown[side].append(text_ms)
                         pictured[side].append(images_ms)
@@ -230,7 +232,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", type=int, default=50)
     parser.add_argument("--votes", type=int, default=100_000)
-    parser.add_argument("--boot", type=int, default=1000)
+    parser.add_argument("--boot", type=int, default=DEFAULT_RESAMPLES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--serve", action="store_true")
     parser.add_argument("--page", action="store_true", help="only the in-page table (--page-* settings)")

@@ -29,6 +29,8 @@ import time
 import numpy as np
 import pandas as pd
 
+from rexrank.evaluation.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED
+
 
 def data(n: int, m: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
@@ -43,7 +45,7 @@ def vectorised(values: np.ndarray, resamples: int):
     m = values.shape[1]
     columns = {f"m{j}": values[:, j] for j in range(m)}
     aggregations = {f"m{m - 1}": "reciprocal_of_mean"}
-    return confidence_intervals(columns, aggregations=aggregations, resamples=resamples, seed=0)
+    return confidence_intervals(columns, aggregations=aggregations, resamples=resamples, seed=DEFAULT_SEED)
 
 
 def numpy_loop(values: np.ndarray, resamples: int):
@@ -94,7 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--metrics", type=int, default=8)
-    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--python-resamples", type=int, default=20, help="resamples timed for the python loop")
     args = parser.parse_args()

@@ -48,6 +48,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from rexrank.evaluation.defaults import DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 IU_XRAY = ROOT.parent / "shared" / "data" / "iu_xray" / "ReXRank_IUXray_test.json"
 LEADERBOARD = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1", "ratescore", "green", "fineradscore")
@@ -170,7 +172,7 @@ def rss_child(side: str, n: int, models: int, metrics: tuple[str, ...]) -> None:
     runs = build_runs(n, models, metrics)
     compare_runs(build_runs(200, 3, metrics), resamples=20, permutations=20)  # imports outside the figure
     before = current_rss_mb()
-    compare_runs(runs, resamples=1000, permutations=10_000)
+    compare_runs(runs, resamples=DEFAULT_RESAMPLES, permutations=DEFAULT_PERMUTATIONS)
     print(json.dumps({"before_mb": before, "peak_mb": rss_mb(), "growth_mb": rss_mb() - before}))
 
 

@@ -35,6 +35,7 @@ from scipy.stats import kendalltau  # noqa: E402
 
 from rexrank.data.expert_sets import ExpertSet  # noqa: E402
 from rexrank.evaluation import meta_eval as me  # noqa: E402
+from rexrank.evaluation.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: E402
 from rexrank.metrics import LEADERBOARD_METRICS  # noqa: E402
 
 
@@ -49,7 +50,7 @@ def rexval_like(seed: int = 0) -> tuple[ExpertSet, dict[str, np.ndarray]]:
 
 
 def rexrank_run(expert, scores, resamples: int) -> None:
-    me.agreement(scores, expert, resamples=resamples, seed=0)
+    me.agreement(scores, expert, resamples=resamples, seed=DEFAULT_SEED)
 
 
 def scipy_loop(expert, scores, resamples: int) -> None:
@@ -80,7 +81,7 @@ def cpu(fn, *args) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
     parser.add_argument("--loop-resamples", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()

@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rexrank.evaluation.defaults import DEFAULT_RESAMPLES
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "iu_xray" / "ReXRank_IUXray_test.json"
 CANDIDATES = ("bertscore", "semb", "radgraph", "ratescore", "green")
@@ -81,7 +83,7 @@ def worker(args) -> None:
     evaluate(Inputs(["w1", "w2"], ["warm up one.", "warm up two."], ["warm up three.", "warm up four."]),
              model="warm-up", track="findings", options=warm)
     options = ScoreOptions(metrics=[args.worker], model_paths=model_paths, metric_configs=configs,
-                           device=args.device, cache_dir=args.cache, resamples=1000)
+                           device=args.device, cache_dir=args.cache, resamples=DEFAULT_RESAMPLES)
     start, cpu = time.perf_counter(), time.process_time()
     result = evaluate(inputs, model=args.model, track="findings", options=options)
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu

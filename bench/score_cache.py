@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rexrank.evaluation.defaults import DEFAULT_RESAMPLES
+
 REPO = Path(__file__).resolve().parents[1]
 WORDS = ("lungs clear effusion normal heart size no pneumothorax cardiomegaly mild stable left right basilar "
          "opacity atelectasis consolidation silhouette mediastinal contour unremarkable").split()
@@ -107,7 +109,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3000)
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
     parser.add_argument("--before", default=None, help="git revision whose cache.py to time instead")
     args = parser.parse_args()
     if args.before:

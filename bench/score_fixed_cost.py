@@ -10,8 +10,12 @@ measures its other tenants), threads pinned to 1 (OMP/MKL/OpenBLAS):
 - `bleu2, 590 pairs`: the 590 IU-Xray test studies (impression as the prediction, findings as the reference,
   ../shared/data/iu_xray), a fresh cache folder each run (the default, cache on);
 - `bleu2, N pairs cold` / `warm`: N synthetic studies (default 59,000: IU-Xray findings with a study number, every
-  pair distinct), first into an empty cache, then again from the cache it left (every pair row read back); the
-  ratio warm/cold is the re-score's share of a first run.
+  pair distinct), first into an empty cache, then again from the cache it left: the same files under the same
+  settings, so the run memo answers (harness.RunMemo: the outputs written back, no line or pair row read); the
+  ratio warm/cold is the re-score's share of a first run;
+- `warm, pair rows only`: the same re-score after the run memos are deleted from the cache (its `runs` table), so
+  every line is read and checked and every pair row read back: what a re-score costs when only some pairs are
+  cached, or for code without the memo.
 
 `--before DIR`: run the same rows with the code of another checkout too (`git worktree add DIR <commit>`; its
 `src/` goes first on PYTHONPATH), alternating with this checkout's, so both are measured under the same load.
@@ -23,6 +27,7 @@ import argparse
 import json
 import os
 import resource
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -62,6 +67,19 @@ def cpu_of(src: Path, preds: Path, refs: Path, cache: Path, out: Path) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def forget_runs(cache: Path) -> None:
+    """Delete the run memos (an older checkout's cache has no such table: nothing to delete)."""
+    conn = sqlite3.connect(cache / "scores.sqlite")
+    try:
+        with conn:
+            conn.execute("DELETE FROM runs")
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+    finally:
+        conn.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
@@ -81,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                 times.setdefault((code, "iu"), []).append(cpu_of(src, *files["iu"], run / "c1", run / "o1"))
                 times.setdefault((code, "cold"), []).append(cpu_of(src, *files["big"], run / "c2", run / "o2"))
                 times.setdefault((code, "warm"), []).append(cpu_of(src, *files["big"], run / "c2", run / "o3"))
+                forget_runs(run / "c2")
+                times.setdefault((code, "rows"), []).append(cpu_of(src, *files["big"], run / "c2", run / "o4"))
                 print(f"repeat {repeat + 1} {code}: " + ", ".join(f"{k} {v[-1]:.2f} s" for (c, k), v in times.items()
                                                                  if c == code), file=sys.stderr, flush=True)
     med = {key: statistics.median(values) for key, values in times.items()}
@@ -88,9 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|" + "---|" * len(codes))
     for kind, label in (("iu", "bleu2, 590 IU-Xray pairs (cache on, empty)"),
                         ("cold", f"bleu2, {args.pairs:,} pairs, cold (empty cache)"),
-                        ("warm", f"bleu2, {args.pairs:,} pairs, warm (every row cached)")):
+                        ("warm", f"bleu2, {args.pairs:,} pairs, warm (same files again)"),
+                        ("rows", f"bleu2, {args.pairs:,} pairs, warm, pair rows only (run memos deleted)")):
         print(f"| {label} | " + " | ".join(f"{med[(c, kind)]:.2f}" for c in codes) + " |")
     print("| warm / cold | " + " | ".join(f"{med[(c, 'warm')] / med[(c, 'cold')]:.2f}" for c in codes) + " |")
+    print("| warm, pair rows only / cold | " + " | ".join(f"{med[(c, 'rows')] / med[(c, 'cold')]:.2f}"
+                                                         for c in codes) + " |")
+    ratios = {c: [w / k for w, k in zip(times[(c, "warm")], times[(c, "cold")])] for c in codes}
+    print("\nwarm / cold per repeat: " + "; ".join(f"{c} " + ", ".join(f"{r:.3f}" for r in v)
+                                                   for c, v in ratios.items()))
     return 0
 
 

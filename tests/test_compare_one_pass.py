@@ -30,6 +30,7 @@ from rexrank.evaluation.bootstrap import (
     percentile_interval,
 )
 from rexrank.evaluation.compare import Run, compare_runs
+from rexrank.evaluation.defaults import DEFAULT_PERMUTATIONS
 from rexrank.metrics import REGISTRY, ce_f1, get, nlg
 from rexrank.metrics.aggregation import (
     corpus_values,
@@ -39,13 +40,11 @@ from rexrank.metrics.aggregation import (
     sum_rule,
 )
 
-DEFAULT_PERMUTATIONS = 10_000
-_BLOCK_CELLS = 4_000_000
 
 
 # ---- the oracle: the pairwise implementation before issue 25 ---------------------------------------------------------
 def old_blocks_of(total: int, n: int):
-    rows = max(1, _BLOCK_CELLS // max(n, 1))
+    rows = bs.rows_per_block(n)  # the streams' blocks, which the old code built by the same rule
     done = 0
     while done < total:
         size = min(rows, total - done)

@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from rexrank.evaluation.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+
 
 def register(app: typer.Typer) -> None:
     app.command("meta-eval")(meta_eval_command)
@@ -28,9 +30,10 @@ def meta_eval_command(
     option: Optional[list[str]] = typer.Option(None, "--option", help="METRIC.KEY=VALUE: any metric option."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 ... for model-backed metrics."),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Batch size of model-backed metrics."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples of studies."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    confidence: float = typer.Option(0.95, "--confidence", help="CI level (alpha of the paired tests: 1 - it)."),
+    resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Bootstrap resamples of studies."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the bootstrap."),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence",
+                                     help="CI level (alpha of the paired tests: 1 - it)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write meta_eval.json, meta_eval.md and the plot "
                                        "here."),
 ) -> None:

@@ -22,21 +22,24 @@ from typing import Any
 import numpy as np
 
 from rexrank import progress
+# The defaults are declared in rexrank.evaluation.defaults; callers of the bootstrap also read them from here.
+from rexrank.evaluation.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES  # noqa: F401
 from rexrank.metrics.aggregation import MEAN, SumRule, sum_rule
 
-DEFAULT_RESAMPLES = 1000
-DEFAULT_SEED = 0
-DEFAULT_CONFIDENCE = 0.95
-# The most resamples (and permutations) a run may ask for: 100,000 already pins a 95% percentile interval and a
-# p-value to ~1e-5, and costs seconds on 10,000 studies; far more only burns minutes (rexrank.evaluation.harness).
-MAX_RESAMPLES = 100_000
-# Count (and swap) matrices are built in blocks of about this many cells, so memory stays bounded for any n.
+# Count (and swap) matrices are built in blocks of about this many cells (32 MB of float64), so memory stays bounded
+# for any n; the blocks evaluated from them (rexrank.evaluation.statistics) are as large.
 _BLOCK_CELLS = 4_000_000
+
+
+def block_rows(cells_per_row: int, cells: int | None = None) -> int:
+    """Rows of a block of about ``cells`` cells (default ``_BLOCK_CELLS``) whose rows hold ``cells_per_row`` cells,
+    at least one: the one blocking rule of the draws and of what is evaluated from them."""
+    return max(1, (_BLOCK_CELLS if cells is None else cells) // max(cells_per_row, 1))
 
 
 def rows_per_block(n: int) -> int:
     """Rows of each count (or swap) block for n studies: part of the streams' definition, a function of n only."""
-    return max(1, _BLOCK_CELLS // max(n, 1))
+    return block_rows(n)
 
 
 def count_blocks(n: int, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Iterator[np.ndarray]:

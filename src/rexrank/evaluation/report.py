@@ -11,6 +11,7 @@ from typing import Any
 from rexrank.data import catalog
 from rexrank.errors import UnknownNameError
 from rexrank.evaluation import disclosure
+from rexrank.evaluation.defaults import DEFAULT_CONFIDENCE
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.aggregation import CORPUS, MEAN, NAN_MEAN, RECIPROCAL_OF_MEAN, leaderboard_higher_is_better, mean_label
 
@@ -43,7 +44,7 @@ def rows(results: dict[str, Any]) -> list[dict[str, str]]:
     """
     out = []
     results, digits = _disclosed(results)
-    confidence = results.get("bootstrap", {}).get("confidence", 0.95)
+    confidence = results.get("bootstrap", {}).get("confidence", DEFAULT_CONFIDENCE)
     for name, entry in results["metrics"].items():
         spec = _spec(name)
         if entry.get("level") == CORPUS:
@@ -213,7 +214,7 @@ def print_summary(results: dict[str, Any], console=None) -> None:
 
 def markdown_table(results: dict[str, Any]) -> str:
     results, _ = _disclosed(results)
-    confidence = results.get("bootstrap", {}).get("confidence", 0.95)
+    confidence = results.get("bootstrap", {}).get("confidence", DEFAULT_CONFIDENCE)
     lines = [f"**{title(results)}**", "", f"| Metric | Value | {confidence:.0%} CI | Better |", "|---|---:|---:|---|"]
     for row in rows(results):
         lines.append(f"| {row['metric']} | {row['value']} | {row['ci']} | {row['direction']} |")

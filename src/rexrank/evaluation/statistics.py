@@ -17,8 +17,9 @@ number of usable studies shares one draw (without NaNs: every metric, pair and r
 
 Memory, in 8-byte cells, whatever the number of models M and of studies n:
 - one draw block of about ``bootstrap._BLOCK_CELLS`` cells (its shape is part of the stream: a function of n);
-- at most ``_BLOCK_CELLS`` cells (plus one row of columns) for each product and pair block evaluated from it:
-  rows x columns of a product, rows x pairs x statistics of a pair block (``_block_rows``, ``_pair_block``);
+- at most ``_BLOCK_CELLS`` cells (as many; plus one row of columns) for each product and pair block evaluated from
+  it, by the same rule (``bootstrap.block_rows``): rows x columns of a product, rows x pairs x statistics of a pair
+  block (``_block_rows``, ``_pair_block``);
 - the stored resampled values the percentile CIs need, resamples x models x outputs per metric: work is batched so
   that these and the studies' columns stay under ``_STORE_CELLS``, or one metric of one study set at a time when
   that alone is larger (``_batches``). Nothing is held per resample x study or per resample x pair beyond a block.
@@ -34,20 +35,23 @@ from typing import Any
 import numpy as np
 
 from rexrank import progress
+from rexrank.evaluation import bootstrap
 from rexrank.evaluation.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    block_rows,
     count_blocks,
     percentile_interval,
     rows_per_block,
     swap_blocks,
 )
+from rexrank.evaluation.defaults import DEFAULT_PERMUTATIONS
 from rexrank.metrics.aggregation import SumRule
 
-DEFAULT_PERMUTATIONS = 10_000
-# Cells of one evaluated block (products, pair differences): 32 MB of float64, like a draw block.
-_BLOCK_CELLS = 4_000_000
+# Cells of one evaluated block (products, pair differences): as many as a draw block. Its own name so that a test
+# can shrink the evaluated blocks alone (the draw blocks are part of the streams).
+_BLOCK_CELLS = bootstrap._BLOCK_CELLS
 # Cells of stored resampled values and study columns held for one pass over the streams (256 MB).
 _STORE_CELLS = 32_000_000
 
@@ -88,12 +92,12 @@ class _Unit:
 
 def _block_rows(columns: int) -> int:
     """Rows of a draw block multiplied at once against ``columns`` columns: rows x columns <= _BLOCK_CELLS."""
-    return max(1, _BLOCK_CELLS // max(columns, 1))
+    return block_rows(columns, _BLOCK_CELLS)
 
 
 def _pair_block(rows: int, statistics: int) -> int:
     """Pairs evaluated at once on ``rows`` draws: rows x pairs x statistics <= _BLOCK_CELLS."""
-    return max(1, _BLOCK_CELLS // max(rows * statistics, 1))
+    return block_rows(rows * statistics, _BLOCK_CELLS)
 
 
 def _units(tables: Mapping[str, np.ndarray], rules: Mapping[str, SumRule], pairs: Sequence[tuple[int, int]],
