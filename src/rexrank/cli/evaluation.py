@@ -11,7 +11,9 @@ from typing import Optional
 
 import typer
 
+from rexrank.data.tracks import DEFAULT_TRACK, TRACKS
 from rexrank.errors import ConfigError
+from rexrank.evaluation.defaults import DEFAULT_CONFIDENCE, DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rexrank.evaluation.predictions import (
     DEFAULT_MAX_FILE_SIZE_MB,
     DEFAULT_MAX_REPORT_CHARS,
@@ -86,7 +88,7 @@ def score_command(
     dataset: Optional[str] = typer.Option(None, "--dataset", help="A rexrank test set (iu_xray, mimic_cxr, ...): "
                                           "the references come from its builder unless --references is given."),
     split: Optional[str] = typer.Option(None, "--split", help="Split of --dataset (default: the one the leaderboard scores)."),
-    track: str = typer.Option("findings", "--track", help="findings or findings_impression."),
+    track: str = typer.Option(DEFAULT_TRACK, "--track", help=" or ".join(TRACKS) + "."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local copy of --dataset."),
     metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help=_metrics_help(
         "Comma-separated metrics (default: the leaderboard metrics on open weights, i.e. all but fineradscore; "
@@ -113,9 +115,9 @@ def score_command(
                                          "count as words."),
     max_report_chars: int = typer.Option(DEFAULT_MAX_REPORT_CHARS, "--max-report-chars", help="Refuse reports "
                                          "over this many characters."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples for the CIs."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    confidence: float = typer.Option(0.95, "--confidence", help="CI level."),
+    resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Bootstrap resamples for the CIs."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the bootstrap."),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="CI level."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress with ETA: a bar "
                                             "on a terminal, else a log line every REXRANK_PROGRESS_INTERVAL_S "
                                             "(default 10) s. Default: on unless --quiet or REXRANK_PROGRESS=0."),
@@ -234,10 +236,11 @@ def compare_command(
     runs: list[Path] = typer.Argument(..., help="Two or more `rexrank score` results folders or per_study.parquet files."),
     metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help="Comma-separated metrics (default: every "
                                           "metric all runs share)."),
-    resamples: int = typer.Option(1000, "--resamples", help="Paired bootstrap resamples."),
-    permutations: int = typer.Option(10000, "--permutations", help="Approximate-randomization permutations."),
-    seed: int = typer.Option(0, "--seed", help="Seed of both tests."),
-    confidence: float = typer.Option(0.95, "--confidence", help="CI level."),
+    resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Paired bootstrap resamples."),
+    permutations: int = typer.Option(DEFAULT_PERMUTATIONS, "--permutations",
+                                     help="Approximate-randomization permutations."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of both tests."),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="CI level."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write compare.json and compare.md here."),
 ) -> None:
     """Paired bootstrap and approximate-randomization tests, rankings with rank CIs, subgroups, metric agreement."""

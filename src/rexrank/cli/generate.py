@@ -11,6 +11,8 @@ from pathlib import Path
 
 import typer
 
+from rexrank.data.tracks import DEFAULT_TRACK, TRACKS
+
 EXIT_STUDIES_FAILED = 3
 
 
@@ -29,8 +31,8 @@ def generate_command(
     input_json: Path | None = typer.Option(None, help="A ReXrank-style JSON of studies instead of --dataset."),
     image_root: Path | None = typer.Option(None, help="Root of --input-json's relative image paths "
                                            "(default: the JSON's folder)."),
-    track: str = typer.Option("findings", help="findings or findings_impression: what the report must contain, "
-                              "and which studies count."),
+    track: str = typer.Option(DEFAULT_TRACK, help=" or ".join(TRACKS) + ": what the report must contain, and "
+                              "which studies count."),
     limit: int | None = typer.Option(None, min=1, help="Only the first N studies (a quick trial)."),
     images: str = typer.Option("auto", help="all: every image of a study; key: the key image only; auto: all if the "
                                "model takes several images, else key."),

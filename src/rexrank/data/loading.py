@@ -18,7 +18,7 @@ import datasets
 
 from rexrank.data.catalog import canonical_dataset, canonical_split, default_data_dir, get_dataset_spec
 from rexrank.data.private_files import make_private, private_folder, tree_size
-from rexrank.data.tracks import TRACKS, get_track
+from rexrank.data.tracks import DEFAULT_TRACK, TRACKS, get_track
 
 log = logging.getLogger("rexrank.data")
 
@@ -182,7 +182,7 @@ def track_info(dataset: datasets.Dataset) -> dict | None:
 
 
 def references(name: str, data_dir: str | os.PathLike | None = None, split: str | None = None,
-               track: str = "findings", *, cache_dir: str | os.PathLike | None = None) -> dict[str, str]:
+               track: str = DEFAULT_TRACK, *, cache_dir: str | os.PathLike | None = None) -> dict[str, str]:
     """{study_id: ground truth} of one track: what the scoring harness compares predictions with."""
     dataset = load(name, data_dir, split=split, track=track, cache_dir=cache_dir, require_images=False)
     return dict(zip(dataset["study_id"], dataset["reference"], strict=True))

@@ -25,11 +25,15 @@ class Track:
     aliases: tuple[str, ...] = ()  # other names users type; matched case-insensitively (see canonical_track)
 
 
+# The tracks' canonical names, for code that branches on one (the ground truth and the report a track takes).
+FINDINGS = "findings"
+FINDINGS_IMPRESSION = "findings_impression"
+
 TRACKS: dict[str, Track] = {
     track.name: track
     for track in (
         Track(
-            name="findings",
+            name=FINDINGS,
             label="Findings",
             reference_column="gt_findings",
             requires=("findings",),
@@ -38,7 +42,7 @@ TRACKS: dict[str, Track] = {
             "The leaderboard ranks this track by 1/RadCliQ-v1.",
         ),
         Track(
-            name="findings_impression",
+            name=FINDINGS_IMPRESSION,
             label="Findings + Impression",
             reference_column="gt_findings_impression",
             requires=(),
@@ -50,7 +54,8 @@ TRACKS: dict[str, Track] = {
     )
 }
 
-DEFAULT_TRACK = "findings"
+# The track every command, function and page uses unless told otherwise.
+DEFAULT_TRACK = FINDINGS
 
 
 def _alias_index() -> dict[str, str]:

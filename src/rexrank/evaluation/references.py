@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rexrank.data.tracks import canonical_track
+from rexrank.data.tracks import FINDINGS, canonical_track
 from rexrank.evaluation.predictions import (
     DEFAULT_MAX_FILE_SIZE_MB,
     Problems,
@@ -61,7 +61,7 @@ def reference_picker(track: str):
 
     def pick(study_id: str, entry: dict[str, Any], where: str):
         has_sections = "section_findings" in entry or "section_impression" in entry
-        if track == "findings":
+        if track == FINDINGS:
             if "section_findings" in entry:
                 findings = _section(entry["section_findings"])
                 return (findings if findings is not None else EXCLUDED), None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import string
 
+from rexrank.data.tracks import FINDINGS
 from rexrank.errors import ConfigError
 
 DEFAULT_PROMPTS: dict[str, str] = {
@@ -78,6 +79,6 @@ def format_report(answer: str, track: str) -> str:
     has_headers = any(v is not None for v in sections.values()) or bool(_HEADER.search(answer))
     if not has_headers:
         return " ".join(answer.split())
-    if track == "findings":
+    if track == FINDINGS:
         return sections["findings"] or ""
     return findings_impression_text(sections["findings"], sections["impression"])

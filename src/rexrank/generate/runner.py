@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import ConfigError, InputError
 from rexrank.generate.adapters.base import Adapter
 from rexrank.generate.images import check_images, image_identity
@@ -45,7 +46,7 @@ IMAGES_FIX = ("Point every study's image paths at existing files (rexrank genera
 
 @dataclass
 class GenerateOptions:
-    track: str = "findings"
+    track: str = DEFAULT_TRACK
     images: str = "auto"  # auto | all | key
     context: bool | None = None  # None: off (opt in with True); only for models that read context
     prompt: str | None = None  # template; None: DEFAULT_PROMPTS[track]
