@@ -287,3 +287,22 @@ def test_the_memo_is_left_alone_where_something_else_decides_the_outcome(tmp_pat
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
     assert RunMemo.for_run(preds, refs, options=options, **settings) is None
+
+
+def test_a_memo_the_cache_cannot_take_is_a_warning_not_a_failed_run(tmp_path, files, monkeypatch, caplog):
+    """Storing the memo comes after the outputs are written: a cache that refuses it (here: a full disk while
+    writing the row) leaves a successful run with its files and one warning, and the next run recomputes."""
+    from rexrank.errors import RexrankError
+    from rexrank.evaluation.cache import ScoreCache
+
+    def full(self, key, memo):
+        raise RexrankError("cannot write the scoring cache: the disk is full")
+
+    monkeypatch.setattr(ScoreCache, "put_run", full)
+    with caplog.at_level(logging.WARNING, logger="rexrank.evaluation"):
+        assert _score_in_process(tmp_path, files, "first", monkeypatch) == (0, 1)
+    assert "run memo not stored" in caplog.text and "disk is full" in caplog.text
+    assert all((tmp_path / "first" / name).is_file() for name in _OUTPUTS)
+    monkeypatch.undo()
+    assert _score_in_process(tmp_path, files, "second", monkeypatch) == (0, 1)
+    assert _score_in_process(tmp_path, files, "third", monkeypatch) == (0, 0)

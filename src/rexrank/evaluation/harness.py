@@ -18,6 +18,7 @@ import functools
 import hashlib
 import io
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rexrank import parallel
-from rexrank.errors import ConfigError, InputError, OutputError
+from rexrank.errors import ConfigError, InputError, OutputError, RexrankError
 from rexrank.evaluation import disclosure
 from rexrank.evaluation.aggregate import build_results, corpus_metrics
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES
@@ -582,7 +583,8 @@ class RunMemo:
 
     def remember(self, evaluation: Evaluation, files: Mapping[str, bytes], note: str | None) -> None:
         """Store this run (``files``: what ``output_files(evaluation)`` gave), if both inputs still have the bytes
-        the key was made from."""
+        the key was made from. The outputs are written by then: a cache that cannot take the memo (a full disk,
+        a file-size limit) costs the next run its shortcut, not this run its success, so that is one warning."""
         if any(_file_digest(path, self._max_file_size_mb) != digest for path, digest in self._files):
             return
         memo = {"results": json.dumps(evaluation.results, allow_nan=False), "per_study": files[PER_STUDY],
@@ -590,6 +592,8 @@ class RunMemo:
         cache = self._cache()
         try:
             cache.put_run(self.key, memo)
+        except RexrankError as exc:
+            logging.getLogger("rexrank.evaluation").warning("run memo not stored (the results are written): %s", exc)
         finally:
             cache.close()
 
