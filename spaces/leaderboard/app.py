@@ -1,10 +1,10 @@
 """Hugging Face Space entry point: the ReXrank leaderboard (all logic lives in rexrank.leaderboard).
 
-Host settings (Space variables): REXRANK_STORE, REXRANK_MAX_UPLOAD_MB (largest predictions file, default 50),
-REXRANK_PRIVATE_QUOTA (submissions per user per private test set per day, default 3), REXRANK_RATE_LIMIT
-(per user per day on the public sets, default 5), REXRANK_ANONYMOUS_LIMIT (anonymous submissions per day, all
-together, default 100). Hugging Face login is on when the card sets `hf_oauth: true` (the Submit tab then shows
-the login button; the card's requirements install gradio[oauth]).
+Host settings (Space variables; unset: the defaults of rexrank.leaderboard.limits): REXRANK_STORE,
+REXRANK_MAX_UPLOAD_MB (largest predictions file, decimal MB), REXRANK_PRIVATE_QUOTA (submissions per user per
+private test set per day), REXRANK_RATE_LIMIT (per user per day on the public sets), REXRANK_ANONYMOUS_LIMIT
+(anonymous submissions per day, all together). Hugging Face login is on when the card sets `hf_oauth: true` (the
+Submit tab then shows the login button; the card's requirements install gradio[oauth]).
 Persistence (docs/leaderboard.md#persistence): REXRANK_RESULTS_REPO and REXRANK_REQUESTS_REPO, Hub dataset repos
 the board is pulled from at start and pushed to after every write, with HF_TOKEN (a Space secret) able to write them.
 Radiologist Arena (docs/arena.md; off unless REXRANK_ARENA is set): REXRANK_ARENA=1 adds the Arena tab (votes need
@@ -14,6 +14,7 @@ REXRANK_ARENA_EXPERTS_ONLY=1 lets only the host's expert allow-list vote.
 
 import os
 
+from rexrank.leaderboard import limits
 from rexrank.leaderboard.app import serve
 
 
@@ -34,10 +35,10 @@ def _flag(name: str) -> bool:
 if __name__ == "__main__":
     app, _, _ = serve(os.environ.get("REXRANK_STORE", "data/leaderboard.sqlite"), host="0.0.0.0",
                       port=int(os.environ.get("PORT", "7860")), prevent_thread_lock=True,
-                      max_bytes=int(_number("REXRANK_MAX_UPLOAD_MB", 50) * 1_000_000),
-                      private_quota=int(_number("REXRANK_PRIVATE_QUOTA", 3)),
-                      rate_limit=int(_number("REXRANK_RATE_LIMIT", 5)),
-                      anonymous_limit=int(_number("REXRANK_ANONYMOUS_LIMIT", 100)),
+                      max_bytes=limits.upload_bytes(_number("REXRANK_MAX_UPLOAD_MB", limits.DEFAULT_MAX_UPLOAD_MB)),
+                      private_quota=int(_number("REXRANK_PRIVATE_QUOTA", limits.DEFAULT_PRIVATE_QUOTA)),
+                      rate_limit=int(_number("REXRANK_RATE_LIMIT", limits.DEFAULT_RATE_LIMIT)),
+                      anonymous_limit=int(_number("REXRANK_ANONYMOUS_LIMIT", limits.DEFAULT_ANONYMOUS_LIMIT)),
                       results_repo=os.environ.get("REXRANK_RESULTS_REPO") or None,
                       requests_repo=os.environ.get("REXRANK_REQUESTS_REPO") or None,
                       hub_token=os.environ.get("HF_TOKEN") or None,

@@ -8,6 +8,9 @@ from typing import Optional
 
 import typer
 
+from rexrank.leaderboard.limits import (DEFAULT_ANONYMOUS_LIMIT, DEFAULT_MAX_UPLOAD_MB, DEFAULT_PRIVATE_QUOTA,
+                                        DEFAULT_RATE_LIMIT, upload_bytes)
+
 app = typer.Typer()
 
 DEFAULT_STORE = Path(".cache") / "leaderboard.sqlite"
@@ -28,14 +31,15 @@ def serve(
     model_path: Optional[list[str]] = typer.Option(None, "--model-path", help="metric=PATH for the worker."),
     references_dir: Optional[Path] = typer.Option(None, "--references-dir",
                                                   help="Local dataset copies (NAME subfolders) for scoring."),
-    max_upload_mb: float = typer.Option(50.0, "--max-upload-mb", help="Largest predictions file (decimal MB): "
-                                        "larger uploads are refused while they stream in."),
-    private_quota: int = typer.Option(3, "--private-quota", help="Submissions per user per private test set per "
-                                      "day, rejected ones included."),
-    rate_limit: int = typer.Option(5, "--rate-limit", help="Submissions per user per day over the public test "
-                                   "sets, rejected ones included."),
-    anonymous_limit: int = typer.Option(100, "--anonymous-limit", help="Anonymous submissions per day, all "
-                                        "anonymous users together (public test sets only)."),
+    max_upload_mb: float = typer.Option(float(DEFAULT_MAX_UPLOAD_MB), "--max-upload-mb",
+                                        help="Largest predictions file (decimal MB): larger uploads are refused "
+                                        "while they stream in."),
+    private_quota: int = typer.Option(DEFAULT_PRIVATE_QUOTA, "--private-quota", help="Submissions per user per "
+                                      "private test set per day, rejected ones included."),
+    rate_limit: int = typer.Option(DEFAULT_RATE_LIMIT, "--rate-limit", help="Submissions per user per day over "
+                                   "the public test sets, rejected ones included."),
+    anonymous_limit: int = typer.Option(DEFAULT_ANONYMOUS_LIMIT, "--anonymous-limit", help="Anonymous submissions "
+                                        "per day, all anonymous users together (public test sets only)."),
     results_repo: Optional[str] = typer.Option(None, "--results-repo", envvar="REXRANK_RESULTS_REPO",
                                                help="Hub dataset repo of results: pulled at start, pushed after each "
                                                "write (token from HF_TOKEN)."),
@@ -70,7 +74,7 @@ def serve(
 
     options = {"metrics": _metrics(submission_metrics),
                "model_paths": _pairs(model_path), "data_dir": str(references_dir) if references_dir else None,
-               "max_bytes": int(max_upload_mb * 1_000_000), "private_quota": private_quota,
+               "max_bytes": upload_bytes(max_upload_mb), "private_quota": private_quota,
                "rate_limit": rate_limit, "anonymous_limit": anonymous_limit}
     demo, _, _ = serve_app(str(store), host, port, seed=not no_seed, worker=not no_worker,
                            results_repo=results_repo, requests_repo=requests_repo, arena=arena,

@@ -45,6 +45,9 @@ from typing import Any
 
 from rexrank.data.catalog import DATASETS, canonical_dataset, is_private
 from rexrank.errors import InputError, RexrankError
+from rexrank.evaluation.defaults import DEFAULT_RESAMPLES
+from rexrank.leaderboard.limits import (DEFAULT_ANONYMOUS_LIMIT, DEFAULT_MAX_UPLOAD_MB, DEFAULT_PRIVATE_QUOTA,
+                                        DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_S, upload_bytes)
 from rexrank.leaderboard.records import (PRIVATE_DATASETS, ModelInfo, ResultRecord, canonical_names, from_results_json,
                                          hf_identity)
 from rexrank.leaderboard.store import LOST_UPLOAD, Store
@@ -53,7 +56,6 @@ from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 log = logging.getLogger(__name__)
 
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".csv")
-DEFAULT_MAX_UPLOAD_MB = 50  # decimal MB, as evaluation.predictions counts them; the Space's upload limit too
 ANONYMOUS = "anonymous"  # the quota bucket all anonymous submissions share
 # A queued file's name (``Submissions._submit``), with ``.part`` while it is being copied.
 _QUEUED_FILE = re.compile(r"[0-9a-f]{64}-[0-9a-f]{12}\.(?:json|jsonl|csv)(?:\.part)?")
@@ -161,9 +163,10 @@ def _labels(metrics: list[str] | tuple[str, ...]) -> str:
 class Submissions:
     def __init__(self, store: Store, upload_dir: str | Path, *, metrics: list[str] | tuple[str, ...] | None = None,
                  model_paths: dict[str, str] | None = None, data_dir: str | None = None,
-                 datasets: tuple[str, ...] | None = None, max_bytes: int = DEFAULT_MAX_UPLOAD_MB * 1_000_000,
-                 rate_limit: int = 5, private_quota: int = 3, anonymous_limit: int = 100,
-                 rate_window: float = 24 * 3600.0, lease_seconds: float = 1800.0, n_resamples: int = 1000,
+                 datasets: tuple[str, ...] | None = None, max_bytes: int = upload_bytes(DEFAULT_MAX_UPLOAD_MB),
+                 rate_limit: int = DEFAULT_RATE_LIMIT, private_quota: int = DEFAULT_PRIVATE_QUOTA,
+                 anonymous_limit: int = DEFAULT_ANONYMOUS_LIMIT, rate_window: float = DEFAULT_RATE_WINDOW_S,
+                 lease_seconds: float = 1800.0, n_resamples: int = DEFAULT_RESAMPLES,
                  poll_seconds: float = 2.0):
         self.store = store
         self.upload_dir = Path(upload_dir)

@@ -1,0 +1,22 @@
+"""The submission service's default limits: the largest predictions file and the quotas.
+
+Declared once here and read by ``submissions.Submissions``, `rexrank leaderboard serve` (its options' defaults and
+``--help``) and the Space (spaces/leaderboard/app.py, whose variables override them). Apart from submissions.py,
+which loads the harness and the metrics, so that the command line shows them without loading either.
+"""
+
+# Decimal MB, as rexrank.evaluation.predictions counts them; also gradio's upload limit on the Space.
+DEFAULT_MAX_UPLOAD_MB = 50
+# Per logged-in user per private test set, per rolling window, rejected attempts included.
+DEFAULT_PRIVATE_QUOTA = 3
+# Per logged-in user over the public test sets, per rolling window, rejected attempts included.
+DEFAULT_RATE_LIMIT = 5
+# All anonymous submissions together (public test sets only), per rolling window.
+DEFAULT_ANONYMOUS_LIMIT = 100
+# The rolling window the quotas count in (seconds).
+DEFAULT_RATE_WINDOW_S = 24 * 3600.0
+
+
+def upload_bytes(megabytes: float) -> int:
+    """A size in (decimal) MB as bytes: the unit of ``max_bytes``."""
+    return int(megabytes * 1_000_000)
