@@ -177,6 +177,25 @@ def test_agreement_and_ranks(seeded):
     assert board.overview(seeded).loc[0, "Model"] == "UniRG-CXR"
 
 
+def test_the_overview_and_model_page_follow_the_layouts_the_page_sizes(seeded, monkeypatch):
+    """The page sizes the overview and the model page from board's layouts (views.overview_widths,
+    views.model_page_widths): the tables hold the layouts' columns in their order, one width each. The ranking
+    column's values are found as data, not by parsing their label back: renamed, they are still formatted."""
+    from rexrank.leaderboard import views
+
+    overview, layout = board.overview(seeded), board.overview_layout()
+    assert set(overview.columns) <= set(layout) and list(overview.columns) == [c for c in layout if c in overview]
+    assert len(views.overview_widths()) == len(layout)
+    page = board.model_page(seeded, overview.loc[0, "Model"])
+    assert list(page.columns) == board.model_page_layout() and len(views.model_page_widths()) == len(page.columns)
+    monkeypatch.setattr(board, "metric_name", lambda metric: "1/RadCliQ-vX" if metric == board.PRIMARY else metric)
+    renamed = board.overview(seeded)
+    values = [c for c in renamed.columns if c.endswith(" 1/RadCliQ-vX")]
+    assert len(values) == 4 and list(renamed.columns) == [c for c in board.overview_layout() if c in renamed]
+    for column in values:
+        assert renamed[column].str.fullmatch(r"\d+\.\d{3}|–").all(), column
+
+
 class FakeHub:
     """A dataset repo in memory, speaking the HfApi calls HubSync uses."""
 

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import UnknownNameError
 from rexrank.evaluation import disclosure
 from rexrank.leaderboard.published import bundled_tables, radcliq_from_components
@@ -29,6 +30,11 @@ from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.aggregation import leaderboard_higher_is_better, leaderboard_interval, leaderboard_values
 
 PRIMARY = "radcliq_v1"
+# The column layouts other modules size (views' column widths): the overview's columns before the per-dataset pairs
+# (``overview_columns``), and the model page's before and after its metrics.
+OVERVIEW_LEAD = ("Rank", "Model", "Mean rank", "Datasets")
+MODEL_PAGE_LEAD = ("Dataset", "Track")
+MODEL_PAGE_TAIL = ("Split", "Source", "Studies", "Weights")
 # One institution under two spellings in the published tables (MAIRA-2 "Microsoft Research", RadPhi "Microsoft"):
 # every view, filter, search and CSV shows (and groups by) the label here; the store keeps what was written.
 INSTITUTION_ALIASES = {"microsoft research": "Microsoft"}
@@ -251,36 +257,57 @@ def view_ranks(df: pd.DataFrame, metric: str) -> pd.Series:
     return df[metric].rank(ascending=not _shown_higher_is_better(metric), method="min").astype("Int64")
 
 
-def overview(store: Store, track: str = "findings") -> pd.DataFrame:
+def overview_columns(dataset: str) -> tuple[str, str]:
+    """The overview's two columns of one dataset: its rank, and its value of the ranking column (1/RadCliQ-v1)."""
+    label = DATASET_LABELS[dataset]
+    return f"{label} rank", f"{label} {metric_name(PRIMARY)}"
+
+
+def overview_layout() -> list[str]:
+    """Every column the overview can show, in its order (a dataset's pair only once a model is ranked on it)."""
+    return [*OVERVIEW_LEAD, *(column for dataset in DATASETS for column in overview_columns(dataset))]
+
+
+def model_page_layout() -> list[str]:
+    """The model page's columns, in order."""
+    return [*MODEL_PAGE_LEAD, *(column_label(m) for m in _model_page_metrics()), *MODEL_PAGE_TAIL]
+
+
+def _model_page_metrics() -> list[str]:
+    return [PRIMARY] + [m for m in LEADERBOARD_METRICS if m != PRIMARY]
+
+
+def overview(store: Store, track: str = DEFAULT_TRACK) -> pd.DataFrame:
     """Rank by 1/RadCliQ-v1 on each dataset: one row per model, ordered by its mean rank over the datasets it has.
 
     Columns: Rank (by mean rank), Model, Mean rank (two decimals: 4.25 and 4.00 must not look alike), Datasets (how
     many it is ranked on), then the rank and value per dataset.
     """
-    frames = []
+    rank_col, model_col, mean_col, count_col = OVERVIEW_LEAD
+    frames, rank_cols, value_cols = [], [], []
     for dataset in DATASETS:
         df = numeric_table(store, dataset, track, [PRIMARY])
         if df.empty:
             continue
         df = df.dropna(subset=[PRIMARY]).drop_duplicates("model")  # published and rexrank rows: the best-ranked
-        frames.append(df.set_index("model")[["rank", PRIMARY]].rename(columns={
-            "rank": f"{DATASET_LABELS[dataset]} rank", PRIMARY: f"{DATASET_LABELS[dataset]} 1/RadCliQ-v1"}))
+        ranks_of, values_of = overview_columns(dataset)
+        frames.append(df.set_index("model")[["rank", PRIMARY]].rename(columns={"rank": ranks_of, PRIMARY: values_of}))
+        rank_cols.append(ranks_of)
+        value_cols.append(values_of)
     if not frames:
-        return pd.DataFrame(columns=["Rank", "Model", "Mean rank", "Datasets"])
+        return pd.DataFrame(columns=list(OVERVIEW_LEAD))
     table = pd.concat(frames, axis=1)
-    rank_cols = [c for c in table.columns if c.endswith(" rank")]
     ranks = table[rank_cols].astype(float)
-    table.insert(0, "Mean rank", ranks.mean(axis=1))
-    table.insert(1, "Datasets", ranks.notna().sum(axis=1).astype(int).astype(str))
-    table = table.rename_axis("Model").reset_index()
-    table = table.sort_values(["Mean rank", "Model"], kind="stable").reset_index(drop=True)
-    table.insert(0, "Rank", table["Mean rank"].rank(method="min").astype(int).astype(str))
-    table["Mean rank"] = table["Mean rank"].map(lambda v: f"{v:.2f}")
-    for col in table.columns:
-        if col.endswith("1/RadCliQ-v1"):
-            table[col] = table[col].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}")
-        elif col in rank_cols:
-            table[col] = table[col].map(lambda v: "–" if pd.isna(v) else str(int(v)))
+    table.insert(0, mean_col, ranks.mean(axis=1))
+    table.insert(1, count_col, ranks.notna().sum(axis=1).astype(int).astype(str))
+    table = table.rename_axis(model_col).reset_index()
+    table = table.sort_values([mean_col, model_col], kind="stable").reset_index(drop=True)
+    table.insert(0, rank_col, table[mean_col].rank(method="min").astype(int).astype(str))
+    table[mean_col] = table[mean_col].map(lambda v: f"{v:.2f}")
+    for col in value_cols:
+        table[col] = table[col].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}")
+    for col in rank_cols:
+        table[col] = table[col].map(lambda v: "–" if pd.isna(v) else str(int(v)))
     return table
 
 
@@ -294,16 +321,16 @@ def model_page(store: Store, model: str) -> pd.DataFrame:
     """Every dataset and track of one model, with all metrics (strings with CIs): the dataset, the track and the
     ranking column first (what a phone shows without scrolling), the provenance columns last."""
     rows = []
-    ordered = [PRIMARY] + [m for m in LEADERBOARD_METRICS if m != PRIMARY]
     for item in sorted(_rows(store, model=model), key=_tab_order):
-        row = {"Dataset": DATASET_LABELS.get(item["dataset"], item["dataset"]),
-               "Track": TRACK_LABELS.get(item["track"], item["track"])}
-        for metric in ordered:
+        row = dict(zip(MODEL_PAGE_LEAD, (DATASET_LABELS.get(item["dataset"], item["dataset"]),
+                                         TRACK_LABELS.get(item["track"], item["track"])), strict=True))
+        for metric in _model_page_metrics():
             row[column_label(metric)] = fmt(*shown_value(metric, item["metrics"].get(metric),
                                                          is_private(item["dataset"])))
-        row.update({"Split": item["split"], "Source": item["source"],
-                    "Studies": "" if item["n_studies"] is None else str(item["n_studies"]),
-                    "Weights": weights_label(item) or ("official" if (item.get("extra") or {}).get("weights") else "")})
+        weights = weights_label(item) or ("official" if (item.get("extra") or {}).get("weights") else "")
+        row.update(zip(MODEL_PAGE_TAIL, (item["split"], item["source"],
+                                         "" if item["n_studies"] is None else str(item["n_studies"]), weights),
+                       strict=True))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -366,7 +393,7 @@ def model_analyses(store: Store, model: str) -> list[dict[str, Any]]:
     return out
 
 
-def metric_agreement(store: Store, dataset: str, track: str = "findings") -> pd.DataFrame:
+def metric_agreement(store: Store, dataset: str, track: str = DEFAULT_TRACK) -> pd.DataFrame:
     """Kendall tau between the model rankings that each pair of metrics gives (models with both values)."""
     from scipy.stats import kendalltau
 
@@ -385,7 +412,7 @@ def metric_agreement(store: Store, dataset: str, track: str = "findings") -> pd.
     return pd.DataFrame(matrix, index=labels, columns=labels)
 
 
-def ranks_across_datasets(store: Store, track: str = "findings") -> pd.DataFrame:
+def ranks_across_datasets(store: Store, track: str = DEFAULT_TRACK) -> pd.DataFrame:
     """Long table (model, dataset, rank) for the rank-across-datasets plot."""
     rows = []
     for dataset in DATASETS:

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.leaderboard import about, board, plots
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
@@ -36,6 +37,11 @@ QUEUED = "Submission #"  # how an accepted submission's message starts (the form
 # the rest scroll sideways behind them.
 WIDTHS = {"Rank": 52, "Model": 112, "Institution": 140, "Year": 56, "Source": 130}
 METRIC_WIDTH = 136
+# The overview's and the model page's widths by column name, laid on board's layouts (overview_widths,
+# model_page_widths); the overview's other columns are its datasets' rank and value.
+OVERVIEW_WIDTHS = WIDTHS | {"Mean rank": 76, "Datasets": 84}
+OVERVIEW_DATASET_WIDTH = 110
+MODEL_PAGE_WIDTHS = {"Dataset": 110, "Track": 110, "Split": 90, "Source": 100, "Studies": 70, "Weights": 100}
 TRAINED_CHOICES = [("All models", "all"), ("Exclude models trained on this set", "exclude"),
                    ("Only models trained on this set", "only")]
 
@@ -50,6 +56,16 @@ def table_label(dataset: str, track: str, sort_by: str | None = PRIMARY) -> str:
     metric = sort_by if sort_by in LEADERBOARD_METRICS else PRIMARY
     return (f"{DATASET_LABELS[dataset]} · {TRACK_LABELS[track]}: ranked by {board.column_label(metric)} "
             "(change it in Filters, columns and sorting)")
+
+
+def overview_widths() -> list[int]:
+    """The overview table's column widths, one per column of ``board.overview_layout``."""
+    return [OVERVIEW_WIDTHS.get(c, OVERVIEW_DATASET_WIDTH) for c in board.overview_layout()]
+
+
+def model_page_widths() -> list[int]:
+    """The model page table's column widths, one per column of ``board.model_page_layout``."""
+    return [MODEL_PAGE_WIDTHS.get(c, METRIC_WIDTH) for c in board.model_page_layout()]
 
 
 def overview_label(track: str) -> str:
@@ -319,7 +335,7 @@ class Views:
                 f"[Paper]({about.PAPER_URL}) · [rexrank.ai]({about.SITE_URL}) · BibTeX in About · "
                 f"Last updated: {when(self.updated())}")
 
-    def overview_view(self, track: str = "findings") -> pd.DataFrame:
+    def overview_view(self, track: str = DEFAULT_TRACK) -> pd.DataFrame:
         return board.overview(self.store, track)
 
     def ranks_view(self, track: str):
@@ -340,7 +356,7 @@ class Views:
 
     def default_model(self) -> str | None:
         """The model the Models tab opens on: the overview's first."""
-        top = self.overview_view("findings")
+        top = self.overview_view()
         return None if top.empty else str(top.loc[0, "Model"])
 
     def models_list(self) -> list[str]:

@@ -28,13 +28,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
 
+from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import RexrankError
 from rexrank.leaderboard import about
 from rexrank.leaderboard.gradio_compat import guarded
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.views import (METRIC_CHOICES, PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE, TRAINED_CHOICES,
-                                       Views, form_message, overview_label, view_key)
+                                       Views, form_message, model_page_widths, overview_label, overview_widths,
+                                       view_key)
 from rexrank.metrics import LEADERBOARD_METRICS
 
 # Pages whose last table request each dataset view remembers (the freshness check's guard), newest kept.
@@ -379,7 +381,7 @@ def _overview_tab(gr, views: Views, shown: _Shown) -> dict:
                         value=table, interactive=False, label=overview_label(track),
                         show_label=True, elem_id=f"overview-table{suffix}", pinned_columns=2,
                         elem_classes=["board-table", "pin2"], wrap=True, max_height=OVERVIEW_HEIGHT,
-                        column_widths=[52, 112, 76, 84] + [110] * 2 * len(DATASETS))
+                        column_widths=overview_widths())
                     with gr.Accordion("Rank across datasets (plot)", open=False,
                                       elem_id=f"overview-plot{suffix}") as section:
                         # Drawn on each opening (with the store as it is then).
@@ -441,7 +443,7 @@ def _models_tab(gr, views: Views) -> None:
             model_table = gr.Dataframe(table, interactive=False, elem_id="model-table", pinned_columns=1,
                                        wrap=True, elem_classes=["board-table", "pin1"], label=f"Results of {name}",
                                        show_label=True,
-                                       column_widths=[110, 110] + [136] * len(LEADERBOARD_METRICS) + [90, 100, 70, 100])
+                                       column_widths=model_page_widths())
             model_text = gr.Markdown(text, elem_id="model-details")
 
             def pick(model: str):
@@ -545,7 +547,7 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
             sub_dataset = gr.Dropdown([(DATASET_LABELS[d], d) for d in submissions.public_datasets()],
                                       value=submissions.public_datasets()[0], label="Test set", key="submit-dataset",
                                       interactive=True)
-            sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value="findings", label="Track",
+            sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value=DEFAULT_TRACK, label="Track",
                                  key="submit-track", interactive=True)
             sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button", key="submit-button")
     sub_status = gr.Markdown(views.submit_status(*last) if last else "", elem_id="submit-status", key="submit-status")
