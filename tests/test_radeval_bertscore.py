@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from parity import Pairs, ParityTester, iu_reports, shifted
 
 from rexrank import metrics
 from rexrank.errors import ConfigError, ModelNotAvailableError
@@ -31,33 +32,30 @@ EDGE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def pairs(iu_xray_test):
-    refs = [study["report"] for study in iu_xray_test.values()][:200]
-    hyps = refs[1:] + refs[:1]
-    long_report = " ".join(refs[:40])  # well past the local attention window of the stand-in
-    edge = EDGE + [(long_report, long_report[: len(long_report) // 2])]
-    return hyps + [h for h, _ in edge], refs + [r for _, r in edge], len(edge)
+class TestRadEvalBertScoreParity(ParityTester):
+    """200 IU-Xray pairs + edge cases: F1, P, R and their mean within 1e-5 of radeval 2.2.1's RadEvalBERTScorer as
+    its adapter builds it (tests/reference/radeval_bertscore_ref.py), on the same ModernBERT stand-in."""
 
+    metric = "radeval_bertscore"
+    reference_script = "radeval_bertscore_ref.py"
+    versions = {"radeval": "2.2.1", "transformers": "4."}
+    compared = (("score", "F"), ("radeval_bertscore_precision", "P"), ("radeval_bertscore_recall", "R"))
+    atol = 1e-5
 
-@pytest.fixture(scope="module")
-def reference(run_reference, model_dir, pairs):
-    hyps, refs, _ = pairs
-    return run_reference("radeval_bertscore_ref.py", {"model": model_dir, "hyps": hyps, "refs": refs})
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test, n=200)
+        long_report = " ".join(refs[:40])  # well past the local attention window of the stand-in
+        return Pairs.with_edges(shifted(refs), refs, EDGE + [(long_report, long_report[: len(long_report) // 2])])
 
+    @pytest.fixture(scope="class")
+    def options(self, model_dir):
+        return {"model": model_dir, "device": "cpu", "batch_size": 16}
 
-def test_parity_with_radeval(model_dir, pairs, reference):
-    """200 IU-Xray pairs + edge cases: F1, P, R within 1e-5 of radeval 2.2.1's RadEvalBERTScorer."""
-    hyps, refs, n_edge = pairs
-    assert reference["versions"]["radeval"] == "2.2.1" and reference["versions"]["transformers"].startswith("4.")
-    metric = metrics.get("radeval_bertscore", model=model_dir, device="cpu", batch_size=16)
-    ours = metric.score(hyps, refs)
-    np.testing.assert_allclose(ours, reference["F"], rtol=0, atol=1e-5)
-    assert abs(ours.mean() - reference["mean"]) < 1e-5
-    assert np.std(ours[:-n_edge]) > 0.01  # the stand-in separates reports: a meaningful comparison
-    details = metric.score_details(hyps, refs)
-    np.testing.assert_allclose(details["radeval_bertscore_precision"], reference["P"], rtol=0, atol=1e-5)
-    np.testing.assert_allclose(details["radeval_bertscore_recall"], reference["R"], rtol=0, atol=1e-5)
+    def reference_payload(self, pairs, options):
+        return {"model": options["model"], "hyps": pairs.hyps, "refs": pairs.refs}
+
+    def test_mean_equals_the_reference(self, ours, reference):
+        self.assert_close(ours["score"].mean(), reference["mean"], "mean F1")
 
 
 def test_spaces_matter_and_empty_scores_zero(model_dir):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from parity import Pairs, ParityTester, iu_reports, shifted
 
 from rexrank import metrics
 from rexrank.errors import ConfigError, ModelNotAvailableError
@@ -37,52 +38,57 @@ EDGE_TEXTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def pairs(iu_xray_test):
-    refs = [study["report"] for study in iu_xray_test.values()][:100]
-    hyps = refs[1:] + refs[:1]
-    # Hypotheses shorter than their reference (its first sentence): label sets differ in size, so the weighted
-    # precision and recall differ (with a shifted copy of the references they coincide).
-    short = [r.split(". ")[0] for r in refs[:30]]
-    edge_hyps = EDGE_TEXTS + EDGE_TEXTS[::-1] + ["", refs[0]]
-    edge_refs = EDGE_TEXTS[::-1] + EDGE_TEXTS + ["", refs[0]]
-    return hyps + short + edge_hyps, refs + refs[:30] + edge_refs
+class TestSRRBertParity(ParityTester):
+    """Per-sample F1/P/R and the weighted aggregates equal radeval 2.2.1's SRRBertMetric._compute_raw (1e-12); the
+    sentences of srr_bert_parse_sentences and every sentence's labels are identical
+    (tests/reference/srrbert_radeval_ref.py, the same classifier, tokenizer and Punkt stand-ins)."""
 
+    metric = "srrbert"
+    reference_script = "srrbert_radeval_ref.py"
+    versions = {"radeval": "2.2.1", "transformers": "4."}
+    compared = (("srrbert", "srrbert_weighted_f1"), ("srrbert_precision", "srrbert_weighted_precision"),
+                ("srrbert_recall", "srrbert_weighted_recall"))
+    atol = 1e-12
+    min_spread = 0.05
 
-@pytest.fixture(scope="module")
-def reference(run_reference, paths, pairs):
-    hyps, refs = pairs
-    root = str(Path(paths["srrbert"]).parent)
-    return run_reference("srrbert_radeval_ref.py", {"root": root, "model": paths["srrbert"],
-                                                    "nltk_data": paths["srrbert_punkt"], "hyps": hyps, "refs": refs,
-                                                    "texts": EDGE_TEXTS + refs[:20]})
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test, n=100)
+        # Hypotheses shorter than their reference (its first sentence): label sets differ in size, so the weighted
+        # precision and recall differ (with a shifted copy of the references they coincide).
+        short = [r.split(". ")[0] for r in refs[:30]]
+        edge_hyps = EDGE_TEXTS + EDGE_TEXTS[::-1] + ["", refs[0]]
+        edge_refs = EDGE_TEXTS[::-1] + EDGE_TEXTS + ["", refs[0]]
+        return Pairs.with_edges(shifted(refs) + short, refs + refs[:30], zip(edge_hyps, edge_refs))
 
+    @pytest.fixture(scope="class")
+    def options(self, paths):
+        return {**_options(paths), "device": "cpu"}
 
-def test_parity_with_radeval(paths, pairs, reference):
-    """Per-sample F1/P/R and the weighted aggregates equal radeval's (1e-12); sentences and labels identical."""
-    hyps, refs = pairs
-    assert reference["versions"]["radeval"] == "2.2.1" and reference["versions"]["transformers"].startswith("4.")
-    metric = metrics.get("srrbert", device="cpu", **_options(paths))
-    details = metric.score_details(hyps, refs)
-    np.testing.assert_allclose(details["srrbert"], reference["per_sample"]["srrbert_weighted_f1"], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(details["srrbert_precision"], reference["per_sample"]["srrbert_weighted_precision"],
-                               rtol=0, atol=1e-12)
-    np.testing.assert_allclose(details["srrbert_recall"], reference["per_sample"]["srrbert_weighted_recall"],
-                               rtol=0, atol=1e-12)
-    weighted = metric.weighted(hyps, refs)
-    for key, value in reference["aggregate"].items():
-        assert weighted[key] == pytest.approx(value, abs=1e-12), key
-        assert reference["formatted"][key] == round(value, 4)  # radeval's display rounding, documented
-    assert weighted["srrbert_weighted_precision"] != pytest.approx(weighted["srrbert_weighted_recall"], abs=1e-3)
-    assert np.std(details["srrbert"]) > 0.05  # the stand-in separates reports: a meaningful comparison
+    def reference_payload(self, pairs, options):
+        return {"root": str(Path(options["model"]).parent), "model": options["model"], "nltk_data": options["punkt"],
+                "hyps": pairs.hyps, "refs": pairs.refs, "texts": self.sentence_texts(pairs)}
 
-    texts = EDGE_TEXTS + refs[:20]
-    split = metric.splitter()
-    ours = [split(t) for t in texts]
-    assert ours == reference["sentences"]
-    flat = [s for group in ours for s in group]
-    assert [[metric.labels[k] for k in row] for row in metric.classify(flat)] == reference["labels"]
-    assert sum(map(len, reference["labels"])) > len(flat)  # labels do fire, and not for nothing
+    @staticmethod
+    def sentence_texts(pairs):
+        return EDGE_TEXTS + pairs.refs[:20]
+
+    def theirs(self, reference):
+        return reference["per_sample"]
+
+    def test_weighted_aggregates_equal_radeval(self, scorer, pairs, reference):
+        weighted = scorer.weighted(pairs.hyps, pairs.refs)
+        for key, value in reference["aggregate"].items():
+            self.assert_close(weighted[key], value, key)
+            assert reference["formatted"][key] == round(value, 4)  # radeval's display rounding, documented
+        assert weighted["srrbert_weighted_precision"] != pytest.approx(weighted["srrbert_weighted_recall"], abs=1e-3)
+
+    def test_sentences_and_labels_equal_radeval(self, scorer, pairs, reference):
+        split = scorer.splitter()
+        ours = [split(t) for t in self.sentence_texts(pairs)]
+        assert ours == reference["sentences"]
+        flat = [s for group in ours for s in group]
+        assert [[scorer.labels[k] for k in row] for row in scorer.classify(flat)] == reference["labels"]
+        assert sum(map(len, reference["labels"])) > len(flat)  # labels do fire, and not for nothing
 
 
 def test_sample_prf_and_weighted_rules():

@@ -64,6 +64,14 @@ class DatasetSpec:
 # validation split; stored rows and results.json always say "validation".
 SPLIT_ALIASES = {"val": "validation", "valid": "validation", "validate": "validation"}
 
+# How to cite ReXrank: the Space's About tab shows it, every evaluate module's citation ends with it and each module's
+# card (metrics/<slug>/README.md, a standalone file on the Hub) holds it verbatim (tests/test_evaluate_modules.py).
+REXRANK_BIBTEX = """@article{zhang2024rexrank,
+  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
+  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
+  journal = {arXiv preprint arXiv:2411.15122},
+  year = {2024}
+}"""
 _REXRANK_CITATION = (
     "Zhang X, Zhou H-Y, Yang X, et al. ReXrank: A Public Leaderboard for AI-Powered Radiology Report "
     "Generation. arXiv:2411.15122, 2024. https://rexrank.ai, https://github.com/rajpurkarlab/ReXrank"
