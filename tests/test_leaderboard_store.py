@@ -246,3 +246,36 @@ def test_listeners_hear_each_committed_change_and_nothing_else(store):
     assert len(heard) == 1
     store.edit_model("M", institution="Lab")
     assert len(heard) == 2
+
+
+def test_model_page_shows_every_metric_its_results_hold(store):
+    """A model's other per-report metrics (RadEval-BERTScore, SRR-BERT, temporal F1, RadCliQ-v0) appear on its page
+    after the ReXrank columns, named and directed by the registry, with CIs (a private set's rounded); a name this
+    rexrank does not know is left out; the ranking table keeps only the ReXrank columns."""
+    from rexrank.leaderboard.views import md_text, other_metrics_markdown
+    from rexrank.metrics import REGISTRY
+
+    others = {"radeval_bertscore": MetricValue(0.61234, 0.6, 0.62), "srrbert": MetricValue(0.41234, 0.4, 0.43),
+              "temporal_f1": MetricValue(0.71234, 0.7, 0.73), "radcliq_v0": MetricValue(2.5, 2.4, 2.6),
+              "mystery_metric": MetricValue(0.5, 0.4, 0.6)}
+    verdict = {"weights": {"official": ["radcliq_v1", *others], "unofficial": [], "unverified": [], "label": ""}}
+    for dataset in ("iu_xray", "rexgradient"):  # an open and a private set
+        record = _record(name="W", dataset=dataset, extra=verdict)
+        record.metrics.update(others)
+        store.add_result(record)
+    store.add_result(_record(name="Plain"))
+    table = board.model_other_metrics(store, "W")
+    order = [n for n in REGISTRY.names() if n in others]  # registry order, whatever order the results held
+    assert list(table.columns) == ["Dataset", "Track", *(board.column_label(n) for n in order)]
+    assert board.column_label("radcliq_v0").endswith("↓") and board.column_label("temporal_f1").endswith("↑")
+    open_row = table[table["Dataset"] == board.DATASET_LABELS["iu_xray"]].iloc[0]
+    assert open_row[board.column_label("temporal_f1")] == board.fmt(0.71234, 0.7, 0.73) == "0.712 [0.700, 0.730]"
+    private_row = table[table["Dataset"] == board.DATASET_LABELS["rexgradient"]].iloc[0]
+    assert private_row[board.column_label("srrbert")] == "0.412 [0.400, 0.430]"
+    assert not any("mystery" in c for c in table.columns)
+    assert not set(table.columns[2:]) & set(board.model_page(store, "W").columns)
+    text = other_metrics_markdown(table)
+    assert "Other metrics (not ReXrank columns)" in text
+    assert md_text(board.column_label("temporal_f1")) in text and md_text("0.612 [0.600, 0.620]") in text
+    assert board.model_other_metrics(store, "Plain").empty and other_metrics_markdown(
+        board.model_other_metrics(store, "Plain")) == ""

@@ -375,6 +375,29 @@ def model_corpus_metrics(store: Store, model: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def model_other_metrics(store: Store, model: str) -> pd.DataFrame:
+    """The per-report metrics a model's stored results hold beyond the ReXrank columns (RadEval-BERTScore, SRR-BERT,
+    temporal F1, RadGraph's reward levels, ...): one row per dataset and track, one column per metric any row holds,
+    each named and directed by the registry (``column_label``) and valued with its CI as the ranking columns are
+    (``shown_value``; a private set's rounded by its policy). Registry order. Model pages only: these never rank.
+    Corpus-level metrics have their own tables (``model_corpus_metrics``); a stored name this rexrank does not know
+    is left out (no direction to show)."""
+    known = [name for name in REGISTRY.names()
+             if name not in LEADERBOARD_METRICS and REGISTRY.spec(name).level != "corpus"]
+    items = sorted(_rows(store, model=model), key=_tab_order)
+    held = [name for name in known if any(item["metrics"].get(name) for item in items)]
+    rows = []
+    for item in items:
+        if not any(item["metrics"].get(name) for name in held):
+            continue
+        row = {"Dataset": DATASET_LABELS.get(item["dataset"], item["dataset"]),
+               "Track": TRACK_LABELS.get(item["track"], item["track"])}
+        for name in held:
+            row[column_label(name)] = fmt(*shown_value(name, item["metrics"].get(name), is_private(item["dataset"])))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["Dataset", "Track", *(column_label(name) for name in held)])
+
+
 def weights_label(item: dict[str, Any]) -> str:
     """'unofficial weights: semb; unverified weights: radgraph' when a result was added with
     --allow-unofficial-weights ('' otherwise): stored in the record's extra JSON by `rexrank leaderboard add`."""

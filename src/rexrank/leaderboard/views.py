@@ -352,7 +352,8 @@ class Views:
         if info is None:
             return pd.DataFrame(), f"No model named {md_text(str(model)[:120])} on this board."
         text = model_markdown(info, board.model_analyses(self.store, model))
-        return board.model_page(self.store, model), text + corpus_markdown(board.model_corpus_metrics(self.store, model))
+        return board.model_page(self.store, model), (text + other_metrics_markdown(board.model_other_metrics(
+            self.store, model)) + corpus_markdown(board.model_corpus_metrics(self.store, model)))
 
     def default_model(self) -> str | None:
         """The model the Models tab opens on: the overview's first."""
@@ -421,6 +422,18 @@ def model_markdown(info: dict[str, Any], analyses: list[dict[str, Any]]) -> str:
         blocks.append("No subgroup results stored for this model (published rows have none; `rexrank score` "
                       "stores normal/abnormal and per-site results with each result it adds).")
     return "\n\n".join(b for b in blocks if b)
+
+
+def other_metrics_markdown(table: pd.DataFrame) -> str:
+    """The model's other per-report metrics (``board.model_other_metrics``) under the ranking table: Markdown, or
+    nothing when its results hold none."""
+    if table.empty:
+        return ""
+    columns = list(table.columns)
+    lines = ["", "", "### Other metrics (not ReXrank columns)", "",
+             "| " + " | ".join(md_text(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(md_text(str(row[c])) for c in columns) + " |" for _, row in table.iterrows()]
+    return "\n".join(lines)
 
 
 def corpus_markdown(table: pd.DataFrame) -> str:
