@@ -221,6 +221,21 @@ def test_card_examples_equal_module_examples(slug):
 
 
 @pytest.mark.parametrize("slug", SLUGS)
+def test_card_cites_rexrank_as_the_owner_does(slug):
+    """A card stands alone on the Hub, so it holds the ReXrank BibTeX as text: verbatim the owner's
+    (rexrank.data.catalog.REXRANK_BIBTEX), which its module's citation ends with; a card without it has a module
+    that does not cite ReXrank either."""
+    from rexrank.data.catalog import REXRANK_BIBTEX
+
+    card = (METRICS_DIR / slug / "README.md").read_text(encoding="utf-8")
+    cites = _module_file(slug)._CITATION.rstrip().endswith(REXRANK_BIBTEX)
+    if cites or "zhang2024rexrank" in card:
+        assert cites, f"{slug}: the card cites ReXrank, the module's _CITATION does not end with REXRANK_BIBTEX"
+        citation = card.split("## Citation", 1)[1]
+        assert REXRANK_BIBTEX in citation, f"{slug}: the card's ReXrank BibTeX is not the owner's, verbatim"
+
+
+@pytest.mark.parametrize("slug", SLUGS)
 def test_app_builds_and_scores(slug, hub_shim, monkeypatch):
     """app.py builds its Gradio 6 Blocks and its scoring function returns the module's result per pair."""
     import evaluate

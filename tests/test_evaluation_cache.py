@@ -657,6 +657,7 @@ def test_run_memos_round_trip_are_checked_capped_and_purged(tmp_path, caplog, mo
     byte of a stored memo, or a value that is no memo (not a dict), is refused with one warning; only the newest
     MAX_RUN_MEMOS are kept; and purge removes every memo (each holds one run's per-study table)."""
     memo = {"results": '{"a": 1}', "per_study": b"\x00PAR1\xff", "stats": {"m": {"pairs": 2}}, "note": None}
+    assert ScoreCache(tmp_path / "none").get_run("k1") is None and not (tmp_path / "none").exists()  # not created
     cache = ScoreCache(tmp_path)
     cache.put_run("k1", memo)
     assert cache.get_run("k1") == memo and cache.get_run("absent") is None

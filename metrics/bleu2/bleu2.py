@@ -9,6 +9,7 @@ import evaluate
 import rexrank.evaluate_modules.common as support
 import rexrank.evaluate_modules.conventions as conventions
 import rexrank.metrics
+from rexrank.data.catalog import REXRANK_BIBTEX
 
 _CITATION = """\
 @inproceedings{papineni2002bleu,
@@ -26,13 +27,7 @@ _CITATION = """\
   number = {9},
   year = {2023}
 }
-@article{zhang2024rexrank,
-  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
-  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
-  journal = {arXiv preprint arXiv:2411.15122},
-  year = {2024}
-}
-"""
+""" + REXRANK_BIBTEX + "\n"
 
 _DESCRIPTION = """\
 Sentence-level BLEU-2 of each generated report against its reference, exactly as CXR-Report-Metric and the ReXrank

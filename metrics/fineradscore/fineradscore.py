@@ -8,6 +8,7 @@ import evaluate
 
 import rexrank.evaluate_modules.common as support
 import rexrank.metrics
+from rexrank.data.catalog import REXRANK_BIBTEX
 
 _CITATION = """\
 @article{huang2024fineradscore,
@@ -16,13 +17,7 @@ _CITATION = """\
   journal = {arXiv preprint arXiv:2405.20613},
   year = {2024}
 }
-@article{zhang2024rexrank,
-  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
-  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
-  journal = {arXiv preprint arXiv:2411.15122},
-  year = {2024}
-}
-"""
+""" + REXRANK_BIBTEX + "\n"
 
 _DESCRIPTION = """\
 FineRadScore: an LLM judges each candidate sentence (correction, clinical severity, error category); rexrank's

@@ -9,6 +9,7 @@ import evaluate
 import rexrank.evaluate_modules.common as support
 import rexrank.evaluate_modules.conventions as conventions
 import rexrank.metrics
+from rexrank.data.catalog import REXRANK_BIBTEX
 
 _CITATION = """\
 @inproceedings{ostmeier2024green,
@@ -17,13 +18,7 @@ _CITATION = """\
   booktitle = {Findings of the Association for Computational Linguistics: EMNLP 2024},
   year = {2024}
 }
-@article{zhang2024rexrank,
-  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
-  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
-  journal = {arXiv preprint arXiv:2411.15122},
-  year = {2024}
-}
-"""
+""" + REXRANK_BIBTEX + "\n"
 
 _DESCRIPTION = """\
 GREEN: a fine-tuned LLM judge counts clinically significant errors and matched findings; score = matched / (matched

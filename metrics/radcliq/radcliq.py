@@ -9,6 +9,7 @@ import evaluate
 import rexrank.errors
 import rexrank.evaluate_modules.common as support
 import rexrank.metrics
+from rexrank.data.catalog import REXRANK_BIBTEX
 from rexrank.metrics import aggregation
 
 _CITATION = """\
@@ -20,13 +21,7 @@ _CITATION = """\
   number = {9},
   year = {2023}
 }
-@article{zhang2024rexrank,
-  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
-  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
-  journal = {arXiv preprint arXiv:2411.15122},
-  year = {2024}
-}
-"""
+""" + REXRANK_BIBTEX + "\n"
 
 _DESCRIPTION = """\
 RadCliQ: the radiologist-aligned composite of RadGraph F1, BERTScore, SembScore and BLEU-2 (Yu et al., 2023), with

@@ -10,6 +10,7 @@ import rexrank.errors
 import rexrank.evaluate_modules.common as support
 import rexrank.evaluate_modules.conventions as conventions
 import rexrank.metrics
+from rexrank.data.catalog import REXRANK_BIBTEX
 
 _CITATION = """\
 @inproceedings{jain2021radgraph,
@@ -26,13 +27,7 @@ _CITATION = """\
   number = {9},
   year = {2023}
 }
-@article{zhang2024rexrank,
-  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
-  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
-  journal = {arXiv preprint arXiv:2411.15122},
-  year = {2024}
-}
-"""
+""" + REXRANK_BIBTEX + "\n"
 
 _DESCRIPTION = """\
 RadGraph F1 as the ReXrank leaderboard computes it: (entity F1 + relation F1) / 2 on RadGraph annotations of the

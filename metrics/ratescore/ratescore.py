@@ -8,6 +8,7 @@ import evaluate
 
 import rexrank.evaluate_modules.common as support
 import rexrank.metrics
+from rexrank.data.catalog import REXRANK_BIBTEX
 
 _CITATION = """\
 @inproceedings{zhao2024ratescore,
@@ -16,13 +17,7 @@ _CITATION = """\
   booktitle = {Proceedings of the 2024 Conference on Empirical Methods in Natural Language Processing},
   year = {2024}
 }
-@article{zhang2024rexrank,
-  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
-  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
-  journal = {arXiv preprint arXiv:2411.15122},
-  year = {2024}
-}
-"""
+""" + REXRANK_BIBTEX + "\n"
 
 _DESCRIPTION = """\
 RaTEScore: entity-level, synonym-aware, negation-aware similarity of radiology reports (NER + BioLORD entity

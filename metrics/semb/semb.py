@@ -8,6 +8,7 @@ import evaluate
 
 import rexrank.evaluate_modules.common as support
 import rexrank.metrics
+from rexrank.data.catalog import REXRANK_BIBTEX
 
 _CITATION = """\
 @inproceedings{smit2020chexbert,
@@ -24,13 +25,7 @@ _CITATION = """\
   number = {9},
   year = {2023}
 }
-@article{zhang2024rexrank,
-  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
-  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
-  journal = {arXiv preprint arXiv:2411.15122},
-  year = {2024}
-}
-"""
+""" + REXRANK_BIBTEX + "\n"
 
 _DESCRIPTION = """\
 SembScore: cosine similarity of CheXbert [CLS] embeddings of the generated and the reference report, as the ReXrank

@@ -298,7 +298,11 @@ class ScoreCache:
 
     # -- whole-run memos -------------------------------------------------------------------------------------------
     def get_run(self, key: str) -> dict[str, Any] | None:
-        """The memo stored under ``key`` (a dict), or None: absent, or corrupt (then one warning, as for any row)."""
+        """The memo stored under ``key`` (a dict), or None: absent, or corrupt (then one warning, as for any row).
+        Asked before a run's inputs are read: a missing cache is not created for the question (a run whose inputs
+        then fail validation leaves nothing behind)."""
+        if not self.path.exists():
+            return None
         rows = self._read("SELECT value, checksum FROM runs WHERE key=?", [key])
         if not rows:
             return None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from rexrank.data.catalog import REXRANK_BIBTEX
+from rexrank.evaluation.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from rexrank.leaderboard.published import KNOWN_QUIRKS
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.aggregation import leaderboard_higher_is_better
@@ -17,13 +19,7 @@ from rexrank.metrics.aggregation import leaderboard_higher_is_better
 PAPER_URL = "https://arxiv.org/abs/2411.15122"
 SITE_URL = "https://rexrank.ai"
 CODE_URL = "https://github.com/rajpurkarlab/ReXrank"
-# As the evaluate modules' cards cite it (metrics/*/README.md).
-CITATION_BIBTEX = """@article{zhang2024rexrank,
-  title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
-  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
-  journal = {arXiv preprint arXiv:2411.15122},
-  year = {2024}
-}"""
+CITATION_BIBTEX = REXRANK_BIBTEX  # the About tab's "Cite ReXrank"
 
 DEFINITIONS = {
     "bleu2": "Sentence BLEU-2 per report (NLTK method1 smoothing, CXR-Report-Metric tokenisation), averaged.",
@@ -63,7 +59,8 @@ def markdown(meta_metrics: Collection[str] = ()) -> str:
     lines += [
         "", "## How the numbers are computed", "",
         "- Every metric is computed once per study; the board shows the mean over the test set.",
-        "- Results scored by rexrank carry 95% bootstrap confidence intervals (1,000 resamples of studies); "
+        f"- Results scored by rexrank carry {DEFAULT_CONFIDENCE:.0%} bootstrap confidence intervals "
+        f"({DEFAULT_RESAMPLES:,} resamples of studies); "
         "1/RadCliQ-v1's interval comes from the reciprocal of each resample's mean.",
         "- The overview ranks models by 1/RadCliQ-v1 on the findings track of each dataset.",
         "- Rows marked **published** come from the ReXrank site's tables: point estimates only, no CI.",
