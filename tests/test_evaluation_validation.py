@@ -113,8 +113,8 @@ def test_default_size_limit_is_200_mb():
 def test_wrong_csv_columns(cli, tmp_path, refs):
     preds = write(tmp_path, "p.csv", "id,text\ns1,a\n")
     assert_failed(*score(cli, tmp_path, preds, refs), head(1) +
-                  "- predictions file p.csv lacks required fields: needs the columns 'study_id' and 'report' or "
-                  "'model_prediction'; found: 'id', 'text'\n")
+                  "- predictions file p.csv lacks required fields: needs the columns 'study_id' and "
+                  "'model_prediction' or 'report'; found: 'id', 'text'\n")
 
 
 def test_rexrank_json_without_model_prediction_is_refused(cli, tmp_path, refs):
@@ -130,7 +130,7 @@ def test_jsonl_bad_line_and_missing_field(cli, tmp_path, refs):
     preds = write(tmp_path, "p.jsonl", '{"study_id": "s1", "report": "a"}\n{"study_id": "s2"}\nnot json\n')
     assert_failed(*score(cli, tmp_path, preds, refs), head(2) +
                   "- predictions file p.jsonl is not in an accepted format: line 3: invalid JSON (Expecting value)\n"
-                  "- predictions file p.jsonl lacks required fields: line 2 has no 'report' or 'model_prediction' "
+                  "- predictions file p.jsonl lacks required fields: line 2 has no 'model_prediction' or 'report' "
                   "field\n")
 
 
@@ -204,6 +204,26 @@ def test_reference_text_by_track(tmp_path):
     assert from_file(path, "findings_impression", problems).texts == {
         "a": "Findings: F. Impression: I.", "b": "Findings: G. Impression: None"}
     assert not problems
+
+
+def test_a_prediction_file_with_both_fields_is_read_by_the_model_prediction_in_every_format(tmp_path, refs):
+    """A ReXrank study carries its ground truth in "report" and the model's text in "model_prediction": a CSV with
+    both columns is read like the JSON and JSONL forms, by ``PREDICTION_FIELDS``' order (it used to score the
+    ground truth against itself)."""
+    import csv
+
+    from rexrank.evaluation.inputs import load_inputs
+
+    rows = [{"study_id": i, "report": text, "model_prediction": f"model: {text}"} for i, text in REFS.items()]
+    with open(tmp_path / "p.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, ["study_id", "report", "model_prediction"])
+        writer.writeheader()
+        writer.writerows(rows)
+    write(tmp_path, "p.jsonl", "".join(json.dumps(row) + "\n" for row in rows))
+    write(tmp_path, "p.json", json.dumps({row["study_id"]: row for row in rows}))
+    for name in ("p.csv", "p.jsonl", "p.json"):
+        inputs = load_inputs(tmp_path / name, references=refs, track="findings")
+        assert inputs.hyps == [f"model: {REFS[i]}" for i in inputs.study_ids], name
 
 
 def test_unknown_track_and_missing_ground_truth(cli, tmp_path, refs):

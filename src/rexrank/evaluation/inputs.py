@@ -15,6 +15,7 @@ from rexrank.evaluation.predictions import (
     DEFAULT_MAX_LISTED,
     DEFAULT_MAX_REPORT_CHARS,
     DEFAULT_MAX_REPORT_WORDS,
+    PREDICTION_FIELDS,
     Problems,
     check_ids,
     check_lengths,
@@ -88,7 +89,7 @@ def load_inputs(predictions: str | os.PathLike, *, track: str, references: str |
     private = is_private(dataset)
     problems = Problems(max_listed=max_listed, private=private)
     pred_file = read_report_file(predictions, "predictions", problems, pick=refs_mod.prediction_picker(),
-                                 text_fields=("report", "model_prediction"), max_file_size_mb=max_file_size_mb)
+                                 text_fields=PREDICTION_FIELDS, max_file_size_mb=max_file_size_mb)
     hyps = check_values(pred_file, "predictions", problems)
     check_lengths(hyps, "predictions", problems, **limits)
     if references is not None:
