@@ -96,6 +96,7 @@ _ARM = """([event, condition]) => {
   const holds = new Function('return (' + condition + ')();');
   window.addEventListener(event, (e) => {
     const t0 = e.timeStamp;
+    window.__t0 = t0;
     const tick = () => holds() ? requestAnimationFrame((t) => { window.__latency = t - t0; })
                                : requestAnimationFrame(tick);
     requestAnimationFrame(tick);
@@ -117,6 +118,27 @@ def _in_page(page) -> float:
     """Seconds, once the armed interaction's condition has been painted."""
     page.wait_for_function("() => window.__latency !== null", timeout=60_000)
     return page.evaluate("() => window.__latency") / 1000
+
+
+# The requests an armed interaction sent (resource timing, same clock as the event): when each left and when its
+# answer had arrived, relative to the input event, so the in-page time splits into dispatch, round trip (server
+# work + gradio's processing + transfer) and the grid's update after the last answer.
+_REQUESTS = """() => performance.getEntriesByType('resource')
+  .filter((r) => r.startTime >= window.__t0 && r.name.includes('/gradio_api/'))
+  .map((r) => [r.name.split('/gradio_api/')[1], r.startTime - window.__t0, r.responseEnd - window.__t0])"""
+
+
+def _split(page, total: float) -> dict[str, float]:
+    """The armed interaction's in-page time split (seconds): dispatch (input -> first request sent), round trip
+    (first request sent -> last answer in), update (last answer -> painted); and how many requests it sent."""
+    sent = page.evaluate(_REQUESTS)
+    if os.environ.get("BENCH_VERBOSE"):
+        print("requests:", [(name[:40], round(s), round(e)) for name, s, e in sent], file=sys.stderr)
+    if not sent:
+        return {"requests": 0.0}
+    first = min(s for _, s, _ in sent) / 1000
+    last = max(e for _, _, e in sent) / 1000
+    return {"requests": float(len(sent)), "dispatch": first, "round_trip": last - first, "update": total - last}
 
 
 def space_times(browser, url: str, i: int) -> dict[str, float]:
@@ -142,9 +164,10 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
     page.wait_for_function(_rowcount_is(grid, 2), timeout=60_000)
     filtered = time.perf_counter() - start
     filter_page = _in_page(page)
+    split = {f"filter_{k}": v for k, v in _split(page, filter_page).items()}
     page.close()
     return {"first": first, "switch": switch, "filter": filtered,
-            "switch_in_page": switch_page, "filter_in_page": filter_page}
+            "switch_in_page": switch_page, "filter_in_page": filter_page, **split}
 
 
 def minimal_times(browser, url: str, i: int) -> dict[str, float]:

@@ -130,7 +130,7 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
         # filling the gallery in the same update held the new texts back until its images were laid out. The old
         # pair's images are hidden by the first event, so a study's text is never shown beside another's images.
         next_button.click(guarded(load), None, pair_outputs, api_name="arena_next", queue=False,
-                          show_progress="hidden").then(show, shown_images, images, api_name=False,
+                          show_progress="hidden").then(guarded(show), shown_images, images, api_name=False,
                                                        queue=False, show_progress="hidden")
         def caster(choice: str):
             def cast(ticket_id: Optional[str], chosen_a: list[int], chosen_b: list[int],

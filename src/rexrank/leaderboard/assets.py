@@ -8,5 +8,6 @@ from rexrank.leaderboard import gradio_compat
 CSS = """
 .board-links p { margin: 0; }
 .board-links { align-self: center; }
+.board-csv a { white-space: nowrap; }
 """ + gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS
-HEAD = gradio_compat.PHONE_HEAD
+HEAD = gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD

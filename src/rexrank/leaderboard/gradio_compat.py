@@ -22,9 +22,15 @@ pyproject.toml pins the same range.
   caller) passes as a message, anything else is logged here with its traceback and the caller gets ``UNEXPECTED``.
   Test: a raw HTTP call that makes a callback fail unexpectedly gets the generic message, not the exception's text,
   and a server path gets gradio's refusal.
-- Not worked around: gradio's tabs are plain buttons (Tab and Enter work, arrow keys do not move between tabs; the
-  ARIA tabs pattern would need intercepting gradio's keyboard events), and a multiselect's chip buttons are named
-  "Remove 0", "Remove 1"... Both are documented in docs/leaderboard.md and pinned by browser tests.
+- Arrow keys between tabs: gradio 6.31 renders each tab bar as ARIA ``role="tablist"`` with ``role="tab"`` buttons
+  (Tab and Enter work) but handles no arrow keys. ``TAB_KEYS_HEAD`` adds the ARIA tabs pattern's keys with manual
+  activation: Left/Right move the focus to the previous/next tab of the same tab list (wrapping), Home/End to the
+  first/last; Enter or Space (the buttons' own) opens it. It reads ARIA roles only (no gradio class), handles only
+  those four keys on a tab (gradio handles none of them there) and prevents their default (scrolling). In ``<head>``
+  (``launch(head=...)``): gradio's public way to add a script. Browser test: each key moves exactly one step (a
+  gradio that adds its own handling would move two, or break the roles, and fail it).
+- Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
+  docs/leaderboard.md and pinned by a browser test).
 """
 
 from __future__ import annotations
@@ -50,6 +56,21 @@ HEADER_MENU_CSS = ".board-table .cell-menu-button { display: none !important; }\
 PHONE_HEAD = """<style>@media (max-width: 640px) {
   .main.fillable { padding-left: 8px !important; padding-right: 8px !important; }
 }</style>"""
+TAB_KEYS_HEAD = """<script>
+document.addEventListener("keydown", (event) => {
+  const moves = {ArrowLeft: -1, ArrowRight: 1, Home: "first", End: "last"};
+  const tab = event.target instanceof Element ? event.target.closest('[role="tab"]') : null;
+  const list = tab && tab.closest('[role="tablist"]');
+  if (!list || !(event.key in moves) || event.altKey || event.ctrlKey || event.metaKey) return;
+  const tabs = [...list.querySelectorAll('[role="tab"]')].filter(
+    (t) => t.closest('[role="tablist"]') === list && !t.disabled && t.checkVisibility());
+  const at = tabs.indexOf(tab), move = moves[event.key];
+  if (at < 0 || !tabs.length) return;
+  const next = move === "first" ? 0 : move === "last" ? tabs.length - 1 : (at + move + tabs.length) % tabs.length;
+  event.preventDefault();
+  tabs[next].focus();
+});
+</script>"""
 
 
 def gradio_version() -> tuple[int, int]:

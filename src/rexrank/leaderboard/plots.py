@@ -18,15 +18,17 @@ RANK_LINES = 10  # models in the rank-across-datasets plot: the best by mean ran
 SCORED, PUBLISHED = "#1f77b4", "#9aabbb"
 _LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.32, xanchor="left", x=0)
 _TEXT, _GRID = "#8b8b8b", "rgba(139, 139, 139, 0.3)"
+TITLE_MARGIN = 70  # px above the plot area: a two-line title of 14 px type and its padding
 
 
 def _themed(fig, title: str, height: int, **layout):
     """The layout every figure shares (see the module docstring)."""
     axis = dict(gridcolor=_GRID, zerolinecolor=_GRID, linecolor=_GRID, automargin=True)
-    # The title sits in the top margin, its last line just above the plot area (anchored to the container's top,
-    # a two-line title's first line was cut).
-    fig.update_layout(title=dict(text=title, x=0, xref="paper", xanchor="left", y=1, yref="paper", yanchor="bottom",
-                                 pad=dict(b=8), font=dict(size=14)),
+    # The title hangs from the figure's top inside the top margin (``TITLE_MARGIN``: room for two lines). Anchored
+    # by its bottom to the plot area instead, plotly placed a two-line title by its first line and the second fell
+    # on the first bar (seen in the dark theme's screenshot).
+    fig.update_layout(title=dict(text=title, x=0, xref="paper", xanchor="left", y=1, yref="container", yanchor="top",
+                                 pad=dict(t=10), font=dict(size=14)),
                       height=height, paper_bgcolor="rgba(0,0,0,0)", plot_bgcolor="rgba(0,0,0,0)",
                       font=dict(color=_TEXT), modebar=dict(orientation="v", bgcolor="rgba(0,0,0,0)"), **layout)
     fig.update_xaxes(**axis)
@@ -67,8 +69,8 @@ def metric_bars(df: pd.DataFrame, metric: str, label: str, top: int = TOP_BARS):
     yaxis = dict(categoryorder="array", categoryarray=order[::-1], tickmode="array", tickvals=order,
                  ticktext=order, tickfont=dict(size=11))
     plot_height = 22 * len(data) + 40
-    return _themed(fig, f"{label}:<br>top {len(data)} of the table", plot_height + 130, yaxis=yaxis,
-                   margin=dict(l=10, r=40, t=60, b=70), barmode="overlay",
+    return _themed(fig, f"{label}:<br>top {len(data)} of the table", plot_height + TITLE_MARGIN + 70, yaxis=yaxis,
+                   margin=dict(l=10, r=40, t=TITLE_MARGIN, b=70), barmode="overlay",
                    legend=dict(orientation="h", yanchor="top", y=-40 / plot_height, xanchor="left", x=0))
 
 
@@ -79,7 +81,7 @@ def agreement_heatmap(matrix: pd.DataFrame, title: str):
               for row in matrix.to_numpy().tolist()]
     fig = go.Figure(go.Heatmap(z=values, x=list(matrix.columns), y=list(matrix.index), zmin=-1, zmax=1,
                                colorscale="RdBu", text=values, texttemplate="%{text}", showscale=False))
-    return _themed(fig, title, 480, margin=dict(l=10, r=40, t=60, b=10))
+    return _themed(fig, title, 480, margin=dict(l=10, r=40, t=TITLE_MARGIN, b=10))
 
 
 def rank_lines(long: pd.DataFrame, title: str):
@@ -89,4 +91,4 @@ def rank_lines(long: pd.DataFrame, title: str):
     for model, group in long.groupby("model", sort=False):
         fig.add_scatter(x=group["dataset"], y=group["rank"], mode="lines+markers", name=str(model))
     return _themed(fig, title, 560, yaxis=dict(autorange="reversed", title="rank (1 = best)"),
-                   margin=dict(l=40, r=40, t=60, b=10), legend=_LEGEND_BELOW)
+                   margin=dict(l=40, r=40, t=TITLE_MARGIN, b=10), legend=_LEGEND_BELOW)

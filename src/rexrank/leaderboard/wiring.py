@@ -168,10 +168,14 @@ class _DatasetView:
         shown.initial[f"rows-{key}"] = digest(page.frame)
         shown.initial[f"choices-{key}"] = digest(choices)
         with gr.Row(equal_height=True):
+            # The link keeps its words on one line (board-csv) in a column wide enough for them; where the row has
+            # no room for both minimum widths (a narrow phone) it wraps below the box instead of being cut. (A
+            # Column, not the Markdown's own min_width: gradio 6.31 ignores that one, and the Checkbox's below.)
             self.search = gr.Textbox(label="Search models and institutions", placeholder="e.g. MAIRA or Stanford",
-                                     elem_id=f"search-{key}", max_lines=1, scale=4)
-            gr.Markdown(f"[Download CSV](csv/{dataset}/{track})", elem_id=f"csv-{key}",
-                        elem_classes=["board-links"], min_height=0)
+                                     elem_id=f"search-{key}", max_lines=1, scale=4, min_width=220)
+            with gr.Column(scale=0, min_width=120):
+                gr.Markdown(f"[Download CSV](csv/{dataset}/{track})", elem_id=f"csv-{key}",
+                            elem_classes=["board-links", "board-csv"], min_height=0)
         with gr.Accordion("Filters, columns and sorting", open=False, elem_id=f"filters-{key}"):
             with gr.Row():
                 self.inst = gr.Dropdown(choices.institutions, multiselect=True, label="Institution",
@@ -256,34 +260,44 @@ class _DatasetView:
         return [self.table, self.empty, self.inst, self.year, self.mtype, self.trained]
 
     def wire(self, gr, views: Views) -> None:
+        def redraw(plots_shown: bool):
+            """A new value for ``redraw`` (the plots follow the rows) only while the plots are shown."""
+            return time.monotonic_ns() if plots_shown else gr.skip()
+
         def rows(request: gr.Request, *values):
-            self.asked(request, values)
-            return self.table_update(gr, views, values, request=request)
+            self.asked(request, values[:-1])
+            return [*self.table_update(gr, views, values[:-1], request=request), redraw(values[-1])]
 
         def shape(request: gr.Request, *values):
-            self.asked(request, values)
-            return self.table_update(gr, views, values, shape=True, request=request)
+            self.asked(request, values[:-1])
+            return [*self.table_update(gr, views, values[:-1], shape=True, request=request), redraw(values[-1])]
 
-        outputs = [self.table, self.empty]
-        gr.on(self.triggers(), guarded(rows), self.controls, outputs, **_PRIVATE)
-        gr.on([self.columns.input, self.sort.input], guarded(shape), self.controls, outputs, **_PRIVATE)
+        inputs, outputs = [*self.controls, self.plots_shown], [self.table, self.empty, self.redraw]
+        gr.on(self.triggers(), guarded(rows), inputs, outputs, **_PRIVATE)
+        gr.on([self.columns.input, self.sort.input], guarded(shape), inputs, outputs, **_PRIVATE)
 
     def _plots(self, gr, views: Views) -> None:
         """The bar chart (the table's rows, best first by a metric) and the agreement heatmap, drawn while "Plots" is
         ticked and redrawn with the table's search and filters (a gr.Plot in the first page would load plotly's
-        modules with it). A checkbox, not an accordion: its value comes with every request, so a filter change draws
-        only when the plots are shown."""
+        modules with it). A checkbox, not an accordion: its value comes with every table request, which sets
+        ``redraw`` (the render's trigger) only when the plots are shown; with the plots hidden a search is one
+        request, not two (the render's own request held the table's back by ~150 ms: bench/results/leaderboard.md)."""
         key = self.key
         with gr.Row(equal_height=True):
-            shown = gr.Checkbox(False, label="Plots: bars of this table's rows and metric agreement",
-                                elem_id=f"plots-{key}", scale=3)
-            metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Bar chart metric", elem_id=f"metric-{key}",
-                                 scale=2)
+            # Minimum widths that do not fit side by side on a phone: the row wraps, and the checkbox's label gets
+            # the screen's width (beside the dropdown it wrapped to five lines at 390 px).
+            with gr.Column(scale=3, min_width=300):
+                shown = gr.Checkbox(False, label="Plots: bars of this table's rows and metric agreement",
+                                    elem_id=f"plots-{key}")
+            with gr.Column(scale=2, min_width=200):
+                metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Bar chart metric",
+                                     elem_id=f"metric-{key}")
 
-        # Redrawn with the table's own triggers (not on the table's .change: gradio's Dataframe fires that when a tab
-        # mounts it, which cost every tab opening a request).
-        @gr.render(inputs=[shown, metric, *self.controls],
-                   triggers=[shown.input, metric.input, *self.triggers(), self.columns.input, self.sort.input],
+        self.plots_shown = shown
+        self.redraw = gr.State(0)  # set by a table request while the plots are shown
+        # Redrawn after the table's own requests (not on the table's .change: gradio's Dataframe fires that when a
+        # tab mounts it, which cost every tab opening a request).
+        @gr.render(inputs=[shown, metric, *self.controls], triggers=[shown.input, metric.input, self.redraw.change],
                    **_RENDER)
         @guarded
         def draw(is_shown, chosen, search, inst, year, mtype, trained, source, columns, sort):
