@@ -93,7 +93,8 @@ class ParityTester:
         """The reference's output as {key: values}; a subclass reshapes it where its script nests the numbers."""
         return reference
 
-    def compute_ours(self, metric, pairs: Pairs) -> dict[str, Any]:
+    def compute_ours(self, metric, pairs: Pairs, options: dict) -> dict[str, Any]:
+        """Our values by the names in ``compared``, from the class's scorer (``metrics.get(metric, **options)``)."""
         names = {ours for ours, _ in self.compared}
         if self.corpus:
             return metric.compute(pairs.hyps, pairs.refs)
@@ -126,8 +127,8 @@ class ParityTester:
         return metrics.get(self.metric, **options)
 
     @pytest.fixture(scope="class")
-    def ours(self, scorer, pairs) -> dict[str, Any]:
-        return self.compute_ours(scorer, pairs)
+    def ours(self, scorer, pairs, options) -> dict[str, Any]:
+        return self.compute_ours(scorer, pairs, options)
 
     # -- the comparison ---------------------------------------------------------------------------------------------
     def assert_close(self, ours, theirs, what: str, atol: float | None = None) -> None:
@@ -153,3 +154,29 @@ class ParityTester:
         assert self.min_spread is not None, "declare min_spread, or override this test with the metric's own check"
         first = np.asarray(ours[self.compared[0][0]], dtype=np.float64)
         assert np.std(first[pairs.natural]) > self.min_spread, "the inputs do not separate reports"
+
+
+# -- stand-ins the parity tests share ---------------------------------------------------------------------------------
+def centred_chexbert(files: dict, texts: list[str], folder) -> dict:
+    """The CheXbert stand-in with each head's bias set to -W @ mean([CLS]) over ``texts`` (weights untouched), saved
+    under ``folder``; {"semb": checkpoint, "semb_backbone": the stand-in's backbone}.
+
+    On the random stand-in the [CLS] vectors of all reports are close, so most heads give one class for every report
+    and a swap of two condition names (or of two codes, or of the uncertain convention) would be invisible; centred,
+    every head splits the reports over its classes and any two heads disagree on many of them. Any bias is a valid
+    checkpoint: both sides load this same file, and the embeddings (and so the cosines) are the plain stand-in's.
+    """
+    import torch
+
+    from rexrank import metrics
+    from rexrank.metrics.chexbert import CONDITIONS
+
+    semb = metrics.get("semb", model=files["semb"], backbone=files["semb_backbone"], device="cpu")
+    mean = torch.from_numpy(semb.embeddings(list(dict.fromkeys(texts))).mean(axis=0)).double()
+    state = torch.load(files["semb"], map_location="cpu", weights_only=True)["model_state_dict"]
+    for k in range(len(CONDITIONS)):
+        weight = state[f"module.linear_heads.{k}.weight"].double()
+        state[f"module.linear_heads.{k}.bias"] = (-(weight @ mean)).float()
+    path = folder / "chexbert.pth"
+    torch.save({"model_state_dict": state}, path)
+    return {"semb": str(path), "semb_backbone": files["semb_backbone"]}

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from parity import Pairs, ParityTester, centred_chexbert, iu_reports, shifted
 
 from rexrank import metrics
 from rexrank.errors import ConfigError
@@ -27,30 +28,6 @@ def files(standins):
     return standins("semb")
 
 
-@pytest.fixture(scope="module")
-def pairs(iu_xray_test):
-    refs = [study["report"] for study in iu_xray_test.values()][:N_TEXTS]
-    return refs[3:] + refs[:3] + ["", "No acute disease."], refs + ["Heart size normal.", ""]
-
-
-@pytest.fixture(scope="module")
-def centred(files, pairs, tmp_path_factory):
-    """The stand-in with each head's bias centred on the parity texts (as tests/test_semb.py does), so every head
-    gives several classes, uncertain included, and a swapped condition or convention shows in the F1s."""
-    import torch
-
-    semb = metrics.get("semb", model=files["semb"], backbone=files["semb_backbone"], device="cpu")
-    hyps, refs = pairs
-    mean = torch.from_numpy(semb.embeddings(list(dict.fromkeys(refs + hyps))).mean(axis=0)).double()
-    state = torch.load(files["semb"], map_location="cpu", weights_only=True)["model_state_dict"]
-    for k in range(len(CONDITIONS)):
-        weight = state[f"module.linear_heads.{k}.weight"].double()
-        state[f"module.linear_heads.{k}.bias"] = (-(weight @ mean)).float()
-    path = tmp_path_factory.mktemp("ce_f1") / "chexbert.pth"
-    torch.save({"model_state_dict": state}, path)
-    return {"semb": str(path), "semb_backbone": files["semb_backbone"]}
-
-
 def _random_cases():
     rng = np.random.default_rng(7)
     cases = []
@@ -58,13 +35,6 @@ def _random_cases():
         cases.append({"y_true": (rng.random((n, 14)) < p).astype(int).tolist(),
                       "y_pred": (rng.random((n, 14)) < p).astype(int).tolist()})
     return cases
-
-
-@pytest.fixture(scope="module")
-def reference(run_reference, centred, pairs):
-    hyps, refs = pairs
-    return run_reference("ce_f1_f1chexbert_ref.py", {"model": centred["semb"], "backbone": centred["semb_backbone"],
-                                                     "hyps": hyps, "refs": refs, "random": _random_cases()})
 
 
 def _report_values(cr: dict, names) -> dict[str, float]:
@@ -77,42 +47,80 @@ def _report_values(cr: dict, names) -> dict[str, float]:
     return out
 
 
-@pytest.mark.parametrize("uncertain", ["positive", "negative"])
-def test_parity_with_f1chexbert_and_sklearn_on_the_standin(reference, centred, pairs, uncertain):
-    """Same texts, same chexbert.pth: every F1/precision/recall of f1chexbert's forward (uncertain positive, its
-    default) or of sklearn's classification_report on its 'classification' codes with only 1 positive (the other
-    convention) equals rexrank's to 1e-12, and the accuracy on the 5 too."""
-    assert reference["versions"]["f1chexbert"] == "0.0.2"
-    assert set(reference["target_names_5"]) == set(ce_f1.TOP5) and tuple(reference["target_names"]) == CONDITIONS
-    hyps, refs = pairs
-    metric = metrics.get("ce_f1", uncertain=uncertain, semb={"model": centred["semb"],
-                                                              "backbone": centred["semb_backbone"]}, device="cpu")
-    ours = metric.compute(hyps, refs)
-    ref = reference["rrg" if uncertain == "positive" else "negative"]
-    expected = {f"{k}_14" if not k.startswith("f1_") else k: v for k, v in _report_values(ref["cr"], CONDITIONS).items()}
-    expected.update({f"{k}_5": v for k, v in _report_values(ref["cr_5"], ce_f1.TOP5).items() if not k.startswith("f1_")})
-    expected["accuracy_5"] = ref["accuracy"]
-    assert set(expected) == set(ce_f1.OUTPUTS)
-    for name, value in expected.items():
-        assert ours[name] == pytest.approx(value, abs=1e-12), name
-    # The centred stand-in really exercises the convention: uncertain labels occur and change some F1.
-    classes = metric.labeller.labels(refs + hyps, codes=False).to_numpy()
-    assert (classes == 3).any()
-    if uncertain == "positive":
+CONVENTIONS = {"positive": "rrg", "negative": "negative"}  # uncertain= -> the reference's result for it
+
+
+class TestCEF1Parity(ParityTester):
+    """Same texts, same chexbert.pth (head biases centred on them, parity.centred_chexbert): every F1/precision/
+    recall of f1chexbert 0.0.2's forward (uncertain positive, its default) and of sklearn's classification_report on
+    its 'classification' codes with only 1 positive (uncertain negative), and the accuracy on the 5, equal rexrank's
+    to 1e-12 (tests/reference/ce_f1_f1chexbert_ref.py); corpus values of random label matrices equal sklearn's."""
+
+    metric = "ce_f1"
+    reference_script = "ce_f1_f1chexbert_ref.py"
+    versions = {"f1chexbert": "0.0.2"}
+    compared = tuple((f"{uncertain}:{name}", f"{uncertain}:{name}") for uncertain in CONVENTIONS
+                     for name in ce_f1.OUTPUTS)
+    atol = 1e-12
+    corpus = True
+
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test, n=N_TEXTS)
+        return Pairs.with_edges(shifted(refs, 3), refs, [("", "Heart size normal."), ("No acute disease.", "")])
+
+    @pytest.fixture(scope="class")
+    def options(self, files, pairs, tmp_path_factory):
+        centred = centred_chexbert(files, pairs.refs + pairs.hyps, tmp_path_factory.mktemp("ce_f1"))
+        return {"semb": {"model": centred["semb"], "backbone": centred["semb_backbone"]}, "device": "cpu"}
+
+    def reference_payload(self, pairs, options):
+        return {"model": options["semb"]["model"], "backbone": options["semb"]["backbone"], "hyps": pairs.hyps,
+                "refs": pairs.refs, "random": _random_cases()}
+
+    def compute_ours(self, metric, pairs, options):
+        """Both conventions (the class's scorer is the default, positive)."""
+        out = {}
+        for uncertain in CONVENTIONS:
+            values = metrics.get("ce_f1", uncertain=uncertain, **options).compute(pairs.hyps, pairs.refs)
+            out.update({f"{uncertain}:{name}": value for name, value in values.items()})
+        return out
+
+    def theirs(self, reference):
+        out = {}
+        for uncertain, key in CONVENTIONS.items():
+            ref = reference[key]
+            expected = {f"{k}_14" if not k.startswith("f1_") else k: v
+                        for k, v in _report_values(ref["cr"], CONDITIONS).items()}
+            expected.update({f"{k}_5": v for k, v in _report_values(ref["cr_5"], ce_f1.TOP5).items()
+                             if not k.startswith("f1_")})
+            expected["accuracy_5"] = ref["accuracy"]
+            assert set(expected) == set(ce_f1.OUTPUTS)
+            out.update({f"{uncertain}:{name}": value for name, value in expected.items()})
+        return out
+
+    def test_reference_names_the_conditions_and_the_five(self, reference):
+        assert set(reference["target_names_5"]) == set(ce_f1.TOP5) and tuple(reference["target_names"]) == CONDITIONS
+
+    def test_inputs_make_the_comparison_meaningful(self, ours, options, pairs, reference):
+        """The centred stand-in really exercises the convention: uncertain labels occur and change some F1; the
+        accuracy on the 5 is f1chexbert's per-example accuracy averaged."""
+        labeller = metrics.get("ce_f1", **options).labeller
+        classes = labeller.labels(pairs.refs + pairs.hyps, codes=False).to_numpy()
+        assert (classes == 3).any()
         assert reference["rrg"]["cr"]["micro avg"] != reference["negative"]["cr"]["micro avg"]
-        assert ours["accuracy_5"] == pytest.approx(np.mean(reference["rrg"]["pe_accuracy"]))
+        assert ours["positive:accuracy_5"] == pytest.approx(np.mean(reference["rrg"]["pe_accuracy"]))
 
-
-def test_values_equal_sklearn_on_random_label_matrices(reference):
-    """corpus_values of summed per-study counts = sklearn's precision/recall/F1 (micro, macro, per class) on the
-    same 0/1 matrices, sparse ones included (sklearn's zero_division: 0, counted in the macro mean)."""
-    for case, expected in zip(_random_cases(), reference["random"]):
-        stats = ce_f1.study_statistics(np.array(case["y_pred"]), np.array(case["y_true"]))
-        ours = corpus_aggregate(stats, "ce_f1")
-        for avg in ("micro", "macro"):
-            for what in ("precision", "recall", "f1"):
-                assert ours[f"{avg}_{what}_14"] == pytest.approx(expected[avg][what], abs=1e-12)
-        assert [ours[f"f1_{ce_f1.slug(c)}"] for c in CONDITIONS] == pytest.approx(expected["per_class_f1"], abs=1e-12)
+    def test_values_equal_sklearn_on_random_label_matrices(self, reference):
+        """corpus_values of summed per-study counts = sklearn's precision/recall/F1 (micro, macro, per class) on the
+        same 0/1 matrices, sparse ones included (sklearn's zero_division: 0, counted in the macro mean)."""
+        for case, expected in zip(_random_cases(), reference["random"]):
+            stats = ce_f1.study_statistics(np.array(case["y_pred"]), np.array(case["y_true"]))
+            ours = corpus_aggregate(stats, "ce_f1")
+            for avg in ("micro", "macro"):
+                for what in ("precision", "recall", "f1"):
+                    self.assert_close(ours[f"{avg}_{what}_14"], expected[avg][what], f"{avg} {what}")
+            self.assert_close([ours[f"f1_{ce_f1.slug(c)}"] for c in CONDITIONS], expected["per_class_f1"],
+                              "per-class F1")
 
 
 def test_conventions_map_uncertain_and_reject_unknown():

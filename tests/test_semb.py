@@ -10,6 +10,7 @@ import hashlib
 
 import numpy as np
 import pytest
+from parity import Pairs, ParityTester, centred_chexbert, iu_reports, shifted
 
 from rexrank import metrics
 from rexrank.errors import InputError, ModelNotAvailableError
@@ -36,51 +37,14 @@ def chexbert_files(standins):
 
 
 @pytest.fixture(scope="module")
-def pairs(iu_xray_test):
-    refs = [study["report"] for study in iu_xray_test.values()][:N_IU]
-    hyps = refs[1:] + refs[:1]
-    edge = _edge_pairs(" ".join(refs[:12]))
-    return hyps + [h for h, _ in edge], refs + [r for _, r in edge]
-
-
-@pytest.fixture(scope="module")
 def metric(chexbert_files):
     return metrics.get("semb", model=chexbert_files["semb"], backbone=chexbert_files["semb_backbone"], device="cpu")
 
 
 @pytest.fixture(scope="module")
-def parity_files(chexbert_files, metric, pairs, tmp_path_factory):
-    """The stand-in with each head's bias set to -W @ mean([CLS]) over the parity texts (weights untouched).
-
-    On the random stand-in the [CLS] vectors of all reports are close, so most heads give one class for every report
-    and a swap of two condition names (or of two codes) would be invisible; centred, every head splits the reports
-    over its classes and any two heads disagree on many of them. Any bias is a valid checkpoint: both sides load
-    this same file, and the embeddings (and so the cosines) are those of the plain stand-in.
-    """
-    import torch
-
-    hyps, refs = pairs
-    mean = torch.from_numpy(metric.embeddings(list(dict.fromkeys(refs + hyps))).mean(axis=0)).double()
-    state = torch.load(chexbert_files["semb"], map_location="cpu", weights_only=True)["model_state_dict"]
-    for k in range(len(CONDITIONS)):
-        weight = state[f"module.linear_heads.{k}.weight"].double()
-        state[f"module.linear_heads.{k}.bias"] = (-(weight @ mean)).float()
-    path = tmp_path_factory.mktemp("semb_parity") / "chexbert.pth"
-    torch.save({"model_state_dict": state}, path)
-    return {"semb": str(path), "semb_backbone": chexbert_files["semb_backbone"]}
-
-
-@pytest.fixture(scope="module")
-def reference(run_reference, parity_files, pairs):
-    hyps, refs = pairs
-    return run_reference("semb_f1chexbert_ref.py", {"model": parity_files["semb"],
-                                                    "backbone": parity_files["semb_backbone"],
-                                                    "hyps": hyps, "refs": refs})
-
-
-@pytest.fixture(scope="module")
-def parity_metric(parity_files):
-    return metrics.get("semb", model=parity_files["semb"], backbone=parity_files["semb_backbone"], device="cpu")
+def long_report(iu_xray_test) -> str:
+    """Twelve IU-Xray reports in one: past 512 wordpieces."""
+    return " ".join(iu_reports(iu_xray_test, n=12))
 
 
 def _decided(reference) -> np.ndarray:
@@ -89,81 +53,96 @@ def _decided(reference) -> np.ndarray:
     return np.array([[np.sort(h)[-1] - np.sort(h)[-2] > 1e-4 for h in per_text] for per_text in logits])
 
 
-def test_parity_cosines_and_embeddings_with_f1chexbert(parity_metric, pairs, reference):
-    """Per-pair cosines (1e-6) and [CLS] embeddings (1e-6 of their norm) equal f1chexbert's on the same chexbert.pth
-    (its bert_labeler, one report per forward pass, vs rexrank's padded batches)."""
-    assert reference["versions"]["f1chexbert"] == "0.0.2"
-    hyps, refs = pairs
-    np.testing.assert_allclose(parity_metric.score(hyps, refs), reference["cosine"], rtol=0, atol=1e-6)
-    assert np.std(reference["cosine"]) > 0.01  # the stand-in separates reports
+class TestSembParity(ParityTester):
+    """SembScore per-pair cosines on 200 IU-Xray pairs + 6 edge cases equal f1chexbert 0.0.2's (its bert_labeler on
+    the same chexbert.pth, one report per forward pass, vs rexrank's padded batches; 1e-6), and so do the [CLS]
+    embeddings (1e-6 of their norm), every condition's head class and code looked up by NAME, and CXR-Report-Metric's
+    batched procedure. The checkpoint's head biases are centred on the parity texts (parity.centred_chexbert)."""
 
-    texts = reference["texts"]
-    ours = parity_metric.embeddings(texts)
-    theirs = np.asarray(reference["embeddings"], dtype=np.float64)
-    assert ours.shape == theirs.shape
-    assert (np.abs(ours - theirs).max(axis=1) / np.linalg.norm(theirs, axis=1)).max() < 1e-6
+    metric = "semb"
+    reference_script = "semb_f1chexbert_ref.py"
+    versions = {"f1chexbert": "0.0.2"}
+    compared = (("score", "cosine"),)
+    atol = 1e-6
 
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test, n=N_IU)
+        return Pairs.with_edges(shifted(refs), refs, _edge_pairs(" ".join(refs[:12])))
 
-def test_parity_labels_by_condition_name_with_f1chexbert(parity_metric, reference):
-    """Every condition, looked up by its NAME in f1chexbert's target_names, has f1chexbert's head class and its
-    CheXpert code (get_label mode="classification": blank "", 1, 0, -1). A swapped condition name or class -> code
-    mapping in rexrank fails here: the checks below make sure the data can show either."""
-    names = reference["target_names"]
-    assert sorted(names) == sorted(CONDITIONS)
-    texts = reference["texts"]
-    decided = _decided(reference)
-    assert decided.mean() > 0.99
-    theirs = np.asarray(reference["classes"])
-    codes = np.array([[np.nan if c is None else float(c) for c in row] for row in reference["codes"]])
+    @pytest.fixture(scope="class")
+    def options(self, chexbert_files, pairs, tmp_path_factory):
+        files = centred_chexbert(chexbert_files, pairs.refs + pairs.hyps, tmp_path_factory.mktemp("semb_parity"))
+        return {"model": files["semb"], "backbone": files["semb_backbone"], "device": "cpu"}
 
-    ours_classes = parity_metric.labels(texts, codes=False)
-    ours_codes = parity_metric.labels(texts)
-    for k, name in enumerate(names):
-        ok = decided[:, k]
-        assert (ours_classes[name].to_numpy()[ok] == theirs[ok, k]).all(), name
-        np.testing.assert_array_equal(ours_codes[name].to_numpy()[ok], codes[ok, k], err_msg=name)
-    assert tuple(names) == CONDITIONS  # and so the frame's columns are in head order too
+    def reference_payload(self, pairs, options):
+        return {"model": options["model"], "backbone": options["backbone"], "hyps": pairs.hyps, "refs": pairs.refs}
 
-    # Sensitivity: any two conditions' columns differ on some decided text (a name swap cannot go unseen), and the
-    # 4-class heads use all four classes (a code swap cannot go unseen).
-    for a in range(len(names)):
-        for b in range(a + 1, len(names)):
-            both = decided[:, a] & decided[:, b]
-            assert (theirs[both, a] != theirs[both, b]).any(), (names[a], names[b])
-    assert set(theirs[:, :13][decided[:, :13]].tolist()) == {0, 1, 2, 3}
-    assert len({tuple(row) for row in theirs}) > 5  # labels vary between reports
+    def test_embeddings_equal_f1chexbert(self, scorer, reference):
+        """[CLS] embeddings of the distinct texts within the tolerance times their norm."""
+        ours = scorer.embeddings(reference["texts"])
+        theirs = np.asarray(reference["embeddings"], dtype=np.float64)
+        assert ours.shape == theirs.shape
+        assert (np.abs(ours - theirs).max(axis=1) / np.linalg.norm(theirs, axis=1)).max() < self.atol
+        assert np.std(reference["cosine"]) > 0.01  # the stand-in separates reports
 
+    def test_labels_by_condition_name_equal_f1chexbert(self, scorer, reference):
+        """Every condition, looked up by its NAME in f1chexbert's target_names, has f1chexbert's head class and its
+        CheXpert code (get_label mode="classification": blank "", 1, 0, -1). A swapped condition name or class ->
+        code mapping in rexrank fails here: the checks below make sure the data can show either."""
+        names = reference["target_names"]
+        assert sorted(names) == sorted(CONDITIONS)
+        texts = reference["texts"]
+        decided = _decided(reference)
+        assert decided.mean() > 0.99
+        theirs = np.asarray(reference["classes"])
+        codes = np.array([[np.nan if c is None else float(c) for c in row] for row in reference["codes"]])
 
-def test_label_frame_columns_and_codes_follow_f1chexbert(parity_metric, reference):
-    """The label frame's columns are f1chexbert's target_names in its head order, and each column holds the codes
-    f1chexbert gives that condition (No Finding, a 2-class head: blank or positive only)."""
-    names = reference["target_names"]
-    frame = parity_metric.labels(reference["texts"])
-    assert list(frame.columns) == names
-    decided = _decided(reference)
-    codes = np.array([[np.nan if c is None else float(c) for c in row] for row in reference["codes"]])
-    for k, name in enumerate(names):
-        ours, theirs = frame[name].to_numpy()[decided[:, k]], codes[decided[:, k], k]
-        assert set(np.nan_to_num(ours, nan=9).tolist()) == set(np.nan_to_num(theirs, nan=9).tolist()), name
-    assert set(np.nan_to_num(codes[:, names.index("No Finding")], nan=9).tolist()) <= {9.0, 1.0}
+        ours_classes = scorer.labels(texts, codes=False)
+        ours_codes = scorer.labels(texts)
+        for k, name in enumerate(names):
+            ok = decided[:, k]
+            assert (ours_classes[name].to_numpy()[ok] == theirs[ok, k]).all(), name
+            np.testing.assert_array_equal(ours_codes[name].to_numpy()[ok], codes[ok, k], err_msg=name)
+        assert tuple(names) == CONDITIONS  # and so the frame's columns are in head order too
 
+        # Sensitivity: any two conditions' columns differ on some decided text (a name swap cannot go unseen), and
+        # the 4-class heads use all four classes (a code swap cannot go unseen).
+        for a in range(len(names)):
+            for b in range(a + 1, len(names)):
+                both = decided[:, a] & decided[:, b]
+                assert (theirs[both, a] != theirs[both, b]).any(), (names[a], names[b])
+        assert set(theirs[:, :13][decided[:, :13]].tolist()) == {0, 1, 2, 3}
+        assert len({tuple(row) for row in theirs}) > 5  # labels vary between reports
 
-def test_parity_with_cxr_report_metric_batches(parity_files, parity_metric, pairs, reference, run_reference):
-    """CXR-Report-Metric's own batching (CheXbert encode.py: batches of 18 in file order, PAD 0 with an attention
-    mask; tests/reference/semb_ref.py) gives the same cosines (1e-6) and head classes as rexrank, where f1chexbert's
-    one-report passes (the reference above) cannot show padding effects."""
-    hyps, refs = pairs
-    batched = run_reference("semb_ref.py", {"model": parity_files["semb"], "backbone": parity_files["semb_backbone"],
-                                            "hyps": hyps, "refs": refs})
-    np.testing.assert_allclose(parity_metric.score(hyps, refs), batched["cosine"], rtol=0, atol=1e-6)
-    classes = parity_metric.labels(batched["texts"], codes=False)
-    decided = _decided(reference)
-    index = {t: i for i, t in enumerate(reference["texts"])}
-    rows = [index[t] for t in batched["texts"]]
-    theirs = np.asarray(batched["classes"])
-    for k, name in enumerate(CONDITIONS):
-        ok = decided[rows, k]
-        assert (classes[name].to_numpy()[ok] == theirs[ok, k]).all(), name
+    def test_label_frame_columns_and_codes_follow_f1chexbert(self, scorer, reference):
+        """The label frame's columns are f1chexbert's target_names in its head order, and each column holds the
+        codes f1chexbert gives that condition (No Finding, a 2-class head: blank or positive only)."""
+        names = reference["target_names"]
+        frame = scorer.labels(reference["texts"])
+        assert list(frame.columns) == names
+        decided = _decided(reference)
+        codes = np.array([[np.nan if c is None else float(c) for c in row] for row in reference["codes"]])
+        for k, name in enumerate(names):
+            ours, theirs = frame[name].to_numpy()[decided[:, k]], codes[decided[:, k], k]
+            assert set(np.nan_to_num(ours, nan=9).tolist()) == set(np.nan_to_num(theirs, nan=9).tolist()), name
+        assert set(np.nan_to_num(codes[:, names.index("No Finding")], nan=9).tolist()) <= {9.0, 1.0}
+
+    def test_cxr_report_metric_batches_give_the_same_values(self, scorer, options, pairs, reference, ours,
+                                                             run_reference):
+        """CXR-Report-Metric's own batching (CheXbert encode.py: batches of 18 in file order, PAD 0 with an
+        attention mask; tests/reference/semb_ref.py) gives the same cosines and head classes as rexrank, where
+        f1chexbert's one-report passes (the reference above) cannot show padding effects."""
+        batched = run_reference("semb_ref.py", {"model": options["model"], "backbone": options["backbone"],
+                                                "hyps": pairs.hyps, "refs": pairs.refs})
+        self.assert_close(ours["score"], batched["cosine"], "cosine / CXR-Report-Metric batches")
+        classes = scorer.labels(batched["texts"], codes=False)
+        decided = _decided(reference)
+        index = {t: i for i, t in enumerate(reference["texts"])}
+        rows = [index[t] for t in batched["texts"]]
+        theirs = np.asarray(batched["classes"])
+        for k, name in enumerate(CONDITIONS):
+            ok = decided[rows, k]
+            assert (classes[name].to_numpy()[ok] == theirs[ok, k]).all(), name
 
 
 def test_each_unique_text_runs_once(chexbert_files, monkeypatch):
@@ -187,9 +166,8 @@ def test_text_rules_and_empty_input(metric):
     assert values[2] == pytest.approx(1.0, abs=1e-6)
 
 
-def test_long_report_is_clipped_to_512_tokens(metric, pairs):
+def test_long_report_is_clipped_to_512_tokens(metric, long_report):
     """Text beyond 512 wordpieces ([CLS] + 510 + [SEP]) never changes the embedding, as upstream clips it."""
-    long_report = pairs[0][-3]
     _, tokenizer = metric._load()
     assert len(tokenizer.tokenize(clean_report(long_report))) > 600
     extended = long_report + " Large right pleural effusion." * 40
