@@ -306,3 +306,34 @@ def test_a_memo_the_cache_cannot_take_is_a_warning_not_a_failed_run(tmp_path, fi
     monkeypatch.undo()
     assert _score_in_process(tmp_path, files, "second", monkeypatch) == (0, 1)
     assert _score_in_process(tmp_path, files, "third", monkeypatch) == (0, 0)
+
+
+@pytest.mark.slow
+def test_a_launched_job_neither_reads_nor_writes_the_memo_and_equals_one_process(tmp_path, files):
+    """torchrun with 2 processes on files a single-process run has memoised: the job scores its shards (results
+    say 2 processes, so nothing came from the memo), leaves the memo as it was, and its per-study table is the
+    single-process run's byte for byte."""
+    assert _probe_score(tmp_path, files, "one") == "miss"
+    database = tmp_path / "cache" / "scores.sqlite"
+
+    def memos():
+        with sqlite3.connect(database) as conn:
+            rows = conn.execute("SELECT key, checksum, written FROM runs").fetchall()
+        conn.close()
+        return rows
+
+    before = memos()
+    assert len(before) == 1
+    preds, refs = files
+    env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_ENV}
+    env.update(HF_HUB_OFFLINE="1", REXRANK_PROGRESS="0", OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
+    driver = Path(__file__).with_name("evaluation_driver.py")
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           str(driver), "score", "-p", str(preds), "-r", str(refs), "-m", "bleu2", "--cache-dir",
+                           str(tmp_path / "cache"), "-o", str(tmp_path / "two"), "--resamples", "50", "-q"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert memos() == before
+    assert json.loads((tmp_path / "two" / "results.json").read_text())["analyses"]["processes"] == 2
+    assert _outputs(tmp_path / "two")["per_study.parquet"] == _outputs(tmp_path / "one")["per_study.parquet"]
+    assert _results(tmp_path / "two", "processes", "cache") == _results(tmp_path / "one", "processes", "cache")
