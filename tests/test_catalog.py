@@ -2,7 +2,8 @@
 
 (a) a `rexrank score` CheXpert Plus result lands in the same board table as the published CheXpert Plus rows;
 (b) every alias resolves to its canonical name at every boundary;
-(c) no module outside the owners restates a dataset/split/track fact (a source scan);
+(c) no module outside the owners restates a dataset/split/track fact, nor an owned default (the default track, the
+    statistics' defaults, the submission limits) or the ReXrank BibTeX as a single literal (a source scan);
 (d) stores written by older versions are migrated to canonical names without losing or duplicating rows.
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,8 @@ import pytest
 from rexrank import data
 from rexrank.data import catalog, tracks
 from rexrank.errors import InputError, UnknownNameError
-from rexrank.leaderboard import board
+from rexrank.evaluation import defaults
+from rexrank.leaderboard import board, limits
 from rexrank.leaderboard.published import bundled_tables, import_published, parse_table, table_of
 from rexrank.data.loading import builder_class
 from rexrank.leaderboard.records import ModelInfo, ResultRecord, from_results_json
@@ -158,14 +162,155 @@ def test_submission_form_aliases_are_stored_canonical(tmp_path):
 
 
 # -- (c) no restatements --------------------------------------------------------------------------------------
-OWNERS = {"src/rexrank/data/catalog.py", "src/rexrank/data/tracks.py"}
-SCANNED = ("src/rexrank", "spaces", "scripts", "dataset_scripts")
+OWNERS = {"src/rexrank/data/catalog.py", "src/rexrank/data/tracks.py", "src/rexrank/evaluation/defaults.py",
+          "src/rexrank/leaderboard/limits.py"}
+SCANNED = ("src/rexrank", "spaces", "scripts", "dataset_scripts", "metrics")
+# Benchmarks name datasets as a user types them (aliases on a command line); their owned defaults are scanned.
+SCANNED_FOR_OWNED_VALUES = SCANNED + ("bench",)
 
 
-def _restatements(path: Path) -> list[str]:
+@dataclass(frozen=True)
+class Owned:
+    """A value with one owner, and the names a restatement of it goes by: ``names``, the parameters, options and
+    keywords that take it (a default or an argument spelled as the literal restates it); ``constant``, the module
+    constants that would declare it again; ``beside``: a parameter that only means this value next to one of these
+    (a ``seed`` is the bootstrap's only beside a resample count)."""
+
+    owner: str
+    value: object
+    names: tuple[str, ...]
+    constant: str
+    beside: tuple[str, ...] = ()
+    in_calls: bool = True  # a keyword argument restates it too (a call naming a track chooses one: not for tracks)
+
+
+_STATS, _LIMITS = "rexrank.evaluation.defaults", "rexrank.leaderboard.limits"
+_RESAMPLE_NAMES = ("resamples", "n_resamples", "n_boot", "boot")
+OWNED = (
+    Owned("rexrank.data.tracks", tracks.DEFAULT_TRACK, ("track",), r"DEFAULT_TRACK", in_calls=False),
+    Owned(_STATS, defaults.DEFAULT_RESAMPLES, _RESAMPLE_NAMES, r"RESAMPLES|N_BOOT"),
+    Owned(_STATS, defaults.DEFAULT_PERMUTATIONS, ("permutations",), r"PERMUTATIONS"),
+    Owned(_STATS, defaults.DEFAULT_CONFIDENCE, ("confidence",), r"CONFIDENCE"),
+    Owned(_STATS, defaults.DEFAULT_SEED, ("seed",), r"^DEFAULT_SEED$", beside=_RESAMPLE_NAMES),
+    Owned(_STATS, defaults.MAX_RESAMPLES, (), r"MAX_RESAMPLES"),
+    Owned(_LIMITS, limits.DEFAULT_MAX_UPLOAD_MB, ("max_upload_mb", "max_bytes"), r"UPLOAD"),
+    Owned(_LIMITS, limits.upload_bytes(limits.DEFAULT_MAX_UPLOAD_MB), ("max_bytes",), r"UPLOAD"),
+    Owned(_LIMITS, limits.DEFAULT_PRIVATE_QUOTA, ("private_quota",), r"PRIVATE_QUOTA"),
+    Owned(_LIMITS, limits.DEFAULT_RATE_LIMIT, ("rate_limit",), r"RATE_LIMIT"),
+    Owned(_LIMITS, limits.DEFAULT_ANONYMOUS_LIMIT, ("anonymous_limit",), r"ANONYMOUS_LIMIT"),
+    Owned(_LIMITS, limits.DEFAULT_RATE_WINDOW_S, ("rate_window",), r"RATE_WINDOW"),
+)
+# The ReXrank BibTeX's key: any string holding it outside rexrank.data.catalog is a copy (the evaluate modules' cards,
+# which must stand alone on the Hub, are checked against the owner instead: test_evaluate_modules).
+BIBTEX_KEY = "@article{zhang2024rexrank"
+
+
+def _literal(node: ast.AST):
+    """The value of a literal or of arithmetic on literals (``24 * 3600.0``, ``-1``); ``...`` when it is not one."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.Div)):
+            left, right = _literal(node.left), _literal(node.right)
+            if _number(left) and _number(right):
+                return {ast.Mult: left * right, ast.Add: left + right, ast.Sub: left - right,
+                        ast.Div: left / right if right else ...}[type(node.op)]
+        return ...
+    return value
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _same(value, owned: Owned) -> bool:
+    if isinstance(owned.value, str):
+        return value == owned.value
+    return _number(value) and value == owned.value
+
+
+def _literals(node: ast.AST):
+    """Every literal in an argument's expression (``int(_number("X", 3) * 1_000_000)`` gives 3 and 1,000,000)."""
+    for sub in ast.walk(node):
+        if sub is not node and isinstance(sub, ast.BinOp) and _literal(sub) is not ...:
+            yield _literal(sub)
+        elif isinstance(sub, ast.Constant):
+            yield sub.value
+    if (value := _literal(node)) is not ...:
+        yield value
+
+
+def _option_default(node: ast.AST):
+    """What a parameter's default expression gives: the first argument (or ``default=``) of ``typer.Option(...)``
+    and the like, else the expression itself."""
+    if isinstance(node, ast.Call):
+        for keyword in node.keywords:
+            if keyword.arg == "default":
+                return keyword.value
+        return node.args[0] if node.args else None
+    return node
+
+
+def _owned_restatements(tree: ast.AST, where) -> list[str]:
+    """Single literals that restate an owned value: as a parameter's default (also ``typer.Option(1000, ...)`` and a
+    dataclass field), as a keyword argument of that name, as an argparse ``--option``'s default, or as a module
+    constant that declares it again; and any string holding the ReXrank BibTeX."""
+    found = []
+
+    def check(name: str | None, expr: ast.AST | None, node: ast.AST, how: str, siblings=(), calls=False) -> None:
+        if name is None or expr is None:
+            return
+        for owned in OWNED:
+            if name not in owned.names or (owned.beside and not set(owned.beside) & set(siblings)):
+                continue
+            if calls and not owned.in_calls:
+                continue
+            values = _literals(expr) if calls else [_literal(expr)]
+            if any(_same(v, owned) for v in values):
+                found.append(f"{where(node)} {how} {name!r} restates {owned.owner}'s {owned.value!r}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            positional = args.posonlyargs + args.args
+            names = [a.arg for a in positional + args.kwonlyargs]
+            pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+            pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            for arg, default in pairs:
+                check(arg.arg, _option_default(default), default, "default of", names)
+        elif isinstance(node, ast.ClassDef):
+            fields = [n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                    check(item.target.id, item.value, item, "field default", fields)
+        elif isinstance(node, ast.Call):
+            keywords = [k.arg for k in node.keywords if k.arg]
+            for keyword in node.keywords:
+                check(keyword.arg, keyword.value, keyword.value, "argument", keywords, calls=True)
+            flag = node.args[0] if node.args and isinstance(node.args[0], ast.Constant) else None
+            if isinstance(flag, ast.Constant) and isinstance(flag.value, str) and flag.value.startswith("--"):
+                for keyword in node.keywords:
+                    if keyword.arg == "default":
+                        check(flag.value[2:].replace("-", "_"), keyword.value, keyword.value, "default of option",
+                              keywords)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and BIBTEX_KEY in node.value:
+            found.append(f"{where(node)} a copy of the ReXrank BibTeX (rexrank.data.catalog.REXRANK_BIBTEX)")
+    for node in tree.body:  # module constants
+        if isinstance(node, ast.Assign):
+            value = _literal(node.value)
+            for name in (getattr(target, "id", "") for target in node.targets):
+                for owned in OWNED:
+                    if re.search(owned.constant, name) and _same(value, owned):
+                        found.append(f"{where(node)} constant {name} declares {owned.owner}'s {owned.value!r} again")
+    return found
+
+
+def _restatements(path: Path, catalog_facts: bool = True) -> list[str]:
     """Literals that declare a dataset/split/track fact: a dict keyed by dataset names or a collection holding
     them (name -> label/split tables, dataset lists), a dataset label or split alias as a string value, a list
-    of tracks, or a track -> label pairing. Docstrings and comments may name anything."""
+    of tracks, a track -> label pairing, or a track's name compared with (``track == "findings"``: the tracks' names
+    are tracks.FINDINGS ...); and the owned values of ``_owned_restatements``. Docstrings and comments may name
+    anything."""
     names = set(catalog.DATASET_ALIASES)
     dataset_labels = {spec.label for spec in catalog.DATASETS.values()}
     track_names = set(tracks.TRACKS)
@@ -176,39 +321,56 @@ def _restatements(path: Path) -> list[str]:
                   and node.body and isinstance(node.body[0], ast.Expr)}
     found = []
 
+    def where(node):
+        return f"{path.relative_to(REPO)}:{getattr(node, 'lineno', '?')}"
+
     def strings(nodes):
         return {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
-    for node in ast.walk(tree):
-        where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', '?')}"
+    for node in ast.walk(tree) if catalog_facts else ():
         if isinstance(node, ast.Dict):
             keys, values = strings(k for k in node.keys if k is not None), strings(node.values)
             if {k.lower() for k in keys} & names:
-                found.append(f"{where} dict keyed by dataset names {sorted(keys & names)}")
+                found.append(f"{where(node)} dict keyed by dataset names {sorted(keys & names)}")
             if keys & track_names and values & track_labels:
-                found.append(f"{where} track -> label table")
+                found.append(f"{where(node)} track -> label table")
         elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             elements = strings(node.elts)
             if {e.lower() for e in elements} & names:
-                found.append(f"{where} collection of dataset names {sorted(elements)}")
+                found.append(f"{where(node)} collection of dataset names {sorted(elements)}")
             if len(elements & track_names) >= 2 or (elements & track_names and elements & track_labels):
-                found.append(f"{where} collection of tracks {sorted(elements)}")
+                found.append(f"{where(node)} collection of tracks {sorted(elements)}")
+        elif isinstance(node, ast.Compare):
+            compared = strings([node.left, *node.comparators]) & track_names
+            if compared:
+                found.append(f"{where(node)} a track compared by its literal name {sorted(compared)}")
+        elif isinstance(node, ast.Call):
+            chosen = strings(k.value for k in node.keywords if k.arg == "value") & track_names
+            if chosen:  # a component's initial value: the page's default track
+                found.append(f"{where(node)} a track literal as a component's value {sorted(chosen)}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             if node.value in dataset_labels:
-                found.append(f"{where} dataset label {node.value!r}")
+                found.append(f"{where(node)} dataset label {node.value!r}")
             if node.value.strip().lower() in catalog.SPLIT_ALIASES:
-                found.append(f"{where} split alias {node.value!r}")
+                found.append(f"{where(node)} split alias {node.value!r}")
+    return found + _owned_restatements(tree, where)
+
+
+def _scan(root: Path) -> list[str]:
+    found = []
+    for folder in SCANNED_FOR_OWNED_VALUES:
+        for path in sorted((root / folder).rglob("*.py")):
+            if path.relative_to(root).as_posix() not in OWNERS:
+                found += _restatements(path, catalog_facts=folder in SCANNED)
     return found
 
 
 def test_no_dataset_split_or_track_fact_outside_its_owner():
-    found = []
-    for root in SCANNED:
-        for path in sorted((REPO / root).rglob("*.py")):
-            if str(path.relative_to(REPO)) not in OWNERS:
-                found += _restatements(path)
-    assert not found, ("dataset/split/track facts belong in rexrank/data/catalog.py and rexrank/data/tracks.py; "
-                       "read them from there instead:\n" + "\n".join(found))
+    found = _scan(REPO)
+    assert not found, ("dataset/split/track facts belong in rexrank/data/catalog.py and rexrank/data/tracks.py, the "
+                       "statistics' defaults in rexrank/evaluation/defaults.py, the submission limits in "
+                       "rexrank/leaderboard/limits.py, the ReXrank BibTeX in rexrank.data.catalog; read them from "
+                       "there instead:\n" + "\n".join(found))
 
 
 def test_the_scan_catches_the_old_restatements(tmp_path, monkeypatch):
@@ -226,6 +388,54 @@ def test_the_scan_catches_the_old_restatements(tmp_path, monkeypatch):
                      "old.py:3 dataset label 'IU-Xray'", "old.py:4 collection of tracks", "old.py:5 track -> label"):
         assert expected in found
     assert "old.py:6" not in found and "old.py:7" not in found
+
+
+# Lines as the tree had them before issue 29 point 1 (each file:line noted), and lines that must pass.
+OLD_LINES = {
+    2: 'def references(name, split=None, track: str = "findings"): ...',  # data/load.py
+    3: 'class GenerateOptions: track: str = "findings"',  # generate/runner.py (a dataclass field)
+    5: 'def score(track: str = typer.Option("findings", "--track"), resamples: int = typer.Option(1000, '
+       '"--resamples"), seed: int = typer.Option(0, "--seed"), confidence: float = typer.Option(0.95)): ...',
+    6: 'def compare(permutations: int = typer.Option(10000, "--permutations")): ...',  # cli/evaluation.py
+    7: 'if track == "findings": pass',  # evaluation/references.py, generate/prompts.py
+    8: 'sub_track = gr.Radio(choices, value="findings", label="Track")',  # leaderboard/app.py
+    9: 'DEFAULT_PERMUTATIONS = 10_000',  # evaluation/statistics.py
+    10: 'N_BOOT = 1000',  # leaderboard/arena.py
+    11: 'DEFAULT_MAX_UPLOAD_MB = 50',  # leaderboard/submissions.py
+    12: 'def __init__(self, max_bytes: int = DEFAULT_MAX_UPLOAD_MB * 1_000_000, rate_limit: int = 5, '
+        'private_quota: int = 3, anonymous_limit: int = 100, rate_window: float = 24 * 3600.0, '
+        'n_resamples: int = 1000): ...',  # leaderboard/submissions.py
+    13: 'serve(max_bytes=int(_number("REXRANK_MAX_UPLOAD_MB", 50) * 1_000_000), '
+        'private_quota=int(_number("REXRANK_PRIVATE_QUOTA", 3)))',  # spaces/leaderboard/app.py
+    14: 'parser.add_argument("--resamples", type=int, default=1000)',  # bench/score_cache.py
+    15: 'compare_runs(runs, resamples=1000, permutations=10_000)',  # bench/compare.py
+    16: '_CITATION = """@article{zhang2024rexrank,\n  title = {ReXrank}\n}"""',  # metrics/*/<slug>.py
+}
+# What the scan lets pass, and why (its allow-list, as rules rather than files).
+PASSING_LINES = (
+    'def build(out, size="small", seed: int = 0): ...',  # a stand-in's own seed: no resample count beside it
+    'evaluate(inputs, model="m", track="findings")',  # a call naming a track chooses it
+    'if name in ("findings", "impression"): pass',  # a report section, not a track
+    'def fit(n_boot: int = 200): ...',  # another number than the owner's is a choice, not a restatement
+)
+
+
+def test_the_scan_catches_single_literal_restatements_of_owned_values(tmp_path, monkeypatch):
+    monkeypatch.setattr(f"{__name__}.REPO", tmp_path)
+    old = tmp_path / "old.py"
+    lines = ["import typer"] + [OLD_LINES.get(n, "") for n in range(2, max(OLD_LINES) + 1)]
+    old.write_text("\n".join(lines) + "\n")
+    found = _restatements(old)
+    flagged = {int(item.split(":")[1].split()[0]) for item in found}
+    assert flagged == set(OLD_LINES), "\n".join(found)
+    expected = ("old.py:3 field default 'track'", "old.py:5 default of 'seed'", "old.py:5 default of 'confidence'",
+                "old.py:12 default of 'rate_window'", "old.py:13 argument 'max_bytes'",
+                "old.py:13 argument 'private_quota'")
+    for item in expected:
+        assert any(f.startswith(item) for f in found), (item, found)
+    fine = tmp_path / "fine.py"
+    fine.write_text("\n".join(PASSING_LINES) + "\n")
+    assert _restatements(fine) == []
 
 
 def test_catalog_is_light_and_data_imports_no_later_stage():
