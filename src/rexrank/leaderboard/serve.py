@@ -66,7 +66,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     """
     from rexrank.errors import ConfigError
     from rexrank.leaderboard.published import seed_store
-    from rexrank.leaderboard.submissions import DEFAULT_MAX_UPLOAD_MB
+    from rexrank.leaderboard.limits import DEFAULT_MAX_UPLOAD_MB, upload_bytes
 
     if requests_repo and not results_repo:
         raise ConfigError("a requests repo needs a results repo too (REXRANK_RESULTS_REPO / results_repo): "
@@ -111,7 +111,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
                      views=views, arena=board_arena, arena_rater=arena_rater)
     demo.queue(default_concurrency_limit=8)
     # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
-    max_bytes = service.max_bytes if service is not None else DEFAULT_MAX_UPLOAD_MB * 1_000_000
+    max_bytes = service.max_bytes if service is not None else upload_bytes(DEFAULT_MAX_UPLOAD_MB)
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, show_error=True,
                 quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD,
                 allowed_paths=allowed_paths or None)
