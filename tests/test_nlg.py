@@ -11,76 +11,79 @@ import random
 
 import numpy as np
 import pytest
+from parity import Pairs, ParityTester
 
 from rexrank.errors import ConfigError
 from rexrank.metrics import get, nlg
 
 N_PAIRS = 150
-TOL = 1e-12
 
 
-@pytest.fixture(scope="module")
-def pairs(iu_xray_test):
-    reports = [s["report"] for s in iu_xray_test.values() if s.get("report")]
-    refs = reports[:N_PAIRS]
-    hyps = [reports[(i + 7) % len(reports)] for i in range(N_PAIRS)]
-    hyps[3], hyps[4] = refs[3], refs[4].upper()  # identical; identical up to case (PTB lower-cases)
-    hyps[5] = "No acute cardiopulmonary abnormality."
-    refs[6] = refs[5]  # a repeated reference: CIDEr-D counts it as two documents, as pycocoevalcap does
-    return hyps, refs
+class TestNLGParity(ParityTester):
+    """Corpus BLEU-1..4, ROUGE-L and CIDEr-D of rexrank's pure-Python PTB tokenisation and scorers on raw IU-Xray
+    reports equal pycocoevalcap's (its Java PTBTokenizer, then its scorers) to 1e-12; the tokens, the scores on
+    pycocoevalcap's own tokens (per study too) and the BLEU of bootstrap resamples as well."""
 
+    metric = "nlg"
+    reference_script = "nlg_ref.py"
+    versions = {"pycocoevalcap": "1.2"}
+    compared = tuple((name, name) for name in ("bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_l", "cider"))
+    atol = 1e-12
+    corpus = True
 
-@pytest.fixture(scope="module")
-def reference(run_reference, pairs):
-    hyps, refs = pairs
-    rng = random.Random(3)
-    subsets = [[rng.randrange(len(refs)) for _ in range(len(refs))] for _ in range(2)]
-    return run_reference("nlg_ref.py", {"hyps": hyps, "refs": refs, "tokenize": True, "subsets": subsets}), subsets
+    def make_pairs(self, iu_xray_test):
+        reports = [s["report"] for s in iu_xray_test.values() if s.get("report")]
+        refs = reports[:N_PAIRS]
+        hyps = [reports[(i + 7) % len(reports)] for i in range(N_PAIRS)]
+        hyps[3], hyps[4] = refs[3], refs[4].upper()  # identical; identical up to case (PTB lower-cases)
+        hyps[5] = "No acute cardiopulmonary abnormality."
+        refs[6] = refs[5]  # a repeated reference: CIDEr-D counts it as two documents, as pycocoevalcap does
+        return Pairs(hyps, refs)
 
+    @staticmethod
+    def subsets(n: int) -> list[list[int]]:
+        """Two bootstrap resamples of the pairs (duplicates included)."""
+        rng = random.Random(3)
+        return [[rng.randrange(n) for _ in range(n)] for _ in range(2)]
 
-def _close(ours, theirs, what):
-    ours, theirs = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
-    worst = float(np.max(np.abs(ours - theirs))) if ours.size else 0.0
-    assert ours.shape == theirs.shape and worst <= TOL, f"{what}: largest difference {worst:.3g} (tolerance {TOL})"
+    def reference_payload(self, pairs, options):
+        return {"hyps": pairs.hyps, "refs": pairs.refs, "tokenize": True, "subsets": self.subsets(len(pairs.refs))}
 
+    def theirs(self, reference):
+        return {**{f"bleu_{k}": reference["bleu"][k - 1] for k in range(1, 5)},
+                "rouge_l": reference["rouge_l"], "cider": reference["cider"]}
 
-def test_scores_equal_pycocoevalcap_on_its_own_tokens(reference):
-    """The scoring alone: pycocoevalcap's PTB tokens in, every number equal (tokenizer=none scores them as given)."""
-    ref, _ = reference
-    hyps, refs = ref["tokens"]["hyps"], ref["tokens"]["refs"]
-    metric = get("nlg", tokenizer="none")
-    stats = metric.statistics(hyps, refs)
-    values = dict(zip(nlg.OUTPUTS, nlg.corpus_values(stats.sum(axis=0), len(stats))))
-    _close([values[f"bleu_{k}"] for k in range(1, 5)], ref["bleu"], "corpus BLEU-1..4")
-    _close(values["rouge_l"], ref["rouge_l"], "ROUGE-L")
-    _close(values["cider"], ref["cider"], "CIDEr-D")
-    _close(stats[:, nlg.STATISTICS.index("nlg_rouge_l")], ref["rouge_l_each"], "per-study ROUGE-L")
-    _close(stats[:, nlg.STATISTICS.index("nlg_cider")], ref["cider_each"], "per-study CIDEr-D")
+    def test_inputs_make_the_comparison_meaningful(self, reference):
+        assert np.std(reference["rouge_l_each"]) > 0.01 and np.std(reference["cider_each"]) > 0.01
 
+    def test_ptb_tokens_equal_pycocoevalcap(self, pairs, reference):
+        """rexrank's pure-Python PTB tokenisation gives the Java PTBTokenizer's tokens, report by report."""
+        assert nlg.tokenize(pairs.hyps) == reference["tokens"]["hyps"]
+        assert nlg.tokenize(pairs.refs) == reference["tokens"]["refs"]
 
-def test_bleu_resamples_are_pycocoevalcap_on_the_resampled_corpus(reference):
-    """A bootstrap resample's BLEU from summed count vectors is exactly pycocoevalcap's BLEU of that corpus
-    (duplicates included); ROUGE-L is its mean. CIDEr-D keeps the full set's document frequencies by design."""
-    ref, subsets = reference
-    hyps, refs = ref["tokens"]["hyps"], ref["tokens"]["refs"]
-    stats = get("nlg", tokenizer="none").statistics(hyps, refs)
-    for subset, theirs in zip(subsets, ref["subsets"]):
-        counts = np.bincount(subset, minlength=len(refs)).astype(float)
-        values = dict(zip(nlg.OUTPUTS, nlg.corpus_values(counts @ stats, len(subset))))
-        _close([values[f"bleu_{k}"] for k in range(1, 5)], theirs["bleu"], "resampled corpus BLEU")
-        _close(values["rouge_l"], theirs["rouge_l"], "resampled ROUGE-L")
+    def test_scores_equal_pycocoevalcap_on_its_own_tokens(self, reference):
+        """The scoring alone: pycocoevalcap's PTB tokens in, every number equal (tokenizer=none scores them as
+        given), per study too."""
+        hyps, refs = reference["tokens"]["hyps"], reference["tokens"]["refs"]
+        stats = get("nlg", tokenizer="none").statistics(hyps, refs)
+        values = dict(zip(nlg.OUTPUTS, nlg.corpus_values(stats.sum(axis=0), len(stats))))
+        theirs = self.theirs(reference)
+        for name, _ in self.compared:
+            self.assert_close(values[name], theirs[name], name)
+        self.assert_close(stats[:, nlg.STATISTICS.index("nlg_rouge_l")], reference["rouge_l_each"],
+                          "per-study ROUGE-L")
+        self.assert_close(stats[:, nlg.STATISTICS.index("nlg_cider")], reference["cider_each"], "per-study CIDEr-D")
 
-
-def test_ptb_pipeline_equals_pycocoevalcap(reference, pairs):
-    """The whole pipeline on raw reports: rexrank's pure-Python PTB tokenisation then scoring, against
-    pycocoevalcap's Java PTBTokenizer then its scorers."""
-    ref, _ = reference
-    hyps, refs = pairs
-    assert nlg.tokenize(hyps) == ref["tokens"]["hyps"]
-    assert nlg.tokenize(refs) == ref["tokens"]["refs"]
-    values = get("nlg").compute(hyps, refs)
-    _close([values[f"bleu_{k}"] for k in range(1, 5)], ref["bleu"], "corpus BLEU-1..4")
-    _close([values["rouge_l"], values["cider"]], [ref["rouge_l"], ref["cider"]], "ROUGE-L, CIDEr-D")
+    def test_bleu_resamples_are_pycocoevalcap_on_the_resampled_corpus(self, pairs, reference):
+        """A bootstrap resample's BLEU from summed count vectors is exactly pycocoevalcap's BLEU of that corpus
+        (duplicates included); ROUGE-L is its mean. CIDEr-D keeps the full set's document frequencies by design."""
+        hyps, refs = reference["tokens"]["hyps"], reference["tokens"]["refs"]
+        stats = get("nlg", tokenizer="none").statistics(hyps, refs)
+        for subset, theirs in zip(self.subsets(len(pairs.refs)), reference["subsets"]):
+            counts = np.bincount(subset, minlength=len(refs)).astype(float)
+            values = dict(zip(nlg.OUTPUTS, nlg.corpus_values(counts @ stats, len(subset))))
+            self.assert_close([values[f"bleu_{k}"] for k in range(1, 5)], theirs["bleu"], "resampled corpus BLEU")
+            self.assert_close(values["rouge_l"], theirs["rouge_l"], "resampled ROUGE-L")
 
 
 def test_lcs_matches_the_dynamic_programme():
