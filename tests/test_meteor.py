@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from conftest import require_meteor
+from parity import Pairs, ParityTester, iu_reports
+
 from rexrank import metrics
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.evaluation.bootstrap import index_matrix, resample_corpus_values
@@ -52,29 +54,6 @@ def metric(jar):
     scorer.close()
 
 
-@pytest.fixture(scope="module")
-def iu_pairs(iu_xray_test):
-    refs = [study["report"] for study in iu_xray_test.values()][:N_PAIRS]
-    shifted = N_PAIRS - N_IDENTICAL
-    hyps = refs[1:shifted + 1] + refs[shifted:]  # another study's report, then the last few identical
-    return hyps, refs
-
-
-@pytest.fixture(scope="module")
-def reference(run_reference, iu_pairs):
-    hyps, refs = iu_pairs
-    subsets = index_matrix(N_PAIRS, 2, BOOTSTRAP_SEED).tolist()
-    return run_reference("meteor_ref.py", {"corpora": [
-        {"hyps": hyps, "refs": refs, "tokenize": True, "subsets": subsets},
-        {"hyps": [h for h, _ in EDGE_PAIRS], "refs": [r for _, r in EDGE_PAIRS], "tokenize": False}]})
-
-
-@pytest.fixture(scope="module")
-def iu_statistics(metric, reference):
-    tokens = reference["corpora"][0]["tokens"]
-    return metric.statistics(tokens["hyps"], tokens["refs"])
-
-
 def _jar_eval(metric, statistics: np.ndarray) -> tuple[np.ndarray, float]:
     """The jar's own scores for stats lines: (per segment, corpus) from one EVAL line (pycocoevalcap's protocol)."""
     lines = [" ".join(repr(float(x)) for x in row) for row in statistics[:, 1:1 + len(meteor.RAW_STATISTICS)]]
@@ -82,42 +61,97 @@ def _jar_eval(metric, statistics: np.ndarray) -> tuple[np.ndarray, float]:
     return np.array([float(a) for a in answers[:-1]]), float(answers[-1])
 
 
-def test_parity_with_pycocoevalcap_on_iu_xray(metric, reference, iu_statistics):
-    """Corpus score (from summed statistics) and every segment score equal pycocoevalcap's on PTB-tokenised IU-Xray
-    pairs. Java prints doubles with Double.toString (the shortest decimal that reads back as the same double), so
-    1e-12 is tight."""
-    expected = reference["corpora"][0]
-    tokens = expected["tokens"]
-    np.testing.assert_allclose(iu_statistics[:, 0], expected["scores"], rtol=0, atol=1e-12)
-    assert metric.compute(tokens["hyps"], tokens["refs"])["meteor"] == pytest.approx(expected["score"], abs=1e-12)
-    assert corpus_aggregate(iu_statistics, "meteor")["meteor"] == pytest.approx(expected["score"], abs=1e-12)
-    # The corpus score is not the mean of segment scores (the reason METEOR is a corpus metric here).
-    assert abs(expected["score"] - np.mean(expected["scores"])) > 1e-3
-    assert len(set(np.round(iu_statistics[:, 0], 6))) > 100  # the pairs really vary
-    assert np.all(iu_statistics[-N_IDENTICAL:, 0] > 0.9)
-    assert metric.score(tokens["hyps"], tokens["refs"]).tolist() == iu_statistics[:, 0].tolist()
+class TestMeteorParity(ParityTester):
+    """Segment scores, the corpus score (from summed statistics) and bootstrap resamples equal pycocoevalcap 1.2's
+    Meteor on PTB-tokenised IU-Xray pairs (tests/reference/meteor_ref.py, the same meteor-1.5.jar). Java prints doubles
+    with Double.toString (the shortest decimal that reads back as the same double), so 1e-12 is tight. Ours scores
+    the tokens pycocoevalcap's PTBTokenizer produced (tokenizer none): the comparison is METEOR's alone; the default
+    pipeline (rexrank.metrics.ptb, then Meteor) on the raw reports is checked too."""
 
+    metric = "meteor"
+    reference_script = "meteor_ref.py"
+    versions = {"pycocoevalcap": "1.2"}
+    compared = (("scores", "scores"), ("score", "score"), ("aggregate", "score"))
+    atol = 1e-12
 
-def test_ptb_pipeline_matches_pycocoevalcap_end_to_end(metric, reference, iu_pairs, jar):
-    """The default pipeline (rexrank.metrics.ptb, then Meteor) on the raw reports gives pycocoevalcap's numbers."""
-    piped = metrics.get("meteor", jar=str(jar))
-    assert piped.config()["tokenizer"] == "ptb"
-    piped._process = metric.process  # the same jar: borrow the running Java rather than load the table again
-    hyps, refs = iu_pairs
-    expected = reference["corpora"][0]
-    np.testing.assert_allclose(piped.score(hyps, refs), expected["scores"], rtol=0, atol=1e-12)
-    assert piped.compute(hyps, refs)["meteor"] == pytest.approx(expected["score"], abs=1e-12)
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test, n=N_PAIRS)
+        shifted_n = N_PAIRS - N_IDENTICAL
+        return Pairs(refs[1:shifted_n + 1] + refs[shifted_n:], refs)  # another study's report, then a few identical
 
+    def reference_payload(self, pairs, options):
+        subsets = index_matrix(N_PAIRS, 2, BOOTSTRAP_SEED).tolist()
+        return {"corpora": [{"hyps": pairs.hyps, "refs": pairs.refs, "tokenize": True, "subsets": subsets},
+                            {"hyps": [h for h, _ in EDGE_PAIRS], "refs": [r for _, r in EDGE_PAIRS], "tokenize": False}]}
 
-def test_edge_cases_match_pycocoevalcap(metric, reference):
-    """Empty hypothesis or reference (Meteor's statistics are all 0: the segment scores 0 and adds nothing to the
-    corpus), "|||" and double spaces in a hypothesis, "|||" in a reference: as pycocoevalcap sends them."""
-    expected = reference["corpora"][1]
-    hyps, refs = [h for h, _ in EDGE_PAIRS], [r for _, r in EDGE_PAIRS]
-    stats = metric.statistics(hyps, refs)
-    np.testing.assert_allclose(stats[:, 0], expected["scores"], rtol=0, atol=1e-12)
-    assert metric.compute(hyps, refs)["meteor"] == pytest.approx(expected["score"], abs=1e-12)
-    assert stats[:3, 0].tolist() == [0.0, 0.0, 0.0] and not stats[2, 1:].any()
+    @pytest.fixture(scope="class")
+    def scorer(self, metric):
+        return metric  # the module's running Java (it loads its paraphrase table once)
+
+    @pytest.fixture(scope="class")
+    def ours(self, scorer, reference):
+        tokens = reference["corpora"][0]["tokens"]
+        statistics = scorer.statistics(tokens["hyps"], tokens["refs"])
+        return {"statistics": statistics, "scores": statistics[:, 0],
+                "score": scorer.compute(tokens["hyps"], tokens["refs"])["meteor"],
+                "aggregate": corpus_aggregate(statistics, "meteor")["meteor"]}
+
+    def theirs(self, reference):
+        return reference["corpora"][0]
+
+    def test_inputs_make_the_comparison_meaningful(self, scorer, ours, reference):
+        expected = self.theirs(reference)
+        statistics = ours["statistics"]
+        # The corpus score is not the mean of segment scores (the reason METEOR is a corpus metric here).
+        assert abs(expected["score"] - np.mean(expected["scores"])) > 1e-3
+        assert len(set(np.round(statistics[:, 0], 6))) > 100  # the pairs really vary
+        assert np.all(statistics[-N_IDENTICAL:, 0] > 0.9)
+        tokens = expected["tokens"]
+        assert scorer.score(tokens["hyps"], tokens["refs"]).tolist() == statistics[:, 0].tolist()
+
+    def test_ptb_pipeline_matches_pycocoevalcap_end_to_end(self, scorer, reference, pairs, jar):
+        """The default pipeline (rexrank.metrics.ptb, then Meteor) on the raw reports gives pycocoevalcap's
+        numbers."""
+        piped = metrics.get("meteor", jar=str(jar))
+        assert piped.config()["tokenizer"] == "ptb"
+        piped._process = scorer.process  # the same jar: borrow the running Java rather than load the table again
+        expected = self.theirs(reference)
+        self.assert_close(piped.score(pairs.hyps, pairs.refs), expected["scores"], "PTB pipeline segment scores")
+        self.assert_close(piped.compute(pairs.hyps, pairs.refs)["meteor"], expected["score"], "PTB pipeline corpus")
+
+    def test_edge_cases_match_pycocoevalcap(self, scorer, reference):
+        """Empty hypothesis or reference (Meteor's statistics are all 0: the segment scores 0 and adds nothing to the
+        corpus), "|||" and double spaces in a hypothesis, "|||" in a reference: as pycocoevalcap sends them."""
+        expected = reference["corpora"][1]
+        hyps, refs = [h for h, _ in EDGE_PAIRS], [r for _, r in EDGE_PAIRS]
+        stats = scorer.statistics(hyps, refs)
+        self.assert_close(stats[:, 0], expected["scores"], "edge segment scores")
+        self.assert_close(scorer.compute(hyps, refs)["meteor"], expected["score"], "edge corpus score")
+        assert stats[:3, 0].tolist() == [0.0, 0.0, 0.0] and not stats[2, 1:].any()
+
+    def test_bootstrap_resamples_are_exact(self, ours, reference):
+        """A bootstrap resample (count vector @ statistics, the harness's route) scores exactly what pycocoevalcap
+        gives the resampled corpus, each repeated study counted as often as drawn."""
+        resampled = resample_corpus_values(ours["statistics"], "meteor", resamples=2, seed=BOOTSTRAP_SEED)[:, 0]
+        expected = [subset["score"] for subset in reference["corpora"][0]["subsets"]]
+        assert any(len(set(row)) < N_PAIRS for row in index_matrix(N_PAIRS, 2, BOOTSTRAP_SEED).tolist())
+        self.assert_close(resampled, expected, "resampled corpus scores")
+        assert np.all(np.abs(resampled - reference["corpora"][0]["score"]) > 1e-6)  # really other corpora
+
+    def test_corpus_score_equals_the_jars_eval(self, scorer, ours):
+        """``corpus_values`` of summed statistics is Meteor's own EVAL corpus score (here bit for bit; 1e-12 leaves
+        room for Java's Math.pow intrinsic, which need not round like C's pow), on the corpus and on a resample with
+        repeated studies; without the perfect-match chunk rule it would not be."""
+        statistics = ours["statistics"]
+        segments, corpus = _jar_eval(scorer, statistics)
+        self.assert_close(statistics[:, 0], segments, "segment scores / the jar's EVAL")
+        self.assert_close(meteor.corpus_values(statistics.sum(axis=0), N_PAIRS)[0], corpus, "corpus / EVAL")
+        resample = np.r_[np.arange(N_PAIRS - N_IDENTICAL - 20, N_PAIRS), np.arange(N_PAIRS - N_IDENTICAL, N_PAIRS)]
+        _, resampled = _jar_eval(scorer, statistics[resample])
+        sums = statistics[resample].sum(axis=0)
+        self.assert_close(meteor.corpus_values(sums, len(resample))[0], resampled, "resample / EVAL")
+        sums[-1] = 0  # every segment's chunks summed, the perfect ones too
+        assert abs(meteor.corpus_values(sums, len(resample))[0] - resampled) > 1e-4
 
 
 def test_line_breaks_do_not_break_the_protocol(metric):
@@ -125,31 +159,6 @@ def test_line_breaks_do_not_break_the_protocol(metric):
     broken = metric.statistics(["heart is\nnormal", "lungs\r\nclear"], ["heart\ris normal", "lungs are clear"])
     spaced = metric.statistics(["heart is normal", "lungs  clear"], ["heart is normal", "lungs are clear"])
     assert broken.tolist() == spaced.tolist()
-
-
-def test_corpus_score_equals_the_jars_eval(metric, iu_statistics):
-    """``corpus_values`` of summed statistics is Meteor's own EVAL corpus score (here bit for bit; 1e-12 leaves room
-    for Java's Math.pow intrinsic, which need not round like C's pow), on the corpus and on a resample with repeated
-    studies; without the perfect-match chunk rule it would not be."""
-    segments, corpus = _jar_eval(metric, iu_statistics)
-    np.testing.assert_allclose(iu_statistics[:, 0], segments, rtol=0, atol=1e-12)
-    assert meteor.corpus_values(iu_statistics.sum(axis=0), N_PAIRS)[0] == pytest.approx(corpus, abs=1e-12)
-    resample = np.r_[np.arange(N_PAIRS - N_IDENTICAL - 20, N_PAIRS), np.arange(N_PAIRS - N_IDENTICAL, N_PAIRS)]
-    _, resampled = _jar_eval(metric, iu_statistics[resample])
-    sums = iu_statistics[resample].sum(axis=0)
-    assert meteor.corpus_values(sums, len(resample))[0] == pytest.approx(resampled, abs=1e-12)
-    sums[-1] = 0  # every segment's chunks summed, the perfect ones too
-    assert abs(meteor.corpus_values(sums, len(resample))[0] - resampled) > 1e-4
-
-
-def test_bootstrap_resamples_are_exact(reference, iu_statistics):
-    """A bootstrap resample (count vector @ statistics, the harness's route) scores exactly what pycocoevalcap gives
-    the resampled corpus, each repeated study counted as often as drawn."""
-    resampled = resample_corpus_values(iu_statistics, "meteor", resamples=2, seed=BOOTSTRAP_SEED)[:, 0]
-    expected = [subset["score"] for subset in reference["corpora"][0]["subsets"]]
-    assert any(len(set(row)) < N_PAIRS for row in index_matrix(N_PAIRS, 2, BOOTSTRAP_SEED).tolist())
-    np.testing.assert_allclose(resampled, expected, rtol=0, atol=1e-12)
-    assert np.all(np.abs(resampled - reference["corpora"][0]["score"]) > 1e-6)  # really other corpora
 
 
 def test_corpus_values_shape_and_empty():
