@@ -38,8 +38,10 @@ DEFAULT_MAX_FILE_SIZE_MB = 200.0
 DEFAULT_MAX_REPORT_WORDS = 5_000
 DEFAULT_MAX_REPORT_CHARS = 50_000
 DEFAULT_MAX_LISTED = 10
-# Fields holding a model's report: upstream submissions add "model_prediction" to the ReXrank JSON.
-PREDICTION_FIELDS = ("model_prediction", "report")
+# The field upstream submissions add to each ReXrank study object (whose "report" is the ground truth).
+MODEL_PREDICTION = "model_prediction"
+# Fields holding a model's report, in preference order: a row with both is read from its model_prediction.
+PREDICTION_FIELDS = (MODEL_PREDICTION, "report")
 ID_FIELD = "study_id"
 # Per-study attributes carried into the per-study table when a file provides them (per-site analyses).
 EXTRA_FIELDS = ("site",)
@@ -352,7 +354,7 @@ def _read_jsonl(text, role, problems, pick, text_fields):
 
 def _section_bearing(entry: dict, pick) -> bool:
     # Section-bearing records (ReXrank studies as JSONL) go through the same track-aware pick as ReXrank JSON.
-    return pick is not None and any(k.startswith("section_") or k == "model_prediction" for k in entry)
+    return pick is not None and any(k.startswith("section_") or k == MODEL_PREDICTION for k in entry)
 
 
 def _read_csv(text, role, problems, pick, text_fields):

@@ -16,6 +16,7 @@ from typing import Any
 from rexrank.data.tracks import FINDINGS, canonical_track
 from rexrank.evaluation.predictions import (
     DEFAULT_MAX_FILE_SIZE_MB,
+    MODEL_PREDICTION,
     Problems,
     ReportFile,
     check_values,
@@ -82,9 +83,9 @@ def reference_picker(track: str):
 def prediction_picker():
     def pick(study_id: str, entry: dict[str, Any], where: str):
         # A ReXrank study object also holds the ground truth in "report": only "model_prediction" is the model's.
-        if "model_prediction" in entry:
-            return entry["model_prediction"], None
-        return None, "'model_prediction'"
+        if MODEL_PREDICTION in entry:
+            return entry[MODEL_PREDICTION], None
+        return None, repr(MODEL_PREDICTION)
 
     return pick
 
