@@ -31,10 +31,14 @@ class VLLMGenerator:
 
     def __init__(self, model: str | Path, *, dtype: str = "auto", max_length: int = 2048, engine: Any = None,
                  sampling_params_cls: Any = None, tensor_parallel_size: int = 1, gpu_memory_utilization: float = 0.9,
+                 max_new_tokens: int | None = None, sampling_options: dict[str, Any] | None = None,
                  **engine_kwargs: Any):
         if dtype not in _VLLM_DTYPES:
             raise ConfigError(f"unknown dtype {dtype!r} for vllm. Available: {', '.join(_VLLM_DTYPES)}")
         self.max_length = int(max_length)
+        # CRIMSON caps the answer, not prompt + answer, and adds radeval's repetition penalty and stop tokens.
+        self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
+        self.sampling_options = dict(sampling_options or {})
         if engine is None or sampling_params_cls is None:
             vllm = _import_vllm()
             sampling_params_cls = sampling_params_cls or vllm.SamplingParams
@@ -50,8 +54,9 @@ class VLLMGenerator:
     def requests(self, prompts: Sequence[Sequence[int]]) -> tuple[list[dict[str, list[int]]], list[Any]]:
         """The engine inputs: token-id prompts and one greedy SamplingParams per prompt."""
         inputs = [{"prompt_token_ids": [int(t) for t in ids]} for ids in prompts]
-        params = [self.sampling_params_cls(temperature=0.0, max_tokens=max(1, self.max_length - len(ids)),
-                                           skip_special_tokens=True) for ids in prompts]
+        params = [self.sampling_params_cls(
+            temperature=0.0, max_tokens=self.max_new_tokens or max(1, self.max_length - len(ids)),
+            skip_special_tokens=True, **self.sampling_options) for ids in prompts]
         return inputs, params
 
     def generate(self, prompts: Sequence[Sequence[int]]) -> list[list[int]]:

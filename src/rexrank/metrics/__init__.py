@@ -100,6 +100,12 @@ REGISTRY.register(
                "per-report F1 over the union of predicted findings, as radeval 2.2.1",
                needs_model=True, across_processes="shard", value_range=_UNIT),
     f"{_R}.srrbert:SRRBert", aliases=("srr_bert", "srr-bert"))
+REGISTRY.register(
+    MetricSpec("crimson", "crimson", True, "1",
+               "CRIMSON: LLM judge of clinically weighted errors (rajpurkarlab/medgemma-4b-it-crimson), signed "
+               "score in (-1, 1], as radeval 2.2.1",
+               needs_model=True, across_processes="shard", value_range=(-1.0, 1.0)),
+    f"{_R}.crimson:Crimson")
 
 # The eight ReXrank leaderboard metrics, in leaderboard column order.
 LEADERBOARD_METRICS = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1", "ratescore", "green", "fineradscore")

@@ -23,6 +23,7 @@ BUILDERS: dict[str, str] = {
     "generate": "rexrank.testing.standin_generate:build",
     "radeval_bertscore": "rexrank.testing.standin_modernbert:build",
     "srrbert": "rexrank.testing.standin_srrbert:build",
+    "crimson": "rexrank.testing.standin_gemma3:build",
 }
 SIZES = ("small", "real")
 

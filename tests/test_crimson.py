@@ -1,0 +1,309 @@
+"""CRIMSON: rexrank's implementation against radeval 2.2.1's own CRIMSON (transformers 4.57, .venv-ref) on the same
+random-weight Gemma-3 judge (rexrank.testing.standin_gemma3), and its parser against radeval's on written answers."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rexrank import metrics
+from rexrank.errors import ConfigError
+from rexrank.metrics.crimson import HTTP_REQUEST, Crimson, is_default_judge
+from rexrank.metrics.crimson_prompt import SYSTEM_MESSAGE, build_prompt, chat_messages, evaluate_output
+
+
+@pytest.fixture(scope="module")
+def paths(standins) -> dict[str, str]:
+    return standins("crimson")
+
+
+def _finding(i, kind, significance):
+    return {"id": f"{kind}{i}", "finding": f"finding {i}", "clinical_significance": significance}
+
+
+def _answer(refs=(), preds=(), matched=(), false=(), missing=(), attributes=(), **extra):
+    return {"reference_findings": list(refs), "predicted_findings": list(preds),
+            "matched_findings": [{"ref_id": r, "pred_id": p} for r, p in matched],
+            "errors": {"false_findings": list(false), "missing_findings": list(missing),
+                       "attribute_errors": list(attributes)}, **extra}
+
+
+_FULL = _answer(
+    refs=[_finding(1, "R", "urgent"), _finding(2, "R", "actionable_not_urgent"), _finding(3, "R", "benign_expected"),
+          _finding(4, "R", "not_actionable_not_urgent"), _finding(5, "R", "something else")],
+    preds=[_finding(1, "P", "urgent"), _finding(2, "P", "actionable_not_urgent"), _finding(3, "P", "urgent"),
+           _finding(4, "P", "made up")],
+    matched=[("R1", "P1"), ("R1", "P2"), ("R2", "P2"), ("R4", "P4")], false=["P3"], missing=["R3", "R5"],
+    attributes=[{"ref_id": "R1", "pred_id": "P1", "severity": "significant", "error_types": ["location", "severity"],
+                 "explanation": "left vs right"},
+                {"ref_id": "R1", "pred_id": "P2", "severity": "negligible", "error_types": ["descriptor"]},
+                {"ref_id": "R2", "pred_id": "P2", "severity": "odd", "error_types": ["measurement", "temporal"]},
+                {"ref_id": "R4", "pred_id": "P4", "error_types": ["certainty", "unspecific", "overinterpretation"]},
+                {"pred_id": "P9", "severity": "significant", "error_types": ["location"]}])
+_FULL_TEXT = json.dumps(_FULL, indent=2)
+_VALID = json.dumps(_answer(refs=[_finding(1, "R", "urgent")], preds=[_finding(1, "P", "urgent")],
+                            matched=[("R1", "P1")]))
+_MINIMAL = json.dumps(_answer())
+_BAD_ONE = _answer(refs=[_finding(1, "R", "urgent"), _finding(2, "R", "urgent")], preds=[_finding(1, "P", "urgent")],
+                   matched=[("R1", "P1")], missing=["R2"])
+
+# Written judge answers: one or more per rule of radeval's reading (extraction, each repair, closing a cut-off object,
+# the key check, the formula's branches, types that make radeval's code fail).
+JUDGE_OUTPUTS = [
+    _FULL_TEXT,  # plain JSON: every count, weight and branch of the credit rule
+    _VALID, _MINIMAL,  # a perfect match; no findings at all (N_G 0, no errors: 1.0)
+    f"```json\n{_FULL_TEXT}\n```",  # fenced, tagged
+    f"Here is my evaluation:\n```\n{_VALID}\n```\nDone.",  # fenced, untagged, text around
+    f"```json\n{_VALID}\n``` and again ```json\n{_MINIMAL}\n```",  # the first fence wins
+    f"```json\nnot json\n```\n{_VALID}",  # a fence with junk wins over JSON outside it
+    f"Sure! {_VALID} Hope this helps.",  # text around, no fence: first '{' to last '}'
+    _VALID.replace("]", ", ]").replace("}", " ,}", 1),  # trailing commas
+    _VALID[:-1] + ',}',  # a trailing comma before the final brace
+    json.dumps(_FULL).replace('"left vs right"', '"the \u201cleft\u201d vs \u2018right\u2019"'),  # curly quotes
+    json.dumps(_BAD_ONE).replace('"missing_findings": ["R2"]', '"missing_findings": ["":["R2"]'),  # array/object
+    json.dumps(_BAD_ONE).replace(', "missing_findings"', ', missing_findings"'),  # key without opening quote
+    json.dumps(_FULL).replace('"pred_id": "P1", "severity"', '"pred_id": "P1", "pred_old", "severity"'),  # orphan
+    json.dumps(_FULL).replace('{"ref_id": "R2", "pred_id": "P2"}', '{"pred_o", "ref_id": "R2", "pred_id": "P2"}'),
+    json.dumps(_FULL).replace("left vs right", "left\\_lung vs R\\L"),  # invalid escapes
+    json.dumps(_FULL).replace("left vs right", 'says "mass" not "opacity"'),  # unescaped quotes in prose
+    json.dumps(_FULL).replace("left vs right", 'called "mass", "nodule" and "lesion"'),  # quotes next to commas
+    _FULL_TEXT[: _FULL_TEXT.index('"severity": "odd"') + 12],  # cut off inside a string: closed
+    _FULL_TEXT[: _FULL_TEXT.index('"ref_id": "R4",') + 15],  # cut off after a comma: closed
+    json.dumps(_BAD_ONE)[:-1] + ', "errors": {"false_findings": ["P1"]}}',  # duplicate key: the first wins
+    json.dumps(_BAD_ONE)[:-2] + '}, "errors": {"false_findings": ["P1"]',  # duplicate key, cut off: the last wins
+    json.dumps({k: v for k, v in _FULL.items() if k != "errors"}),  # a required key missing
+    json.dumps({k: v for k, v in _FULL.items() if k != "matched_findings"}),
+    json.dumps({**_FULL, "errors": ["P3"]}),  # errors not an object
+    json.dumps([_FULL]),  # not an object
+    "", "   ", "I cannot evaluate these reports.", "{", "}{", "{}",  # nothing readable
+    json.dumps(_answer(refs=[{"finding": "no id"}])),  # a finding without an id
+    json.dumps(_answer(refs=[{"id": "R1", "clinical_significance": ["urgent"]}])),  # an unhashable significance
+    json.dumps(_answer(refs=["R1"])),  # a finding that is not an object
+    json.dumps(_answer(refs=[_finding(1, "R", "urgent")], matched=[("R1", "P1")],
+                       attributes=[{"ref_id": "R1", "severity": "significant", "error_types": "location|severity"}])),
+    json.dumps(_answer(preds=[_finding(1, "P", "urgent")], false=["P1"])),  # N_G 0, a false finding: negative
+    json.dumps(_answer(refs=[_finding(1, "R", "benign_expected")], missing=["R1"])),  # N_G 0 with references: 0
+    json.dumps(_answer(refs=[_finding(1, "R", "benign_expected")], preds=[_finding(1, "P", "urgent")],
+                       false=["P1"])),  # N_G 0 with references, a false finding
+    json.dumps(_answer(matched=[("R7", "P1")], missing=["R8"])),  # matched ids with no reference finding
+    json.dumps(_answer(refs=[_finding(1, "R", "urgent"), _finding(2, "R", "urgent"), _finding(3, "R", "urgent")],
+                       preds=[_finding(1, "P", "urgent")], matched=[("R1", "P1")], missing=["R2", "R3"])),  # 1/3
+    json.dumps(_answer(refs=[_finding(1, "R", "not_actionable_not_urgent")],
+                       preds=[_finding(i, "P", "urgent") for i in range(1, 9)], false=[f"P{i}" for i in range(1, 9)])),
+    json.dumps(_answer(refs=[{"id": 1, "clinical_significance": "urgent"}, {"id": None}], matched=[(1, "P1")])),
+    '{"reference_findings": [], "predicted_findings": [], "matched_findings": [], "errors": {}, "x": NaN}',
+    "[" * 5000 + "]" * 5000,  # nesting deeper than the json module takes
+    "{" + '"a": {' * 3000 + "}" * 3000 + "}",
+]
+CONTEXTS = [{"Age": "82", "Indication": "Routine preoperative evaluation"}, {}, {"Sex": "F", "Indication": "{x}"}]
+
+
+@pytest.fixture(scope="module")
+def pairs(iu_xray_test):
+    refs = [study["report"] for study in iu_xray_test.values()][:6]
+    hyps = refs[1:] + refs[:1]
+    edge_hyps = ["", "  Mild cardiomegaly.  \n\n Small effusion. ", "No {r} braces {0} here.", "Épanchement \u201cà\u201d"]
+    edge_refs = ["No acute process.", "Cardiomegaly.", "Normal.", "Effusion."]
+    return hyps + edge_hyps, refs + edge_refs
+
+
+@pytest.fixture(scope="module")
+def reference(run_reference, paths, pairs):
+    hyps, refs = pairs
+    return run_reference("crimson_radeval_ref.py", {"model_dir": paths["crimson"], "refs": refs, "hyps": hyps,
+                                                     "outputs": JUDGE_OUTPUTS, "contexts": CONTEXTS})
+
+
+def test_prompts_are_radevals_byte_for_byte(pairs, reference):
+    """Every prompt branch radeval has (a local judge: guidelines in; its default judge: out; OpenAI: in; patient
+    contexts with and without guidelines), the system message and the HTTP request equal radeval's."""
+    hyps, refs = pairs
+    assert reference["versions"]["radeval"] == "2.2.1" and reference["versions"]["transformers"].startswith("4.")
+    prompts = reference["prompts"]
+    assert [build_prompt(r, h, guidelines=True) for r, h in zip(refs, hyps)] == prompts["local"] == prompts["openai"]
+    assert [build_prompt(r, h, guidelines=False) for r, h in zip(refs, hyps)] == prompts["default"]
+    assert [build_prompt(refs[0], hyps[0], guidelines=True, context=c) for c in CONTEXTS] == prompts["context"]
+    assert [build_prompt(refs[0], hyps[0], guidelines=False, context=c) for c in CONTEXTS] == prompts["context_default"]
+    assert prompts["local"][0] != prompts["default"][0] and prompts["context"][0] != prompts["local"][0]
+    request = reference["request"]
+    assert request["messages"] == chat_messages(prompts["openai"][0])
+    assert request["messages"][0] == {"role": "system", "content": SYSTEM_MESSAGE}
+    assert {k: v for k, v in request.items() if k != "messages"} == {"temperature": 0, **HTTP_REQUEST}
+
+
+def test_generation_parity_with_radeval(paths, pairs, reference):
+    """On the stand-in judge, rexrank (transformers 5) feeds the model radeval's token ids and gets radeval's answers
+    (transformers 4.57 pipeline), one pair at a time as radeval runs them (in bfloat16 a padded batch can flip a
+    near-tie, docs/radeval_metrics.md); scores and aggregates equal."""
+    hyps, refs = pairs
+    assert reference["has_generation_config"]  # radeval's branch that uses the model's generation_config.json
+    metric = metrics.get("crimson", model=paths["crimson"], device="cpu", batch_size=1, guidelines=True)
+    prompts = [build_prompt(r, h, guidelines=True) for r, h in zip(refs, hyps)]
+    assert metric.prompt_ids(prompts) == reference["input_ids"]
+    details = metric.score_details(hyps, refs)
+    assert list(details["crimson_analysis"]) == reference["answers"]
+    assert len(set(reference["answers"])) > 1  # the stand-in's answers depend on the pair
+    ours = [None if math.isnan(v) else v for v in details["crimson"]]
+    assert ours == reference["scores"]
+    summary = metric.summary()
+    assert (summary["crimson"], summary["crimson_std"]) == (reference["mean"], reference["std"])
+    assert summary["n_parse_failures"] == metric.n_parse_failures == sum(s is None for s in reference["scores"])
+    assert details["crimson_parse_error"].notna().sum() == metric.n_parse_failures
+
+
+def test_parser_parity_with_radeval(reference):
+    """Each written answer: radeval's reader fails exactly where ours gives NaN; elsewhere the same score, counts,
+    weighted errors and formula terms."""
+    assert len(reference["parsed"]) == len(JUDGE_OUTPUTS)
+    read = 0
+    for text, theirs in zip(JUDGE_OUTPUTS, reference["parsed"]):
+        ours = evaluate_output(text)
+        if "error" in theirs:
+            assert math.isnan(ours["score"]) and ours["parse_error"], (text[:80], theirs)
+            continue
+        read += 1
+        assert ours["parse_error"] is None, (text[:80], ours["parse_error"])
+        assert ours["score"] == theirs["score"] and type(ours["score"]) is type(theirs["score"]), text[:80]
+        assert ours["error_counts"] == theirs["error_counts"], text[:80]
+        assert ours["weighted_error_counts"] == theirs["weighted"], text[:80]
+        assert ours["terms"] == theirs["terms"], text[:80]
+    assert 20 < read < len(JUDGE_OUTPUTS) - 10  # both kinds well represented
+    # The answers exercise every branch: negative, zero, fractional and perfect scores.
+    scores = {p.get("score") for p in reference["parsed"]}
+    assert {1.0, 0.0, 0.3333} <= scores and any(s is not None and s < 0 for s in scores)
+
+
+class _ScriptedGenerator:
+    """Answers each prompt with a written judge answer (token ids of the stand-in's tokenizer, then <end_of_turn>)."""
+
+    def __init__(self, tokenizer, texts):
+        self.tokenizer, self.texts, self.calls = tokenizer, list(texts), 0
+
+    def generate(self, prompts):
+        self.calls += 1
+        out = []
+        for _ in prompts:
+            text = self.texts.pop(0)
+            out.append(self.tokenizer(text, add_special_tokens=False)["input_ids"]
+                       + [self.tokenizer.convert_tokens_to_ids("<end_of_turn>")])
+        return out
+
+
+def test_scripted_judge_runs_the_whole_pipeline_to_radevals_scores(paths, reference):
+    """Written answers go through the real decoding path (token ids -> text) and parser to radeval's scores; the
+    second call is answered from the cache without the judge."""
+    texts = [_FULL_TEXT, _VALID, "I cannot evaluate these reports.", f"```json\n{_FULL_TEXT}\n```"]
+    expected = [reference["parsed"][JUDGE_OUTPUTS.index(t)] for t in texts]
+    judge = _ScriptedGenerator(Crimson(model=paths["crimson"]).tokenizer, texts)
+    metric = Crimson(model=paths["crimson"], device="cpu", generator=judge)
+    hyps, refs = ["a", "b", "c", "d"], ["w", "x", "y", "z"]
+    details = metric.score_details(hyps, refs)
+    assert list(details["crimson_analysis"]) == texts
+    for value, theirs in zip(details["crimson"], expected):
+        assert (math.isnan(value) and "error" in theirs) or value == theirs["score"]
+    assert metric.n_parse_failures == 1 and details["crimson_parse_error"].notna().tolist() == [False, False, True,
+                                                                                                False]
+    assert int(details["crimson_false_findings"][0]) == 1 and int(details["crimson_missing_findings"][0]) == 2
+    assert details["crimson_false_findings"].isna().tolist() == [False, False, True, False]
+    calls = judge.calls
+    np.testing.assert_array_equal(metric.score(hyps, refs), details["crimson"].to_numpy())
+    assert judge.calls == calls  # cached
+
+
+def test_http_backend_sends_radevals_request_and_retries_unparsable_answers(monkeypatch):
+    """backend="openai": the system message and prompt, temperature 0, seed 42, a JSON-object response format; an
+    unparsable answer or a failed request is asked again (radeval: 3 attempts); a failed request is not cached."""
+    import httpx
+
+    monkeypatch.setenv("CRIMSON_TEST_KEY", "secret-key")
+    bodies, script = [], {"a": ["not json", _VALID], "b": ["not json", "still not", "never"], "c": [None, _MINIMAL]}
+
+    def handler(request):
+        body = json.loads(request.content)
+        bodies.append(body)
+        key = "a" if "Predicted Findings (Candidate):\nA" in body["messages"][1]["content"] else (
+            "b" if "Predicted Findings (Candidate):\nB" in body["messages"][1]["content"] else "c")
+        text = script[key].pop(0)
+        if text is None:
+            return httpx.Response(400, json={"error": "bad"})
+        return httpx.Response(200, json={"choices": [{"message": {"content": text}}]})
+
+    metric = Crimson(model="served-judge", backend="openai", base_url="http://127.0.0.1:9/v1",
+                     api_key_env="CRIMSON_TEST_KEY", transport=httpx.MockTransport(handler))
+    assert metric.guidelines  # not the fine-tuned judge: radeval's OpenAI prompt
+    values = metric.score(["A", "B", "C"], ["r", "r", "r"])
+    assert values[0] == 1.0 and math.isnan(values[1]) and values[2] == 1.0
+    assert len(bodies) == 2 + 3 + 2 and metric.n_parse_failures == 1
+    body = bodies[0]
+    assert body["model"] == "served-judge" and body["temperature"] == 0.0 and "max_tokens" not in body
+    assert {k: body[k] for k in HTTP_REQUEST} == HTTP_REQUEST
+    assert body["messages"] == chat_messages(build_prompt("r", "A", guidelines=True))
+    assert "secret-key" not in json.dumps(metric.config())
+    crimson_judge = Crimson(model="rajpurkarlab/medgemma-4b-it-crimson", backend="openai",
+                            base_url="http://127.0.0.1:9/v1", api_key_env=None, transport=httpx.MockTransport(handler))
+    assert not crimson_judge.guidelines  # the fine-tuned judge behind a server: trained without them
+
+
+def test_http_failures_are_not_cached():
+    """A request that failed on every attempt is NaN now and asked again on the next call."""
+    answers = {"n": 0}
+
+    class Flaky:
+        name = "flaky"
+
+        def complete(self, conversations):
+            answers["n"] += len(conversations)
+            return [None if answers["n"] <= 3 else _VALID for _ in conversations]
+
+    metric = Crimson(model="judge", backend="openai", client=Flaky())
+    assert math.isnan(metric.score(["A"], ["r"])[0]) and answers["n"] == 3
+    assert metric.score(["A"], ["r"])[0] == 1.0
+
+
+def test_guidelines_follow_radevals_default_judge_rule():
+    assert is_default_judge(None) and is_default_judge("rajpurkarlab/medgemma-4b-it-crimson")
+    assert is_default_judge("/models/medgemma-4b-it-crimson/") and not is_default_judge("/models/medgemma-4b-it")
+    assert not is_default_judge("gpt-5.2")
+
+
+def test_bad_options_are_one_line_config_errors(paths):
+    for options, word in (({"backend": "gemini"}, "backend"), ({"dtype": "int8"}, "dtype"),
+                          ({"max_new_tokens": 0}, "max_new_tokens"), ({"base_url": "http://x"}, "base_url")):
+        with pytest.raises(ConfigError, match=word) as info:
+            Crimson(model=paths["crimson"], **options)
+        assert "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match="radeval's request"):
+        Crimson(model="judge", backend="openai", api_key_env=None, temperature=0.7)
+
+
+def test_two_launched_processes_equal_one(paths, tmp_path):
+    """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes): every rank gets the
+    single-process values and answers."""
+    from test_parallel import HYPS, REFS, _same_frame, launch
+
+    assert metrics.spec("crimson").across_processes == "shard"
+    options = {"hyps": HYPS[:4], "refs": REFS[:4],
+               "metrics": {"crimson": {"model": paths["crimson"], "device": "cpu", "batch_size": 2,
+                                       "max_new_tokens": 8}}}
+    one = launch("models", tmp_path / "one", 1, options)[0]
+    assert one["ok"], one
+    for rank in launch("models", tmp_path / "two", 2, options):
+        assert rank["ok"], rank
+        _same_frame(rank["crimson"]["frame"], one["crimson"]["frame"], "crimson")
+
+
+def test_stand_in_has_medgemmas_chat_template(paths):
+    """The stand-in's template is Gemma 3's as published (trl keeps a copy of google/gemma-3's for identity checks)."""
+    from importlib.util import find_spec
+
+    from rexrank.testing.standin_gemma3 import CHAT_TEMPLATE
+
+    trl = Path(find_spec("trl").submodule_search_locations[0])  # located, not imported
+    published = (trl / "chat_templates" / "gemma3.jinja").read_text()
+    assert CHAT_TEMPLATE.rstrip("\n") == published.rstrip("\n")
+    stored = json.loads((Path(paths["crimson"]) / "tokenizer_config.json").read_text())
+    assert stored["chat_template"] == CHAT_TEMPLATE
