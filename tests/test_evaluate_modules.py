@@ -26,7 +26,7 @@ from conftest import meteor_jar_path, require_meteor
 REPO = Path(__file__).resolve().parents[1]
 METRICS_DIR = REPO / "metrics"
 SLUGS = ("bleu2", "bertscore", "semb", "radcliq", "radgraph", "ratescore", "green", "fineradscore", "ce_f1", "nlg",
-         "meteor", "radeval_bertscore", "srrbert")
+         "meteor", "radeval_bertscore", "srrbert", "crimson")
 
 # slug -> (registry metrics the module needs, stand-in families it needs)
 NEEDS = {
@@ -43,6 +43,7 @@ NEEDS = {
     "meteor": (("meteor",), ()),
     "radeval_bertscore": (("radeval_bertscore",), ("radeval_bertscore",)),
     "srrbert": (("srrbert",), ("srrbert",)),
+    "crimson": (("crimson",), ("crimson",)),
 }
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                  "#### Values from Popular Papers", "### Examples", "## Limitations and Bias", "## Citation")
@@ -141,6 +142,8 @@ def standin_options(slug, standins) -> dict:
         return _model_options(standins, "semb")
     if slug == "fineradscore":  # local transformers judge on the tiny Llama stand-in, short answers (speed)
         return {"model": standins("green")["green"], "backend": "transformers", "options": {"max_tokens": 16}}
+    if slug == "crimson":  # the Gemma-3 stand-in judge, short answers (speed; an unofficial, fingerprinted budget)
+        return {**_model_options(standins, slug), "options": {"max_new_tokens": 8}}
     if slug == "green":  # the random stand-in never writes EOS: cap its gibberish (an unofficial, fingerprinted budget)
         return {**_model_options(standins, slug), "options": {"max_new_tokens": 16}}
     return _model_options(standins, slug)
