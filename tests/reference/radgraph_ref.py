@@ -7,7 +7,8 @@ stdout (last line) JSON: {"results": [{"annotations": [per report: {"text", "ent
                                        "seconds": wall time of the annotation loop,
                                        "encoder": {"seconds", "flops", "wordpieces"} (with time_encoder),
                                        "rewards": {"simple": [...], "partial": [...], "complete": [...]},
-                                       "combined": [...]}], "peak_rss_mb": float}
+                                       "combined": [...]}], "peak_rss_mb": float,
+                   "versions": {"radgraph": ..., "transformers": ...}}
 
 - The archive folder is linked as <tmp>/<model_type>: RadGraph(model_cache_dir=D) reads D/<model_type>/.
 - Each report is annotated by its own RadGraph call (the package runs batch 1 anyway), so one failing report
@@ -19,6 +20,7 @@ stdout (last line) JSON: {"results": [{"annotations": [per report: {"text", "ent
 """
 
 import contextlib
+import importlib.metadata
 import io
 import json
 import os
@@ -142,7 +144,8 @@ def main():
     cuda = int(payload.get("cuda", -1))
     results = [run_job(job, RadGraph, F1RadGraph, cuda, clock) for job in payload["jobs"]]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"results": results, "peak_rss_mb": peak}))
+    versions = {name: importlib.metadata.version(name) for name in ("radgraph", "transformers")}
+    print(json.dumps({"results": results, "peak_rss_mb": peak, "versions": versions}))
 
 
 if __name__ == "__main__":
