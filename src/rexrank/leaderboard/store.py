@@ -989,8 +989,10 @@ class Store:
     def log_rows(self, kinds: tuple[str, ...], after_id: int = 0) -> list[tuple[int, str, dict[str, Any]]]:
         """Events of ``kinds`` stored after row ``after_id`` (row ids grow with every insert), in storage order:
         (row id, content hash, event). What lets a reader follow a long log without reading it again."""
+        # "+kind": not the (kind, model) index, which made SQLite walk every vote of the log to find the few rows
+        # after ``after_id``; the row id range is the search (39 ms -> under 1 ms per call at 100,000 votes).
         rows = self._conn().execute(
-            f"SELECT id, content_hash, event FROM events WHERE id > ? AND kind IN ({','.join('?' * len(kinds))})"
+            f"SELECT id, content_hash, event FROM events WHERE id > ? AND +kind IN ({','.join('?' * len(kinds))})"
             " ORDER BY id", (after_id, *kinds)).fetchall()
         return [(row["id"], row["content_hash"], json.loads(row["event"])) for row in rows]
 
