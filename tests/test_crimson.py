@@ -278,6 +278,10 @@ def test_bad_options_are_one_line_config_errors(paths):
         assert "\n" not in str(info.value)
     with pytest.raises(ConfigError, match="radeval's request"):
         Crimson(model="judge", backend="openai", api_key_env=None, temperature=0.7)
+    # The official-weights check reads a local judge's shard digests from the config (rexrank.metrics.official).
+    from rexrank.metrics.official import reported_digests
+
+    assert set(reported_digests("crimson", Crimson(model=paths["crimson"]).config())) == {"crimson"}
 
 
 def test_two_launched_processes_equal_one(paths, tmp_path):

@@ -192,12 +192,15 @@ class Crimson(Metric):
             self._judge_config = {
                 "model": Path(self.model_name).name if Path(self.model_name).exists() else self.model_name,
                 "weights": model_fingerprint(self.model_dir),
-                "weight_digests": {"crimson": weight_digests("crimson", self.model_dir)},
                 "dtype": self.dtype, **self.settings["limit"], "decoding": "greedy",
                 **({"generator": type(self._generator).__name__} if self._generator is not None else {})}
+            # sha256 of each weight shard, where the official-weights check reads them (metrics/official.py)
+            self._weight_digests = {"crimson": weight_digests("crimson", self.model_dir)}
         prompt_hash = hashlib.sha256(json.dumps(chat_messages(build_prompt("{r}", "{c}", guidelines=self.guidelines)))
                                      .encode()).hexdigest()[:12]
-        return {"backend": self.backend, "judge": self._judge_config, "guidelines": self.guidelines,
+        return {"backend": self.backend, "judge": self._judge_config,
+                **({"weight_digests": self._weight_digests} if self.model_dir is not None else {}),
+                "guidelines": self.guidelines,
                 "prompt": prompt_hash, "parser": PARSER_VERSION, "repetition_penalty": REPETITION_PENALTY,
                 **({"max_retries": self.max_retries} if self.backend == "openai" else {})}
 

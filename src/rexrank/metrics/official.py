@@ -100,6 +100,9 @@ OFFICIAL: dict[str, OfficialWeights] = {
         OfficialWeights(
             "srrbert_tokenizer", {"vocab.txt": None}, "Hub microsoft/BiomedVLP-CXR-BERT-general vocab.txt",
             note=_RECORD),
+        OfficialWeights(
+            "crimson", {}, "Hub rajpurkarlab/medgemma-4b-it-crimson (safetensors shards; radeval 2.2.1's default judge)",
+            note=_RECORD + " (the Hub cache names each shard by its sha256)"),
     )
 }
 
@@ -111,6 +114,7 @@ METRIC_SOURCES: dict[str, tuple[str, ...]] = {
     "green": ("green",),
     "radeval_bertscore": ("radeval_bertscore",),
     "srrbert": ("srrbert", "srrbert_tokenizer"),
+    "crimson": ("crimson",),
     # rexrank's own RadGraph family: a plugin's "radgraph_..." metric reads no official weights of rexrank's
     **{name: ("radgraph",) for name in REGISTRY.names(plugins=False)
        if name == "radgraph" or name.startswith("radgraph_")},
