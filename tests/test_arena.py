@@ -493,7 +493,7 @@ def test_images_from_a_hub_dataset(tmp_path, hub, monkeypatch):
         "images/CXR3030_IM-1405-1001.png": png, "images/CXR3030_IM-1405-2001.png": png + b"2",
         "CXR10_IM-0002-1001.jpg": b"jpg", "README.md": b"# images", "loader.py": b"import os",
         "data/train-00000.parquet": b"PAR1"})
-    server.add_repo("org/parquet-only", files={"data/train-00000.parquet": b"PAR1"})
+    server.add_repo("org/nothing", files={"README.md": b"# nothing here"})
     server.add_repo("org/gated-images", files={"a.png": png}, gated="manual")
     cache = tmp_path / "hf-cache"
     find, allowed = images_from_hub("org/iu-xray-images", cache_dir=cache, endpoint=server.endpoint)
@@ -514,7 +514,7 @@ def test_images_from_a_hub_dataset(tmp_path, hub, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
 
     for repo, revision, message in (("org/missing", None, "was not found"), ("org/gated-images", None, "is gated"),
-                                    ("org/parquet-only", None, "holds no image files"),
+                                    ("org/nothing", None, "holds neither image files"),
                                     ("org/iu-xray-images", "no-such-branch", "no such revision")):
         with pytest.raises(InputError, match=message):
             images_from_hub(repo, revision=revision, cache_dir=cache, endpoint=server.endpoint)
@@ -529,6 +529,61 @@ def test_images_from_a_hub_dataset(tmp_path, hub, monkeypatch):
             image_source(bad)
     (tmp_path / "folder").mkdir()
     assert image_source(str(tmp_path / "folder"))[1] == (tmp_path / "folder").resolve()
+
+
+def test_images_from_a_parquet_dataset_on_the_hub(tmp_path, hub, monkeypatch):
+    """A Hub dataset holding the images as a Parquet column (datasets.Image, one or a list per row): with the study
+    column named, each image's bytes are written once, unchanged, as <study>-<k>.png|jpg and matched to the study;
+    a study id that is not a plain name is never made a path; a later start offline reuses the export without a
+    request; without the column, or naming a missing one, one line lists the columns."""
+    import io
+
+    import datasets
+    from huggingface_hub import constants
+    from PIL import Image
+
+    from rexrank.leaderboard.arena import image_source, images_from_hub
+
+    _, server = hub
+
+    def png(shade: int) -> bytes:
+        buffer = io.BytesIO()
+        Image.new("L", (8, 8), color=shade).save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    rows = {"uid": ["CXR1_IM-0001", "CXR2_IM-0002", "../../escape", ".hidden"],
+            "frontal": [{"bytes": png(10), "path": None}, {"bytes": png(20), "path": None},
+                        {"bytes": png(30), "path": None}, {"bytes": png(40), "path": None}],
+            "others": [[{"bytes": png(11), "path": None}], [], [{"bytes": png(31), "path": None}], []],
+            "findings": ["a", "b", "c", "d"]}
+    features = datasets.Features({"uid": datasets.Value("string"), "frontal": datasets.Image(),
+                                  "others": datasets.List(datasets.Image()), "findings": datasets.Value("string")})
+    parquet = tmp_path / "train.parquet"
+    datasets.Dataset.from_dict(rows, features=features).to_parquet(str(parquet))
+    server.add_repo("org/iu-parquet", files={"data/train-00000-of-00001.parquet": parquet.read_bytes(),
+                                             "README.md": b"# IU-Xray images"})
+    cache = tmp_path / "hf-cache"
+    find, allowed = images_from_hub("org/iu-parquet", cache_dir=cache, endpoint=server.endpoint, id_column="uid")
+    shown = find("CXR1_IM-0001")
+    assert [Path(p).name for p in shown] == ["CXR1_IM-0001-1.png", "CXR1_IM-0001-2.png"]
+    assert [Path(p).read_bytes() for p in shown] == [png(10), png(11)]
+    assert find("CXR2_IM-0002") == [str(allowed / "CXR2_IM-0002-1.png")] and find("../../escape") == []
+    assert sorted(p.name for p in allowed.iterdir() if p.suffix == ".png") == [
+        "CXR1_IM-0001-1.png", "CXR1_IM-0001-2.png", "CXR2_IM-0002-1.png"]  # nothing outside, nothing hidden
+    assert not list(tmp_path.rglob("*escape*"))  # the hostile id was never made a path
+
+    requests = len(server.requests)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    again, _ = images_from_hub("org/iu-parquet", cache_dir=cache, endpoint=server.endpoint, id_column="uid")
+    assert again("CXR1_IM-0001") == shown and len(server.requests) == requests
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    for column in (None, "study"):
+        with pytest.raises(InputError, match="name the column holding the study id .*columns: uid, frontal"):
+            images_from_hub("org/iu-parquet", cache_dir=cache, endpoint=server.endpoint, id_column=column)
+    monkeypatch.setattr(constants, "ENDPOINT", server.endpoint)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    find, _ = image_source("hub:org/iu-parquet#uid")
+    assert [Path(p).read_bytes() for p in find("CXR2_IM-0002")] == [png(20)]
 
 
 # -- the Arena in the Space (a host opt-in) ------------------------------------------------------------------------

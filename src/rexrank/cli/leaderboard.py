@@ -51,7 +51,8 @@ def serve(
     arena_images: Optional[Path] = typer.Option(None, "--arena-images", envvar="REXRANK_ARENA_IMAGES",
                                                 help="With --arena: a folder of the public set's images, shown with "
                                                 "each study (the page may serve files from it), or a Hub dataset "
-                                                "of them: hub:ORG/NAME[@REVISION]."),
+                                                "of them: hub:ORG/NAME[@REVISION][#ID_COLUMN] (ID_COLUMN: a Parquet "
+                                                "dataset's study column)."),
     arena_experts_only: bool = typer.Option(False, "--arena-experts-only", envvar="REXRANK_ARENA_EXPERTS_ONLY",
                                             help="With --arena: only raters on the host's expert allow-list vote."),
     arena_rater: Optional[str] = typer.Option(None, "--arena-rater",

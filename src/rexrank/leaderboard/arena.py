@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import secrets
 import threading
 import time
@@ -264,57 +265,126 @@ HUB_IMAGES_PREFIX = "hub:"  # ``image_source("hub:ORG/NAME[@REVISION]")``: a Hub
 
 
 def images_from_hub(repo_id: str, *, revision: str | None = None, token: str | bool | None = None,
-                    cache_dir: str | Path | None = None, endpoint: str | None = None) -> tuple[Callable[[str], list[str]],
-                                                                                            Path]:
+                    cache_dir: str | Path | None = None, endpoint: str | None = None,
+                    id_column: str | None = None) -> tuple[Callable[[str], list[str]], Path]:
     """``Arena(images=...)`` for a Hub dataset repo of a public set's images (e.g. the open IU-Xray PNGs): its image
     files (``IMAGE_SUFFIXES``, any folder of the repo) are fetched with ``huggingface_hub.snapshot_download`` into the
     Hugging Face cache (``cache_dir``, else HF_HUB_CACHE), so a later start, or one offline (HF_HUB_OFFLINE=1), reads
     the cached copy; ``revision`` pins a commit. Then the files are matched to studies as ``images_from_folder`` does.
     Returns (that function, the repo's cache folder): gradio must be allowed to serve that folder (its snapshot
     files are links into it). Only image files are fetched (never code or other files of the repo), and their names
-    are only compared with study ids. A missing, private or gated repo, a missing revision, no network with nothing
-    cached, or a repo without image files is one InputError naming the repo and the fix."""
+    are only compared with study ids.
+
+    A repo without image files whose Parquet files hold the images as a column (``datasets.Image``, or a list of
+    them) is read with ``id_column`` naming the study: its Parquet files are fetched the same way, read with
+    ``datasets.Dataset.from_parquet`` and each image's bytes written once, unchanged, as ``<study>-<k>.png|jpg``
+    into ``<cache>/PARQUET_IMAGES/<repo>/<commit>/<column>`` (a later start reuses them), the folder then returned.
+    A study id that is not a plain name (``_PLAIN_ID``) is skipped, never made a path, and so is an image that is not
+    PNG or JPEG. A missing, private or gated repo, a missing revision, no network with nothing cached, a repo with
+    neither image nor Parquet files, or a Parquet repo without ``id_column`` (or without that column or an image
+    column) is one InputError naming the repo and the fix."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
                                         RepositoryNotFoundError, RevisionNotFoundError)
 
     where = f"the Hub dataset {repo_id}" + (f" at revision {revision}" if revision else "")
-    patterns = [f"*{suffix}" for s in IMAGE_SUFFIXES for suffix in (s, s.upper())]
-    try:
-        folder = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision, cache_dir=cache_dir,
-                                        allow_patterns=patterns, token=token, endpoint=endpoint))
-    except GatedRepoError:
-        raise InputError(f"{where} is gated: accept its conditions on the Hub with the account whose token the "
-                         "Space uses (HF_TOKEN)") from None
-    except RepositoryNotFoundError:
-        raise InputError(f"{where} was not found, or is private to another account: check the name, or give a "
-                         "token that may read it (HF_TOKEN)") from None
-    except RevisionNotFoundError:
-        raise InputError(f"{where}: no such revision; give a branch, tag or commit of the repo") from None
-    except LocalEntryNotFoundError:
-        raise InputError(f"{where} is not in the Hugging Face cache and the Hub cannot be reached (offline?): "
-                         "start once with network access, or give a local folder of the images") from None
-    except (HfHubHTTPError, OSError) as exc:
-        raise InputError(f"{where} could not be fetched ({type(exc).__name__}): try again, or give a local "
-                         "folder of the images") from None
-    if not any(p.suffix.lower() in IMAGE_SUFFIXES for p in folder.rglob("*")):
-        raise InputError(f"{where} holds no image files ({', '.join(IMAGE_SUFFIXES)}): the Arena reads a repo of "
-                         "image files named after the studies; export a Parquet dataset's images to a folder and "
-                         "give that folder instead")
-    # snapshots/<commit>/ holds links into blobs/: the folder gradio may serve is the repo's whole cache folder
-    return images_from_folder(folder), folder.parent.parent
+
+    def fetch(patterns: list[str]) -> Path:
+        try:
+            return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision, cache_dir=cache_dir,
+                                          allow_patterns=patterns, token=token, endpoint=endpoint))
+        except GatedRepoError:
+            raise InputError(f"{where} is gated: accept its conditions on the Hub with the account whose token "
+                             "the Space uses (HF_TOKEN)") from None
+        except RepositoryNotFoundError:
+            raise InputError(f"{where} was not found, or is private to another account: check the name, or give a "
+                             "token that may read it (HF_TOKEN)") from None
+        except RevisionNotFoundError:
+            raise InputError(f"{where}: no such revision; give a branch, tag or commit of the repo") from None
+        except LocalEntryNotFoundError:
+            raise InputError(f"{where} is not in the Hugging Face cache and the Hub cannot be reached (offline?): "
+                             "start once with network access, or give a local folder of the images") from None
+        except (HfHubHTTPError, OSError) as exc:
+            raise InputError(f"{where} could not be fetched ({type(exc).__name__}): try again, or give a local "
+                             "folder of the images") from None
+
+    folder = fetch([f"*{suffix}" for s in IMAGE_SUFFIXES for suffix in (s, s.upper())])
+    if any(p.suffix.lower() in IMAGE_SUFFIXES for p in folder.rglob("*")):
+        # snapshots/<commit>/ holds links into blobs/: the folder gradio may serve is the repo's whole cache folder
+        return images_from_folder(folder), folder.parent.parent
+    folder = fetch(["*.parquet"])
+    files = sorted(str(p) for p in folder.rglob("*.parquet"))
+    if not files:
+        raise InputError(f"{where} holds neither image files ({', '.join(IMAGE_SUFFIXES)}) nor Parquet files: the "
+                         "Arena reads image files named after the studies, or a Parquet dataset with an image column")
+    out = Path(cache_dir or _hub_cache()) / PARQUET_IMAGES / repo_id.replace("/", "--") / folder.name / str(id_column)
+    if not (out / _COMPLETE).is_file():
+        _export_parquet_images(files, id_column, out, where)
+    return images_from_folder(out), out
+
+
+PARQUET_IMAGES = "rexrank-arena-images"  # under the Hugging Face cache: images exported from a Parquet dataset
+_COMPLETE = ".complete"  # written last: a folder without it was interrupted and is written again
+# A study id that may name a file: no separator, no leading dot (what a Parquet cell holds is not trusted).
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+def _hub_cache() -> str:
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_CACHE
+
+
+def _export_parquet_images(files: list[str], id_column: str | None, out: Path, where: str) -> None:
+    """Write each image of the Parquet ``files`` as ``<study>-<k>.<png|jpg>`` into ``out`` (see ``images_from_hub``)."""
+    import shutil
+
+    import datasets
+
+    table = datasets.Dataset.from_parquet(files, cache_dir=str(out.parent / ".arrow"))
+    columns = [name for name, feature in table.features.items()
+               if isinstance(feature, datasets.Image) or isinstance(getattr(feature, "feature", None), datasets.Image)]
+    if id_column is None or id_column not in table.column_names or not columns:
+        raise InputError(f"{where} holds its images in Parquet files: name the column holding the study id "
+                         f"(images_from_hub(..., id_column=NAME); columns: {', '.join(table.column_names)[:300]})"
+                         + ("" if columns else "; and it has no image column (datasets.Image) to read"))
+    for name in columns:  # the stored bytes, never decoded and re-encoded
+        feature = table.features[name]
+        table = table.cast_column(name, datasets.Image(decode=False) if isinstance(feature, datasets.Image)
+                                  else datasets.List(datasets.Image(decode=False)))
+    if out.exists():
+        shutil.rmtree(out)  # an interrupted export: written again from the start
+    out.mkdir(parents=True)
+    written: dict[str, int] = {}
+    for row in table:
+        study = row[id_column]
+        if not isinstance(study, str) or not _PLAIN_ID.fullmatch(study):
+            continue
+        for name in columns:
+            for image in (row[name] if isinstance(row[name], list) else [row[name]]):
+                data = (image or {}).get("bytes") or b""
+                suffix = ".png" if data.startswith(b"\x89PNG") else ".jpg" if data.startswith(b"\xff\xd8\xff") else None
+                if suffix is None:
+                    continue
+                k = written.get(study, 0) + 1
+                written[study] = k
+                (out / f"{study}-{k}{suffix}").write_bytes(data)
+    (out / _COMPLETE).write_text(f"{sum(written.values())} images of {len(written)} studies\n")
 
 
 def image_source(spec: str) -> tuple[Callable[[str], list[str]], Path]:
-    """The Arena's images from the host's setting (``--arena-images``, REXRANK_ARENA_IMAGES): ``hub:ORG/NAME`` or
-    ``hub:ORG/NAME@REVISION`` (``images_from_hub``), else a local folder (``images_from_folder``). Returns (the
-    function from study to images, the folder gradio must be allowed to serve)."""
+    """The Arena's images from the host's setting (``--arena-images``, REXRANK_ARENA_IMAGES):
+    ``hub:ORG/NAME[@REVISION][#ID_COLUMN]`` (``images_from_hub``; the column naming the study for a Parquet dataset
+    of images), else a local folder (``images_from_folder``). Returns (the function from study to images, the
+    folder gradio must be allowed to serve)."""
     spec = str(spec)
     if spec.startswith(HUB_IMAGES_PREFIX):
-        repo_id, _, revision = spec[len(HUB_IMAGES_PREFIX):].partition("@")
+        rest, _, id_column = spec[len(HUB_IMAGES_PREFIX):].partition("#")
+        repo_id, _, revision = rest.partition("@")
         if repo_id.count("/") != 1 or not all(repo_id.split("/")):
-            raise InputError(f"{spec!r:.80} is not a Hub dataset: write hub:ORG/NAME or hub:ORG/NAME@REVISION")
-        return images_from_hub(repo_id, revision=revision or None)
+            raise InputError(f"{spec!r:.80} is not a Hub dataset: write hub:ORG/NAME, with @REVISION and "
+                             "#ID_COLUMN (a Parquet dataset's study column) if needed")
+        return images_from_hub(repo_id, revision=revision or None, id_column=id_column or None)
     return images_from_folder(spec), Path(spec).resolve()
 
 
