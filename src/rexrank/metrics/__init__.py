@@ -101,6 +101,12 @@ REGISTRY.register(
                needs_model=True, across_processes="shard", value_range=_UNIT),
     f"{_R}.srrbert:SRRBert", aliases=("srr_bert", "srr-bert"))
 REGISTRY.register(
+    MetricSpec("temporal_f1", "temporal_f1", True, "1",
+               "Temporal entity F1: temporal keywords found by stanza's radiology NER and by whole-word match, "
+               "per-report F1 of the two sets, as radeval 2.2.1",
+               needs_model=True, across_processes="shard", value_range=_UNIT),
+    f"{_R}.temporal_f1:TemporalF1", aliases=("temporal", "f1temporal", "temporal-f1"))
+REGISTRY.register(
     MetricSpec("crimson", "crimson", True, "1",
                "CRIMSON: LLM judge of clinically weighted errors (rajpurkarlab/medgemma-4b-it-crimson), signed "
                "score in (-1, 1], as radeval 2.2.1",

@@ -103,6 +103,10 @@ OFFICIAL: dict[str, OfficialWeights] = {
         OfficialWeights(
             "crimson", {}, "Hub rajpurkarlab/medgemma-4b-it-crimson (safetensors shards; radeval 2.2.1's default judge)",
             note=_RECORD + " (the Hub cache names each shard by its sha256)"),
+        OfficialWeights(
+            "temporal_f1", {"radiology.pt": None},
+            "Hub stanfordnlp/stanza-en models/ner/radiology.pt (stanza 1.15's, what radeval 2.2.1 downloads)",
+            note=_RECORD),
     )
 }
 
@@ -115,6 +119,7 @@ METRIC_SOURCES: dict[str, tuple[str, ...]] = {
     "radeval_bertscore": ("radeval_bertscore",),
     "srrbert": ("srrbert", "srrbert_tokenizer"),
     "crimson": ("crimson",),
+    "temporal_f1": ("temporal_f1",),
     # rexrank's own RadGraph family: a plugin's "radgraph_..." metric reads no official weights of rexrank's
     **{name: ("radgraph",) for name in REGISTRY.names(plugins=False)
        if name == "radgraph" or name.startswith("radgraph_")},

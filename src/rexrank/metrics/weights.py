@@ -85,6 +85,11 @@ SOURCES: dict[str, ModelSource] = {
         # radeval 2.2.1 (crimson/crimson.py CRIMSONScore.DEFAULT_HF_MODEL): the CRIMSON judge, a MedGemma fine-tune
         ModelSource("crimson", "crimson", "rajpurkarlab/medgemma-4b-it-crimson", what="CRIMSON judge LLM",
                     allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
+        # radeval 2.2.1 (f1temporal): stanza 1.15's en radiology NER model, as its Hub repo and a stanza resources
+        # folder hold it; the pipeline is loaded from a resources folder (rexrank.metrics.temporal_f1)
+        ModelSource("temporal_f1", "temporal_f1", "stanfordnlp/stanza-en", what="stanza radiology NER model",
+                    allow_patterns=("models/ner/radiology.pt",),
+                    digest_files=(("en/ner/radiology.pt", "models/ner/radiology.pt"),)),
     )
 }
 

@@ -24,6 +24,7 @@ BUILDERS: dict[str, str] = {
     "radeval_bertscore": "rexrank.testing.standin_modernbert:build",
     "srrbert": "rexrank.testing.standin_srrbert:build",
     "crimson": "rexrank.testing.standin_gemma3:build",
+    "temporal_f1": "rexrank.testing.standin_temporal:build",
 }
 SIZES = ("small", "real")
 
