@@ -18,6 +18,7 @@ import os
 import numpy as np
 import pytest
 from conftest import NEEDS_MEDSPACY
+from parity import Pairs, ParityTester, iu_reports, shifted
 
 import rexrank.metrics as M
 
@@ -77,144 +78,6 @@ def paths(standins):
     return standins("ratescore")
 
 
-@pytest.fixture(scope="module")
-def pairs(iu_xray_test):
-    refs = [study["section_findings"] for study in iu_xray_test.values()][:N_IU]
-    hyps = refs[7:] + refs[:7]  # another study's reference, as in the benchmark
-    edge_refs = refs[: len(EDGE_HYPS)]
-    built = RULE_PAIRS + REPEAT_PAIRS
-    return (hyps + EDGE_HYPS + edge_refs + [h for h, _ in built],
-            refs + edge_refs + EDGE_HYPS + [r for _, r in built])
-
-
-def with_empty_reports(pairs):
-    """The first MISALIGNED pairs with two hypotheses that yield no sentence ("" and "ok")."""
-    hyps, refs = [list(x[:MISALIGNED]) for x in pairs]
-    hyps[1], hyps[4] = "", "ok"
-    return hyps, refs
-
-
-@pytest.fixture(scope="module")
-def official(run_reference, paths, pairs):
-    """Both reference versions in one .venv-ref process (interpreter start-up dominates at stand-in sizes)."""
-    hyps, refs = pairs
-    result = run_reference("ratescore_ref.py", {
-        "ner": paths["ratescore_ner"], "embed": paths["ratescore_embed"],
-        "jobs": [{"version": "0.5.0", "runs": [[hyps, refs], list(with_empty_reports(pairs))]},
-                 {"version": "0.6.0", "affinity": "long", "runs": [[hyps, refs]]},
-                 {"version": "0.6.0", "affinity": "short", "runs": [[hyps, refs]]}],
-        "entities": {"version": "0.5.0", "texts": refs + hyps}, "constants": ["0.5.0", "0.6.0"]})
-    jobs = result["jobs"]
-    return {"v0.5": jobs[0][0], "misaligned": jobs[0][1], "v0.6-long": jobs[1][0], "v0.6-short": jobs[2][0],
-            "entities": result["entities"], "constants": result["constants"]}
-
-
-def test_constants_match_the_installed_packages(official):
-    """Matrices and negation weights are interface facts: ours must equal the packages' own values exactly."""
-    from rexrank.metrics.ratescore import constants
-
-    def as_ours(matrix):
-        return {tuple(k.upper().split("_")): v for k, v in matrix.items() if k != "neg_weight"}
-
-    v05, v06 = official["constants"]["0.5.0"], official["constants"]["0.6.0"]
-    assert as_ours(v05["matrices"]["DEFAULT_MATRIX"]) == constants.LONG_MATRIX
-    assert v05["neg_weight"] == constants.NEG_WEIGHT_V05
-    long6, short6 = v06["matrices"]["DEFAULT_MATRIX_LONG"], v06["matrices"]["DEFAULT_MATRIX_SHORT"]
-    assert as_ours(long6) == constants.LONG_MATRIX and long6["neg_weight"] == constants.NEG_WEIGHT_LONG
-    assert as_ours(short6) == constants.SHORT_MATRIX and short6["neg_weight"] == constants.NEG_WEIGHT_SHORT
-
-
-def test_entities_match_the_official_ner_and_decoding(official, paths, pairs):
-    """Sentence splitting, batched NER and span decoding give exactly the official (text, type) lists."""
-    hyps, refs = pairs
-    ours = M.get("ratescore", model=paths).entities(refs + hyps)
-    assert [[list(e) for e in report] for report in ours] == official["entities"]
-    counts = [len(e) for e in ours[:N_IU]]
-    assert 4 <= np.mean(counts) <= 16  # the stand-in exercises the metric (about 8-11 entities per report)
-    assert ours[refs.index(EDGE_HYPS[3])] == []  # "Normal." really has no entity: the 0.5 rule is exercised
-
-
-def test_parity_inputs_exercise_every_rule_and_repeated_entities(paths, pairs):
-    """The inputs are what make the parity tests bite: every decoding rule fires on them, one entity text occurs
-    with different types within a report and negated on one side / present on the other, and both scoring paths
-    (fast, and official for near ties) are taken."""
-    from rexrank.metrics.ratescore.entities import decode_spans
-    from rexrank.metrics.ratescore.sentences import split_reports
-
-    hyps, refs = pairs
-    metric = M.get("ratescore", model=paths)
-    metric._load()
-    fired: set[str] = set()
-    for tokens, labels in metric._ner.tag(list(dict.fromkeys(s for r in split_reports(refs + hyps) for s in r))):
-        decode_spans(tokens, labels, fired)
-    assert set(DECODING_RULES) <= fired, sorted(set(DECODING_RULES) - fired)
-
-    n_built = len(REPEAT_PAIRS)
-    rep_hyps, rep_refs = hyps[-n_built:], refs[-n_built:]
-    assert (rep_hyps, rep_refs) == ([h for h, _ in REPEAT_PAIRS], [r for _, r in REPEAT_PAIRS])
-    ents = metric.entities(rep_refs + rep_hyps)
-
-    def types_of(report):
-        out: dict[str, set[str]] = {}
-        for text, kind in report:
-            out.setdefault(text, set()).add(kind)
-        return out
-
-    assert types_of(ents[0])["disease"] == {"NON-DISEASE", "DISEASE"}  # twice in one report, two types
-    assert types_of(ents[2])["disease"] == {"NON-DISEASE"} and types_of(ents[n_built + 2])["disease"] == {"DISEASE"}
-    assert len(types_of(ents[3])["Left"]) == 3
-    assert {"NON-ABNORMALITY", "ABNORMALITY"} <= types_of(ents[4])["evidence"] | types_of(ents[n_built + 4])["evidence"]
-    taken = metric._details(hyps, refs)["official_path"]
-    assert taken[-n_built:][[0, 1, 3]].all()  # a text with two types in one report: a tie the official floats decide
-    assert 0 < taken.sum() < len(taken)
-
-
-@pytest.mark.parametrize("version, affinity, variant_name", VARIANTS)
-def test_scores_match_the_official_package(official, paths, pairs, version, affinity, variant_name):
-    """Every pair equals RaTEScore <version> (affinity <affinity>) to 1e-6; bit for bit where the official path
-    decided a near tie."""
-    hyps, refs = pairs
-    metric = M.get("ratescore", model=paths, variant=variant_name)
-    ours = metric.score(hyps, refs)
-    theirs = np.asarray(official[variant_name])
-    assert theirs.shape == ours.shape
-    bad = {i: (float(ours[i]), float(theirs[i])) for i in np.flatnonzero(np.abs(ours - theirs) > 1e-6)}
-    assert not bad, f"pairs differing from the official package (ours, official): {bad}"
-    taken = metric._details(hyps, refs)["official_path"]
-    assert np.array_equal(ours[taken], theirs[taken])
-
-
-@pytest.mark.parametrize("variant_name", ["v0.5", "v0.6-short"])
-def test_official_path_reproduces_the_package_bit_for_bit(official, paths, pairs, variant_name):
-    """Forcing every pair through the official path (per-report embedding batches, one matrix-vector product and
-    torch.topk per entity, sums in order) gives the package's floats exactly, not just to 1e-6."""
-    hyps, refs = pairs
-    metric = M.get("ratescore", model=paths, variant=variant_name)
-    metric._all_official = True
-    details = metric._details(hyps, refs)
-    assert details["official_path"].all()
-    theirs = np.asarray(official[variant_name])
-    assert [i for i in range(len(theirs)) if details["score"][i] != theirs[i]] == []
-
-
-def test_empty_report_misaligns_the_official_output_but_not_ours(official, paths, pairs):
-    """The official bug: a report with no sentence (here "" and "ok") is dropped from the entity list, so the
-    output is shorter and every later pair is scored against the wrong report. Ours keeps it in place (0.5)."""
-    hyps, refs = with_empty_reports(pairs)
-    theirs = np.asarray(official["misaligned"])
-    metric = M.get("ratescore", model=paths)
-    ours = metric.score(hyps, refs)
-    assert len(ours) == MISALIGNED and len(theirs) == MISALIGNED - 2  # two pairs silently lost
-    assert ours[1] == ours[4] == 0.5
-    kept = [h for h in hyps if h not in ("", "ok")]
-    # official pair i = (i-th hypothesis that has sentences, i-th reference): shifted from index 1 on
-    shifted = metric.score(kept, refs[: len(kept)])
-    assert np.abs(shifted - theirs).max() <= 1e-6
-    correct = np.asarray([ours[0], ours[2], ours[3], ours[5]])  # the pairs the user meant, in ours
-    assert abs(theirs[0] - ours[0]) <= 1e-6
-    assert np.abs(theirs[1:] - correct[1:]).max() > 1e-3
-
-
 # Two IU-Xray sentences whose smallest top-two NER logit gap on the stand-in (the package's own one-by-one run) is
 # below NEAR_TIE_BOUND (4.5e-5 and 6.5e-5; found by scanning all 1738 IU-Xray test sentences), with two far from a tie.
 NEAR_TIE_TEXTS = [
@@ -228,21 +91,161 @@ NEAR_TIE_TEXTS = [
 NEAR_TIE_BOUND = 1e-4
 
 
-def test_near_tie_sentences_take_the_official_path(run_reference, paths, pairs):
-    """Every sentence (parity inputs and NEAR_TIE_TEXTS) whose smallest top-two logit gap in RaTEScore 0.5.0's own
-    run_ner is below NEAR_TIE_BOUND is run again alone by rexrank, and the labels are the package's."""
-    hyps, refs = pairs
-    texts = NEAR_TIE_TEXTS + refs + hyps
-    out = run_reference("ratescore_ref.py", {"ner": paths["ratescore_ner"], "embed": paths["ratescore_embed"],
-                                             "ner_gaps": {"version": "0.5.0", "texts": texts},
-                                             "entities": {"version": "0.5.0", "texts": NEAR_TIE_TEXTS}})
-    gaps = dict(zip(out["ner_gaps"]["sentences"], out["ner_gaps"]["gaps"]))
-    near = sorted(s for s, gap in gaps.items() if gap < NEAR_TIE_BOUND)
-    assert len(near) >= 2  # the inputs hold near ties for the rule to decide
-    metric = M.get("ratescore", model=paths)
-    metric.entities(["Heart size is normal."])  # loads the models
-    runner = metric._ner
-    before = runner.sentences_rerun
-    runner.tag(near + sorted(s for s, gap in gaps.items() if gap > 1e-2)[:20])
-    assert runner.sentences_rerun - before == len(near)  # those, and none of the far ones
-    assert [[list(e) for e in report] for report in metric.entities(NEAR_TIE_TEXTS)] == out["entities"]
+def with_empty_reports(pairs):
+    """The first MISALIGNED pairs with two hypotheses that yield no sentence ("" and "ok")."""
+    hyps, refs = list(pairs.hyps[:MISALIGNED]), list(pairs.refs[:MISALIGNED])
+    hyps[1], hyps[4] = "", "ok"
+    return hyps, refs
+
+
+class TestRaTEScoreParity(ParityTester):
+    """Every pair equals RaTEScore 0.5.0 and 0.6.0 (long and short affinity) to 1e-6 (bit for bit where our scorer
+    took the official path); entities, constants and the official misalignment bug as methods. Both reference
+    versions run in one .venv-ref process (interpreter start-up dominates at stand-in sizes)."""
+
+    metric = "ratescore"
+    reference_script = "ratescore_ref.py"
+    versions = {"RaTEScore": "0.5.0, 0.6.0", "transformers": "4."}
+    compared = tuple((name, name) for _, _, name in VARIANTS)
+    atol = 1e-6
+
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test, "section_findings", N_IU)
+        hyps = shifted(refs, 7)  # another study's reference, as in the benchmark
+        edge_refs = refs[: len(EDGE_HYPS)]
+        return Pairs.with_edges(hyps, refs, list(zip(EDGE_HYPS, edge_refs)) + list(zip(edge_refs, EDGE_HYPS))
+                                + RULE_PAIRS + REPEAT_PAIRS)
+
+    @pytest.fixture(scope="class")
+    def options(self, paths):
+        return {"model": paths}
+
+    @pytest.fixture(scope="class")
+    def reference(self, run_reference, paths, pairs):
+        hyps, refs = pairs.hyps, pairs.refs
+        result = run_reference(self.reference_script, {
+            "ner": paths["ratescore_ner"], "embed": paths["ratescore_embed"],
+            "jobs": [{"version": "0.5.0", "runs": [[hyps, refs], list(with_empty_reports(pairs))]},
+                     {"version": "0.6.0", "affinity": "long", "runs": [[hyps, refs]]},
+                     {"version": "0.6.0", "affinity": "short", "runs": [[hyps, refs]]}],
+            "entities": {"version": "0.5.0", "texts": refs + hyps}, "constants": ["0.5.0", "0.6.0"]})
+        jobs = result["jobs"]
+        return {"v0.5": jobs[0][0], "misaligned": jobs[0][1], "v0.6-long": jobs[1][0], "v0.6-short": jobs[2][0],
+                "entities": result["entities"], "constants": result["constants"], "versions": result["versions"]}
+
+    def compute_ours(self, metric, pairs, options):
+        return {name: M.get("ratescore", variant=name, **options).score(pairs.hyps, pairs.refs)
+                for _, _, name in VARIANTS}
+
+    def test_constants_match_the_installed_packages(self, reference):
+        """Matrices and negation weights are interface facts: ours must equal the packages' own values exactly."""
+        from rexrank.metrics.ratescore import constants
+
+        def as_ours(matrix):
+            return {tuple(k.upper().split("_")): v for k, v in matrix.items() if k != "neg_weight"}
+
+        v05, v06 = reference["constants"]["0.5.0"], reference["constants"]["0.6.0"]
+        assert as_ours(v05["matrices"]["DEFAULT_MATRIX"]) == constants.LONG_MATRIX
+        assert v05["neg_weight"] == constants.NEG_WEIGHT_V05
+        long6, short6 = v06["matrices"]["DEFAULT_MATRIX_LONG"], v06["matrices"]["DEFAULT_MATRIX_SHORT"]
+        assert as_ours(long6) == constants.LONG_MATRIX and long6["neg_weight"] == constants.NEG_WEIGHT_LONG
+        assert as_ours(short6) == constants.SHORT_MATRIX and short6["neg_weight"] == constants.NEG_WEIGHT_SHORT
+
+    def test_entities_match_the_official_ner_and_decoding(self, reference, paths, pairs):
+        """Sentence splitting, batched NER and span decoding give exactly the official (text, type) lists."""
+        hyps, refs = pairs.hyps, pairs.refs
+        ours = M.get("ratescore", model=paths).entities(refs + hyps)
+        assert [[list(e) for e in report] for report in ours] == reference["entities"]
+        counts = [len(e) for e in ours[:N_IU]]
+        assert 4 <= np.mean(counts) <= 16  # the stand-in exercises the metric (about 8-11 entities per report)
+        assert ours[refs.index(EDGE_HYPS[3])] == []  # "Normal." really has no entity: the 0.5 rule is exercised
+
+    def test_inputs_make_the_comparison_meaningful(self, paths, pairs):
+        """The inputs are what make the parity tests bite: every decoding rule fires on them, one entity text occurs
+        with different types within a report and negated on one side / present on the other, and both scoring paths
+        (fast, and official for near ties) are taken."""
+        from rexrank.metrics.ratescore.entities import decode_spans
+        from rexrank.metrics.ratescore.sentences import split_reports
+
+        hyps, refs = pairs.hyps, pairs.refs
+        metric = M.get("ratescore", model=paths)
+        metric._load()
+        fired: set[str] = set()
+        for tokens, labels in metric._ner.tag(list(dict.fromkeys(s for r in split_reports(refs + hyps) for s in r))):
+            decode_spans(tokens, labels, fired)
+        assert set(DECODING_RULES) <= fired, sorted(set(DECODING_RULES) - fired)
+
+        n_built = len(REPEAT_PAIRS)
+        rep_hyps, rep_refs = hyps[-n_built:], refs[-n_built:]
+        assert (rep_hyps, rep_refs) == ([h for h, _ in REPEAT_PAIRS], [r for _, r in REPEAT_PAIRS])
+        ents = metric.entities(rep_refs + rep_hyps)
+
+        def types_of(report):
+            out: dict[str, set[str]] = {}
+            for text, kind in report:
+                out.setdefault(text, set()).add(kind)
+            return out
+
+        assert types_of(ents[0])["disease"] == {"NON-DISEASE", "DISEASE"}  # twice in one report, two types
+        assert types_of(ents[2])["disease"] == {"NON-DISEASE"} and types_of(ents[n_built + 2])["disease"] == {"DISEASE"}
+        assert len(types_of(ents[3])["Left"]) == 3
+        assert {"NON-ABNORMALITY", "ABNORMALITY"} <= types_of(ents[4])["evidence"] | types_of(ents[n_built + 4])["evidence"]
+        taken = metric._details(hyps, refs)["official_path"]
+        assert taken[-n_built:][[0, 1, 3]].all()  # a text with two types in one report: a tie the official floats decide
+        assert 0 < taken.sum() < len(taken)
+
+    def test_official_path_pairs_equal_the_package_bit_for_bit(self, paths, pairs, reference):
+        """Where our scorer took the official path (a near tie between types), the package's floats exactly."""
+        for _, _, variant_name in VARIANTS:
+            metric = M.get("ratescore", model=paths, variant=variant_name)
+            taken = metric._details(pairs.hyps, pairs.refs)["official_path"]
+            ours, theirs = metric.score(pairs.hyps, pairs.refs), np.asarray(reference[variant_name])
+            assert np.array_equal(ours[taken], theirs[taken]), variant_name
+
+    @pytest.mark.parametrize("variant_name", ["v0.5", "v0.6-short"])
+    def test_official_path_reproduces_the_package_bit_for_bit(self, reference, paths, pairs, variant_name):
+        """Forcing every pair through the official path (per-report embedding batches, one matrix-vector product and
+        torch.topk per entity, sums in order) gives the package's floats exactly, not just to 1e-6."""
+        hyps, refs = pairs.hyps, pairs.refs
+        metric = M.get("ratescore", model=paths, variant=variant_name)
+        metric._all_official = True
+        details = metric._details(hyps, refs)
+        assert details["official_path"].all()
+        theirs = np.asarray(reference[variant_name])
+        assert [i for i in range(len(theirs)) if details["score"][i] != theirs[i]] == []
+
+    def test_empty_report_misaligns_the_official_output_but_not_ours(self, reference, paths, pairs):
+        """The official bug: a report with no sentence (here "" and "ok") is dropped from the entity list, so the
+        output is shorter and every later pair is scored against the wrong report. Ours keeps it in place (0.5)."""
+        hyps, refs = with_empty_reports(pairs)
+        theirs = np.asarray(reference["misaligned"])
+        metric = M.get("ratescore", model=paths)
+        ours = metric.score(hyps, refs)
+        assert len(ours) == MISALIGNED and len(theirs) == MISALIGNED - 2  # two pairs silently lost
+        assert ours[1] == ours[4] == 0.5
+        kept = [h for h in hyps if h not in ("", "ok")]
+        # official pair i = (i-th hypothesis that has sentences, i-th reference): shifted from index 1 on
+        shifted = metric.score(kept, refs[: len(kept)])
+        assert np.abs(shifted - theirs).max() <= 1e-6
+        correct = np.asarray([ours[0], ours[2], ours[3], ours[5]])  # the pairs the user meant, in ours
+        assert abs(theirs[0] - ours[0]) <= 1e-6
+        assert np.abs(theirs[1:] - correct[1:]).max() > 1e-3
+
+    def test_near_tie_sentences_take_the_official_path(self, run_reference, paths, pairs):
+        """Every sentence (parity inputs and NEAR_TIE_TEXTS) whose smallest top-two logit gap in RaTEScore 0.5.0's own
+        run_ner is below NEAR_TIE_BOUND is run again alone by rexrank, and the labels are the package's."""
+        hyps, refs = pairs.hyps, pairs.refs
+        texts = NEAR_TIE_TEXTS + refs + hyps
+        out = run_reference("ratescore_ref.py", {"ner": paths["ratescore_ner"], "embed": paths["ratescore_embed"],
+                                                 "ner_gaps": {"version": "0.5.0", "texts": texts},
+                                                 "entities": {"version": "0.5.0", "texts": NEAR_TIE_TEXTS}})
+        gaps = dict(zip(out["ner_gaps"]["sentences"], out["ner_gaps"]["gaps"]))
+        near = sorted(s for s, gap in gaps.items() if gap < NEAR_TIE_BOUND)
+        assert len(near) >= 2  # the inputs hold near ties for the rule to decide
+        metric = M.get("ratescore", model=paths)
+        metric.entities(["Heart size is normal."])  # loads the models
+        runner = metric._ner
+        before = runner.sentences_rerun
+        runner.tag(near + sorted(s for s, gap in gaps.items() if gap > 1e-2)[:20])
+        assert runner.sentences_rerun - before == len(near)  # those, and none of the far ones
+        assert [[list(e) for e in report] for report in metric.entities(NEAR_TIE_TEXTS)] == out["entities"]

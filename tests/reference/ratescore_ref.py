@@ -10,10 +10,12 @@ stdin JSON: {"ner": dir, "embed": dir, "batch_size": 1 (optional),
              "ner_gaps": {"version": "0.5.0", "texts": [...]} (optional)}
 stdout (last line) JSON: {"jobs": [[[score, ...] per run] per job], "entities": [[[text, type], ...] per text],
                           "ner_gaps": {"sentences": [...], "gaps": [smallest top-two logit gap per sentence]},
-                          "constants": {version: {"matrices": {name: {key: value}}, "neg_weight": float|null}}}
+                          "constants": {version: {"matrices": {name: {key: value}}, "neg_weight": float|null}},
+                          "versions": {"RaTEScore": "0.5.0, 0.6.0" (those imported), "transformers": ...}}
 """
 
 import importlib
+import importlib.metadata
 import json
 import os
 import re
@@ -35,7 +37,11 @@ def load(version):
     sys.path.insert(0, target)
     package = importlib.import_module("RaTEScore")
     assert os.path.dirname(package.__file__).startswith(target), package.__file__
+    LOADED.add(importlib.metadata.distribution("RaTEScore").version)  # the first on sys.path: this target's
     return package
+
+
+LOADED: set[str] = set()  # the RaTEScore versions this run imported, reported as its "versions"
 
 
 payload = json.load(sys.stdin)
@@ -81,4 +87,7 @@ for version in payload.get("constants", []):
     with open(utils_module.__file__) as fh:
         hard_coded = re.search(r"neg_weight\s*=\s*([0-9.]+)\s*$", fh.read(), re.M)
     out["constants"][version] = {"matrices": matrices, "neg_weight": float(hard_coded.group(1)) if hard_coded else None}
+import transformers  # noqa: E402 - the version RaTEScore ran on
+
+out["versions"] = {"RaTEScore": ", ".join(sorted(LOADED)), "transformers": transformers.__version__}
 print(json.dumps(out))
