@@ -26,7 +26,7 @@ from conftest import meteor_jar_path, require_meteor
 REPO = Path(__file__).resolve().parents[1]
 METRICS_DIR = REPO / "metrics"
 SLUGS = ("bleu2", "bertscore", "semb", "radcliq", "radgraph", "ratescore", "green", "fineradscore", "ce_f1", "nlg",
-         "meteor", "radeval_bertscore", "srrbert", "crimson")
+         "meteor", "radeval_bertscore", "srrbert", "temporal_f1", "crimson")
 
 # slug -> (registry metrics the module needs, stand-in families it needs)
 NEEDS = {
@@ -43,6 +43,7 @@ NEEDS = {
     "meteor": (("meteor",), ()),
     "radeval_bertscore": (("radeval_bertscore",), ("radeval_bertscore",)),
     "srrbert": (("srrbert",), ("srrbert",)),
+    "temporal_f1": (("temporal_f1",), ("temporal_f1",)),
     "crimson": (("crimson",), ("crimson",)),
 }
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
@@ -91,7 +92,7 @@ def _readme_examples(slug) -> str:
 
 
 # Optional extras a module needs at run time: absent, its tests skip locally and fail in CI (tests/conftest.py).
-EXTRAS = {"ratescore": ("medspacy", "rexrank[ratescore]")}
+EXTRAS = {"ratescore": ("medspacy", "rexrank[ratescore]"), "temporal_f1": ("stanza", "rexrank[temporal]")}
 
 
 def _require(slug):

@@ -44,7 +44,7 @@ def no_network_api(monkeypatch):
 
 # Every evaluate module: the eight ReXrank metrics (RadGraph's and RadCliQ's one each), then CE F1, NLG and METEOR.
 MODULES = ("bleu2", "bertscore", "semb", "radgraph", "radcliq", "ratescore", "green", "fineradscore", "ce_f1", "nlg",
-           "meteor", "radeval_bertscore", "srrbert")
+           "meteor", "radeval_bertscore", "srrbert", "temporal_f1")
 
 
 def test_dry_run_lists_every_space_and_file(cli, no_network_api, monkeypatch):
