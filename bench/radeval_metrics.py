@@ -6,13 +6,16 @@ Models: the stand-ins (rexrank.testing.standin_modernbert, standin_srrbert; ``--
 files for both sides. Rows (ours = rexrank in .venv on transformers 5; reference = radeval 2.2.1 in .venv-ref on 4.57):
 - RadEval-BERTScore: rexrank's ``radeval_bertscore`` vs radeval's ``RadEvalBERTScorer`` as its adapter builds it;
 - SRR-BERT: rexrank's ``srrbert`` (per-report values and the weighted aggregates) vs radeval's ``SRRBertMetric``
-  ``_compute_raw`` (run from the stand-in root, as tests/reference/srrbert_radeval_ref.py does).
+  ``_compute_raw`` (run from the stand-in root, as tests/reference/srrbert_radeval_ref.py does);
+- temporal entity F1: rexrank's ``temporal_f1`` vs radeval's ``TemporalF1Metric._compute_raw`` on the stanza stand-in
+  (rexrank.testing.standin_temporal; radeval's import-time Pipeline reads it through STANZA_RESOURCES_DIR and a
+  loopback STANZA_RESOURCES_URL, as tests/reference/temporal_f1_radeval_ref.py does).
 
 Every measurement is its own process (fresh imports), sides alternate between repeats, threads are pinned equally
 (OMP/MKL env + torch.set_num_threads); medians of scoring time with the model loaded. Usage:
 
     .venv/bin/python bench/radeval_metrics.py [--repeats 3] [--threads 1] [--n 200] [--size small|real]
-                                              [--only radeval_bertscore,srrbert]
+                                              [--only radeval_bertscore,srrbert,temporal_f1]
 
 The file is also the worker in either virtualenv (``--worker``): it imports only the standard library at top level.
 """
@@ -48,6 +51,13 @@ def _worker(side: str, payload: dict) -> dict:
         values = metric.score(hyps, refs)
         if metric_name == "srrbert":
             metric.weighted(hyps, refs)  # radeval computes its aggregates in the same call
+    elif metric_name == "temporal_f1":
+        os.environ.update(STANZA_RESOURCES_DIR=payload["options"]["model"], STANZA_RESOURCES_URL=payload["root"])
+        from radeval.metrics.f1temporal.adapter import TemporalF1Metric
+
+        metric = TemporalF1Metric()  # stanza.download (every md5 matches: nothing fetched) and the Pipeline
+        start = time.perf_counter()
+        values = metric._compute_raw(refs, hyps)["temporal_f1"]["per_sample"]
     elif metric_name == "radeval_bertscore":
         import contextlib
         import io
@@ -75,6 +85,21 @@ def _worker(side: str, payload: dict) -> dict:
     return {"seconds": time.perf_counter() - start, "values": [float(v) for v in values]}
 
 
+def _serve(folder: str):
+    """A loopback HTTP server of ``folder`` in a thread (stopped by the caller)."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=folder))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 def _run(side: str, payload: dict, threads: int) -> dict:
     python = REPO / (".venv" if side == "ours" else ".venv-ref") / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -94,21 +119,27 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--size", default="small", choices=("small", "real"))
-    parser.add_argument("--only", default="radeval_bertscore,srrbert")
+    parser.add_argument("--only", default="radeval_bertscore,srrbert,temporal_f1")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "radeval_metrics.md"))
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(_worker(args.worker, json.loads(sys.stdin.read()))))
         return 0
     sys.path.insert(0, str(REPO / "src"))
-    from rexrank.testing import standin_modernbert, standin_srrbert
+    from rexrank.testing import standin_modernbert, standin_srrbert, standin_temporal
 
     refs = [s["report"] for s in json.loads(DATA.read_text()).values()][: args.n]
     hyps = refs[1:] + refs[:1]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only.split(","):
-            if name == "radeval_bertscore":
+            if name == "temporal_f1":
+                model = standin_temporal.build(Path(tmp) / "temporal", args.size, 0)["temporal_f1"]
+                # radeval's Pipeline fetches resources_<version>.json: served from the stand-in on loopback
+                server = _serve(model)
+                options, root = {"model": model}, f"http://127.0.0.1:{server.server_address[1]}"
+                label = "Temporal entity F1 | radeval 2.2.1 TemporalF1Metric"
+            elif name == "radeval_bertscore":
                 model = standin_modernbert.build(Path(tmp), args.size, 0)["radeval_bertscore"]
                 options, root, label = {"model": model}, tmp, "RadEval-BERTScore | radeval 2.2.1 RadEvalBERTScorer"
             else:
@@ -122,6 +153,9 @@ def main() -> int:
             for i in range(args.repeats):
                 for side in (("ours", "reference") if i % 2 == 0 else ("reference", "ours")):
                     runs[side].append(_run(side, payload, args.threads))
+            if name == "temporal_f1":
+                server.shutdown()
+                server.server_close()
             ours = statistics.median(r["seconds"] for r in runs["ours"])
             ref = statistics.median(r["seconds"] for r in runs["reference"])
             diff = max(abs(a - b) for a, b in zip(runs["ours"][0]["values"], runs["reference"][0]["values"]))
@@ -144,7 +178,9 @@ differences under ~15% as noise).
   re-embeds a text that recurs in another chunk, rexrank caches per text across the whole call.
 - SRR-BERT: radeval classifies every sentence of both sides in batches of 4 in input order; rexrank classifies each
   distinct sentence once, in length-sorted batches of 32; the time includes the weighted aggregates on both sides.
-- Temporal entity F1 and CRIMSON are not in rexrank yet (docs/radeval_metrics.md), so they have no row.
+- Temporal entity F1: radeval runs stanza on both reports of every pair, one report per call; rexrank runs each
+  distinct report once, in bulk calls of 64 (stanza batches their sentences).
+- CRIMSON is not in rexrank yet (docs/radeval_metrics.md), so it has no row.
 """
     Path(args.out).write_text(text)
     print(text)
