@@ -9,9 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from parity import Pairs, ParityTester, iu_reports, shifted
 
 from rexrank import metrics
-from rexrank.errors import ConfigError
+from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics.crimson import HTTP_REQUEST, Crimson, is_default_judge
 from rexrank.metrics.crimson_prompt import SYSTEM_MESSAGE, build_prompt, chat_messages, evaluate_output
 
@@ -102,79 +103,111 @@ JUDGE_OUTPUTS = [
 CONTEXTS = [{"Age": "82", "Indication": "Routine preoperative evaluation"}, {}, {"Sex": "F", "Indication": "{x}"}]
 
 
-@pytest.fixture(scope="module")
-def pairs(iu_xray_test):
-    refs = [study["report"] for study in iu_xray_test.values()][:6]
-    hyps = refs[1:] + refs[:1]
-    edge_hyps = ["", "  Mild cardiomegaly.  \n\n Small effusion. ", "No {r} braces {0} here.", "Épanchement \u201cà\u201d"]
-    edge_refs = ["No acute process.", "Cardiomegaly.", "Normal.", "Effusion."]
-    return hyps + edge_hyps, refs + edge_refs
+EDGE_PAIRS = [("", "No acute process."), ("  Mild cardiomegaly.  \n\n Small effusion. ", "Cardiomegaly."),
+              ("No {r} braces {0} here.", "Normal."), ("\u00c9panchement \u201c\u00e0\u201d", "Effusion.")]
 
 
-@pytest.fixture(scope="module")
-def reference(run_reference, paths, pairs):
-    hyps, refs = pairs
-    return run_reference("crimson_radeval_ref.py", {"model_dir": paths["crimson"], "refs": refs, "hyps": hyps,
-                                                     "outputs": JUDGE_OUTPUTS, "contexts": CONTEXTS})
+class TestCrimsonParity(ParityTester):
+    """radeval 2.2.1's CRIMSONScore(provider="hf") on transformers 4.57 (tests/reference/crimson_radeval_ref.py) and
+    rexrank on transformers 5, on the same Gemma-3 judge stand-in: prompts, prompt token ids, answers, scores and
+    aggregates identical; the parser against radeval's on written answers (every stand-in answer is gibberish)."""
 
+    metric = "crimson"
+    reference_script = "crimson_radeval_ref.py"
+    versions = {"radeval": "2.2.1", "transformers": "4."}
+    compared = (("crimson", "scores"),)  # NaN exactly where radeval's is NaN, equal elsewhere
+    atol = 0.0
+    min_spread = None  # every stand-in score is NaN: the answers must differ instead (below)
 
-def test_prompts_are_radevals_byte_for_byte(pairs, reference):
-    """Every prompt branch radeval has (a local judge: guidelines in; its default judge: out; OpenAI: in; patient
-    contexts with and without guidelines), the system message and the HTTP request equal radeval's."""
-    hyps, refs = pairs
-    assert reference["versions"]["radeval"] == "2.2.1" and reference["versions"]["transformers"].startswith("4.")
-    prompts = reference["prompts"]
-    assert [build_prompt(r, h, guidelines=True) for r, h in zip(refs, hyps)] == prompts["local"] == prompts["openai"]
-    assert [build_prompt(r, h, guidelines=False) for r, h in zip(refs, hyps)] == prompts["default"]
-    assert [build_prompt(refs[0], hyps[0], guidelines=True, context=c) for c in CONTEXTS] == prompts["context"]
-    assert [build_prompt(refs[0], hyps[0], guidelines=False, context=c) for c in CONTEXTS] == prompts["context_default"]
-    assert prompts["local"][0] != prompts["default"][0] and prompts["context"][0] != prompts["local"][0]
-    request = reference["request"]
-    assert request["messages"] == chat_messages(prompts["openai"][0])
-    assert request["messages"][0] == {"role": "system", "content": SYSTEM_MESSAGE}
-    assert {k: v for k, v in request.items() if k != "messages"} == {"temperature": 0, **HTTP_REQUEST}
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test, n=6)
+        return Pairs.with_edges(shifted(refs), refs, EDGE_PAIRS)
 
+    @pytest.fixture(scope="class")
+    def options(self, paths):
+        # One pair at a time, as radeval runs them: in bfloat16 a padded batch can flip a near-tie
+        # (docs/radeval_metrics.md). A local path is not radeval's default judge: it adds the guidelines.
+        return {"model": paths["crimson"], "device": "cpu", "batch_size": 1, "guidelines": True}
 
-def test_generation_parity_with_radeval(paths, pairs, reference):
-    """On the stand-in judge, rexrank (transformers 5) feeds the model radeval's token ids and gets radeval's answers
-    (transformers 4.57 pipeline), one pair at a time as radeval runs them (in bfloat16 a padded batch can flip a
-    near-tie, docs/radeval_metrics.md); scores and aggregates equal."""
-    hyps, refs = pairs
-    assert reference["has_generation_config"]  # radeval's branch that uses the model's generation_config.json
-    metric = metrics.get("crimson", model=paths["crimson"], device="cpu", batch_size=1, guidelines=True)
-    prompts = [build_prompt(r, h, guidelines=True) for r, h in zip(refs, hyps)]
-    assert metric.prompt_ids(prompts) == reference["input_ids"]
-    details = metric.score_details(hyps, refs)
-    assert list(details["crimson_analysis"]) == reference["answers"]
-    assert len(set(reference["answers"])) > 1  # the stand-in's answers depend on the pair
-    ours = [None if math.isnan(v) else v for v in details["crimson"]]
-    assert ours == reference["scores"]
-    summary = metric.summary()
-    assert (summary["crimson"], summary["crimson_std"]) == (reference["mean"], reference["std"])
-    assert summary["n_parse_failures"] == metric.n_parse_failures == sum(s is None for s in reference["scores"])
-    assert details["crimson_parse_error"].notna().sum() == metric.n_parse_failures
+    def reference_payload(self, pairs, options):
+        return {"model_dir": options["model"], "refs": pairs.refs, "hyps": pairs.hyps, "outputs": JUDGE_OUTPUTS,
+                "contexts": CONTEXTS}
 
+    def compute_ours(self, metric, pairs, options):
+        details = metric.score_details(pairs.hyps, pairs.refs)
+        return {"crimson": details["crimson"].to_numpy(), "answers": list(details["crimson_analysis"]),
+                "parse_errors": int(details["crimson_parse_error"].notna().sum()), "summary": metric.summary()}
 
-def test_parser_parity_with_radeval(reference):
-    """Each written answer: radeval's reader fails exactly where ours gives NaN; elsewhere the same score, counts,
-    weighted errors and formula terms."""
-    assert len(reference["parsed"]) == len(JUDGE_OUTPUTS)
-    read = 0
-    for text, theirs in zip(JUDGE_OUTPUTS, reference["parsed"]):
-        ours = evaluate_output(text)
-        if "error" in theirs:
-            assert math.isnan(ours["score"]) and ours["parse_error"], (text[:80], theirs)
-            continue
-        read += 1
-        assert ours["parse_error"] is None, (text[:80], ours["parse_error"])
-        assert ours["score"] == theirs["score"] and type(ours["score"]) is type(theirs["score"]), text[:80]
-        assert ours["error_counts"] == theirs["error_counts"], text[:80]
-        assert ours["weighted_error_counts"] == theirs["weighted"], text[:80]
-        assert ours["terms"] == theirs["terms"], text[:80]
-    assert 20 < read < len(JUDGE_OUTPUTS) - 10  # both kinds well represented
-    # The answers exercise every branch: negative, zero, fractional and perfect scores.
-    scores = {p.get("score") for p in reference["parsed"]}
-    assert {1.0, 0.0, 0.3333} <= scores and any(s is not None and s < 0 for s in scores)
+    def test_inputs_make_the_comparison_meaningful(self, reference):
+        assert reference["has_generation_config"]  # radeval's branch that uses the model's generation_config.json
+        assert len(set(reference["answers"])) > 1  # the stand-in's answers depend on the pair
+
+    def test_prompts_are_radevals_byte_for_byte(self, pairs, reference):
+        """Every prompt branch radeval has (a local judge: guidelines in; its default judge: out; OpenAI: in;
+        patient contexts with and without guidelines), the system message and the HTTP request equal radeval's."""
+        refs, hyps = pairs.refs, pairs.hyps
+        prompts = reference["prompts"]
+        assert [build_prompt(r, h, guidelines=True) for r, h in zip(refs, hyps)] == prompts["local"] == prompts["openai"]
+        assert [build_prompt(r, h, guidelines=False) for r, h in zip(refs, hyps)] == prompts["default"]
+        assert [build_prompt(refs[0], hyps[0], guidelines=True, context=c) for c in CONTEXTS] == prompts["context"]
+        assert ([build_prompt(refs[0], hyps[0], guidelines=False, context=c) for c in CONTEXTS]
+                == prompts["context_default"])
+        assert prompts["local"][0] != prompts["default"][0] and prompts["context"][0] != prompts["local"][0]
+        request = reference["request"]
+        assert request["messages"] == chat_messages(prompts["openai"][0])
+        assert request["messages"][0] == {"role": "system", "content": SYSTEM_MESSAGE}
+        assert {k: v for k, v in request.items() if k != "messages"} == {"temperature": 0, **HTTP_REQUEST}
+
+    def test_prompt_ids_answers_and_aggregates_equal_radevals(self, scorer, pairs, ours, reference):
+        """The token ids radeval's pipeline feeds generate, the answers it decodes (greedy, repetition penalty, the
+        generation config's limit and stop tokens), its crimson / crimson_std and its failure count."""
+        prompts = [build_prompt(r, h, guidelines=True) for r, h in zip(pairs.refs, pairs.hyps)]
+        assert scorer.prompt_ids(prompts) == reference["input_ids"]
+        assert ours["answers"] == reference["answers"]
+        summary = ours["summary"]
+        assert (summary["crimson"], summary["crimson_std"]) == (reference["mean"], reference["std"])
+        assert summary["n_parse_failures"] == ours["parse_errors"] == sum(s is None for s in reference["scores"])
+
+    def test_parser_parity_with_radeval(self, reference):
+        """Each written answer: radeval's reader fails exactly where ours gives NaN; elsewhere the same score,
+        counts, weighted errors and formula terms."""
+        assert len(reference["parsed"]) == len(JUDGE_OUTPUTS)
+        read = 0
+        for text, theirs in zip(JUDGE_OUTPUTS, reference["parsed"]):
+            ours = evaluate_output(text)
+            if "error" in theirs:
+                assert math.isnan(ours["score"]) and ours["parse_error"], (text[:80], theirs)
+                continue
+            read += 1
+            assert ours["parse_error"] is None, (text[:80], ours["parse_error"])
+            assert ours["score"] == theirs["score"] and type(ours["score"]) is type(theirs["score"]), text[:80]
+            assert ours["error_counts"] == theirs["error_counts"], text[:80]
+            assert ours["weighted_error_counts"] == theirs["weighted"], text[:80]
+            assert ours["terms"] == theirs["terms"], text[:80]
+        assert 20 < read < len(JUDGE_OUTPUTS) - 10  # both kinds well represented
+        # The answers exercise every branch: negative, zero, fractional and perfect scores.
+        scores = {p.get("score") for p in reference["parsed"]}
+        assert {1.0, 0.0, 0.3333} <= scores and any(s is not None and s < 0 for s in scores)
+
+    def test_scripted_judge_runs_the_whole_pipeline_to_radevals_scores(self, paths, reference):
+        """Written answers go through the real decoding path (token ids -> text) and parser to radeval's scores;
+        the second call is answered from the cache without the judge."""
+        texts = [_FULL_TEXT, _VALID, "I cannot evaluate these reports.", f"```json\n{_FULL_TEXT}\n```"]
+        expected = [reference["parsed"][JUDGE_OUTPUTS.index(t)] for t in texts]
+        judge = _ScriptedGenerator(Crimson(model=paths["crimson"]).tokenizer, texts)
+        metric = Crimson(model=paths["crimson"], device="cpu", generator=judge)
+        hyps, refs = ["a", "b", "c", "d"], ["w", "x", "y", "z"]
+        details = metric.score_details(hyps, refs)
+        assert list(details["crimson_analysis"]) == texts
+        for value, theirs in zip(details["crimson"], expected):
+            assert (math.isnan(value) and "error" in theirs) or value == theirs["score"]
+        assert metric.n_parse_failures == 1
+        assert details["crimson_parse_error"].notna().tolist() == [False, False, True, False]
+        assert int(details["crimson_false_findings"][0]) == 1 and int(details["crimson_missing_findings"][0]) == 2
+        assert details["crimson_false_findings"].isna().tolist() == [False, False, True, False]
+        calls = judge.calls
+        np.testing.assert_array_equal(metric.score(hyps, refs), details["crimson"].to_numpy())
+        assert judge.calls == calls  # cached
 
 
 class _ScriptedGenerator:
@@ -193,25 +226,6 @@ class _ScriptedGenerator:
         return out
 
 
-def test_scripted_judge_runs_the_whole_pipeline_to_radevals_scores(paths, reference):
-    """Written answers go through the real decoding path (token ids -> text) and parser to radeval's scores; the
-    second call is answered from the cache without the judge."""
-    texts = [_FULL_TEXT, _VALID, "I cannot evaluate these reports.", f"```json\n{_FULL_TEXT}\n```"]
-    expected = [reference["parsed"][JUDGE_OUTPUTS.index(t)] for t in texts]
-    judge = _ScriptedGenerator(Crimson(model=paths["crimson"]).tokenizer, texts)
-    metric = Crimson(model=paths["crimson"], device="cpu", generator=judge)
-    hyps, refs = ["a", "b", "c", "d"], ["w", "x", "y", "z"]
-    details = metric.score_details(hyps, refs)
-    assert list(details["crimson_analysis"]) == texts
-    for value, theirs in zip(details["crimson"], expected):
-        assert (math.isnan(value) and "error" in theirs) or value == theirs["score"]
-    assert metric.n_parse_failures == 1 and details["crimson_parse_error"].notna().tolist() == [False, False, True,
-                                                                                                False]
-    assert int(details["crimson_false_findings"][0]) == 1 and int(details["crimson_missing_findings"][0]) == 2
-    assert details["crimson_false_findings"].isna().tolist() == [False, False, True, False]
-    calls = judge.calls
-    np.testing.assert_array_equal(metric.score(hyps, refs), details["crimson"].to_numpy())
-    assert judge.calls == calls  # cached
 
 
 def test_http_backend_sends_radevals_request_and_retries_unparsable_answers(monkeypatch):
@@ -270,7 +284,7 @@ def test_guidelines_follow_radevals_default_judge_rule():
     assert not is_default_judge("gpt-5.2")
 
 
-def test_bad_options_are_one_line_config_errors(paths):
+def test_bad_options_are_one_line_config_errors(paths, tmp_path):
     for options, word in (({"backend": "gemini"}, "backend"), ({"dtype": "int8"}, "dtype"),
                           ({"max_new_tokens": 0}, "max_new_tokens"), ({"base_url": "http://x"}, "base_url")):
         with pytest.raises(ConfigError, match=word) as info:
@@ -278,6 +292,16 @@ def test_bad_options_are_one_line_config_errors(paths):
         assert "\n" not in str(info.value)
     with pytest.raises(ConfigError, match="radeval's request"):
         Crimson(model="judge", backend="openai", api_key_env=None, temperature=0.7)
+    # A judge folder's generation_config.json is outside input: unreadable, one line naming it.
+    import shutil
+
+    for bad in ("{not json", '{"max_new_tokens": "many"}', '{"max_new_tokens": 4, "eos_token_id": ["x"]}'):
+        folder = tmp_path / f"judge{len(bad)}"
+        shutil.copytree(paths["crimson"], folder)
+        (folder / "generation_config.json").write_text(bad)
+        with pytest.raises(ModelNotAvailableError, match="generation_config.json") as info:
+            Crimson(model=folder)
+        assert "\n" not in str(info.value)
     # The official-weights check reads a local judge's shard digests from the config (rexrank.metrics.official).
     from rexrank.metrics.official import reported_digests
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from rexrank.errors import ConfigError
+from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, text_keys
 from rexrank.metrics.crimson_prompt import (
@@ -72,14 +72,27 @@ def generation_settings(model_dir: str | Path) -> dict[str, Any]:
     (radeval would then sample, rexrank does not).
     """
     path = Path(model_dir) / "generation_config.json"
-    own = json.loads(path.read_text()) if path.is_file() else None
-    if not isinstance(own, dict) or own.get("_from_model_config"):
-        return {"limit": {"max_new_tokens": DEFAULT_MAX_NEW_TOKENS}, "eos": None, "sampling": False}
-    if own.get("max_new_tokens") is not None:
-        limit = {"max_new_tokens": int(own["max_new_tokens"])}
-    else:
-        limit = {"max_length": int(own.get("max_length", 20))}
-    return {"limit": limit, "eos": own.get("eos_token_id"), "sampling": bool(own.get("do_sample", False))}
+    try:
+        own = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if not isinstance(own, dict) or own.get("_from_model_config"):
+            return {"limit": {"max_new_tokens": DEFAULT_MAX_NEW_TOKENS}, "eos": None, "sampling": False}
+        if own.get("max_new_tokens") is not None:
+            limit = {"max_new_tokens": _positive_int(own["max_new_tokens"])}
+        else:
+            limit = {"max_length": _positive_int(own.get("max_length", 20))}
+        eos = own.get("eos_token_id")
+        if eos is not None:
+            eos = [_positive_int(e, zero=True) for e in (eos if isinstance(eos, list) else [eos])]
+    except (OSError, ValueError, TypeError) as exc:
+        raise ModelNotAvailableError(f"crimson: cannot read {path} ({type(exc).__name__}: "
+                                     f"{str(exc).splitlines()[0] if str(exc) else ''}); fix or remove the file") from None
+    return {"limit": limit, "eos": eos, "sampling": bool(own.get("do_sample", False))}
+
+
+def _positive_int(value: Any, zero: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if zero else 1):
+        raise ValueError(f"{value!r} is not a {'non-negative' if zero else 'positive'} integer")
+    return value
 
 
 def detail_columns() -> list[str]:
@@ -224,9 +237,7 @@ class Crimson(Metric):
 
     def _stop_ids(self) -> list[int]:
         eos = self.settings["eos"]
-        if eos is None:
-            return [self.tokenizer.eos_token_id]
-        return [int(e) for e in (eos if isinstance(eos, list) else [eos])]
+        return [self.tokenizer.eos_token_id] if eos is None else eos
 
     def _local_generator(self):
         if self._generator is not None:
