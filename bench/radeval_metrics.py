@@ -9,13 +9,15 @@ files for both sides. Rows (ours = rexrank in .venv on transformers 5; reference
   ``_compute_raw`` (run from the stand-in root, as tests/reference/srrbert_radeval_ref.py does);
 - temporal entity F1: rexrank's ``temporal_f1`` vs radeval's ``TemporalF1Metric._compute_raw`` on the stanza stand-in
   (rexrank.testing.standin_temporal; radeval's import-time Pipeline reads it through STANZA_RESOURCES_DIR and a
-  loopback STANZA_RESOURCES_URL, as tests/reference/temporal_f1_radeval_ref.py does).
+  loopback STANZA_RESOURCES_URL, as tests/reference/temporal_f1_radeval_ref.py does);
+- CRIMSON: rexrank's ``crimson`` (transformers backend, bfloat16) vs radeval's ``CRIMSONScore(provider="hf")`` on the
+  Gemma-3 judge stand-in (rexrank.testing.standin_gemma3), the first ``--crimson-n`` pairs.
 
 Every measurement is its own process (fresh imports), sides alternate between repeats, threads are pinned equally
 (OMP/MKL env + torch.set_num_threads); medians of scoring time with the model loaded. Usage:
 
     .venv/bin/python bench/radeval_metrics.py [--repeats 3] [--threads 1] [--n 200] [--size small|real]
-                                              [--only radeval_bertscore,srrbert,temporal_f1]
+                                              [--only radeval_bertscore,srrbert,temporal_f1,crimson]
 
 The file is also the worker in either virtualenv (``--worker``): it imports only the standard library at top level.
 """
@@ -45,12 +47,22 @@ def _worker(side: str, payload: dict) -> dict:
         from rexrank.metrics import get
 
         metric = get(metric_name, device="cpu", **payload["options"])
-        metric._load()  # model loading belongs to neither side's scoring time
+        # model loading belongs to neither side's scoring time
+        metric._local_generator() if metric_name == "crimson" else metric._load()
         metric.config()
         start = time.perf_counter()
         values = metric.score(hyps, refs)
         if metric_name == "srrbert":
             metric.weighted(hyps, refs)  # radeval computes its aggregates in the same call
+    elif metric_name == "crimson":
+        import nltk
+
+        nltk.download = lambda *args, **kwargs: True  # radeval.utils fetches punkt_tab at import; CRIMSON needs none
+        from radeval.metrics.crimson.crimson import CRIMSONScore
+
+        scorer = CRIMSONScore(provider="hf", model_name=model)  # a local path: radeval puts the guidelines in
+        start = time.perf_counter()
+        values = scorer(refs, hyps)[2]
     elif metric_name == "temporal_f1":
         os.environ.update(STANZA_RESOURCES_DIR=payload["options"]["model"], STANZA_RESOURCES_URL=payload["root"])
         from radeval.metrics.f1temporal.adapter import TemporalF1Metric
@@ -119,14 +131,15 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--size", default="small", choices=("small", "real"))
-    parser.add_argument("--only", default="radeval_bertscore,srrbert,temporal_f1")
+    parser.add_argument("--only", default="radeval_bertscore,srrbert,temporal_f1,crimson")
+    parser.add_argument("--crimson-n", type=int, default=16, help="pairs for CRIMSON (a generation per pair)")
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "radeval_metrics.md"))
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(_worker(args.worker, json.loads(sys.stdin.read()))))
         return 0
     sys.path.insert(0, str(REPO / "src"))
-    from rexrank.testing import standin_modernbert, standin_srrbert, standin_temporal
+    from rexrank.testing import standin_gemma3, standin_modernbert, standin_srrbert, standin_temporal
 
     refs = [s["report"] for s in json.loads(DATA.read_text()).values()][: args.n]
     hyps = refs[1:] + refs[:1]
@@ -139,6 +152,10 @@ def main() -> int:
                 server = _serve(model)
                 options, root = {"model": model}, f"http://127.0.0.1:{server.server_address[1]}"
                 label = "Temporal entity F1 | radeval 2.2.1 TemporalF1Metric"
+            elif name == "crimson":
+                model = standin_gemma3.build(Path(tmp), args.size, 0)["crimson"]
+                options, root = {"model": model, "guidelines": True}, tmp  # radeval's prompt for a local path
+                label = "CRIMSON | radeval 2.2.1 CRIMSONScore (hf)"
             elif name == "radeval_bertscore":
                 model = standin_modernbert.build(Path(tmp), args.size, 0)["radeval_bertscore"]
                 options, root, label = {"model": model}, tmp, "RadEval-BERTScore | radeval 2.2.1 RadEvalBERTScorer"
@@ -147,7 +164,8 @@ def main() -> int:
                 model, root = paths["srrbert"], str(Path(tmp) / "srr")
                 options = {"model": model, "tokenizer": paths["srrbert_tokenizer"], "punkt": paths["srrbert_punkt"]}
                 label = "SRR-BERT | radeval 2.2.1 SRRBertMetric"
-            payload = {"hyps": hyps, "refs": refs, "model": model, "threads": args.threads, "metric": name,
+            n = args.crimson_n if name == "crimson" else args.n
+            payload = {"hyps": hyps[:n], "refs": refs[:n], "model": model, "threads": args.threads, "metric": name,
                        "options": options, "root": root}
             runs = {"ours": [], "reference": []}
             for i in range(args.repeats):
@@ -158,9 +176,10 @@ def main() -> int:
                 server.server_close()
             ours = statistics.median(r["seconds"] for r in runs["ours"])
             ref = statistics.median(r["seconds"] for r in runs["reference"])
-            diff = max(abs(a - b) for a, b in zip(runs["ours"][0]["values"], runs["reference"][0]["values"]))
-            rows.append(f"| {label} | {args.n} | {args.threads} | {args.repeats} | {ours:.2f} | {ref:.2f} | "
-                        f"{args.n / ours:,.1f} | {args.n / ref:,.1f} | {ref / ours:.2f}x | {diff:.1e} |")
+            diff = max(0.0 if a != a and b != b else abs(a - b)  # NaN on both sides: an unparsable answer each
+                       for a, b in zip(runs["ours"][0]["values"], runs["reference"][0]["values"]))
+            rows.append(f"| {label} | {n} | {args.threads} | {args.repeats} | {ours:.2f} | {ref:.2f} | "
+                        f"{n / ours:,.1f} | {n / ref:,.1f} | {ref / ours:.2f}x | {diff:.1e} |")
     table = "\n".join(rows)
     text = f"""# RadEval metrics: rexrank vs radeval 2.2.1
 
@@ -180,7 +199,10 @@ differences under ~15% as noise).
   distinct sentence once, in length-sorted batches of 32; the time includes the weighted aggregates on both sides.
 - Temporal entity F1: radeval runs stanza on both reports of every pair, one report per call; rexrank runs each
   distinct report once, in bulk calls of 64 (stanza batches their sentences).
-- CRIMSON is not in rexrank yet (docs/radeval_metrics.md), so it has no row.
+- CRIMSON (the random Gemma-3 judge, {args.crimson_n} pairs, guidelines in as radeval puts them for a local path):
+  radeval generates one pair at a time and asks again, up to 3 times, while an answer does not parse (every stand-in
+  answer is gibberish, so every pair costs it 3 generations; a real judge's answers mostly parse); rexrank generates
+  in left-padded batches of 8 and asks a greedy local judge once (the same answer each time).
 """
     Path(args.out).write_text(text)
     print(text)
