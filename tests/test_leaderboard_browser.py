@@ -294,6 +294,12 @@ def test_models_tab_opens_on_a_model_and_shows_subgroups(browser, space):
     _tab(page, "Models")
     _wait_rows(page, "model-table", 8)  # UniRG-CXR: 4 datasets x 2 tracks
     assert page.locator("#model-pick input").first.input_value() == "UniRG-CXR"
+    # Each split's name on one line (the Split column was too narrow: "validat-ion" in the screenshots).
+    split_lines = page.evaluate("""() => [...document.querySelectorAll('#model-table [role=gridcell] *')]
+        .filter((e) => !e.children.length && e.textContent.trim() === 'validation').map((e) => {
+          const r = document.createRange(); r.selectNodeContents(e);
+          return new Set([...r.getClientRects()].map((x) => Math.round(x.top))).size; })""")
+    assert split_lines and set(split_lines) == {1}, split_lines
     _shot(page, "phone_models")
     page.locator("#model-pick input").first.fill("Scored-CI")
     page.get_by_role("option", name="Scored-CI").click()

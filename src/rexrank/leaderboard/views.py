@@ -41,7 +41,7 @@ METRIC_WIDTH = 136
 # model_page_widths); the overview's other columns are its datasets' rank and value.
 OVERVIEW_WIDTHS = WIDTHS | {"Mean rank": 76, "Datasets": 84}
 OVERVIEW_DATASET_WIDTH = 110
-MODEL_PAGE_WIDTHS = {"Dataset": 110, "Track": 110, "Split": 90, "Source": 100, "Studies": 70, "Weights": 100}
+MODEL_PAGE_WIDTHS = {"Dataset": 110, "Track": 110, "Split": 110, "Source": 100, "Studies": 70, "Weights": 100}
 TRAINED_CHOICES = [("All models", "all"), ("Exclude models trained on this set", "exclude"),
                    ("Only models trained on this set", "only")]
 
