@@ -324,6 +324,10 @@ def main() -> None:
          "minimal app (the Dataframe's client-side search)",
          f"{med['space_filter_in_page'] * 1000:.0f} ms / {med['minimal_filter_in_page'] * 1000:.0f} ms = "
          f"**{med['space_filter_in_page'] / med['minimal_filter_in_page']:.2f}x** (target <= 150 ms; median of {n})"),
+        ("search in the page, split (medians): dispatch (input -> request sent) / round trip (request sent -> "
+         "answer in: server work, gradio's processing, transfer) / grid update (answer in -> painted); requests sent",
+         f"{med['space_filter_dispatch'] * 1000:.0f} ms / {med['space_filter_round_trip'] * 1000:.0f} ms / "
+         f"{med['space_filter_update'] * 1000:.0f} ms; {med['space_filter_requests']:.0f} request(s)"),
         ("tab switch, Playwright wall clock (click() -> rows visible): Space / minimal app",
          f"{med['space_switch'] * 1000:.0f} ms / {med['minimal_switch'] * 1000:.0f} ms (median of {n})"),
         ("filter, Playwright wall clock (fill() -> narrowed grid): Space / minimal app",
@@ -332,7 +336,8 @@ def main() -> None:
          f"p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, {len(failures)} failed"),
     ]
     table = "| measurement | value |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)
-    runs = "\n".join(f"- {k}: " + ", ".join(f"{v * 1000:.0f}" for v in vals) + " ms" for k, vals in times.items())
+    runs = "\n".join(f"- {k}: " + (", ".join(f"{v:.0f}" for v in vals) if k.endswith("_requests") else
+                                    ", ".join(f"{v * 1000:.0f}" for v in vals) + " ms") for k, vals in times.items())
     text = (f"# Leaderboard Space performance\n\nMachine: 2 CPU cores (shared with other jobs), loopback only, "
             f"OMP/MKL threads pinned to 1 for both sides (one process serves both apps). "
             f"Command: `.venv/bin/python bench/leaderboard.py --models {args.models} --repeat {args.repeat} "
