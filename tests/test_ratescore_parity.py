@@ -34,7 +34,7 @@ EDGE_HYPS = [
     "abc",
 ]
 # (hypothesis, reference). IU-Xray sentences on which the stand-in NER fires every rule of post_process, the rare
-# "span still open at the end" among them (checked by test_parity_inputs_exercise_every_rule_and_repeated_entities).
+# "span still open at the end" among them (checked by TestRaTEScoreParity.test_inputs_make_the_comparison_meaningful).
 RULE_PAIRS = [
     ("Heart size, mediastinal contour, and pulmonary vascularity are within normal limits. "
      "PA and lateral views were obtained.",
