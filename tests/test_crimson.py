@@ -335,3 +335,25 @@ def test_stand_in_has_medgemmas_chat_template(paths):
     assert CHAT_TEMPLATE.rstrip("\n") == published.rstrip("\n")
     stored = json.loads((Path(paths["crimson"]) / "tokenizer_config.json").read_text())
     assert stored["chat_template"] == CHAT_TEMPLATE
+
+
+def test_vllm_backend_gets_radevals_decoding(paths):
+    """backend="vllm" (vLLM is not installed here: a fake engine): the same prompt token ids as the transformers
+    path, greedy, the generation config's answer cap, repetition penalty 1.1, the config's stop tokens."""
+    from types import SimpleNamespace
+
+    seen = {}
+
+    class Engine:
+        def generate(self, inputs, params, use_tqdm=False):
+            seen["inputs"], seen["params"] = inputs, params
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1])]) for _ in inputs]
+
+    metric = Crimson(model=paths["crimson"], backend="vllm", engine=Engine(), sampling_params_cls=dict)
+    values = metric.score(["Small effusion."], ["Large effusion."])
+    assert math.isnan(values[0])  # an empty answer: a counted NaN
+    prompt = build_prompt("Large effusion.", "Small effusion.", guidelines=metric.guidelines)
+    assert seen["inputs"] == [{"prompt_token_ids": metric.prompt_ids([prompt])[0]}]
+    config = json.loads((Path(paths["crimson"]) / "generation_config.json").read_text())
+    assert seen["params"] == [{"temperature": 0.0, "max_tokens": config["max_new_tokens"], "skip_special_tokens": True,
+                               "repetition_penalty": 1.1, "stop_token_ids": config["eos_token_id"]}]
