@@ -357,3 +357,14 @@ def test_vllm_backend_gets_radevals_decoding(paths):
     config = json.loads((Path(paths["crimson"]) / "generation_config.json").read_text())
     assert seen["params"] == [{"temperature": 0.0, "max_tokens": config["max_new_tokens"], "skip_special_tokens": True,
                                "repetition_penalty": 1.1, "stop_token_ids": config["eos_token_id"]}]
+
+
+def test_is_a_grpo_reward(paths):
+    """rexrank.rewards takes it like any per-report metric: one value per completion, equal to score()."""
+    from rexrank.rewards import reward
+
+    tokenizer = Crimson(model=paths["crimson"]).tokenizer
+    fn = reward("crimson", model=paths["crimson"], generator=_ScriptedGenerator(tokenizer, [_VALID, "no json"]))
+    values = fn(prompts=["", ""], completions=["Small effusion.", "Normal."], reference=["Effusion.", "Effusion."])
+    assert values == [1.0, None]  # an unparsable answer: None, TRL's "not applicable", never a silent 0
+    assert fn.__name__ == "rexrank_crimson"
