@@ -128,23 +128,57 @@ def test_a_submit_naming_a_server_path_gets_a_message(space, tmp_path):
     assert "PRIVATE" not in answer and secret.exists()
 
 
-def test_an_unexpected_error_reaches_the_client_as_a_generic_message(space, caplog):
-    """Issue 24 point 5: the Space launches with show_error=True (for gradio's own refusals, above), which also sent
-    the text of any exception our code did not expect. A raw /table call whose search is a number (the API takes any
-    JSON) fails inside the view: the caller gets the generic message, the traceback goes to the host's log."""
-    import logging
-
+def _raw_call(url: str, api: str, data: list) -> str:
+    """The SSE answer of a raw HTTP call to a gr.api endpoint (what any client, not only gradio_client, may send)."""
     import httpx
 
+    response = httpx.post(f"{url}gradio_api/call/{api}", timeout=60, json={"data": data})
+    return httpx.get(f"{url}gradio_api/call/{api}/{response.json()['event_id']}", timeout=60).text
+
+
+def test_table_api_refuses_wrong_types_with_a_message(space):
+    """gr.api passes any JSON through: a number as the search, a string where a list goes, a year that is not a
+    number or an unknown trained choice failed inside the view (the caller got the exception's text, or after
+    point 5 the generic line). Each is now refused with one line naming the argument and what it takes."""
+    base = ["iu_xray", "findings", "", None, None, None, "all", None, None, "radcliq_v1"]
+    for index, value, expected in ((2, 5, "search must be text"),
+                                   (3, "Stanford", "institutions must be a list of text or null"),
+                                   (4, ["x"], "years must be a list of whole numbers or null"),
+                                   (6, "maybe", "trained must be one of all, exclude, only")):
+        data = list(base)
+        data[index] = value
+        answer = _raw_call(space[0], "table", data)
+        assert "event: error" in answer and expected in answer, (value, answer)
+    assert "event: complete" in _raw_call(space[0], "table", [*base[:4], [2024], *base[5:]])
+
+
+def test_an_unexpected_error_reaches_the_client_as_a_generic_message(store, caplog):
+    """Issue 24 point 5: the Space launches with show_error=True (for gradio's own refusals, above), which also sent
+    the text of any exception our code did not expect. A view that fails unexpectedly (here a lock error naming a
+    host path, raised by the board's own view) reaches a raw HTTP caller as the generic line; the traceback goes to
+    the host's log."""
+    import logging
+
+    from leaderboard_helpers import free_port
     from rexrank.leaderboard.gradio_compat import UNEXPECTED
+    from rexrank.leaderboard.views import Views
+    from rexrank.leaderboard.wiring import build_app
+
+    class LockedViews(Views):
+        def leaderboard(self):
+            raise RuntimeError("database /srv/private/references.sqlite is locked")
 
     caplog.set_level(logging.ERROR, logger="rexrank.leaderboard")
-    response = httpx.post(f"{space[0]}gradio_api/call/table", timeout=60, json={"data": [
-        "iu_xray", "findings", 5, None, None, None, "all", None, None, "radcliq_v1"]})
-    answer = httpx.get(f"{space[0]}gradio_api/call/table/{response.json()['event_id']}", timeout=60).text
+    demo = build_app(store, views=LockedViews(store))
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, show_error=True)
+    try:
+        answer = _raw_call(f"http://127.0.0.1:{port}/", "leaderboard", [])
+    finally:
+        demo.close()
     assert "event: error" in answer and json.dumps(UNEXPECTED)[1:-1] in answer, answer
-    assert "strip" not in answer and "AttributeError" not in answer, answer
-    assert any("table_api" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert "/srv/private" not in answer and "RuntimeError" not in answer, answer
+    assert any("leaderboard_api" in r.getMessage() and r.exc_info for r in caplog.records)
 
 
 def test_unknown_dataset_is_a_clear_api_error(client):

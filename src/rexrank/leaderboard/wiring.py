@@ -631,6 +631,22 @@ def _api_endpoints(gr, views: Views) -> None:
                   sort_by: str = PRIMARY) -> dict:
         """The dataset/track table as shown on the page, filtered and sorted: {headers, data} (aliases accepted)."""
         dataset, track = check(dataset, track)
+        search = "" if search is None else search
+        if not isinstance(search, str):
+            raise gr.Error(f"search must be text (got {type(search).__name__}): send \"\" for no search")
+        choices = {"institutions": (institutions, str), "years": (years, int), "model_types": (model_types, str),
+                   "sources": (sources, str), "columns": (columns, str)}
+        for name, (value, kind) in choices.items():
+            # gr.api passes any JSON through unchecked: a wrong type would fail inside the view.
+            if value is not None and (not isinstance(value, list) or not all(
+                    isinstance(v, kind) and not isinstance(v, bool) for v in value)):
+                raise gr.Error(f"{name} must be a list of {'whole numbers' if kind is int else 'text'} or null "
+                               f"(got {str(value)[:40]!r})")
+        trained_values = [value for _, value in TRAINED_CHOICES]
+        if trained not in trained_values:
+            raise gr.Error(f"trained must be one of {', '.join(trained_values)} (got {str(trained)[:40]!r})")
+        if not isinstance(sort_by, str):
+            raise gr.Error(f"sort_by must be a metric name (got {str(sort_by)[:40]!r})")
         df = views.table_view(dataset, track, search, institutions, years, model_types, trained, sources, columns,
                               sort_by)
         return {"headers": list(df.columns), "data": df.to_numpy().tolist()}
