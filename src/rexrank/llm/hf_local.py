@@ -12,7 +12,7 @@ from typing import Any
 
 from rexrank.errors import ConfigError, ModelNotAvailableError
 
-_DTYPES = ("auto", "float16", "bfloat16", "float32")
+DTYPES = ("auto", "float16", "bfloat16", "float32")  # what dtype= may be (metrics check it before loading)
 # Weight/tokenizer files read whole into the fingerprint when small; big files contribute name, size, head, tail.
 _SMALL = 16 << 20
 _EDGE = 1 << 20
@@ -59,8 +59,8 @@ def pick_dtype(dtype: str, device) -> Any:
     """"auto": float16 on GPU (what GREEN and most judges run in), float32 on CPU (fp16 CPU kernels are slow)."""
     import torch
 
-    if dtype not in _DTYPES:
-        raise ConfigError(f"unknown dtype {dtype!r}. Available: {', '.join(_DTYPES)}")
+    if dtype not in DTYPES:
+        raise ConfigError(f"unknown dtype {dtype!r}. Available: {', '.join(DTYPES)}")
     if dtype == "auto":
         return torch.float16 if device.type == "cuda" else torch.float32
     return getattr(torch, dtype)

@@ -52,7 +52,6 @@ MAX_RETRIES = 2  # CRIMSONScore._evaluate_one(max_retries=2): three attempts
 BATCH_SIZE = 8
 VLLM_CONTEXT = 16384  # vLLM's max_model_len: a prompt (about 3,000 tokens with guidelines) plus 8,192 new tokens
 BACKENDS = ("transformers", "vllm", "openai")
-_DTYPES = ("auto", "float16", "bfloat16", "float32")
 
 
 def is_default_judge(model: str | None) -> bool:
@@ -148,8 +147,10 @@ class Crimson(Metric):
                  **backend_options: Any):
         if backend not in BACKENDS:
             raise ConfigError(f"crimson: unknown backend {backend!r}. Available: {', '.join(BACKENDS)}")
-        if dtype not in _DTYPES:
-            raise ConfigError(f"crimson: unknown dtype {dtype!r}. Available: {', '.join(_DTYPES)}")
+        from rexrank.llm.hf_local import DTYPES
+
+        if dtype not in DTYPES:
+            raise ConfigError(f"crimson: unknown dtype {dtype!r}. Available: {', '.join(DTYPES)}")
         if max_new_tokens is not None and int(max_new_tokens) < 1:
             raise ConfigError(f"crimson: max_new_tokens must be at least 1 (got {max_new_tokens})")
         self.backend = backend
