@@ -66,6 +66,8 @@ def test_edit_model_and_hand_over_show_at_once_through_the_cli(tmp_path, cli):
     assert set(board.numeric_table(store, "iu_xray", "findings")["model"]) == {"Host model"}
     versions.append(store.version())
     assert len(set(versions)) == 3
+    # The header's "Last updated" dates the edit too, not only the newest result.
+    assert board.last_updated(store) > max(item["created_at"] for item in store.results())
     # An edit that changes nothing records nothing (and so refreshes nothing).
     cli("leaderboard", "edit-model", "Host model", "--institution", "New Lab", "--store", str(path))
     assert store.version() == versions[-1]

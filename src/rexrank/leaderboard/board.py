@@ -25,7 +25,7 @@ from rexrank.errors import UnknownNameError
 from rexrank.evaluation import disclosure
 from rexrank.leaderboard.published import bundled_tables, radcliq_from_components
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS, name_key
-from rexrank.leaderboard.store import Store
+from rexrank.leaderboard.store import META_EVAL_KIND, MODEL_EVENT_KINDS, Store
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 from rexrank.metrics.aggregation import leaderboard_higher_is_better, leaderboard_interval, leaderboard_values
 
@@ -312,8 +312,11 @@ def overview(store: Store, track: str = DEFAULT_TRACK) -> pd.DataFrame:
 
 
 def last_updated(store: Store) -> float | None:
-    """When the board last changed: the newest shown result's time (epoch seconds), None for an empty store."""
+    """When the board last changed (epoch seconds; None for an empty store): the newest shown result, or the newest
+    model event (a registration, an edit of the details, an owner hand-over) or published meta-evaluation, whichever
+    came later. Arena votes are left out: they change the Arena's board, not the rankings this line dates."""
     times = [item.get("created_at") for item in store.results()]
+    times += [event.get("at") for _, event in store.events(MODEL_EVENT_KINDS + (META_EVAL_KIND,))]
     return max((t for t in times if t), default=None)
 
 
