@@ -37,10 +37,11 @@ import numpy as np
 
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
-from rexrank.metrics.base import Metric, text_keys
+from rexrank.metrics.base import text_keys
 from rexrank.metrics.crimson_prompt import (
     COUNT_KEYS, PARSER_VERSION, TERM_KEYS, WEIGHTED_KEYS, build_prompt, chat_messages, evaluate_output,
 )
+from rexrank.metrics.green import JudgedMetric
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ def summarize(scores: Sequence[float]) -> dict[str, Any]:
             "n": int(values.size), "n_scored": int(valid.size), "n_parse_failures": int(values.size - valid.size)}
 
 
-class Crimson(Metric):
+class Crimson(JudgedMetric):
     """CRIMSON per (candidate, reference) pair, with error counts and the formula's terms in ``score_details``.
 
     model: Hub id or local folder of the judge (default ``rajpurkarlab/medgemma-4b-it-crimson``; for
@@ -139,6 +140,7 @@ class Crimson(Metric):
     """
 
     spec = REGISTRY.spec("crimson")
+    parse_analysis = staticmethod(evaluate_output)
 
     def __init__(self, model: str | Path | None = None, backend: str = "transformers", *, device: str | None = None,
                  batch_size: int | None = None, dtype: str = "bfloat16", guidelines: bool | None = None,
@@ -336,20 +338,6 @@ class Crimson(Metric):
             # A failed request is asked again next time; an answer, parsable or not, is the judge's and is kept.
             self.text_cache.put_many(namespace, {h: a for h, a in answers.items() if a is not None})
         return [found[h] for h in hashes]
-
-    def _parse_all(self, hyps, refs) -> tuple[list[dict[str, Any]], list[str | None]]:
-        analyses = self.analyses(hyps, refs)
-        parsed = [evaluate_output(a) for a in analyses]
-        self.last_parsed = parsed
-        self.n_parse_failures = sum(math.isnan(p["score"]) for p in parsed)
-        if self.n_parse_failures:
-            log.warning("crimson: %d of %d judge outputs could not be parsed and score NaN (see crimson_parse_error)",
-                        self.n_parse_failures, len(parsed))
-        return parsed, analyses
-
-    def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
-        parsed, _ = self._parse_all(hyps, refs)
-        return np.array([p["score"] for p in parsed], dtype=np.float64)
 
     def _score_details(self, hyps: Sequence[str], refs: Sequence[str]):
         if not hyps:

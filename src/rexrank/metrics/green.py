@@ -383,7 +383,31 @@ def encode_prompts(tokenizer, prompts: Sequence[str], *, add_bos: bool = True,
 
 # --- the metric ---------------------------------------------------------------------------------------------------
 
-class Green(Metric):
+class JudgedMetric(Metric):
+    """A metric whose score is an LLM judge's analysis of each pair, parsed (GREEN, CRIMSON): the one place that
+    parses a batch's analyses, keeps them for ``summary`` and counts and logs the unreadable ones (NaN scores).
+
+    A subclass provides ``analyses(hyps, refs)`` (one analysis text per pair) and ``parse_analysis`` (a text ->
+    a dict whose "score" is NaN when the text could not be read)."""
+
+    parse_analysis: Any
+
+    def _parse_all(self, hyps, refs) -> tuple[list[dict[str, Any]], list]:
+        analyses = self.analyses(hyps, refs)
+        parsed = [self.parse_analysis(a) for a in analyses]
+        self.last_parsed = parsed
+        self.n_parse_failures = sum(math.isnan(p["score"]) for p in parsed)
+        if self.n_parse_failures:
+            log.warning("%s: %d of %d judge outputs could not be parsed and score NaN (see %s_parse_error)",
+                        self.spec.name, self.n_parse_failures, len(parsed), self.spec.name)
+        return parsed, analyses
+
+    def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
+        parsed, _ = self._parse_all(hyps, refs)
+        return np.array([p["score"] for p in parsed], dtype=np.float64)
+
+
+class Green(JudgedMetric):
     """GREEN score per (candidate, reference) pair, with error counts in ``score_details``.
 
     model: Hub id, local directory (default ``StanfordAIMI/GREEN-RadLlama2-7b``). backend: "transformers"
@@ -394,6 +418,7 @@ class Green(Metric):
     """
 
     spec = REGISTRY.spec("green")
+    parse_analysis = staticmethod(parse_output)
 
     def __init__(self, model: str | Path | None = None, device: str | None = None, batch_size: int | None = None,
                  backend: str = "transformers", dtype: str = "auto", max_length: int = MAX_LENGTH,
@@ -502,20 +527,6 @@ class Green(Metric):
     def analyses(self, hyps: Sequence[str], refs: Sequence[str]) -> list[str]:
         keys = [json.dumps([r, h], ensure_ascii=False) for h, r in zip(hyps, refs)]
         return self.per_text("analysis", keys, self._analyse)
-
-    def _parse_all(self, hyps, refs) -> tuple[list[dict[str, Any]], list[str]]:
-        analyses = self.analyses(hyps, refs)
-        parsed = [parse_output(a) for a in analyses]
-        self.last_parsed = parsed
-        self.n_parse_failures = sum(math.isnan(p["score"]) for p in parsed)
-        if self.n_parse_failures:
-            log.warning("green: %d of %d model outputs could not be parsed and score NaN (see green_parse_error)",
-                        self.n_parse_failures, len(parsed))
-        return parsed, analyses
-
-    def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
-        parsed, _ = self._parse_all(hyps, refs)
-        return np.array([p["score"] for p in parsed], dtype=np.float64)
 
     def _score_details(self, hyps: Sequence[str], refs: Sequence[str]):
         from rexrank.metrics.base import check_pairs
