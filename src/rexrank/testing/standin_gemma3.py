@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from rexrank.testing.corpus import SENTENCES
+from rexrank.testing.standin_green import start_build
 
 MODEL_DIR = "medgemma-4b-it-crimson"
 # Gemma's special tokens in Gemma's order; the stand-in puts them first (ids 0..8), before the byte pieces.
@@ -131,12 +132,7 @@ def build(out_dir: str | Path, size: str = "small", seed: int = 0) -> dict[str, 
     from tokenizers import processors
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration
 
-    if size not in SIZES:
-        raise ValueError(f"Unknown size {size!r}. Available: {', '.join(SIZES)}")
-    shape = dict(SIZES[size])
-    bpe_vocab = shape.pop("bpe_vocab")
-    target = Path(out_dir) / MODEL_DIR
-    target.mkdir(parents=True, exist_ok=True)
+    shape, bpe_vocab, _, target = start_build(SIZES, size, Path(out_dir) / MODEL_DIR)
 
     tokenizer = build_tokenizer(bpe_vocab)
     ids = {t: tokenizer.token_to_id(t) for t in SPECIAL_TOKENS}

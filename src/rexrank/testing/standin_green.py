@@ -83,6 +83,19 @@ def build_tokenizer(bpe_vocab: int, total_vocab: int | None = None):
     return tokenizer
 
 
+def start_build(sizes: dict[str, dict], size: str, target: Path) -> tuple[dict, int, int | None, Path]:
+    """The opening every stand-in judge's build shares (this one and standin_gemma3's): ``size`` checked against
+    ``sizes``, its model shape without the tokenizer's sizes, the BPE vocabulary, the model vocabulary (None: the
+    tokenizer's) and ``target``, created."""
+    if size not in sizes:
+        raise ValueError(f"Unknown size {size!r}. Available: {', '.join(sizes)}")
+    shape = dict(sizes[size])
+    bpe_vocab = shape.pop("bpe_vocab")
+    total_vocab = shape.pop("vocab_size", None)
+    target.mkdir(parents=True, exist_ok=True)
+    return shape, bpe_vocab, total_vocab, target
+
+
 def build(out_dir: str | Path, size: str = "small", seed: int = 0) -> dict[str, str]:
     """Write the stand-in to ``out_dir/GREEN-RadLlama2-7b`` and return {"green": path}."""
     import torch
@@ -91,13 +104,7 @@ def build(out_dir: str | Path, size: str = "small", seed: int = 0) -> dict[str, 
 
     from rexrank.metrics.green import CHAT_TEMPLATE
 
-    if size not in SIZES:
-        raise ValueError(f"Unknown size {size!r}. Available: {', '.join(SIZES)}")
-    shape = dict(SIZES[size])
-    bpe_vocab = shape.pop("bpe_vocab")
-    total_vocab = shape.pop("vocab_size", None)
-    target = Path(out_dir) / "GREEN-RadLlama2-7b"
-    target.mkdir(parents=True, exist_ok=True)
+    shape, bpe_vocab, total_vocab, target = start_build(SIZES, size, Path(out_dir) / "GREEN-RadLlama2-7b")
 
     tokenizer = build_tokenizer(bpe_vocab, total_vocab)
     # Llama-2's tokenizer.json post-processor: BOS only (GREEN adds EOS through add_eos_token=True at load time).
