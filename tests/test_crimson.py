@@ -311,17 +311,10 @@ def test_bad_options_are_one_line_config_errors(paths, tmp_path):
 def test_two_launched_processes_equal_one(paths, tmp_path):
     """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes): every rank gets the
     single-process values and answers."""
-    from test_parallel import HYPS, REFS, _same_frame, launch
+    from test_parallel import HYPS, REFS, assert_two_processes_equal_one
 
-    assert metrics.spec("crimson").across_processes == "shard"
-    options = {"hyps": HYPS[:4], "refs": REFS[:4],
-               "metrics": {"crimson": {"model": paths["crimson"], "device": "cpu", "batch_size": 2,
-                                       "max_new_tokens": 8}}}
-    one = launch("models", tmp_path / "one", 1, options)[0]
-    assert one["ok"], one
-    for rank in launch("models", tmp_path / "two", 2, options):
-        assert rank["ok"], rank
-        _same_frame(rank["crimson"]["frame"], one["crimson"]["frame"], "crimson")
+    assert_two_processes_equal_one(tmp_path, "crimson", {"model": paths["crimson"], "device": "cpu", "batch_size": 2,
+                                                         "max_new_tokens": 8}, HYPS[:4], REFS[:4])
 
 
 def test_stand_in_has_medgemmas_chat_template(paths):

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rexrank import parallel
+from rexrank import metrics, parallel
 
 WORKER = Path(__file__).with_name("parallel_worker.py")
 DRIVER = Path(__file__).with_name("evaluation_driver.py")
@@ -198,6 +198,18 @@ def _same_frame(a: dict, b: dict, name: str, note: str = "") -> None:
             assert np.allclose(xs, ys, atol=_tolerance(column), rtol=0, equal_nan=True), (name, column, x, y, note)
         else:
             assert x == y, (name, column, note)
+
+
+def assert_two_processes_equal_one(tmp_path: Path, name: str, config: dict, hyps=HYPS, refs=REFS) -> None:
+    """A metric that shards across processes (its spec says so) gives every rank of a launched 2-process job
+    (torchrun, gloo, tests/parallel_worker.py) the single-process frame, within ``_tolerance``."""
+    assert metrics.spec(name).across_processes == "shard"
+    options = {"hyps": list(hyps), "refs": list(refs), "metrics": {name: config}}
+    one = launch("models", tmp_path / "one", 1, options)[0]
+    assert one["ok"], one
+    for rank in launch("models", tmp_path / "two", 2, options):
+        assert rank["ok"], rank
+        _same_frame(rank[name]["frame"], one[name]["frame"], name)
 
 
 @pytest.mark.slow

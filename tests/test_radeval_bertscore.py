@@ -71,16 +71,10 @@ def test_spaces_matter_and_empty_scores_zero(model_dir):
 def test_two_launched_processes_equal_one(model_dir, tmp_path):
     """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes, tests/parallel_worker.py):
     every rank gets the single-process values (batch composition differs: float rounding only)."""
-    from test_parallel import HYPS, REFS, _same_frame, launch
+    from test_parallel import assert_two_processes_equal_one
 
-    assert metrics.spec("radeval_bertscore").across_processes == "shard"
-    options = {"hyps": HYPS, "refs": REFS,
-               "metrics": {"radeval_bertscore": {"model": model_dir, "device": "cpu", "batch_size": 2}}}
-    one = launch("models", tmp_path / "one", 1, options)[0]
-    assert one["ok"], one
-    for rank in launch("models", tmp_path / "two", 2, options):
-        assert rank["ok"], rank
-        _same_frame(rank["radeval_bertscore"]["frame"], one["radeval_bertscore"]["frame"], "radeval_bertscore")
+    assert_two_processes_equal_one(tmp_path, "radeval_bertscore",
+                                   {"model": model_dir, "device": "cpu", "batch_size": 2})
 
 
 def test_config_names_weights_and_errors_are_clear(model_dir, tmp_path):

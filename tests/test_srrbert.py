@@ -108,16 +108,9 @@ def test_sample_prf_and_weighted_rules():
 def test_two_launched_processes_equal_one(paths, tmp_path):
     """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes): every rank gets the
     single-process values and label sets."""
-    from test_parallel import HYPS, REFS, _same_frame, launch
+    from test_parallel import assert_two_processes_equal_one
 
-    assert metrics.spec("srrbert").across_processes == "shard"
-    options = {"hyps": HYPS, "refs": REFS, "metrics": {"srrbert": {**_options(paths), "device": "cpu",
-                                                                    "batch_size": 2}}}
-    one = launch("models", tmp_path / "one", 1, options)[0]
-    assert one["ok"], one
-    for rank in launch("models", tmp_path / "two", 2, options):
-        assert rank["ok"], rank
-        _same_frame(rank["srrbert"]["frame"], one["srrbert"]["frame"], "srrbert")
+    assert_two_processes_equal_one(tmp_path, "srrbert", {**_options(paths), "device": "cpu", "batch_size": 2})
 
 
 def test_bad_options_and_missing_files_are_clear_errors(paths, tmp_path):

@@ -130,16 +130,9 @@ def test_batches_do_not_change_entities(folder, iu_xray_test):
 def test_two_launched_processes_equal_one(folder, tmp_path):
     """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes): every rank gets the
     single-process values and entity sets."""
-    from test_parallel import HYPS, REFS, _same_frame, launch
+    from test_parallel import assert_two_processes_equal_one
 
-    assert metrics.spec("temporal_f1").across_processes == "shard"
-    options = {"hyps": HYPS, "refs": REFS,
-               "metrics": {"temporal_f1": {"model": folder, "device": "cpu", "batch_size": 2}}}
-    one = launch("models", tmp_path / "one", 1, options)[0]
-    assert one["ok"], one
-    for rank in launch("models", tmp_path / "two", 2, options):
-        assert rank["ok"], rank
-        _same_frame(rank["temporal_f1"]["frame"], one["temporal_f1"]["frame"], "temporal_f1")
+    assert_two_processes_equal_one(tmp_path, "temporal_f1", {"model": folder, "device": "cpu", "batch_size": 2})
 
 
 def test_bad_options_and_missing_files_are_clear_errors(folder, tmp_path, monkeypatch):
