@@ -213,7 +213,60 @@ def test_module_declares_itself(slug):
     assert dict(info.features) == {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
     for constant in ("_CITATION", "_DESCRIPTION", "_KWARGS_DESCRIPTION"):
         assert getattr(module, constant).strip(), f"{slug}: {constant} is empty"
-    assert "_download_and_prepare" in vars(cls), f"{slug} must load its resources in _download_and_prepare"
+    assert cls._download_and_prepare is not evaluate_module_base()._download_and_prepare, \
+        f"{slug} must load its resources in _download_and_prepare"
+
+
+def evaluate_module_base():
+    import evaluate
+
+    return evaluate.Metric
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_module_declares_only_its_own_facts(slug):
+    """Every module subclasses RexrankMetric and declares facts, not machinery: the constructor, _info and the
+    loading are the base's (one copy for all), so a module file cannot drift from the others."""
+    from rexrank.evaluate_modules.metric import RexrankMetric
+
+    module = _module_file(slug)
+    cls = _main_class(module)
+    assert issubclass(cls, RexrankMetric), f"{slug}: {cls.__name__} does not subclass RexrankMetric"
+    own = vars(cls)
+    assert "__init__" not in own and "_info" not in own, f"{slug} restates the base's __init__ or _info"
+    assert cls.slug == slug
+    assert (cls.description, cls.inputs_description, cls.citation) == \
+        (module._DESCRIPTION, module._KWARGS_DESCRIPTION, module._CITATION)
+    assert cls.__doc__.startswith(module._DESCRIPTION + module._KWARGS_DESCRIPTION), \
+        f"{slug}: the class docstring must carry the runnable examples (evaluate's doctest reads it)"
+
+
+def test_an_imported_base_is_never_the_main_class(tmp_path, monkeypatch):
+    """evaluate.loading.import_main_class takes the first non-abstract EvaluationModule subclass in a module's
+    namespace: a module that imports RexrankMetric by name (it then comes first) still gets its own class."""
+    import evaluate
+
+    from rexrank.evaluate_modules.metric import RexrankMetric
+
+    assert inspect.isabstract(RexrankMetric)
+    script = tmp_path / "rexrank_probe_module.py"
+    script.write_text(
+        "from rexrank.evaluate_modules.metric import RexrankMetric\n\n\n"
+        "class Probe(RexrankMetric):\n"
+        "    slug, description, inputs_description, citation = 'bleu2', 'probe', 'Args: none', ''\n\n"
+        "    def _compute(self, predictions, references):\n"
+        "        return self.score(predictions, references)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = importlib.import_module("rexrank_probe_module")
+    assert next(iter(o for o in vars(probe).values() if isinstance(o, type))) is RexrankMetric
+    main = evaluate.loading.import_main_class("rexrank_probe_module")
+    assert main is probe.Probe
+    # The probe is a working module: the base's __init__, _info and loading serve it (registry name = slug).
+    instance = main(cache_dir=str(tmp_path / "cache"))
+    instance.download_and_prepare()  # what evaluate.load does after constructing a module
+    result = instance.compute(predictions=["No effusion."], references=["No effusion."])
+    assert result["bleu2"] == 1.0 and result["fingerprint"]
+    sys.modules.pop("rexrank_probe_module", None)
 
 
 @pytest.mark.parametrize("slug", SLUGS)
@@ -222,6 +275,46 @@ def test_card_examples_equal_module_examples(slug):
     module_examples = _examples(_module_file(slug)._KWARGS_DESCRIPTION)
     assert module_examples, f"{slug} documents no runnable example"
     assert _examples(_readme_examples(slug)) == module_examples
+
+
+def _bibtex_entries(text: str) -> dict[str, str]:
+    """BibTeX key -> entry, for the entries in ``text`` (a module's citation or a card's Citation section)."""
+    entries = re.split(r"\n(?=@\w+\{)", text.strip().strip("`").removeprefix("bibtex").strip())
+    return {m.group(1): entry.strip() for entry in entries if (m := re.match(r"@\w+\{([^,]+),", entry))}
+
+
+def _owned_bibtex() -> dict[str, str]:
+    """BibTeX key -> text of every entry with an owner (rexrank.evaluate_modules.citations, REXRANK_BIBTEX)."""
+    from rexrank.data.catalog import REXRANK_BIBTEX
+    from rexrank.evaluate_modules import citations
+
+    owners = (*citations.SHARED, REXRANK_BIBTEX)
+    return {key: entry for owned in owners for key, entry in _bibtex_entries(owned).items()}
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_shared_citations_are_the_owners(slug):
+    """An entry more than one module cites (RadEval, CheXbert, BLEU, RadCliQ ...) has one owner: the module's
+    citation and its card hold the owner's text verbatim (a card stands alone on the Hub, so it keeps the text)."""
+    owned = _owned_bibtex()
+    module_entries = _bibtex_entries(_module_file(slug)._CITATION)
+    card = (METRICS_DIR / slug / "README.md").read_text(encoding="utf-8").split("## Citation", 1)[1]
+    card_entries = _bibtex_entries(card.split("\n## ", 1)[0])
+    for where, entries in (("module citation", module_entries), ("card", card_entries)):
+        for key, entry in entries.items():
+            if key in owned:
+                assert entry == owned[key], f"{slug}: the {where}'s {key} is not its owner's text, verbatim"
+    assert set(card_entries) <= set(module_entries), f"{slug}: the card cites what the module does not"
+
+
+def test_every_shared_entry_is_cited_by_two_modules():
+    """An owner in rexrank.evaluate_modules.citations exists because several modules cite it; none is unused."""
+    from rexrank.evaluate_modules import citations
+
+    cited = [key for slug in SLUGS for key in _bibtex_entries(_module_file(slug)._CITATION)]
+    for owned in citations.SHARED:
+        (key,) = _bibtex_entries(owned)
+        assert cited.count(key) >= 2, f"{key} is cited by {cited.count(key)} module(s); keep it in that module"
 
 
 @pytest.mark.parametrize("slug", SLUGS)

@@ -3,30 +3,11 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
-import rexrank.evaluate_modules.common as support
 import rexrank.evaluate_modules.conventions as conventions
-import rexrank.metrics
 from rexrank.data.catalog import REXRANK_BIBTEX
+from rexrank.evaluate_modules import citations, metric
 
-_CITATION = """\
-@inproceedings{zhang2020bertscore,
-  title = {BERTScore: Evaluating Text Generation with BERT},
-  author = {Zhang, Tianyi and Kishore, Varsha and Wu, Felix and Weinberger, Kilian Q. and Artzi, Yoav},
-  booktitle = {International Conference on Learning Representations},
-  year = {2020}
-}
-@article{yu2023evaluating,
-  title = {Evaluating progress in automatic chest X-ray radiology report generation},
-  author = {Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others},
-  journal = {Patterns},
-  volume = {4},
-  number = {9},
-  year = {2023}
-}
-""" + REXRANK_BIBTEX + "\n"
+_CITATION = citations.cite(citations.BERTSCORE_BIBTEX, citations.RADCLIQ_BIBTEX, REXRANK_BIBTEX)
 
 _DESCRIPTION = """\
 BERTScore F1 with distilroberta-base (layer 5), rescaled with its baseline, exactly as the ReXrank leaderboard
@@ -73,34 +54,13 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class BertScore(evaluate.Metric):
+class BertScore(metric.RexrankMetric):
     """BERTScore (ReXrank)."""
 
-    def __init__(self, model=None, device=None, batch_size=None, idf=None, options=None, **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/bertscore", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(
-            model=model, device=device, batch_size=batch_size, idf=idf, **(options or {}))
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=['https://github.com/Tiiiger/bert_score',
-                           'https://github.com/rajpurkarlab/CXR-Report-Metric'],
-            reference_urls=["https://rexrank.ai"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get("bertscore", **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+    slug, description, inputs_description, citation = "bertscore", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("model", "device", "batch_size", "idf", "options")
+    codebase_urls = ("https://github.com/Tiiiger/bert_score", "https://github.com/rajpurkarlab/CXR-Report-Metric")
+    reference_urls = ("https://rexrank.ai",)
 
     def _compute(self, predictions, references):
-        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
-                               processes=self.num_process, field_keys=conventions.bertscore)
+        return self.score(predictions, references, field_keys=conventions.bertscore)

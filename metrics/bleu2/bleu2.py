@@ -3,31 +3,11 @@
 The computation lives in `rexrank.metrics.bleu` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
-import rexrank.evaluate_modules.common as support
 import rexrank.evaluate_modules.conventions as conventions
-import rexrank.metrics
 from rexrank.data.catalog import REXRANK_BIBTEX
+from rexrank.evaluate_modules import citations, metric
 
-_CITATION = """\
-@inproceedings{papineni2002bleu,
-  title = {BLEU: a Method for Automatic Evaluation of Machine Translation},
-  author = {Papineni, Kishore and Roukos, Salim and Ward, Todd and Zhu, Wei-Jing},
-  booktitle = {Proceedings of the 40th Annual Meeting of the Association for Computational Linguistics},
-  pages = {311--318},
-  year = {2002}
-}
-@article{yu2023evaluating,
-  title = {Evaluating progress in automatic chest X-ray radiology report generation},
-  author = {Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others},
-  journal = {Patterns},
-  volume = {4},
-  number = {9},
-  year = {2023}
-}
-""" + REXRANK_BIBTEX + "\n"
+_CITATION = citations.cite(citations.BLEU_BIBTEX, citations.RADCLIQ_BIBTEX, REXRANK_BIBTEX)
 
 _DESCRIPTION = """\
 Sentence-level BLEU-2 of each generated report against its reference, exactly as CXR-Report-Metric and the ReXrank
@@ -70,30 +50,12 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Bleu2(evaluate.Metric):
+class Bleu2(metric.RexrankMetric):
     """BLEU-2 (ReXrank / CXR-Report-Metric)."""
 
-    def __init__(self, **evaluate_options):
-        # BLEU-2 has no options; evaluate's own go to the base class, anything else is refused (evaluate would
-        # silently ignore it).
-        super().__init__(**support.init_kwargs("rexrank/bleu2", evaluate_options, owner=type(self)))
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=["https://github.com/rajpurkarlab/CXR-Report-Metric"],
-            reference_urls=["https://rexrank.ai", "https://aclanthology.org/P02-1040/"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        self.metric = rexrank.metrics.get("bleu2")
-        self.fingerprint = self.metric.fingerprint
+    slug, description, inputs_description, citation = "bleu2", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    codebase_urls = ("https://github.com/rajpurkarlab/CXR-Report-Metric",)
+    reference_urls = ("https://rexrank.ai", "https://aclanthology.org/P02-1040/")
 
     def _compute(self, predictions, references):
-        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
-                               processes=self.num_process, field_keys=conventions.bleu)
+        return self.score(predictions, references, field_keys=conventions.bleu)

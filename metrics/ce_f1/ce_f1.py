@@ -3,28 +3,17 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
 import rexrank.evaluate_modules.common as support
 import rexrank.evaluate_modules.conventions as conventions
-import rexrank.metrics
+from rexrank.evaluate_modules import citations, metric
 from rexrank.metrics.aggregation import MEAN, leaderboard_flags
 
-_CITATION = """\
-@inproceedings{smit2020chexbert,
-  title = {Combining Automatic Labelers and Expert Annotations for Accurate Radiology Report Labeling Using BERT},
-  author = {Smit, Akshay and Jain, Saahil and Rajpurkar, Pranav and Pareek, Anuj and Ng, Andrew Y. and Lungren, Matthew P.},
-  booktitle = {Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing},
-  year = {2020}
-}
-@inproceedings{miura2021improving,
+_CITATION = citations.cite(citations.CHEXBERT_BIBTEX, """@inproceedings{miura2021improving,
   title = {Improving Factual Completeness and Consistency of Image-to-Text Radiology Report Generation},
   author = {Miura, Yasuhide and Zhang, Yuhao and Tsai, Emily Bao and Langlotz, Curtis P. and Jurafsky, Dan},
   booktitle = {Proceedings of NAACL-HLT 2021},
   year = {2021}
-}
-"""
+}""")
 
 _DESCRIPTION = """\
 Clinical-efficacy (CE) F1: CheXbert labels the 14 CheXpert conditions in the generated and the reference report;
@@ -66,33 +55,18 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class CEF1(evaluate.Metric):
+class CEF1(metric.RexrankMetric):
     """Clinical-efficacy F1 from CheXbert labels (rexrank)."""
 
-    def __init__(self, uncertain=None, model=None, backbone=None, device=None, batch_size=None, **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/ce_f1", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(
-            uncertain=uncertain, device=device, batch_size=batch_size,
-            semb=support.metric_config(model=model, backbone=backbone))
+    slug, description, inputs_description, citation = "ce_f1", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("uncertain", "model", "backbone", "device", "batch_size")
+    codebase_urls = ("https://pypi.org/project/f1chexbert/", "https://github.com/stanfordmlgroup/CheXbert")
+    reference_urls = ("https://rexrank.ai",)
 
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=["https://pypi.org/project/f1chexbert/", "https://github.com/stanfordmlgroup/CheXbert"],
-            reference_urls=["https://rexrank.ai"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get("ce_f1", **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+    def configure(self, uncertain=None, model=None, backbone=None, device=None, batch_size=None):
+        # CE F1 reads SembScore's CheXbert labels: the labeller's weights are options of its `semb` entry.
+        return support.metric_config(uncertain=uncertain, device=device, batch_size=batch_size,
+                                     semb=support.metric_config(model=model, backbone=backbone))
 
     def _compute(self, predictions, references):
         statistics = self.metric.statistics(predictions, references)

@@ -3,22 +3,16 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
-import rexrank.evaluate_modules.common as support
-import rexrank.metrics
+from rexrank.evaluate_modules import citations, metric
 from rexrank.metrics.crimson import summarize
 
-_CITATION = """\
-@article{baharoon2026crimson,
+_CITATION = citations.cite("""@article{baharoon2026crimson,
   title = {CRIMSON: A Clinically-Grounded LLM-Based Metric for Generative Radiology Report Evaluation},
   author = {Baharoon, Mohammed and Heintz, Thibault and Raissi, Siavash and Alabbad, Mahmoud and Alhammad, Mona
             and AlOmaish, Hassan and Kim, Sung Eun and Banerjee, Oishi and Rajpurkar, Pranav},
   journal = {arXiv preprint arXiv:2603.06183},
   year = {2026}
-}
-"""
+}""")
 
 _DESCRIPTION = """\
 CRIMSON: an LLM judge (rajpurkarlab/medgemma-4b-it-crimson, a MedGemma fine-tune) lists the abnormal findings of the
@@ -28,7 +22,7 @@ weighted by clinical significance (urgent 1.0 ... benign 0.0) and the score lies
 Not a ReXrank leaderboard column.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = metric.describe(options="""\
 Options of `evaluate.load("rexrank/crimson", ...)` (loaded once, kept for every compute call):
     model (optional): local path or Hub id of the judge (default: rajpurkarlab/medgemma-4b-it-crimson); with
         backend="openai", the model name at the endpoint.
@@ -38,69 +32,44 @@ Options of `evaluate.load("rexrank/crimson", ...)` (loaded once, kept for every 
         endpoint: pass base_url and api_key_env in options).
     options (`dict`, optional): any other option of the rexrank metric
         (`rexrank.metrics.get("crimson", **options)`, e.g. guidelines, dtype, base_url); see the card.
-Args:
-    predictions (`list` of `str`): generated reports, one per study.
-    references (`list` of `str`): reference reports, same length and order as `predictions`.
+""", args="""\
     return_details (`bool`, default False): add the per-pair extra columns under "details".
-Returns:
+""", returns="""\
     crimson (`float`): mean over the pairs whose answer could be read (radeval's `crimson`).
     crimson_std (`float`): their population standard deviation (radeval's `crimson_std`).
     leaderboard_flags (`list` of `str`): rexrank's aggregation flags for the mean; empty when there is none.
-    warning (`str` or None): the flags and any pairs without a score, in words; None when all is well.
+{warning}
     scores (`list` of `float`): one value per pair, in input order (NaN where the answer could not be parsed).
-    n_nan (`int`): pairs without a score.
+{n_nan}
     fingerprint (`str`): hash of everything that can change the numbers (judge files, options, prompt, parser).
     summary (`dict`): n, n_scored, n_parse_failures and radeval's crimson / crimson_std.
     details (`dict` of `list`, with return_details=True): per-pair error counts, weighted errors, the formula's
         terms, parse errors and the judge's answers.
-Examples:
+""", examples="""\
     >>> import evaluate
     >>> from rexrank.evaluate_modules import module_path
+    >>> generated = ["No acute cardiopulmonary process.", "Small left pleural effusion."]
+    >>> written = ["No acute cardiopulmonary abnormality.", "Large right pleural effusion."]
     >>> crimson = evaluate.load(str(module_path("crimson")), device="cpu")
-    >>> results = crimson.compute(
-    ...     predictions=["No acute cardiopulmonary process.", "Small left pleural effusion."],
-    ...     references=["No acute cardiopulmonary abnormality.", "Large right pleural effusion."],
-    ... )
+    >>> results = crimson.compute(predictions=generated, references=written)
     >>> sorted(results)  # doctest: +NORMALIZE_WHITESPACE
     ['crimson', 'crimson_std', 'fingerprint', 'leaderboard_flags', 'n_nan', 'scores', 'summary', 'warning']
     >>> len(results["scores"])
     2
-"""
-
-
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Crimson(evaluate.Metric):
-    """CRIMSON."""
-
-    def __init__(self, model=None, device=None, batch_size=None, backend=None, options=None, **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/crimson", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(model=model, device=device, batch_size=batch_size,
-                                                   backend=backend, **(options or {}))
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=["https://github.com/rajpurkarlab/CRIMSON", "https://github.com/jbdel/RadEval"],
-            reference_urls=["https://arxiv.org/abs/2603.06183"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get("crimson", **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
-
-    def _compute(self, predictions, references, return_details=False):
-        return support.compute(self.metric, predictions, references, return_details=return_details,
-                               fingerprint=self.fingerprint, processes=self.num_process, field_keys=_radeval_keys)
+""")
 
 
 def _radeval_keys(metric, predictions, references, frame):
     """radeval's crimson_std and the counts, from this call's per-pair table (nothing judged twice)."""
     summary = summarize(frame[metric.spec.name])
     return {"crimson_std": summary["crimson_std"], "summary": summary}
+
+
+class Crimson(metric.RexrankMetric):
+    slug, description, inputs_description, citation = "crimson", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("model", "device", "batch_size", "backend", "options")
+    codebase_urls = ("https://github.com/rajpurkarlab/CRIMSON", "https://github.com/jbdel/RadEval")
+    reference_urls = ("https://arxiv.org/abs/2603.06183",)
+
+    def _compute(self, predictions, references, return_details=False):
+        return self.score(predictions, references, return_details=return_details, field_keys=_radeval_keys)

@@ -3,21 +3,15 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
-import rexrank.evaluate_modules.common as support
-import rexrank.metrics
 from rexrank.data.catalog import REXRANK_BIBTEX
+from rexrank.evaluate_modules import citations, metric
 
-_CITATION = """\
-@article{huang2024fineradscore,
+_CITATION = citations.cite("""@article{huang2024fineradscore,
   title = {FineRadScore: A Radiology Report Line-by-Line Evaluation Technique Generating Corrections with Severity Scores},
   author = {Huang, Alyssa and Banerjee, Oishi and Wu, Kay and Pontes Reis, Eduardo and Rajpurkar, Pranav},
   journal = {arXiv preprint arXiv:2405.20613},
   year = {2024}
-}
-""" + REXRANK_BIBTEX + "\n"
+}""", REXRANK_BIBTEX)
 
 _DESCRIPTION = """\
 FineRadScore: an LLM judges each candidate sentence (correction, clinical severity, error category); rexrank's
@@ -67,36 +61,14 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class FineRadScore(evaluate.Metric):
+class FineRadScore(metric.RexrankMetric):
     """FineRadScore (rexrank)."""
 
-    def __init__(self, model=None, device=None, batch_size=None, backend=None, base_url=None, api_key_env=None,
-                 aggregation=None, severity_weights=None, options=None, **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/fineradscore", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(
-            model=model, device=device, batch_size=batch_size, backend=backend, base_url=base_url,
-            api_key_env=api_key_env, aggregation=aggregation, severity_weights=severity_weights,
-            **(options or {}))
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=['https://github.com/rajpurkarlab/FineRadScore'],
-            reference_urls=["https://rexrank.ai"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get("fineradscore", **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+    slug, description, inputs_description, citation = "fineradscore", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("model", "device", "batch_size", "backend", "base_url", "api_key_env", "aggregation",
+                   "severity_weights", "options")
+    codebase_urls = ("https://github.com/rajpurkarlab/FineRadScore",)
+    reference_urls = ("https://rexrank.ai",)
 
     def _compute(self, predictions, references, return_details=False):
-        return support.compute(self.metric, predictions, references, return_details=return_details, reciprocal=True,
-                               fingerprint=self.fingerprint, processes=self.num_process)
+        return self.score(predictions, references, return_details=return_details, reciprocal=True)

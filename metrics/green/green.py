@@ -3,22 +3,16 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
-import rexrank.evaluate_modules.common as support
 import rexrank.evaluate_modules.conventions as conventions
-import rexrank.metrics
 from rexrank.data.catalog import REXRANK_BIBTEX
+from rexrank.evaluate_modules import citations, metric
 
-_CITATION = """\
-@inproceedings{ostmeier2024green,
+_CITATION = citations.cite("""@inproceedings{ostmeier2024green,
   title = {GREEN: Generative Radiology Report Evaluation and Error Notation},
   author = {Ostmeier, Sophie and Xu, Justin and Chen, Zhihong and others},
   booktitle = {Findings of the Association for Computational Linguistics: EMNLP 2024},
   year = {2024}
-}
-""" + REXRANK_BIBTEX + "\n"
+}""", REXRANK_BIBTEX)
 
 _DESCRIPTION = """\
 GREEN: a fine-tuned LLM judge counts clinically significant errors and matched findings; score = matched / (matched
@@ -64,33 +58,12 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Green(evaluate.Metric):
+class Green(metric.RexrankMetric):
     """GREEN (ReXrank)."""
 
-    def __init__(self, model=None, device=None, batch_size=None, backend=None, options=None, **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/green", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(
-            model=model, device=device, batch_size=batch_size, backend=backend, **(options or {}))
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=['https://github.com/Stanford-AIMI/GREEN'],
-            reference_urls=["https://rexrank.ai"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get("green", **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+    slug, description, inputs_description, citation = "green", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("model", "device", "batch_size", "backend", "options")
+    codebase_urls, reference_urls = ("https://github.com/Stanford-AIMI/GREEN",), ("https://rexrank.ai",)
 
     def _compute(self, predictions, references, return_details=False):
-        return support.compute(self.metric, predictions, references, return_details=return_details,
-                               fingerprint=self.fingerprint, processes=self.num_process, field_keys=conventions.green)
+        return self.score(predictions, references, return_details=return_details, field_keys=conventions.green)

@@ -3,27 +3,15 @@
 The computation lives in `rexrank.metrics.meteor` (this file only declares the module). It runs Java.
 """
 
-import datasets
-import evaluate
-
-import rexrank.evaluate_modules.common as support
-import rexrank.metrics
+from rexrank.evaluate_modules import citations, metric
 from rexrank.metrics.aggregation import MEAN, leaderboard_flags
 
-_CITATION = """\
-@inproceedings{denkowski2014meteor,
+_CITATION = citations.cite("""@inproceedings{denkowski2014meteor,
   title = {Meteor Universal: Language Specific Translation Evaluation for Any Target Language},
   author = {Denkowski, Michael and Lavie, Alon},
   booktitle = {Proceedings of the Ninth Workshop on Statistical Machine Translation},
   year = {2014}
-}
-@article{chen2015microsoft,
-  title = {Microsoft COCO Captions: Data Collection and Evaluation Server},
-  author = {Chen, Xinlei and Fang, Hao and Lin, Tsung-Yi and Vedantam, Ramakrishna and Gupta, Saurabh and Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},
-  journal = {arXiv preprint arXiv:1504.00325},
-  year = {2015}
-}
-"""
+}""", citations.COCO_CAPTIONS_BIBTEX)
 
 _DESCRIPTION = """\
 METEOR 1.5 exactly as pycocoevalcap 1.2 runs it: PTB-tokenised text (rexrank's pure-Python copy of its tokenizer),
@@ -59,30 +47,17 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Meteor(evaluate.Metric):
+class Meteor(metric.RexrankMetric):
     """METEOR 1.5 (pycocoevalcap's, rexrank)."""
 
-    def __init__(self, jar=None, tokenizer=None, **evaluate_options):
-        super().__init__(**support.init_kwargs("rexrank/meteor", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(jar=jar, tokenizer=tokenizer)
+    slug, description, inputs_description, citation = "meteor", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("jar", "tokenizer")
+    codebase_urls = ("https://pypi.org/project/pycocoevalcap/", "https://github.com/cmu-mtlab/meteor")
+    reference_urls = ("https://rexrank.ai",)
 
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=["https://pypi.org/project/pycocoevalcap/", "https://github.com/cmu-mtlab/meteor"],
-            reference_urls=["https://rexrank.ai"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # The jar is located (and Java checked) here; the Java process starts on the first compute and stays.
-        self.metric = rexrank.metrics.get("meteor", **self.metric_config)
-        self.metric.locate_weights()
-        self.fingerprint = self.metric.fingerprint
+    def prepare(self, loaded):
+        # The jar is located (and Java checked) before the first compute; the Java process starts then and stays.
+        loaded.locate_weights()
 
     def _compute(self, predictions, references):
         from rexrank.metrics import meteor

@@ -3,39 +3,20 @@
 The computation lives in `rexrank.metrics.nlg` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
-import rexrank.evaluate_modules.common as support
-import rexrank.metrics
+from rexrank.evaluate_modules import citations, metric
 from rexrank.metrics.aggregation import MEAN, leaderboard_flags
 
-_CITATION = """\
-@article{chen2015microsoft,
-  title = {Microsoft COCO Captions: Data Collection and Evaluation Server},
-  author = {Chen, Xinlei and Fang, Hao and Lin, Tsung-Yi and Vedantam, Ramakrishna and Gupta, Saurabh and Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},
-  journal = {arXiv preprint arXiv:1504.00325},
-  year = {2015}
-}
-@inproceedings{papineni2002bleu,
-  title = {BLEU: a Method for Automatic Evaluation of Machine Translation},
-  author = {Papineni, Kishore and Roukos, Salim and Ward, Todd and Zhu, Wei-Jing},
-  booktitle = {Proceedings of the 40th Annual Meeting of the Association for Computational Linguistics},
-  year = {2002}
-}
-@inproceedings{lin2004rouge,
+_CITATION = citations.cite(citations.COCO_CAPTIONS_BIBTEX, citations.BLEU_BIBTEX, """@inproceedings{lin2004rouge,
   title = {ROUGE: A Package for Automatic Evaluation of Summaries},
   author = {Lin, Chin-Yew},
   booktitle = {Text Summarization Branches Out},
   year = {2004}
-}
-@inproceedings{vedantam2015cider,
+}""", """@inproceedings{vedantam2015cider,
   title = {CIDEr: Consensus-based Image Description Evaluation},
   author = {Vedantam, Ramakrishna and Zitnick, C. Lawrence and Parikh, Devi},
   booktitle = {Proceedings of the IEEE Conference on Computer Vision and Pattern Recognition},
   year = {2015}
-}
-"""
+}""")
 
 _DESCRIPTION = """\
 The NLG metrics of the report-generation literature exactly as pycocoevalcap 1.2 computes them: PTB tokenisation
@@ -72,27 +53,13 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class NLG(evaluate.Metric):
+class NLG(metric.RexrankMetric):
     """Corpus BLEU-1..4, ROUGE-L and CIDEr-D (pycocoevalcap's, rexrank)."""
 
-    def __init__(self, tokenizer=None, **evaluate_options):
-        super().__init__(**support.init_kwargs("rexrank/nlg", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(tokenizer=tokenizer)
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=["https://pypi.org/project/pycocoevalcap/", "https://github.com/tylin/coco-caption"],
-            reference_urls=["https://rexrank.ai"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        self.metric = rexrank.metrics.get("nlg", **self.metric_config)
+    slug, description, inputs_description, citation = "nlg", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("tokenizer",)
+    codebase_urls = ("https://pypi.org/project/pycocoevalcap/", "https://github.com/tylin/coco-caption")
+    reference_urls = ("https://rexrank.ai",)
 
     def _compute(self, predictions, references):
         from rexrank.metrics import nlg

@@ -3,25 +3,12 @@
 The computation lives in `rexrank.metrics.radcliq` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
 import rexrank.errors
-import rexrank.evaluate_modules.common as support
-import rexrank.metrics
 from rexrank.data.catalog import REXRANK_BIBTEX
+from rexrank.evaluate_modules import citations, metric
 from rexrank.metrics import aggregation
 
-_CITATION = """\
-@article{yu2023evaluating,
-  title = {Evaluating progress in automatic chest X-ray radiology report generation},
-  author = {Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others},
-  journal = {Patterns},
-  volume = {4},
-  number = {9},
-  year = {2023}
-}
-""" + REXRANK_BIBTEX + "\n"
+_CITATION = citations.cite(citations.RADCLIQ_BIBTEX, REXRANK_BIBTEX)
 
 _DESCRIPTION = """\
 RadCliQ: the radiologist-aligned composite of RadGraph F1, BERTScore, SembScore and BLEU-2 (Yu et al., 2023), with
@@ -84,36 +71,19 @@ _COMPONENT_WEIGHTS = ("radgraph={'model': PATH}, bertscore={'model': PATH}, "
 _HINTS = {"model": f"RadCliQ runs three models; give each its weights in its component's dict: {_COMPONENT_WEIGHTS}."}
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class RadCliQ(evaluate.Metric):
+class RadCliQ(metric.RexrankMetric):
     """RadCliQ-v1 (default) or RadCliQ-v0."""
 
-    def __init__(self, radgraph=None, bertscore=None, semb=None, device=None, batch_size=None, **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/radcliq", evaluate_options, owner=type(self), hints=_HINTS))
-        if self.config_name not in _CONFIGS:
-            raise rexrank.errors.ConfigError(
-                f"rexrank/radcliq: unknown config_name {self.config_name!r}. Available: v1, v0")
-        self.metric_config = support.metric_config(
-            radgraph=radgraph, bertscore=bertscore, semb=semb, device=device, batch_size=batch_size)
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=["https://github.com/rajpurkarlab/CXR-Report-Metric"],
-            reference_urls=["https://rexrank.ai", "https://doi.org/10.1016/j.patter.2023.100802"],
-        )
+    slug, description, inputs_description, citation = "radcliq", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("radgraph", "bertscore", "semb", "device", "batch_size")
+    configs, config_choices, hints = _CONFIGS, ("v1", "v0"), _HINTS
+    codebase_urls = ("https://github.com/rajpurkarlab/CXR-Report-Metric",)
+    reference_urls = ("https://rexrank.ai", "https://doi.org/10.1016/j.patter.2023.100802")
 
     def _download_and_prepare(self, dl_manager):
         # The component models (RadGraph, BERTScore, CheXbert) load here, once; compute() reuses them.
         try:
-            self.metric = rexrank.metrics.get(_CONFIGS[self.config_name], **self.metric_config)
-            self.fingerprint = self.metric.fingerprint
+            super()._download_and_prepare(dl_manager)
         except rexrank.errors.ModelNotAvailableError as exc:
             # A component's message says "pass model=/path", which is how that metric alone takes it; this
             # module takes it inside the component's dict.
@@ -122,6 +92,4 @@ class RadCliQ(evaluate.Metric):
 
     def _compute(self, predictions, references, return_details=False):
         reciprocal = self.metric.spec.leaderboard_aggregation == aggregation.RECIPROCAL_OF_MEAN
-        return support.compute(self.metric, predictions, references, return_details=return_details,
-                               reciprocal=reciprocal, fingerprint=self.fingerprint,
-                               processes=self.num_process)
+        return self.score(predictions, references, return_details=return_details, reciprocal=reciprocal)

@@ -3,29 +3,9 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
+from rexrank.evaluate_modules import citations, metric
 
-import rexrank.evaluate_modules.common as support
-import rexrank.metrics
-
-_CITATION = """\
-@inproceedings{xu-etal-2025-radeval,
-  title = {RadEval: A framework for radiology text evaluation},
-  author = {Xu, Justin and Zhang, Xi and Abderezaei, Javid and Bauml, Julie and Boodoo, Roger and Haghighi, Fatemeh
-            and Ganjizadeh, Ali and Brattain, Eric and Van Veen, Dave and Meng, Zaiqiao and Eyre, David W and
-            Delbrouck, Jean-Benoit},
-  booktitle = {Proceedings of the 2025 Conference on Empirical Methods in Natural Language Processing: System Demonstrations},
-  year = {2025},
-  pages = {546--557}
-}
-@inproceedings{zhang2020bertscore,
-  title = {BERTScore: Evaluating Text Generation with BERT},
-  author = {Zhang, Tianyi and Kishore, Varsha and Wu, Felix and Weinberger, Kilian Q. and Artzi, Yoav},
-  booktitle = {International Conference on Learning Representations},
-  year = {2020}
-}
-"""
+_CITATION = citations.cite(citations.RADEVAL_BIBTEX, citations.BERTSCORE_BIBTEX)
 
 _DESCRIPTION = """\
 RadEval-BERTScore: BERTScore F1 (no idf, no baseline rescaling) with RadEval's radiology ModernBERT
@@ -66,34 +46,13 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class RadEvalBertScore(evaluate.Metric):
+class RadEvalBertScore(metric.RexrankMetric):
     """RadEval-BERTScore."""
 
-    def __init__(self, model=None, device=None, batch_size=None, options=None, **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/radeval_bertscore", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(model=model, device=device, batch_size=batch_size,
-                                                   **(options or {}))
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=["https://github.com/jbdel/RadEval", "https://github.com/Tiiiger/bert_score"],
-            reference_urls=["https://huggingface.co/IAMJB/RadEvalModernBERT",
-                            "https://aclanthology.org/2025.emnlp-demos.40/"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get("radeval_bertscore", **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+    slug, description, inputs_description = "radeval_bertscore", _DESCRIPTION, _KWARGS_DESCRIPTION
+    citation, own_options = _CITATION, ("model", "device", "batch_size", "options")
+    codebase_urls = ("https://github.com/jbdel/RadEval", "https://github.com/Tiiiger/bert_score")
+    reference_urls = ("https://huggingface.co/IAMJB/RadEvalModernBERT", "https://aclanthology.org/2025.emnlp-demos.40/")
 
     def _compute(self, predictions, references):
-        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
-                               processes=self.num_process)
+        return self.score(predictions, references)

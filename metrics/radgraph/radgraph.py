@@ -3,31 +3,16 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
-import rexrank.errors
-import rexrank.evaluate_modules.common as support
 import rexrank.evaluate_modules.conventions as conventions
-import rexrank.metrics
 from rexrank.data.catalog import REXRANK_BIBTEX
+from rexrank.evaluate_modules import citations, metric
 
-_CITATION = """\
-@inproceedings{jain2021radgraph,
+_CITATION = citations.cite("""@inproceedings{jain2021radgraph,
   title = {RadGraph: Extracting Clinical Entities and Relations from Radiology Reports},
   author = {Jain, Saahil and Agrawal, Ashwin and Saporta, Adriel and others},
   booktitle = {Thirty-fifth Conference on Neural Information Processing Systems Datasets and Benchmarks Track},
   year = {2021}
-}
-@article{yu2023evaluating,
-  title = {Evaluating progress in automatic chest X-ray radiology report generation},
-  author = {Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others},
-  journal = {Patterns},
-  volume = {4},
-  number = {9},
-  year = {2023}
-}
-""" + REXRANK_BIBTEX + "\n"
+}""", citations.RADCLIQ_BIBTEX, REXRANK_BIBTEX)
 
 _DESCRIPTION = """\
 RadGraph F1 as the ReXrank leaderboard computes it: (entity F1 + relation F1) / 2 on RadGraph annotations of the
@@ -89,40 +74,13 @@ _CONFIGS = {
 }
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class RadGraph(evaluate.Metric):
+class RadGraph(metric.RexrankMetric):
     """RadGraph F1 (ReXrank)."""
 
-    def __init__(self, model=None, device=None, batch_size=None, encoder=None, model_type=None, options=None,
-                 **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/radgraph", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(
-            model=model, device=device, batch_size=batch_size, encoder=encoder, model_type=model_type,
-            **(options or {}))
-        if self.config_name not in _CONFIGS:
-            raise rexrank.errors.ConfigError(
-                f"rexrank/radgraph: unknown config_name {self.config_name!r}. Available: {', '.join(_CONFIGS)}")
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=['https://github.com/Stanford-AIMI/radgraph',
-                           'https://github.com/rajpurkarlab/CXR-Report-Metric'],
-            reference_urls=["https://rexrank.ai"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get(_CONFIGS[self.config_name], **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+    slug, description, inputs_description, citation = "radgraph", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options, configs = ("model", "device", "batch_size", "encoder", "model_type", "options"), _CONFIGS
+    codebase_urls = ("https://github.com/Stanford-AIMI/radgraph", "https://github.com/rajpurkarlab/CXR-Report-Metric")
+    reference_urls = ("https://rexrank.ai",)
 
     def _compute(self, predictions, references, return_details=False):
-        return support.compute(self.metric, predictions, references, return_details=return_details,
-                               fingerprint=self.fingerprint, processes=self.num_process,
-                               field_keys=conventions.radgraph)
+        return self.score(predictions, references, return_details=return_details, field_keys=conventions.radgraph)

@@ -3,21 +3,15 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
-import rexrank.evaluate_modules.common as support
-import rexrank.metrics
 from rexrank.data.catalog import REXRANK_BIBTEX
+from rexrank.evaluate_modules import citations, metric
 
-_CITATION = """\
-@inproceedings{zhao2024ratescore,
+_CITATION = citations.cite("""@inproceedings{zhao2024ratescore,
   title = {RaTEScore: A Metric for Radiology Report Generation},
   author = {Zhao, Weike and Wu, Chaoyi and Zhang, Xiaoman and others},
   booktitle = {Proceedings of the 2024 Conference on Empirical Methods in Natural Language Processing},
   year = {2024}
-}
-""" + REXRANK_BIBTEX + "\n"
+}""", REXRANK_BIBTEX)
 
 _DESCRIPTION = """\
 RaTEScore: entity-level, synonym-aware, negation-aware similarity of radiology reports (NER + BioLORD entity
@@ -60,37 +54,18 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class RaTEScore(evaluate.Metric):
+class RaTEScore(metric.RexrankMetric):
     """RaTEScore (ReXrank)."""
 
-    def __init__(self, model=None, device=None, batch_size=None, ner_model=None, embed_model=None, options=None,
-                 **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/ratescore", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(
-            model=model, device=device, batch_size=batch_size, ner_model=ner_model,
-            embed_model=embed_model, **(options or {}))
+    slug, description, inputs_description, citation = "ratescore", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("model", "device", "batch_size", "ner_model", "embed_model", "options")
+    codebase_urls, reference_urls = ("https://github.com/MAGIC-AI4Med/RaTEScore",), ("https://rexrank.ai",)
+
+    def configure(self, **options):
+        config = super().configure(**options)
         if self.config_name != "default":  # evaluate.load("rexrank/ratescore", "v0.6-long")
-            self.metric_config["variant"] = self.config_name
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=['https://github.com/MAGIC-AI4Med/RaTEScore'],
-            reference_urls=["https://rexrank.ai"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get("ratescore", **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+            config["variant"] = self.config_name
+        return config
 
     def _compute(self, predictions, references):
-        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
-                               processes=self.num_process)
+        return self.score(predictions, references)

@@ -3,29 +3,10 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
-
-import rexrank.evaluate_modules.common as support
-import rexrank.metrics
 from rexrank.data.catalog import REXRANK_BIBTEX
+from rexrank.evaluate_modules import citations, metric
 
-_CITATION = """\
-@inproceedings{smit2020chexbert,
-  title = {Combining Automatic Labelers and Expert Annotations for Accurate Radiology Report Labeling Using BERT},
-  author = {Smit, Akshay and Jain, Saahil and Rajpurkar, Pranav and Pareek, Anuj and Ng, Andrew Y. and Lungren, Matthew P.},
-  booktitle = {Proceedings of the 2020 Conference on Empirical Methods in Natural Language Processing},
-  year = {2020}
-}
-@article{yu2023evaluating,
-  title = {Evaluating progress in automatic chest X-ray radiology report generation},
-  author = {Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others},
-  journal = {Patterns},
-  volume = {4},
-  number = {9},
-  year = {2023}
-}
-""" + REXRANK_BIBTEX + "\n"
+_CITATION = citations.cite(citations.CHEXBERT_BIBTEX, citations.RADCLIQ_BIBTEX, REXRANK_BIBTEX)
 
 _DESCRIPTION = """\
 SembScore: cosine similarity of CheXbert [CLS] embeddings of the generated and the reference report, as the ReXrank
@@ -66,34 +47,13 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class SembScore(evaluate.Metric):
+class SembScore(metric.RexrankMetric):
     """SembScore (ReXrank)."""
 
-    def __init__(self, model=None, device=None, batch_size=None, backbone=None, options=None, **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/semb", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(
-            model=model, device=device, batch_size=batch_size, backbone=backbone, **(options or {}))
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=['https://github.com/stanfordmlgroup/CheXbert',
-                           'https://github.com/rajpurkarlab/CXR-Report-Metric'],
-            reference_urls=["https://rexrank.ai"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get("semb", **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+    slug, description, inputs_description, citation = "semb", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("model", "device", "batch_size", "backbone", "options")
+    codebase_urls = ("https://github.com/stanfordmlgroup/CheXbert", "https://github.com/rajpurkarlab/CXR-Report-Metric")
+    reference_urls = ("https://rexrank.ai",)
 
     def _compute(self, predictions, references):
-        return support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
-                               processes=self.num_process)
+        return self.score(predictions, references)

@@ -3,23 +3,9 @@
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
 
-import datasets
-import evaluate
+from rexrank.evaluate_modules import citations, metric
 
-import rexrank.evaluate_modules.common as support
-import rexrank.metrics
-
-_CITATION = """\
-@inproceedings{xu-etal-2025-radeval,
-  title = {RadEval: A framework for radiology text evaluation},
-  author = {Xu, Justin and Zhang, Xi and Abderezaei, Javid and Bauml, Julie and Boodoo, Roger and Haghighi, Fatemeh
-            and Ganjizadeh, Ali and Brattain, Eric and Van Veen, Dave and Meng, Zaiqiao and Eyre, David W and
-            Delbrouck, Jean-Benoit},
-  booktitle = {Proceedings of the 2025 Conference on Empirical Methods in Natural Language Processing: System Demonstrations},
-  year = {2025},
-  pages = {546--557}
-}
-"""
+_CITATION = citations.cite(citations.RADEVAL_BIBTEX)
 
 _DESCRIPTION = """\
 SRR-BERT: each sentence of a report is classified into structured-report findings (StanfordAIMI/SRR-BERT-Leaves-
@@ -64,38 +50,17 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class SRRBert(evaluate.Metric):
+class SRRBert(metric.RexrankMetric):
     """SRR-BERT."""
 
-    def __init__(self, model=None, tokenizer=None, punkt=None, device=None, batch_size=None, options=None,
-                 **evaluate_options):
-        # evaluate.load forwards its extra keyword arguments here; evaluate's own options go to the base class,
-        # and anything else is refused rather than silently ignored.
-        super().__init__(**support.init_kwargs("rexrank/srrbert", evaluate_options, owner=type(self)))
-        self.metric_config = support.metric_config(model=model, tokenizer=tokenizer, punkt=punkt, device=device,
-                                                   batch_size=batch_size, **(options or {}))
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"),
-                                        "references": datasets.Value("string")}),
-            codebase_urls=["https://github.com/jbdel/RadEval"],
-            reference_urls=["https://huggingface.co/StanfordAIMI/SRR-BERT-Leaves-with-Statuses",
-                            "https://aclanthology.org/2025.emnlp-demos.40/"],
-        )
-
-    def _download_and_prepare(self, dl_manager):
-        # Weights load here, once; compute() reuses them.
-        self.metric = rexrank.metrics.get("srrbert", **self.metric_config)
-        self.fingerprint = self.metric.fingerprint
+    slug, description, inputs_description, citation = "srrbert", _DESCRIPTION, _KWARGS_DESCRIPTION, _CITATION
+    own_options = ("model", "tokenizer", "punkt", "device", "batch_size", "options")
+    codebase_urls = ("https://github.com/jbdel/RadEval",)
+    reference_urls = ("https://huggingface.co/StanfordAIMI/SRR-BERT-Leaves-with-Statuses",
+                      "https://aclanthology.org/2025.emnlp-demos.40/")
 
     def _compute(self, predictions, references):
-        result = support.compute(self.metric, predictions, references, fingerprint=self.fingerprint,
-                                 processes=self.num_process)
+        result = self.score(predictions, references)
         # radeval's corpus-level keys; every sentence's labels are in the metric's per-text cache by now.
         result.update(self.metric.weighted(predictions, references))
         return result

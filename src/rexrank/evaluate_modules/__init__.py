@@ -1,6 +1,6 @@
-"""The evaluate modules of ``metrics/<slug>/`` and their Spaces: the helpers each thin module file calls
-(``common``, ``conventions``), the Gradio app every metric Space runs (``app``) and publishing them to the Hub
-(``publish``).
+"""The evaluate modules of ``metrics/<slug>/`` and their Spaces: their base class (``metric``), the helpers each
+thin module file reads (``citations``, ``common``, ``conventions``), the Gradio app every metric Space runs (``app``)
+and publishing them to the Hub (``publish``).
 
 ``module_path(slug)`` is where a module's folder is on this machine, for ``evaluate.load(module_path("radcliq"))``.
 The folders live once, in the checkout's ``metrics/``; ``hub_modules`` here is a link to it, so an editable install

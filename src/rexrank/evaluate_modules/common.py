@@ -1,6 +1,7 @@
 """What the evaluate modules in ``metrics/<slug>/`` share, so each module file stays a thin declaration.
 
-A module (``metrics/bertscore/bertscore.py`` ...) subclasses ``evaluate.Metric`` itself and calls these helpers:
+A module (``metrics/bertscore/bertscore.py`` ...) subclasses ``rexrank.evaluate_modules.metric.RexrankMetric``,
+which calls these helpers:
 ``init_kwargs`` keeps evaluate's own constructor options apart from ours (evaluate silently swallows unknown
 keyword arguments; we refuse them), ``metric_config`` builds the ``rexrank.metrics.get`` config, and
 ``results`` turns per-report values into the dict every module returns.
@@ -63,9 +64,8 @@ def init_kwargs(module_name: str, kwargs: dict[str, Any], owner: type | None = N
 
 
 def module_options(owner: type) -> tuple[str, ...]:
-    """The keyword options a module class's constructor names (evaluate's own pass through ``**``)."""
-    params = inspect.signature(owner.__init__).parameters
-    return tuple(n for n, p in params.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+    """The keyword options a module class declares (``RexrankMetric.own_options``; evaluate's own are apart)."""
+    return tuple(owner.own_options)
 
 
 def metric_config(**options: Any) -> dict[str, Any]:
