@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from parity import Pairs, ParityTester, iu_reports, shifted
 
-from rexrank import metrics
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics.crimson import HTTP_REQUEST, Crimson, is_default_judge
 from rexrank.metrics.crimson_prompt import SYSTEM_MESSAGE, build_prompt, chat_messages, evaluate_output
