@@ -18,6 +18,12 @@ parity checks (labels, sentences, resamples) are extra test methods of its subcl
 ``assert_close``, so they use the same declared tolerance. A metric run under another configuration (idf, raw
 scores, a convention) is another subclass, overriding what differs.
 
+A parity test of something that is not a registry metric scoring text pairs (the PTB tokenizer, RadCliQ-v1's formula
+on features, the ReXrank RadGraph column on annotations, the Arena's Bradley-Terry fit on votes) is a subclass too:
+its ``make_pairs`` returns its own inputs (texts, features, votes), its ``scorer`` fixture gives the function under
+test, ``compute_ours`` applies it, and ``reference_versions`` reads the versions where its script reports them.
+Compared texts (token strings, prompts) are compared exactly (``assert_close`` on strings; ``atol`` is 0 there).
+
 Each comparison must still fail when a constant of rexrank's metric changes: the tolerances are those the tests
 had before this harness (tests/README.md lists each with the mutations it was seen to catch).
 """
@@ -89,6 +95,10 @@ class ParityTester:
     def reference_payload(self, pairs: Pairs, options: dict) -> dict:
         return {"hyps": pairs.hyps, "refs": pairs.refs}
 
+    def reference_versions(self, reference: dict) -> dict[str, str]:
+        """{package: version} as the reference script reports them."""
+        return reference.get("versions", {})
+
     def theirs(self, reference: dict) -> dict[str, Any]:
         """The reference's output as {key: values}; a subclass reshapes it where its script nests the numbers."""
         return reference
@@ -135,13 +145,24 @@ class ParityTester:
         """Every value within the declared tolerance (or ``atol``); shapes equal; NaN only where the reference has
         NaN."""
         atol = self.atol if atol is None else atol
+        if isinstance(ours, str) or isinstance(theirs, str) or any(
+                isinstance(v, str) for v in [*np.ravel(np.asarray(ours, dtype=object)),
+                                             *np.ravel(np.asarray(theirs, dtype=object))]):
+            # Texts (tokens, prompts): equal, or the first differences named.
+            ours, theirs = list(ours), list(theirs)
+            assert len(ours) == len(theirs), f"{self.metric} {what}: {len(ours)} texts, reference {len(theirs)}"
+            differing = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+            shown = "\n".join(f"  #{i}: reference {theirs[i]!r}\n       ours {ours[i]!r}" for i in differing[:10])
+            assert not differing, (f"{self.metric} {what}: {len(ours) - len(differing)}/{len(ours)} texts equal "
+                                   f"{self.reference_script}'s; first differences:\n{shown}")
+            return
         ours, theirs = np.asarray(ours, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
         assert ours.shape == theirs.shape, f"{self.metric} {what}: shape {ours.shape}, reference {theirs.shape}"
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=atol,
                                    err_msg=f"{self.metric} {what} vs {self.reference_script} (tolerance {atol})")
 
     def test_reference_is_the_declared_version(self, reference):
-        found = reference.get("versions", {})
+        found = self.reference_versions(reference)
         for package, version in self.versions.items():
             assert str(found.get(package, "")).startswith(version), (package, found)
 
@@ -153,7 +174,8 @@ class ParityTester:
     def test_inputs_make_the_comparison_meaningful(self, ours, pairs):
         assert self.min_spread is not None, "declare min_spread, or override this test with the metric's own check"
         first = np.asarray(ours[self.compared[0][0]], dtype=np.float64)
-        assert np.std(first[pairs.natural]) > self.min_spread, "the inputs do not separate reports"
+        natural = getattr(pairs, "natural", slice(None))  # inputs that are not Pairs are all natural
+        assert np.std(first[natural]) > self.min_spread, "the inputs do not separate reports"
 
 
 # -- stand-ins the parity tests share ---------------------------------------------------------------------------------

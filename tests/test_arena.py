@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from leaderboard_helpers import TOKEN, loopback_hub
+from parity import ParityTester
 
 from rexrank.errors import InputError
 from rexrank.leaderboard.arena import (MAX_TICKETS_PER_RATER, RIDGE, TICKET_TTL_S, Arena, Votes, fit, fit_wins,
@@ -54,20 +55,41 @@ def _simulate(strengths, n_votes, rng, tie_share=0.3):
 
 
 # -- the fit -----------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("case", ["spread", "unbeaten"])
-def test_fit_equals_logistic_regression(run_reference, case):
-    """The ratings equal scikit-learn's logistic regression on the same design matrix (ties: two half rows) to 1e-6,
-    including a model that never lost (finite only through the shared ridge)."""
-    rng = np.random.default_rng(7)
-    truth = np.linspace(-1.5, 1.5, 8)
-    votes = _simulate(truth, 3000, rng)
-    if case == "unbeaten":
-        votes.score_a = np.where(votes.a == 7, 1.0, np.where(votes.b == 7, 0.0, votes.score_a))
-    ours = fit_wins(votes.wins())
-    ref = run_reference("arena_bt_ref.py", {"m": 8, "a": votes.a.tolist(), "b": votes.b.tolist(),
-                                            "score_a": votes.score_a.tolist(), "ridge": RIDGE})
-    assert np.max(np.abs(ours - np.array(ref["strength"]))) <= 1e-6, (ours, ref)
-    assert abs(ours.sum()) < 1e-8
+class TestBradleyTerryParity(ParityTester):
+    """The ratings equal scikit-learn's logistic regression on the same design matrix (ties: two half rows) to 1e-6
+    (tests/reference/arena_bt_ref.py), on 3000 votes simulated from 8 spread strengths, and with a model that never
+    lost (finite only through the shared ridge)."""
+
+    metric = "arena_bt"
+    reference_script = "arena_bt_ref.py"
+    versions = {"scikit-learn": "1."}
+    compared = (("strength", "strength"),)
+    atol = 1e-6
+    min_spread = 0.5  # the simulated strengths span 3 logits
+
+    @pytest.fixture(scope="class", params=["spread", "unbeaten"])
+    def pairs(self, request):
+        votes = _simulate(np.linspace(-1.5, 1.5, 8), 3000, np.random.default_rng(7))  # the inputs are votes
+        if request.param == "unbeaten":
+            votes.score_a = np.where(votes.a == 7, 1.0, np.where(votes.b == 7, 0.0, votes.score_a))
+        return votes
+
+    def reference_payload(self, votes, options):
+        return {"m": len(votes.models), "a": votes.a.tolist(), "b": votes.b.tolist(),
+                "score_a": votes.score_a.tolist(), "ridge": RIDGE}
+
+    def reference_versions(self, reference):
+        return {"scikit-learn": reference["sklearn"]}
+
+    @pytest.fixture(scope="class")
+    def scorer(self):
+        return fit_wins
+
+    def compute_ours(self, fit_wins, votes, options):
+        return {"strength": fit_wins(votes.wins())}
+
+    def test_ratings_are_centred(self, ours):
+        assert abs(ours["strength"].sum()) < 1e-8
 
 
 def test_intervals_cover_the_truth_at_their_nominal_rate():

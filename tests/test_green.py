@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from parity import Pairs, ParityTester
 
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import get
@@ -201,67 +202,81 @@ def _parse_cases(fx) -> list[str]:
                synthetic_output(2).replace("[Matched Findings]:\n2.", "[Matched Findings]:\nThe findings:\n2.")])
 
 
-@pytest.fixture(scope="module")
-def radeval_run(green_dir, fx, run_reference):
-    refs = REFS + [c["reference"] for c in fx["cases"]] + [LONG]
-    hyps = HYPS + [c["candidate"] for c in fx["cases"]] + [LONG[: len(LONG) // 2]]
-    probe = Green(model=green_dir, device="cpu")
-    longest = max(len(i) for i in encode_prompts(probe.tokenizer, [make_prompt(r, h) for r, h in zip(refs, hyps)]))
-    budget = longest + NEW_TOKENS
-    runs = [{"max_length": 2048, "generate": False}, {"max_length": 256, "generate": False},
-            {"max_length": budget, "generate": True}]
-    ref = run_reference("green_radeval_ref.py", {"model_dir": green_dir, "refs": refs, "hyps": hyps, "runs": runs,
-                                                  "parse": _parse_cases(fx)})
-    assert ref["versions"]["radeval"] == "2.2.1"
-    return refs, hyps, budget, ref
+class TestGreenRadevalParity(ParityTester):
+    """radeval 2.2.1's GREEN (tests/reference/green_radeval_ref.py, transformers 4.57) on the same stand-in: its
+    make_prompt (= official, 300-word cut) gives our prompts; its tokenizer settings and chat template (rendering =
+    the official template's, pinned in the reference script) give our token ids, untruncated at 2048 and truncated at
+    256; its generate/batch_decode/clean_responses give our greedy analyses with the same max_length (prompt + output
+    on the padded batch; a small budget for speed), batches of 8 then 1, fp32 on CPU; its parser gives our counts and
+    scores (1e-12). A changed prompt word, template, decoding or parser rule in rexrank fails here."""
 
+    metric = "green"
+    reference_script = "green_radeval_ref.py"
+    versions = {"radeval": "2.2.1"}
+    compared = (("prompts", "prompts"), ("green_analysis", "analyses"))  # texts: equal
+    atol = 1e-12  # the parser's scores
+    min_spread = None  # the stand-in writes gibberish: test_inputs_make_the_comparison_meaningful checks the inputs
 
-def test_prompt_and_token_ids_match_radeval(green_dir, radeval_run):
-    """radeval's make_prompt (= official, 300-word cut) gives our prompts; its tokenizer settings and chat template
-    (rendering = the official template's, pinned in the reference script) give our token ids, untruncated at 2048
-    and truncated at 256. A changed prompt word or template in rexrank fails here."""
-    refs, hyps, _, ref = radeval_run
-    prompts = [make_prompt(r, h) for r, h in zip(refs, hyps)]
-    assert prompts == ref["prompts"]
-    assert len(LONG.split()) > 300 and " ".join(LONG.split()[:300]) + "\n" in prompts[-1]
-    assert ref["chat_template_official"]
-    tok, bos = Green(model=green_dir).tokenizer, adds_bos(green_dir)
-    for run in ref["runs"][:2]:
-        assert encode_prompts(tok, prompts, add_bos=bos, max_length=run["max_length"]) == run["input_ids"]
-    assert max(len(i) for i in ref["runs"][0]["input_ids"]) > 256  # the second run did truncate
+    @pytest.fixture(scope="class")
+    def pairs(self, fx):
+        return Pairs(HYPS + [c["candidate"] for c in fx["cases"]] + [LONG[: len(LONG) // 2]],
+                     REFS + [c["reference"] for c in fx["cases"]] + [LONG])
 
+    @pytest.fixture(scope="class")
+    def options(self, green_dir, pairs):
+        probe = Green(model=green_dir, device="cpu")
+        prompts = [make_prompt(r, h) for r, h in zip(pairs.refs, pairs.hyps)]
+        return {"model": green_dir, "device": "cpu",
+                "max_length": max(len(i) for i in encode_prompts(probe.tokenizer, prompts)) + NEW_TOKENS}
 
-def test_greedy_analyses_match_radeval(green_dir, radeval_run):
-    """Same greedy analyses as radeval's generate/batch_decode/clean_responses with the same max_length (prompt +
-    output on the padded batch; a small budget for speed), batches of 8 then 1, fp32 on CPU."""
-    refs, hyps, budget, ref = radeval_run
-    run = ref["runs"][2]
-    metric = Green(model=green_dir, device="cpu", max_length=budget)
-    details = metric.score_details(hyps, refs)
-    assert details["green_analysis"].tolist() == run["analyses"]
-    assert min(len(a) for a in run["analyses"]) > 0
-    # Gibberish has no [Matched Findings]: radeval (like the official code) scores a silent 0, rexrank a counted NaN.
-    assert run["scores"] == [0.0] * len(refs) and details["green"].isna().all()
+    @pytest.fixture(scope="class")
+    def reference(self, run_reference, pairs, options, fx):
+        runs = [{"max_length": 2048, "generate": False}, {"max_length": 256, "generate": False},
+                {"max_length": options["max_length"], "generate": True}]
+        return run_reference(self.reference_script, {"model_dir": options["model"], "refs": pairs.refs,
+                                                     "hyps": pairs.hyps, "runs": runs, "parse": _parse_cases(fx)})
 
+    def compute_ours(self, metric, pairs, options):
+        details = metric.score_details(pairs.hyps, pairs.refs)
+        return {"prompts": [make_prompt(r, h) for r, h in zip(pairs.refs, pairs.hyps)],
+                "green_analysis": details["green_analysis"].tolist(), "green": details["green"].to_numpy()}
 
-def test_parser_matches_radeval_and_the_official_matched_rule(fx, radeval_run):
-    """Counts and scores equal radeval's parse_error_counts/compute_green on every well-formed analysis. The one
-    rule where radeval differs from Stanford-AIMI/GREEN @d72c195 ([Matched Findings] read with re.MULTILINE) is
-    compared with the official rule: rexrank never takes a count that does not open the section."""
-    *same, differs = list(zip(_parse_cases(fx), [p["radeval"] for p in radeval_run[3]["parse"]],
-                              [p["official"] for p in radeval_run[3]["parse"]]))
-    for text, theirs, official in same:
+    def theirs(self, reference):
+        return {"prompts": reference["prompts"], "analyses": reference["runs"][2]["analyses"]}
+
+    def test_token_ids_equal_radeval(self, scorer, green_dir, ours, reference):
+        assert reference["chat_template_official"]
+        for run in reference["runs"][:2]:
+            assert encode_prompts(scorer.tokenizer, ours["prompts"], add_bos=adds_bos(green_dir),
+                                  max_length=run["max_length"]) == run["input_ids"]
+        assert max(len(i) for i in reference["runs"][0]["input_ids"]) > 256  # the second run did truncate
+
+    def test_inputs_make_the_comparison_meaningful(self, ours, reference):
+        assert len(LONG.split()) > 300 and " ".join(LONG.split()[:300]) + "\n" in ours["prompts"][-1]
+        run = reference["runs"][2]
+        assert min(len(a) for a in run["analyses"]) > 0
+        # Gibberish has no [Matched Findings]: radeval (like the official code) scores a silent 0, rexrank a counted
+        # NaN.
+        assert run["scores"] == [0.0] * len(ours["prompts"]) and np.isnan(ours["green"]).all()
+
+    def test_parser_matches_radeval_and_the_official_matched_rule(self, fx, reference):
+        """Counts and scores equal radeval's parse_error_counts/compute_green on every well-formed analysis. The one
+        rule where radeval differs from Stanford-AIMI/GREEN @d72c195 ([Matched Findings] read with re.MULTILINE) is
+        compared with the official rule: rexrank never takes a count that does not open the section."""
+        *same, differs = list(zip(_parse_cases(fx), [p["radeval"] for p in reference["parse"]],
+                                  [p["official"] for p in reference["parse"]]))
+        for text, theirs, official in same:
+            ours = parse_output(text)
+            assert theirs == official
+            assert ours["significant_errors"] == theirs["significant"]
+            assert ours["insignificant_errors"] == theirs["insignificant"]
+            assert ours["matched_findings"] == theirs["matched"]
+            self.assert_close(ours["score"], theirs["score"], "parsed score")
+        text, theirs, official = differs
+        assert theirs["matched"] == 2 and official["matched"] == 0 and official["score"] == 0  # radeval != official
         ours = parse_output(text)
-        assert theirs == official
-        assert ours["significant_errors"] == theirs["significant"]
-        assert ours["insignificant_errors"] == theirs["insignificant"]
-        assert ours["matched_findings"] == theirs["matched"]
-        assert ours["score"] == pytest.approx(theirs["score"], abs=1e-12)
-    text, theirs, official = differs
-    assert theirs["matched"] == 2 and official["matched"] == 0 and official["score"] == 0  # radeval != official
-    ours = parse_output(text)
-    # Official: a silent 0 (rexrank's documented rule: unreadable -> NaN, never radeval's 2).
-    assert ours["matched_findings"] is None and math.isnan(ours["score"]) and "Matched" in ours["parse_error"]
+        # Official: a silent 0 (rexrank's documented rule: unreadable -> NaN, never radeval's 2).
+        assert ours["matched_findings"] is None and math.isnan(ours["score"]) and "Matched" in ours["parse_error"]
 
 
 class FakeParams:

@@ -12,6 +12,7 @@ import math
 import random
 
 import pytest
+from parity import ParityTester
 
 from rexrank.metrics import green
 from rexrank.metrics.green import clean_response, make_prompt, parse_output, summarize
@@ -179,10 +180,34 @@ SPACE_CLEANUP_TEXTS = [
 ]
 
 
-def test_space_cleanup_equals_transformers_clean_up_tokenization(run_reference):
-    """cleanup_spaces equals transformers 4.57's PreTrainedTokenizerBase.clean_up_tokenization on text holding
-    every pattern, alone and where patterns meet (the rules and their order)."""
-    out = run_reference("tokenizer_cleanup_ref.py", {"texts": SPACE_CLEANUP_TEXTS})
-    assert out["transformers"].startswith("4.")
-    assert [green.cleanup_spaces(t) for t in SPACE_CLEANUP_TEXTS] == out["cleaned"]
-    assert sum(a != b for a, b in zip(SPACE_CLEANUP_TEXTS, out["cleaned"])) >= 18  # the rules fire
+class TestSpaceCleanupParity(ParityTester):
+    """cleanup_spaces equals transformers 4.57's PreTrainedTokenizerBase.clean_up_tokenization
+    (tests/reference/tokenizer_cleanup_ref.py) on text holding every pattern, alone and where patterns meet (the
+    rules and their order)."""
+
+    metric = "green"
+    reference_script = "tokenizer_cleanup_ref.py"
+    versions = {"transformers": "4."}
+    compared = (("cleaned", "cleaned"),)
+    atol = 0  # texts: equal
+    min_spread = None
+
+    @pytest.fixture(scope="class")
+    def pairs(self):
+        return SPACE_CLEANUP_TEXTS  # the inputs are texts
+
+    def reference_payload(self, texts, options):
+        return {"texts": texts}
+
+    def reference_versions(self, reference):
+        return {"transformers": reference["transformers"]}
+
+    @pytest.fixture(scope="class")
+    def scorer(self):
+        return green.cleanup_spaces
+
+    def compute_ours(self, cleanup_spaces, texts, options):
+        return {"cleaned": [cleanup_spaces(t) for t in texts]}
+
+    def test_inputs_make_the_comparison_meaningful(self, pairs, reference):
+        assert sum(a != b for a, b in zip(pairs, reference["cleaned"])) >= 18  # the rules fire

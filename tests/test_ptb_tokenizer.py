@@ -7,8 +7,10 @@ depend on the next caption, so the list is compared as a whole, as tokenize_all 
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import pytest
+from parity import ParityTester
 
 from rexrank.errors import InputError
 from rexrank.metrics import ptb
@@ -57,66 +59,102 @@ SHIFTING = ["first caption", "carriage\rreturn", "third", "vertical\x0btab", "fi
             "crlf\r\nend", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth", "twentieth"]
 
 
-def _reference(run_reference, texts: list[str]) -> dict[str, str]:
-    return run_reference("ptb_ref.py", {"texts": texts})["tokenized"]
+class _PtbParity(ParityTester):
+    """ptb.tokenize_all on a list equals pycocoevalcap 1.2's PTBTokenizer().tokenize on that list, text for text
+    (tests/reference/ptb_ref.py); each list below is a subclass (a list is one call: neighbours matter)."""
+
+    metric = "ptb"
+    reference_script = "ptb_ref.py"
+    versions = {"pycocoevalcap": "1.2"}
+    compared = (("tokens", "tokens"),)
+    atol = 0  # byte-identical texts
+    min_spread = None
+    texts: ClassVar[list[str]]
+
+    def make_pairs(self, iu_xray_test):
+        return self.texts  # the inputs are one list of texts
+
+    def reference_payload(self, texts, options):
+        return {"texts": texts}
+
+    @pytest.fixture(scope="class")
+    def scorer(self):
+        return ptb.tokenize_all
+
+    def compute_ours(self, tokenize_all, texts, options):
+        return {"tokens": tokenize_all(texts)}
+
+    def theirs(self, reference):
+        # In key order; a caption pycocoevalcap dropped makes the list shorter, which the comparison reports.
+        tokenized = reference["tokenized"]
+        return {"tokens": [tokenized[key] for key in sorted(tokenized, key=int)]}
+
+    def test_inputs_make_the_comparison_meaningful(self, ours, pairs):
+        # Most non-blank texts change (lower case, punctuation gone): equal lists are the tokenizer's work.
+        changed = [t != o for t, o in zip(pairs, ours["tokens"]) if t.strip()]
+        assert sum(changed) > len(changed) / 2, "the texts pass through unchanged: nothing is compared"
 
 
-def _assert_parity(texts: list[str], expected: dict[str, str], what: str) -> None:
-    ours = ptb.tokenize_all(texts)
-    assert sorted(expected, key=int) == [str(i) for i in range(len(texts))], "pycocoevalcap dropped captions"
-    reference = [expected[str(i)] for i in range(len(texts))]
-    differing = [i for i, (a, b) in enumerate(zip(ours, reference)) if a != b]
-    shown = "\n".join(f"  {texts[i]!r}:\n    jar {reference[i]!r}\n    ours {ours[i]!r}" for i in differing[:10])
-    assert not differing, (f"{what}: {len(texts) - len(differing)}/{len(texts)} texts agree with pycocoevalcap; "
-                           f"first differences:\n{shown}")
-
-
-def test_iu_xray_reports_match_pycocoevalcap(run_reference, shared_dir):
+class TestPtbIuXrayParity(_PtbParity):
     """Every findings and impression text of the IU-Xray test and validation splits, one call each way."""
-    texts = []
-    paths = sorted((shared_dir / "data" / "iu_xray").glob("*.json"))
-    assert len(paths) >= 2, f"expected the IU-Xray test and validation files in {shared_dir / 'data' / 'iu_xray'}"
-    for path in paths:
-        for study in json.loads(path.read_text()).values():
-            texts += [study[field] for field in ("section_findings", "section_impression") if study.get(field)]
-    assert len(texts) > 1000
-    _assert_parity(texts, _reference(run_reference, texts), "IU-Xray findings/impressions")
+
+    @pytest.fixture(scope="class")
+    def pairs(self, shared_dir):
+        texts = []
+        paths = sorted((shared_dir / "data" / "iu_xray").glob("*.json"))
+        assert len(paths) >= 2, f"expected the IU-Xray test and validation files in {shared_dir / 'data' / 'iu_xray'}"
+        for path in paths:
+            for study in json.loads(path.read_text()).values():
+                texts += [study[field] for field in ("section_findings", "section_impression") if study.get(field)]
+        assert len(texts) > 1000
+        return texts
 
 
-def test_hard_strings_match_pycocoevalcap(run_reference):
+class TestPtbHardStringsParity(_PtbParity):
     """The curated hard strings as one list (neighbours matter: "Grade I." before "The end here" and at the end)."""
-    _assert_parity(HARD_STRINGS, _reference(run_reference, HARD_STRINGS), "hard strings")
+
+    texts = HARD_STRINGS
+
+
+class TestPtbAloneParity(_PtbParity):
+    """tokenize(text) is pycocoevalcap on that text as the only caption (no next caption to look at)."""
+
+    @pytest.fixture(scope="class", params=["Grade I.", "Ref No.", "Smith co."])
+    def pairs(self, request):
+        return [request.param]
+
+    def compute_ours(self, tokenize_all, texts, options):
+        return {"tokens": [ptb.tokenize(text) for text in texts]}
+
+
+class TestPtbNewlineShiftParity(_PtbParity):
+    """The OUTPUT SHIFT quirk: reproduced because it is pycocoevalcap 1.2's real output (see the module docstring)."""
+
+    texts = SHIFTING
+
+    def test_inputs_make_the_comparison_meaningful(self, ours, pairs):
+        # Most captions here are plain lower-case words: the shift itself is what the comparison must see.
+        ours = ours["tokens"]
+        assert ours[1] == "carriage" and ours[2] == "return", "the \\r should split caption 1 and shift caption 2"
+        assert ours[-1] != "twentieth", "the last caption should have been pushed out"
+
+
+class TestPtbBlankTextsParity(_PtbParity):
+    """Empty captions give "" and shift nothing (an empty line is still a line)."""
+
+    texts = ["", "Heart normal.", "", " ", "\t", "Lungs clear.", ""]
+
+    def test_blank_texts_keep_their_place(self, ours):
+        ours = ours["tokens"]
+        assert [ours[i] for i, text in enumerate(self.texts) if not text.strip()] == [""] * 5
+        assert (ours[1], ours[5]) == (ptb.tokenize("Heart normal."), ptb.tokenize("Lungs clear.")) != ("", "")
+        assert ptb.tokenize_all([]) == []
 
 
 def test_brackets_survive_and_punctuation_goes():
     """pycocoevalcap's list has "-LRB-" etc. upper-case while -lowerCase emits "-lrb-": brackets survive."""
     assert ptb.tokenize("A (small) [left] {x} effusion, e.g. here.") == \
         "a -lrb- small -rrb- -lsb- left -rsb- -lcb- x -rcb- effusion e.g. here"
-
-
-@pytest.mark.parametrize("text", ["Grade I.", "Ref No.", "Smith co."])
-def test_a_text_alone_matches_pycocoevalcap_alone(run_reference, text):
-    """tokenize(text) is pycocoevalcap on that text as the only caption (no next caption to look at)."""
-    assert ptb.tokenize(text) == _reference(run_reference, [text])["0"]
-
-
-def test_newline_characters_shift_later_captions_like_pycocoevalcap(run_reference):
-    """The OUTPUT SHIFT quirk: reproduced because it is pycocoevalcap 1.2's real output (see the module docstring)."""
-    expected = _reference(run_reference, SHIFTING)
-    _assert_parity(SHIFTING, expected, "captions with newline characters")
-    ours = ptb.tokenize_all(SHIFTING)
-    assert ours[1] == "carriage" and ours[2] == "return", "the \\r should split caption 1 and shift caption 2"
-    assert ours[-1] != "twentieth", "the last caption should have been pushed out"
-
-
-def test_empty_and_blank_texts_keep_their_place(run_reference):
-    """Empty captions give "" and shift nothing (an empty line is still a line)."""
-    texts = ["", "Heart normal.", "", " ", "\t", "Lungs clear.", ""]
-    _assert_parity(texts, _reference(run_reference, texts), "empty texts")
-    ours = ptb.tokenize_all(texts)
-    assert [ours[i] for i, text in enumerate(texts) if not text.strip()] == [""] * 5
-    assert (ours[1], ours[5]) == (ptb.tokenize("Heart normal."), ptb.tokenize("Lungs clear.")) != ("", "")
-    assert ptb.tokenize_all([]) == []
 
 
 def test_non_string_text_is_an_input_error():

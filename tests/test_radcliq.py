@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from parity import ParityTester
 
 from rexrank.errors import ConfigError, InputError
 from rexrank.metrics import radcliq
@@ -55,17 +56,38 @@ WORKED_FEATURES = [PUBLISHED_FEATURES, (0.085, 0.204, 0.19, 0.065), (1.0, 1.0, 1
 RADEVAL_TOLERANCE = 1e-7
 
 
-def test_radcliq_v1_equals_radeval(run_reference):
+class TestRadCliQv1Parity(ParityTester):
     """Per-report RadCliQ-v1 and 1/mean equal radeval 2.2.1's CompositeMetric.predict (its own scaler and
-    coefficients, an independent copy of CXR-Report-Metric's radcliq-v1.pkl) on the same features."""
-    rng = np.random.default_rng(29)
-    features = np.vstack([np.array(WORKED_FEATURES), rng.uniform(0, 1, size=(200, 4))])
-    out = run_reference("radeval_radcliq_ref.py", {"pairs": [], "features": features.tolist()})
-    assert out["version"] == "2.2.1"
-    ours = radcliq_v1(*features.T)
-    np.testing.assert_allclose(ours, out["radcliq_v1"], rtol=0, atol=RADEVAL_TOLERANCE)
-    assert leaderboard_value(ours) == pytest.approx(out["inverse_mean"], rel=1e-7)
-    assert np.std(ours) > 0.1  # the rows spread: a coefficient or scaler error cannot hide
+    coefficients, an independent copy of CXR-Report-Metric's radcliq-v1.pkl) on the same features
+    (tests/reference/radeval_radcliq_ref.py); the rows spread (std > 0.1), so a coefficient or scaler error cannot
+    hide."""
+
+    metric = "radcliq_v1"
+    reference_script = "radeval_radcliq_ref.py"
+    versions = {"radeval": "2.2.1"}
+    compared = (("radcliq_v1", "radcliq_v1"),)
+    atol = RADEVAL_TOLERANCE
+    min_spread = 0.1
+
+    def make_pairs(self, iu_xray_test):
+        rng = np.random.default_rng(29)
+        return np.vstack([np.array(WORKED_FEATURES), rng.uniform(0, 1, size=(200, 4))])  # the inputs are features
+
+    def reference_payload(self, features, options):
+        return {"pairs": [], "features": features.tolist()}
+
+    def reference_versions(self, reference):
+        return {"radeval": reference["version"]}
+
+    @pytest.fixture(scope="class")
+    def scorer(self):
+        return radcliq_v1
+
+    def compute_ours(self, formula, features, options):
+        return {"radcliq_v1": formula(*features.T)}
+
+    def test_leaderboard_value_equals_radeval(self, ours, reference):
+        assert leaderboard_value(ours["radcliq_v1"]) == pytest.approx(reference["inverse_mean"], rel=1e-7)
 
 
 def test_perfect_report_is_negative():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from parity import Pairs, ParityTester, iu_reports
 
 import rexrank
 from rexrank.metrics.radcliq import radcliq_v1
@@ -54,31 +55,58 @@ SET_EDGES = [
 ]
 
 
-def test_radgraph_column_equals_radeval_radgraph_radcliq(standins, iu_xray_test, run_reference):
+class TestRadGraphColumnParity(ParityTester):
     """ReXrank's RadGraph column ((entity F1 + relation F1) / 2) equals radeval 2.2.1's RadGraphRadCliQ on the same
-    annotations (the stand-in's, for neighbouring IU-Xray reports that share findings, an empty report, a report
-    against itself and a report with no relation)."""
-    from rexrank.metrics.radgraph import combined_scores
+    annotations (tests/reference/radeval_radcliq_ref.py): the stand-in's, for neighbouring IU-Xray reports that share
+    findings, a report's opening sentences against the whole report, an empty report, a report against itself and a
+    report with no relation; then the hand-built SET_EDGES."""
 
-    metric = rexrank.metrics.get("radgraph", model=standins("radgraph")["radgraph"], device="cpu")
-    reports = [study["report"] for study in iu_xray_test.values()]
-    # Neighbouring reports, a report's opening sentences against the whole report (partial entity and relation
-    # overlap), an empty report, a report against itself, and a report with no relation.
-    openings = [". ".join(r.split(". ")[:2]) for r in reports[30:40]]
-    related = next(r for r, a in zip(reports, metric.annotate(reports[:40]))
-                   if any(e["relations"] for e in a["entities"].values()))
-    hyps = reports[:24] + openings + ["", related, "Normal."]
-    refs = reports[1:25] + reports[30:40] + ["No acute disease.", related, "No acute disease."]
-    ours = metric.score(hyps, refs)
-    pairs = [list(p) for p in zip(metric.annotate(hyps), metric.annotate(refs))]
-    out = run_reference("radeval_radcliq_ref.py", {"pairs": pairs + SET_EDGES, "features": []})
-    assert out["version"] == "2.2.1"
-    np.testing.assert_allclose(ours, out["radgraph_radcliq"][:len(pairs)], rtol=0, atol=1e-12)
-    edges = [combined_scores(h, r)[2] for h, r in SET_EDGES]
-    np.testing.assert_allclose(edges, out["radgraph_radcliq"][len(pairs):], rtol=0, atol=1e-12)
-    assert len(set(edges)) >= 4
-    # The comparison has something to compare: partial overlaps, entity and relation F1 apart, relations.
-    assert ((0 < ours) & (ours < 1)).sum() >= 8 and ours[-2] == pytest.approx(1.0)
-    details = metric.score_details(hyps, refs)
-    assert (details["radgraph_entity_f1"] != details["radgraph_relation_f1"]).sum() >= 8
-    assert sum(bool(e["relations"]) for h, r in pairs for a in (h, r) for e in a["entities"].values()) > 10
+    metric = "radgraph"
+    reference_script = "radeval_radcliq_ref.py"
+    versions = {"radeval": "2.2.1"}
+    compared = (("score", "radgraph_radcliq"),)
+    atol = 1e-12
+    min_spread = None  # test_inputs_make_the_comparison_meaningful below checks overlaps and relations
+
+    @pytest.fixture(scope="class")
+    def options(self, standins):
+        return {"model": standins("radgraph")["radgraph"], "device": "cpu"}
+
+    @pytest.fixture(scope="class")
+    def pairs(self, scorer, iu_xray_test):
+        reports = iu_reports(iu_xray_test)
+        openings = [". ".join(r.split(". ")[:2]) for r in reports[30:40]]
+        related = next(r for r, a in zip(reports, scorer.annotate(reports[:40]))
+                       if any(e["relations"] for e in a["entities"].values()))
+        return Pairs(reports[:24] + openings + ["", related, "Normal."],
+                     reports[1:25] + reports[30:40] + ["No acute disease.", related, "No acute disease."])
+
+    @pytest.fixture(scope="class")
+    def annotations(self, scorer, pairs):
+        return [list(p) for p in zip(scorer.annotate(pairs.hyps), scorer.annotate(pairs.refs))]
+
+    @pytest.fixture(scope="class")
+    def reference(self, run_reference, annotations):
+        return run_reference(self.reference_script, {"pairs": annotations + SET_EDGES, "features": []})
+
+    def reference_versions(self, reference):
+        return {"radeval": reference["version"]}
+
+    def theirs(self, reference):
+        values = reference["radgraph_radcliq"]
+        return {"radgraph_radcliq": values[:-len(SET_EDGES)], "set_edges": values[-len(SET_EDGES):]}
+
+    def test_set_edges_equal_radeval(self, reference):
+        from rexrank.metrics.radgraph import combined_scores
+
+        edges = [combined_scores(h, r)[2] for h, r in SET_EDGES]
+        self.assert_close(edges, self.theirs(reference)["set_edges"], "SET_EDGES")
+        assert len(set(edges)) >= 4
+
+    def test_inputs_make_the_comparison_meaningful(self, scorer, ours, pairs, annotations):
+        # Partial overlaps, entity and relation F1 apart, relations on both sides.
+        score = ours["score"]
+        assert ((0 < score) & (score < 1)).sum() >= 8 and score[-2] == pytest.approx(1.0)
+        details = scorer.score_details(pairs.hyps, pairs.refs)
+        assert (details["radgraph_entity_f1"] != details["radgraph_relation_f1"]).sum() >= 8
+        assert sum(bool(e["relations"]) for h, r in annotations for a in (h, r) for e in a["entities"].values()) > 10
