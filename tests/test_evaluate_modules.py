@@ -678,7 +678,7 @@ def test_warning_counts_pairs_without_a_score():
 
 def test_radcliq_names_its_own_options():
     """`model=` (which a component's message suggests) is refused with the options RadCliQ takes, read from its
-    signature, and where each component's weights go."""
+    declaration (``own_options``), and where each component's weights go."""
     import evaluate
 
     from rexrank.errors import ConfigError
@@ -711,3 +711,36 @@ def test_ce_f1_keys_follow_f1chexbert_and_the_metric(hub_shim, monkeypatch):
                                                                 "Pleural Effusion"}
     assert result["accuracy"] == sum(result["pe_accuracy"]) / 3 and result["uncertain"] == "positive"
     assert strict.compute(**pair)["uncertain"] == "negative" and strict.fingerprint != default.fingerprint
+
+
+def test_evaluate_multi_process_equals_one_process(tmp_path):
+    """evaluate's own multi-process mode (num_process=2: each process adds its half, process 0 computes over all)
+    gives what one process gives, through the base's score (rexrank.parallel.local on process 0); the other
+    process gets None, as evaluate documents. Two threads stand in for the two processes (evaluate syncs through
+    lock files in the shared cache_dir)."""
+    import evaluate
+
+    predictions = ["No acute cardiopulmonary process.", "Small left pleural effusion.", "Heart size is normal.",
+                   "Mild edema."]
+    references = ["No acute cardiopulmonary abnormality.", "Large right pleural effusion.", "Heart size is normal.",
+                  "No edema."]
+    single = evaluate.load(str(METRICS_DIR / "bleu2")).compute(predictions=predictions, references=references)
+    out, errors = {}, []
+
+    def run(rank):
+        try:
+            module = evaluate.load(str(METRICS_DIR / "bleu2"), num_process=2, process_id=rank,
+                                   experiment_id="two_processes", cache_dir=str(tmp_path))
+            half = slice(2 * rank, 2 * rank + 2)
+            out[rank] = module.compute(predictions=predictions[half], references=references[half])
+        except Exception as exc:  # noqa: BLE001 - reported below, with the rank
+            errors.append((rank, exc))
+
+    threads = [threading.Thread(target=run, args=(rank,)) for rank in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors and not any(t.is_alive() for t in threads), errors
+    assert out[1] is None
+    assert out[0] == single
