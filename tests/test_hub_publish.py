@@ -42,9 +42,10 @@ def no_network_api(monkeypatch):
     monkeypatch.setattr(hub_publish, "make_api", refuse)
 
 
-# Every evaluate module: the eight ReXrank metrics (RadGraph's and RadCliQ's one each), then CE F1, NLG and METEOR.
+# Every evaluate module: the eight ReXrank metrics (RadGraph's and RadCliQ's one each), then CE F1, NLG, METEOR and
+# RadEval's four (RadEval-BERTScore, SRR-BERT, temporal entity F1, CRIMSON).
 MODULES = ("bleu2", "bertscore", "semb", "radgraph", "radcliq", "ratescore", "green", "fineradscore", "ce_f1", "nlg",
-           "meteor", "radeval_bertscore", "srrbert", "temporal_f1")
+           "meteor", "radeval_bertscore", "srrbert", "temporal_f1", "crimson")
 
 
 def test_dry_run_lists_every_space_and_file(cli, no_network_api, monkeypatch):
