@@ -281,13 +281,7 @@ class Crimson(JudgedMetric):
 
     def _judge_local(self, prompts: list[str]) -> list[str]:
         ids = self.prompt_ids(prompts)
-        generator = self._local_generator()
-        # The transformers backend runs batch_size prompts at a time anyway; one batch per call lets progress move.
-        step = (self.batch_size if self.backend == "transformers" else len(ids)) or 1
-        completions: list[Any] = []
-        for start in range(0, len(ids), step):
-            completions.extend(generator.generate(ids[start:start + step]))
-            self._report_progress(len(completions), len(ids))
+        completions = self._generate_in_batches(self._local_generator(), ids)
         return [self._decode_answer(p, c) for p, c in zip(ids, completions)]
 
     # --- HTTP judges ----------------------------------------------------------------------------------------------

@@ -387,8 +387,9 @@ class JudgedMetric(Metric):
     """A metric whose score is an LLM judge's analysis of each pair, parsed (GREEN, CRIMSON): the one place that
     parses a batch's analyses, keeps them for ``summary`` and counts and logs the unreadable ones (NaN scores).
 
-    A subclass provides ``analyses(hyps, refs)`` (one analysis text per pair) and ``parse_analysis`` (a text ->
-    a dict whose "score" is NaN when the text could not be read)."""
+    A subclass provides ``analyses(hyps, refs)`` (one analysis text per pair), ``parse_analysis`` (a text -> a dict
+    whose "score" is NaN when the text could not be read), ``backend`` and ``batch_size`` (``_generate_in_batches``
+    deals a local judge's prompts by them)."""
 
     parse_analysis: Any
 
@@ -405,6 +406,18 @@ class JudgedMetric(Metric):
     def _score(self, hyps: list[str], refs: list[str]) -> np.ndarray:
         parsed, _ = self._parse_all(hyps, refs)
         return np.array([p["score"] for p in parsed], dtype=np.float64)
+
+    def _generate_in_batches(self, generator, prompt_ids: list) -> list:
+        """``generator.generate`` over the prompts' token ids, the completions in order. The transformers backend
+        runs batch_size prompts at a time anyway: one batch per call gives the same batches (same padding, same
+        outputs) and lets progress move per batch. vLLM and custom generators schedule their own batches, so they
+        get every prompt at once."""
+        step = (self.batch_size if self.backend == "transformers" else len(prompt_ids)) or 1
+        completions: list[Any] = []
+        for start in range(0, len(prompt_ids), step):
+            completions.extend(generator.generate(prompt_ids[start:start + step]))
+            self._report_progress(len(completions), len(prompt_ids))
+        return completions
 
 
 class Green(JudgedMetric):
@@ -509,15 +522,7 @@ class Green(JudgedMetric):
         prompts = [make_prompt(ref, cand, self.max_words) for ref, cand in pairs]
         prompt_ids = encode_prompts(self.tokenizer, prompts, add_bos=adds_bos(self.model_dir),
                                     max_length=self.max_length)
-        generator = self._make_generator()
-        # The transformers backend runs batch_size prompts at a time anyway: one batch per call gives the same
-        # batches (same padding, same outputs) and lets progress move per batch. vLLM and custom generators
-        # schedule their own batches, so they get every prompt at once.
-        step = (self.batch_size if self.backend == "transformers" else len(prompt_ids)) or 1
-        completions: list[Any] = []
-        for start in range(0, len(prompt_ids), step):
-            completions.extend(generator.generate(prompt_ids[start:start + step]))
-            self._report_progress(len(completions), len(prompt_ids))
+        completions = self._generate_in_batches(self._make_generator(), prompt_ids)
         tok = self.tokenizer
         # As upstream: decode prompt + output without special tokens (with the 4.x space clean-up), keep the analysis.
         return [clean_response(cleanup_spaces(tok.decode(list(p) + list(c), skip_special_tokens=True,
