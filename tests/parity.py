@@ -20,9 +20,10 @@ scores, a convention) is another subclass, overriding what differs.
 
 A parity test of something that is not a registry metric scoring text pairs (the PTB tokenizer, RadCliQ-v1's formula
 on features, the ReXrank RadGraph column on annotations, the Arena's Bradley-Terry fit on votes) is a subclass too:
-its ``make_pairs`` returns its own inputs (texts, features, votes), its ``scorer`` fixture gives the function under
-test, ``compute_ours`` applies it, and ``reference_versions`` reads the versions where its script reports them.
-Compared texts (token strings, prompts) are compared exactly (``assert_close`` on strings; ``atol`` is 0 there).
+its ``make_pairs`` returns its own inputs (texts, features, votes), ``function`` names the function under test (the
+class's scorer) and ``compute_ours`` applies it; its script reports "versions" as the others do. Compared texts
+(token strings, prompts) are compared exactly (``assert_close`` on strings; ``atol`` is 0 there). A BERTScore-style
+metric subclasses ``FPRParityTester``, which owns its F/P/R column pairs and their tolerance.
 
 Each comparison must still fail when a constant of rexrank's metric changes: the tolerances are those the tests
 had before this harness (tests/README.md lists each with the mutations it was seen to catch).
@@ -87,6 +88,8 @@ class ParityTester:
     # reports and equal numbers would prove little; None where the subclass checks its inputs otherwise.
     min_spread: ClassVar[float | None] = 0.01
     corpus: ClassVar[bool] = False  # compare compute()'s outputs instead of per-pair values
+    # The function under test where it is not a registry metric (set as staticmethod(f)); the scorer is then f.
+    function: ClassVar[Any] = None
 
     # -- what a subclass declares -----------------------------------------------------------------------------------
     def make_pairs(self, iu_xray_test: dict) -> Pairs:  # pragma: no cover - every subclass declares its inputs
@@ -94,10 +97,6 @@ class ParityTester:
 
     def reference_payload(self, pairs: Pairs, options: dict) -> dict:
         return {"hyps": pairs.hyps, "refs": pairs.refs}
-
-    def reference_versions(self, reference: dict) -> dict[str, str]:
-        """{package: version} as the reference script reports them."""
-        return reference.get("versions", {})
 
     def theirs(self, reference: dict) -> dict[str, Any]:
         """The reference's output as {key: values}; a subclass reshapes it where its script nests the numbers."""
@@ -132,6 +131,8 @@ class ParityTester:
 
     @pytest.fixture(scope="class")
     def scorer(self, options):
+        if self.function is not None:
+            return self.function
         from rexrank import metrics
 
         return metrics.get(self.metric, **options)
@@ -162,7 +163,7 @@ class ParityTester:
                                    err_msg=f"{self.metric} {what} vs {self.reference_script} (tolerance {atol})")
 
     def test_reference_is_the_declared_version(self, reference):
-        found = self.reference_versions(reference)
+        found = reference.get("versions", {})
         for package, version in self.versions.items():
             assert str(found.get(package, "")).startswith(version), (package, found)
 
@@ -202,3 +203,16 @@ def centred_chexbert(files: dict, texts: list[str], folder) -> dict:
     path = folder / "chexbert.pth"
     torch.save({"model_state_dict": state}, path)
     return {"semb": str(path), "semb_backbone": files["semb_backbone"]}
+
+
+class FPRParityTester(ParityTester):
+    """A BERTScore-style metric (bertscore, radeval_bertscore): our F1 (``f1_column``: "score", or the metric's own
+    column where it is not rescaled) and the ``<metric>_precision`` / ``_recall`` detail columns against the
+    reference's F, P and R, within 1e-5 (float32 embeddings, summed in another order)."""
+
+    atol = 1e-5
+    f1_column: ClassVar[str] = "score"
+
+    @property
+    def compared(self) -> tuple[tuple[str, str], ...]:
+        return ((self.f1_column, "F"), (f"{self.metric}_precision", "P"), (f"{self.metric}_recall", "R"))

@@ -65,6 +65,7 @@ class TestBradleyTerryParity(ParityTester):
     versions = {"scikit-learn": "1."}
     compared = (("strength", "strength"),)
     atol = 1e-6
+    function = staticmethod(fit_wins)
     min_spread = 0.5  # the simulated strengths span 3 logits
 
     @pytest.fixture(scope="class", params=["spread", "unbeaten"])
@@ -78,12 +79,7 @@ class TestBradleyTerryParity(ParityTester):
         return {"m": len(votes.models), "a": votes.a.tolist(), "b": votes.b.tolist(),
                 "score_a": votes.score_a.tolist(), "ridge": RIDGE}
 
-    def reference_versions(self, reference):
-        return {"scikit-learn": reference["sklearn"]}
 
-    @pytest.fixture(scope="class")
-    def scorer(self):
-        return fit_wins
 
     def compute_ours(self, fit_wins, votes, options):
         return {"strength": fit_wins(votes.wins())}

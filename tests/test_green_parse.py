@@ -190,6 +190,7 @@ class TestSpaceCleanupParity(ParityTester):
     versions = {"transformers": "4."}
     compared = (("cleaned", "cleaned"),)
     atol = 0  # texts: equal
+    function = staticmethod(green.cleanup_spaces)
     min_spread = None
 
     @pytest.fixture(scope="class")
@@ -199,12 +200,7 @@ class TestSpaceCleanupParity(ParityTester):
     def reference_payload(self, texts, options):
         return {"texts": texts}
 
-    def reference_versions(self, reference):
-        return {"transformers": reference["transformers"]}
 
-    @pytest.fixture(scope="class")
-    def scorer(self):
-        return green.cleanup_spaces
 
     def compute_ours(self, cleanup_spaces, texts, options):
         return {"cleaned": [cleanup_spaces(t) for t in texts]}

@@ -68,6 +68,7 @@ class _PtbParity(ParityTester):
     versions = {"pycocoevalcap": "1.2"}
     compared = (("tokens", "tokens"),)
     atol = 0  # byte-identical texts
+    function = staticmethod(ptb.tokenize_all)
     min_spread = None
     texts: ClassVar[list[str]]
 
@@ -77,9 +78,6 @@ class _PtbParity(ParityTester):
     def reference_payload(self, texts, options):
         return {"texts": texts}
 
-    @pytest.fixture(scope="class")
-    def scorer(self):
-        return ptb.tokenize_all
 
     def compute_ours(self, tokenize_all, texts, options):
         return {"tokens": tokenize_all(texts)}

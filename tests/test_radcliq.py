@@ -67,6 +67,7 @@ class TestRadCliQv1Parity(ParityTester):
     versions = {"radeval": "2.2.1"}
     compared = (("radcliq_v1", "radcliq_v1"),)
     atol = RADEVAL_TOLERANCE
+    function = staticmethod(radcliq_v1)
     min_spread = 0.1
 
     def make_pairs(self, iu_xray_test):
@@ -76,12 +77,7 @@ class TestRadCliQv1Parity(ParityTester):
     def reference_payload(self, features, options):
         return {"pairs": [], "features": features.tolist()}
 
-    def reference_versions(self, reference):
-        return {"radeval": reference["version"]}
 
-    @pytest.fixture(scope="class")
-    def scorer(self):
-        return radcliq_v1
 
     def compute_ours(self, formula, features, options):
         return {"radcliq_v1": formula(*features.T)}

@@ -89,8 +89,6 @@ class TestRadGraphColumnParity(ParityTester):
     def reference(self, run_reference, annotations):
         return run_reference(self.reference_script, {"pairs": annotations + SET_EDGES, "features": []})
 
-    def reference_versions(self, reference):
-        return {"radeval": reference["version"]}
 
     def theirs(self, reference):
         values = reference["radgraph_radcliq"]

@@ -5,7 +5,7 @@ unacceptable") is two rows of weight 1/2, y = 1 and y = 0. No intercept; the L2 
 same negligible ridge as rexrank.leaderboard.arena's (which makes the optimum unique and centred).
 
 stdin: {"m": int, "a": [...], "b": [...], "score_a": [...], "ridge": float}
-stdout (last line): {"strength": [...], "sklearn": version}
+stdout (last line): {"strength": [...], "versions": {"scikit-learn": version}}
 """
 
 import json
@@ -30,7 +30,7 @@ def main():
     model = LogisticRegression(C=1.0 / data["ridge"], fit_intercept=False, solver="newton-cholesky", tol=1e-12,
                                max_iter=1000)
     model.fit(design, target, sample_weight=weight)
-    print(json.dumps({"strength": model.coef_[0].tolist(), "sklearn": sklearn.__version__}))
+    print(json.dumps({"strength": model.coef_[0].tolist(), "versions": {"scikit-learn": sklearn.__version__}}))
 
 
 if __name__ == "__main__":

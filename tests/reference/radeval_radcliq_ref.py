@@ -12,7 +12,7 @@ package name that does not exist); neither code path above calls it, so a placeh
 
 stdin: {"pairs": [[hyp_annotation, ref_annotation], ...],   (annotations as rexrank/radgraph write them; optional)
         "features": [[radgraph, bertscore, semb_score, bleu_score], ...]}   (optional)
-stdout (last line): {"version": str, "radgraph_radcliq": [...] (with pairs),
+stdout (last line): {"versions": {"radeval": str}, "radgraph_radcliq": [...] (with pairs),
                      "radcliq_v1": [...], "inverse_mean": float (with features)}
 """
 
@@ -33,7 +33,7 @@ def main():
         from radeval.metrics.radgraph_radcliq.radgraph_radcliq import RadGraphRadCliQ
         from radeval.metrics.RadCliQv1 import radcliq
 
-    result = {"version": version("radeval")}
+    result = {"versions": {"radeval": version("radeval")}}
     pairs = payload.get("pairs") or []
     if pairs:
         result["radgraph_radcliq"] = radgraph_column(RadGraphRadCliQ, pairs)

@@ -4,7 +4,7 @@
 clean-up the official GREEN code gets from batch_decode on transformers 4.
 
 stdin: {"texts": [...]}
-stdout (last line): {"cleaned": [...], "transformers": version}
+stdout (last line): {"cleaned": [...], "versions": {"transformers": version}}
 """
 
 import json
@@ -17,7 +17,7 @@ from transformers import PreTrainedTokenizerBase
 def main():
     texts = json.loads(sys.stdin.read())["texts"]
     cleaned = [PreTrainedTokenizerBase.clean_up_tokenization(t) for t in texts]
-    print(json.dumps({"cleaned": cleaned, "transformers": transformers.__version__}))
+    print(json.dumps({"cleaned": cleaned, "versions": {"transformers": transformers.__version__}}))
 
 
 if __name__ == "__main__":
