@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -20,17 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def peak_rss_mib() -> float:
-    """This process's own peak RSS. VmHWM, not ru_maxrss: Linux carries the parent's high-water mark across
-    fork+exec into ru_maxrss, which would charge the benchmark driver's memory to the measured child."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from rexrank.testing.memory import peak_rss_mib
 
 
 def child(root: str, cache: str, track: str | None) -> None:

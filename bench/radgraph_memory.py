@@ -7,8 +7,8 @@
   (about 1.2 RadGraph words per word: punctuation is split off).
 - Model: the random-weight RadGraph stand-in (rexrank.testing.standin_radgraph), small (tests) or real (BERT-base)
   size; built into a temporary folder unless --standin names one.
-- Each length runs in a fresh process; peak = ru_maxrss of that process, baseline = its RSS after the model loaded
-  (before annotating), so peak - baseline is what the report itself costs.
+- Each length runs in a fresh process; peak = that process's own VmHWM (rexrank.testing.memory), baseline = its
+  RSS after the model loaded (before annotating), so peak - baseline is what the report itself costs.
 - ``--all-pairs``: every relation pair of the report scored at once, as before the row blocks (the "before" column
   of docs/radgraph.md, "Memory"; annotations are the same either way).
 - A watchdog kills a process whose RSS passes --cap-gb (a shared machine must not be driven out of memory); such a
@@ -27,17 +27,12 @@ import time
 from pathlib import Path
 
 CHILD = r"""
-import json, os, resource, sys, time
+import json, os, sys, time
 import torch
 torch.set_num_threads(int(sys.argv[3]))
 from rexrank.metrics.radgraph.inference import Annotator
 from rexrank.testing.corpus import SENTENCES
-
-def rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+from rexrank.testing.memory import peak_rss_mib, rss_mib
 
 words = SENTENCES.split()
 n = int(sys.argv[2])
@@ -46,11 +41,11 @@ annotator = Annotator(sys.argv[1], device="cpu")
 if sys.argv[4] == "1":
     annotator.relation_block_floats = 1 << 62
 annotator.annotate(["The lungs are clear."])  # warm-up: lazy allocations of the runtime not counted as the report's
-base = rss_mb()
+base = rss_mib()
 start = time.perf_counter()
 out = annotator.annotate([report])[0]
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+peak = peak_rss_mib()
 n_relations = sum(len(e["relations"]) for e in out["entities"].values())
 print(json.dumps({"words": n, "radgraph_words": len(out["text"].split()), "baseline_mb": round(base),
                   "peak_mb": round(peak), "seconds": round(seconds, 1), "entities": len(out["entities"]),
