@@ -230,13 +230,15 @@ def test_submission_is_validated_scored_and_ranked(client, space, tmp_path):
 def test_invalid_submission_lists_problems_and_queues_nothing(client, space, tmp_path):
     from gradio_client import handle_file
 
+    from rexrank.leaderboard.views import md_text
+
     _, store, _, _ = space
     before = store.counts()["submissions"]
     path = iu_predictions(tmp_path / "bad.json", corrupt={"not-a-study": "x", "CXR3030_IM-1405": ""})
     status, _ = client.predict(handle_file(str(path)), "Bad", "", "", None, "", [], "iu_xray", "findings",
                                api_name="/submit")
     assert status.startswith("**Submission rejected:**")
-    assert "not-a-study" in status and "CXR3030_IM-1405" in status
+    assert md_text("not-a-study") in status and md_text("CXR3030_IM-1405") in status  # as Markdown shows them
     # one list item per problem, and no `rexrank score` flags the form does not have
     assert status.count("\n- ") >= 2 and "--allow-missing" not in status and "--" not in status
     assert store.counts()["submissions"] == before
@@ -408,6 +410,9 @@ def test_page_tables_hold_every_row_and_an_empty_result_shows_none(seeded):
     assert trained.frame.empty and "Year, Trained on this dataset" in trained.empty
     assert md_text("- [x](javascript:y) *b* | c") == "\\- \\[x\\](javascript:y) \\*b\\* \\| c"
     assert md_text("12. <b>") == "12\\. &lt;b&gt;" and md_text("RadPhi3.5-Vision") == "RadPhi3.5-Vision"
+    # A search is free text the visitor typed: quoted back in the message, a link in it stays text.
+    hostile = views.page_table("iu_xray", "findings", search="[win](https://evil.example)\n# big")
+    assert "Search “\\[win\\](https://evil.example) # big”" in hostile.empty
 
 
 def test_search_matches_the_name_as_shown_not_its_markdown(tmp_path):

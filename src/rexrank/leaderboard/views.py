@@ -74,11 +74,6 @@ def overview_label(track: str) -> str:
 
 # -- text that reaches Markdown -------------------------------------------------------------------------------
 
-def escape_md(text: str) -> str:
-    """Free text (an error message, a note) inside Markdown: HTML escaped, one line, no table breaks."""
-    return html.escape(str(text)).replace("|", "&#124;").replace("\n", " ")
-
-
 # Inline Markdown: emphasis, code, links (a link needs "[", so parentheses and "!" stay plain), tables, strikethrough.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 # Block Markdown only starts a line (a cell is one line): a heading, a list item, a numbered item.
@@ -86,10 +81,11 @@ _MD_LINE_START = re.compile(r"^(\s*)(\d*)([#+\-.)])")
 
 
 def md_text(text: str) -> str:
-    """Plain text inside a one-line Markdown cell: HTML escaped and every character that could start Markdown
-    backslash-escaped, and no other ("MAIRA-2" and "RadPhi3.5Vision" stay as typed). Search never sees this text:
-    it matches the names themselves, on the server (``board.filter_table``)."""
-    escaped = _MD_SPECIAL.sub(r"\\\1", html.escape(str(text)))
+    """Plain text (a name, a search, an error message, a note) inside one line of Markdown: the page's one escaper.
+    Newlines folded to spaces, HTML escaped and every character that could start Markdown backslash-escaped, links
+    included, and no other ("MAIRA-2" and "RadPhi3.5Vision" stay as typed). Search never sees this text: it matches
+    the names themselves, on the server (``board.filter_table``)."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", html.escape(str(text).replace("\r", " ").replace("\n", " ")))
     return _MD_LINE_START.sub(lambda m: m.group(0) if bool(m.group(2)) == (m.group(3) in "#+-")
                               else f"{m.group(1)}{m.group(2)}\\{m.group(3)}", escaped)
 
@@ -250,7 +246,7 @@ class Views:
         if full.empty:
             empty = "No results on this test set and track yet."
         elif shown.empty:
-            active = [f"Search “{escape_md(str(search)[:60])}”"] * bool(search) + [
+            active = [f"Search “{md_text(str(search)[:60])}”"] * bool(search) + [
                 label for label, value in (("Institution", institutions), ("Year", years),
                                            ("Model type", model_types), ("Source", sources),
                                            ("Trained on this dataset", trained not in (None, "", "all")))
@@ -397,11 +393,11 @@ class Views:
         if status == "done":
             text = f"{QUEUED}{job_id} done: scored and on the board."
         elif status == "failed":
-            text = f"{QUEUED}{job_id} failed: {escape_md((job or {}).get('error') or 'see the queue below')}"
+            text = f"{QUEUED}{job_id} failed: {md_text((job or {}).get('error') or 'see the queue below')}"
         else:
             text = (f"{QUEUED}{job_id} {status}: it will appear on the board once scored (the queue below updates). "
                     + self.submissions.scoring_note())
-        return text + (f"\n\n{escape_md(note)}" if note else "")
+        return text + (f"\n\n{md_text(note)}" if note else "")
 
 
 def model_markdown(info: dict[str, Any], analyses: list[dict[str, Any]]) -> str:
@@ -498,9 +494,9 @@ def form_message(error: Exception) -> str:
     text = _CLI_HINT.sub("", str(error))
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     head, items = lines[0], [line[2:] if line.startswith("- ") else line for line in lines[1:]]
-    out = f"**Submission rejected:** {escape_md(head)}"
+    out = f"**Submission rejected:** {md_text(head)}"
     if items:
-        out += "\n\n" + "\n".join(f"- {escape_md(item)}" for item in items)
+        out += "\n\n" + "\n".join(f"- {md_text(item)}" for item in items)
     if re.search(r"no reference study|has no prediction|have no prediction", text):
         out += ("\n\nEach study of the chosen test set and track needs exactly one prediction: check the file, and "
                 "the *Test set* and *Track* chosen above.")
