@@ -641,10 +641,9 @@ def _file_digest(path: str | os.PathLike, max_file_size_mb: float) -> str | None
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
     """BLAKE2b over every file of the installed rexrank package (paths and bytes), compiled caches left out: any
-    change of the code that computes or renders a number makes every earlier memo miss."""
-    import rexrank
-
-    root = Path(rexrank.__file__).resolve().parent
+    change of the code that computes or renders a number makes every earlier memo miss. The package folder is found
+    from this file (rexrank/evaluation/harness.py), not by importing the package above this stage."""
+    root = Path(__file__).resolve().parents[1]
     digest = hashlib.blake2b(digest_size=32)
     for path in sorted(p for p in root.rglob("*") if "__pycache__" not in p.parts and p.suffix != ".pyc"):
         if path.is_file():
