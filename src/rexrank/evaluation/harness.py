@@ -36,6 +36,7 @@ from rexrank.evaluation import disclosure
 from rexrank.evaluation.aggregate import build_results, corpus_metrics
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, MAX_RESAMPLES
 from rexrank.evaluation.inputs import Inputs
+from rexrank.evaluation.predictions import megabytes
 from rexrank.evaluation.paths import check_writable  # noqa: F401 - its owner; imported from here by the CLIs
 from rexrank.evaluation.plan import plan
 from rexrank.evaluation.runner import (
@@ -630,7 +631,7 @@ def _file_digest(path: str | os.PathLike, max_file_size_mb: float) -> str | None
         return None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_file_size_mb * 1_000_000:
+        if not stat.S_ISREG(info.st_mode) or info.st_size > megabytes(max_file_size_mb):
             return None
         try:
             return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=32)).hexdigest()

@@ -31,6 +31,13 @@ from typing import Any
 from rexrank.errors import InputError
 
 DEFAULT_MAX_FILE_SIZE_MB = 200.0
+
+
+def megabytes(size_mb: float) -> int:
+    """A file-size limit in decimal MB as bytes: the one rule for --max-file-size-mb, the run memo's size check and
+    the Space's upload limit (rexrank.leaderboard.limits)."""
+    return int(size_mb * 1_000_000)
+
 # Per-report length limit, whichever is hit first. Real reports have tens to a few hundred words; the defaults are
 # far above any of them and keep every metric's memory bounded (docs/radgraph.md, "Memory"). Words are counted as
 # the metrics' tokenizers split them: every run of letters/digits and every punctuation mark is one word, so text
@@ -211,8 +218,8 @@ def read_report_file(path: str | os.PathLike, role: str, problems: Problems, *,
         problems.add("file", role, f"{path} does not exist" if not path.exists() else f"{path} is not a file")
         return ReportFile(path, [], False)
     size = path.stat().st_size
-    if size > max_file_size_mb * 1_000_000:
-        problems.add("file", role, f"it is {size / 1_000_000:.3g} MB, over the {max_file_size_mb:g} MB limit "
+    if size > megabytes(max_file_size_mb):
+        problems.add("file", role, f"it is {size / megabytes(1):.3g} MB, over the {max_file_size_mb:g} MB limit "
                                    "(raise it with --max-file-size-mb)")
         return ReportFile(path, [], False)
     raw = path.read_bytes()

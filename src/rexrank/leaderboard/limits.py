@@ -17,6 +17,8 @@ DEFAULT_ANONYMOUS_LIMIT = 100
 DEFAULT_RATE_WINDOW_S = 24 * 3600.0
 
 
-def upload_bytes(megabytes: float) -> int:
-    """A size in (decimal) MB as bytes: the unit of ``max_bytes``."""
-    return int(megabytes * 1_000_000)
+def upload_bytes(size_mb: float) -> int:
+    """A size in (decimal) MB as bytes: the unit of ``max_bytes``, by the harness's own rule."""
+    from rexrank.evaluation.predictions import megabytes
+
+    return megabytes(size_mb)
