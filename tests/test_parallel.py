@@ -39,7 +39,8 @@ def launch(scenario: str, out: Path, processes: int, options: dict | None = None
         args.append(str(out / "options.json"))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(processes), *args]
     proc = subprocess.run(cmd, env=_env(**env), capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    written = [r for r in range(processes) if (out / f"rank{r}.json").is_file()]
+    assert proc.returncode == 0, f"ranks that wrote their results: {written}\n{proc.stderr[-4000:]}"
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(processes)]
 
 
