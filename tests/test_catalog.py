@@ -438,6 +438,36 @@ def test_the_scan_catches_single_literal_restatements_of_owned_values(tmp_path, 
     assert _restatements(fine) == []
 
 
+# The ReXrank JSON field holding a model's report: written by `rexrank generate`, read by the scoring harness, and
+# spelled once, in the module that owns the ReXrank JSON format (generate may not import evaluation: a later stage).
+FIELD_OWNER = "src/rexrank/data/rexrank_json.py"
+
+
+def _field_literals(path: Path) -> list[str]:
+    """Strings that spell the prediction field outside a docstring (a dict key, a ``.get`` argument, a constant)."""
+    from rexrank.data.rexrank_json import MODEL_PREDICTION
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [f"{path.name}:{node.lineno} {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value == MODEL_PREDICTION and id(node) not in docstrings]
+
+
+def test_the_prediction_field_is_spelled_by_its_owner_only(tmp_path):
+    found = [item for folder in SCANNED for path in sorted((REPO / folder).rglob("*.py"))
+             if path.relative_to(REPO).as_posix() != FIELD_OWNER for item in _field_literals(path)]
+    assert not found, "read rexrank.data.rexrank_json.MODEL_PREDICTION instead:\n" + "\n".join(found)
+    # The scan sees what the generate stage once wrote, and lets a docstring name the field.
+    old = tmp_path / "old.py"
+    old.write_text('"""Adds "model_prediction" to each study."""\n'
+                   'def merge(record, entry):\n'
+                   '    """Reads model_prediction."""\n'
+                   '    return record | {"model_prediction": entry.get("model_prediction")}\n')
+    assert [item.split()[0] for item in _field_literals(old)] == ["old.py:4", "old.py:4"]
+
+
 def test_catalog_is_light_and_data_imports_no_later_stage():
     """The leaderboard and the Space read the catalog without loading `datasets` or torch; `data` is stage one."""
     import subprocess

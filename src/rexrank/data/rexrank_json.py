@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from rexrank.data.catalog import split_name
-from rexrank.data.study import make_study
 from rexrank.errors import InputError
+
+# The field an upstream submission adds to each study object (rajpurkarlab/ReXrank README, "Submission"); the
+# object's "report" stays the ground truth. Written by `rexrank generate`, read by the scoring harness.
+MODEL_PREDICTION = "model_prediction"
 
 
 def read_rexrank_json(path: str | os.PathLike, image_root: str | os.PathLike | None = None, *,
@@ -51,6 +54,8 @@ def _study_from_entry(study_id: str, entry: Any, root: Path, dataset: str | None
     paths = [_absolute(root, p) for p in images]
     key = entry.get("key_image_path")
     entry_split = split or entry.get("split") or ""
+    from rexrank.data.study import make_study  # loads `datasets`: here, so the field name above stays light
+
     return make_study(
         study_id=study_id,
         dataset=dataset or "",

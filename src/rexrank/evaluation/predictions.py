@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rexrank.data.rexrank_json import MODEL_PREDICTION
 from rexrank.errors import InputError
 
 DEFAULT_MAX_FILE_SIZE_MB = 200.0
@@ -45,8 +46,6 @@ def megabytes(size_mb: float) -> int:
 DEFAULT_MAX_REPORT_WORDS = 5_000
 DEFAULT_MAX_REPORT_CHARS = 50_000
 DEFAULT_MAX_LISTED = 10
-# The field upstream submissions add to each ReXrank study object (whose "report" is the ground truth).
-MODEL_PREDICTION = "model_prediction"
 # Fields holding a model's report, in preference order: a row with both is read from its model_prediction.
 PREDICTION_FIELDS = (MODEL_PREDICTION, "report")
 ID_FIELD = "study_id"

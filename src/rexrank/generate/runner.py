@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rexrank.data.rexrank_json import MODEL_PREDICTION
 from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import ConfigError, InputError
 from rexrank.generate.adapters.base import Adapter
@@ -416,7 +417,7 @@ def _write_outputs(out: Path, inputs: list[StudyInput], records: list, ordered: 
         if record.get("error") is not None:
             errors[study.study_id] = record["error"]
             continue
-        predictions[study.study_id] = rexrank_record(records[study.index]) | {"model_prediction": record["report"]}
+        predictions[study.study_id] = rexrank_record(records[study.index]) | {MODEL_PREDICTION: record["report"]}
         reports[study.study_id] = record["report"]
     _write_json(out / PREDICTIONS_FILE, predictions)
     _write_json(out / REPORTS_FILE, reports)

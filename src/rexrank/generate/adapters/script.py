@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rexrank.data.rexrank_json import MODEL_PREDICTION
 from rexrank.errors import ConfigError
 from rexrank.generate.adapters.base import Adapter
 from rexrank.generate.studies import StudyInput, script_entry
@@ -110,7 +111,7 @@ def _prediction(result: dict, study_id: str, script: str) -> str | Exception:
     entry = result.get(study_id)
     if not isinstance(entry, dict):
         return ScriptError(f"{script} wrote no entry for this study")
-    prediction = entry.get("model_prediction")
+    prediction = entry.get(MODEL_PREDICTION)
     if not isinstance(prediction, str):
-        return ScriptError(f"{script} wrote no model_prediction string for this study (got {prediction!r})")
+        return ScriptError(f"{script} wrote no {MODEL_PREDICTION} string for this study (got {prediction!r})")
     return prediction
