@@ -655,3 +655,33 @@ def test_a_refresh_sends_only_the_outputs_whose_values_changed(store):
     now = out[0]
     assert refresh.fn(page, now, *values) == [gr.skip()] * len(out)  # nothing changed since: nothing is sent
     assert sum(v != gr.skip() for v in refresh.fn(page, generation.value, *values)) == 2  # generation and header
+
+
+def test_the_load_event_carries_the_generation_only_and_a_stale_page_is_refreshed(store):
+    """Issue 24 (first rows): the page's load event (and the timer's tick) sends the page's generation and nothing
+    else; before, it carried every dataset view's controls (~60 inputs, ~50 outputs), which gradio's frontend
+    collected and applied while the first rows were being painted. When the generation is stale the check sets a
+    hidden component whose change runs the full refresh (with every control; a gr.State's change would not fire for
+    an unqueued event in gradio 6.31); each stale answer is a new value, so a refresh that failed is tried again on
+    the next tick. The browser tests check the whole path (test_an_open_page_follows_the_store)."""
+    import gradio as gr
+
+    from leaderboard_helpers import add_scored_result
+    from rexrank.leaderboard.published import bundled_tables, import_published
+    from rexrank.leaderboard.wiring import build_app
+
+    import_published(store, bundled_tables())
+    demo = build_app(store)
+    config = demo.get_config_file()
+    load = [d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"])]
+    assert len(load) == 1 and len(load[0]["inputs"]) == 1 and len(load[0]["outputs"]) == 1, load
+    assert {t[1] for t in load[0]["targets"]} == {"load", "tick"}
+    check = next(f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "check_generation")
+    refresh_id = next(k for k, f in demo.fns.items() if getattr(f.fn, "__name__", "") == "refresh")
+    refresh_dep = next(d for d in config["dependencies"] if d["id"] == refresh_id)
+    assert [list(t) for t in refresh_dep["targets"]] == [[check.outputs[0]._id, "change"]]
+    generation = check.inputs[0]
+    assert check.fn(generation.value) == gr.skip()  # an unchanged store: nothing is sent
+    add_scored_result(store, "Fresh model", bleu=0.3, institution="Fresh lab")
+    first, second = check.fn(generation.value), check.fn(generation.value)
+    assert first != gr.skip() and second != first  # a new value each time: the change fires again

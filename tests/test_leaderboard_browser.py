@@ -291,6 +291,25 @@ def test_plots_follow_the_metric_and_show_cis_only_where_there_are_some(browser,
     page.close()
 
 
+def test_shown_plots_follow_the_search(browser, space):
+    """The bars are the rows the table shows: a search while the plots are shown redraws them with its one row.
+    Before, the table's (unqueued) request set a gr.State that was to trigger the redraw, and gradio 6.31 fires a
+    State's change only after a queued event: the bars kept every row (seen in Chromium)."""
+    page = _open(browser, space[0], DESKTOP)
+    _tab(page, "IU-Xray")
+    _wait_rows(page, f"table-{IU}", _rows_now(space))
+    page.locator(f"#plots-{IU} input").check()
+    page.wait_for_selector(f"#bars-{IU} .nsewdrag", state="attached", timeout=60_000)
+    assert "UniRG-CXR" in page.locator(f"#bars-{IU}").inner_text()
+    _search(page, IU, "MAIRA-2")
+    _wait_rows(page, f"table-{IU}", 1)
+    page.wait_for_function(f"() => document.querySelector('#bars-{IU}').textContent.includes('top 1 of the table')",
+                           timeout=30_000)
+    bars = page.locator(f"#bars-{IU}").inner_text()
+    assert "MAIRA-2" in bars and "UniRG-CXR" not in bars
+    page.close()
+
+
 def test_models_tab_opens_on_a_model_and_shows_subgroups(browser, space):
     """Point 8 on a phone: the tab opens on the top model (not an empty placeholder); choosing a rexrank-scored model
     shows its subgroup results as a table, not the scorer's cache counters."""

@@ -262,7 +262,7 @@ class _DatasetView:
     def wire(self, gr, views: Views) -> None:
         def redraw(plots_shown: bool):
             """A new value for ``redraw`` (the plots follow the rows) only while the plots are shown."""
-            return time.monotonic_ns() if plots_shown else gr.skip()
+            return str(time.monotonic_ns()) if plots_shown else gr.skip()
 
         def rows(request: gr.Request, *values):
             self.asked(request, values[:-1])
@@ -294,7 +294,10 @@ class _DatasetView:
                                      elem_id=f"metric-{key}")
 
         self.plots_shown = shown
-        self.redraw = gr.State(0)  # set by a table request while the plots are shown
+        # Set by a table request while the plots are shown. A hidden Textbox, not a gr.State: gradio 6.31 fires a
+        # State's change only after a queued event, and the table's requests are not queued (the plots kept the
+        # rows of before a search: seen in Chromium). Never mounted; its type is in the page already.
+        self.redraw = gr.Textbox(visible=False, elem_id=f"redraw-{key}")
         # Redrawn after the table's own requests (not on the table's .change: gradio's Dataframe fires that when a
         # tab mounts it, which cost every tab opening a request).
         @gr.render(inputs=[shown, metric, *self.controls], triggers=[shown.input, metric.input, self.redraw.change],
@@ -350,8 +353,19 @@ def _freshness(gr, demo, views: Views, shown: _Shown, generation, header, overvi
     """On load and every FRESH_SECONDS: when the store's generation differs from the page's, every view is
     recomputed (with its filters as set) and the About text too (a meta-evaluation published since); the new
     generation and the header (its "last updated") are sent, and of the rest only what differs from what this page
-    shows (``shown``). When the generation is the page's, nothing is recomputed or sent."""
+    shows (``shown``). When the generation is the page's, nothing is recomputed or sent.
+
+    Two steps: the check (``check_generation``) carries the page's generation only and, when it is stale, sets
+    ``stale``, whose change runs ``refresh`` with every control. One event with the ~60 controls as inputs and ~50
+    outputs on load made gradio's frontend collect and apply them all while the first rows were being painted
+    (issue 24: first rows painted 1086 -> 1044 ms in the page, minimal app 777 ms; bench/results/leaderboard.md).
+    ``stale`` is a hidden Textbox, not a gr.State: gradio 6.31's frontend fires a State's change only for queued
+    events (a ``queue=False`` answer carries no changed-state ids), and the check is not queued (one per open page
+    every FRESH_SECONDS). A hidden component is never mounted and its type's code is already in the page.
+    """
     timer = gr.Timer(FRESH_SECONDS)
+    # A new value on every stale check, so that a refresh that failed is retried on the next tick.
+    stale = gr.Textbox(visible=False, elem_id="board-stale")
     controls = [c for v in dataset_views for c in v.controls]
     outputs = [generation, header, about_text, *overview_tables.values()] + [
         o for v in dataset_views for o in v.refresh_outputs()]
@@ -372,7 +386,11 @@ def _freshness(gr, demo, views: Views, shown: _Shown, generation, header, overvi
             out += view.refresh(gr, views, values[k * n:(k + 1) * n], request)
         return out
 
-    gr.on([demo.load, timer.tick], guarded(refresh), [generation, *controls], outputs, **_PRIVATE)
+    def check_generation(page_generation):
+        return gr.skip() if views.generation() == page_generation else str(time.monotonic_ns())
+
+    gr.on([demo.load, timer.tick], guarded(check_generation), [generation], [stale], **_PRIVATE)
+    stale.change(guarded(refresh), [generation, *controls], outputs, **_PRIVATE)
 
 
 def _overview_tab(gr, views: Views, shown: _Shown) -> dict:
