@@ -173,7 +173,7 @@ def test_next_pair_keeps_images_with_their_study_and_the_board(browser, space):
             })""", old)
             assert mismatched == [], mismatched
         assert elapsed is not None, "the next pair's texts never appeared"
-        finished.value  # the page's own request for the pair completed
+        assert finished.value.response() is not None  # the page's own request for the pair was answered
         page.locator("#arena-vote-tie").click()
         page.wait_for_function("() => document.querySelector('#arena-reveal').innerText.includes('A was')",
                                timeout=30_000)
