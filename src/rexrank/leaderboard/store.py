@@ -47,6 +47,7 @@ from rexrank.evaluation.disclosure import disclose_record
 from rexrank.errors import InputError, RexrankError, UnknownNameError
 from rexrank.leaderboard.records import (
     HOST,
+    NAME_KEY_VERSION,
     MetricValue,
     ModelInfo,
     Provenance,
@@ -895,6 +896,12 @@ class Store:
         for step in range(version, SCHEMA_VERSION):
             _apply(conn, MIGRATIONS[step])
             conn.execute(f"PRAGMA user_version = {step + 1}")
+        # Keys computed by another rule of ``records.name_key`` (a store written before its change) are computed
+        # again from the log, in its order: of two names that now compare equal, the first registered keeps the key.
+        row = conn.execute("SELECT value FROM meta WHERE key = 'name_key_version'").fetchone()
+        if row is None or json.loads(row[0]) != NAME_KEY_VERSION:
+            _replay_models(conn)
+            self.set_meta("name_key_version", NAME_KEY_VERSION, conn)
 
     def meta(self, key: str) -> Any:
         """A stored fact about the store (JSON value), or None."""
