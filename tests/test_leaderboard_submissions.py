@@ -552,6 +552,76 @@ def test_handled_uploads_are_deleted_accepted_or_rejected(space, tmp_path):
     assert store.model("MedVersa")["institution"] != "Evil Corp"
 
 
+def _submit_together(url: str, uploads: list[tuple[bytes, str, dict]], *, upload_first: bool = True) -> list[str]:
+    """Each (file bytes, model name, extra headers) sent by its own HTTP client, all at once (threads released
+    together; with ``upload_first``, every upload lands before any /submit is sent, so all of them name gradio's one
+    file of identical bytes). The answers' text, in order. Bounded: every request has a timeout and every thread
+    is joined with one."""
+    import httpx
+
+    gate = threading.Barrier(len(uploads), timeout=120)
+    answers: list[str] = ["(no answer)"] * len(uploads)
+
+    def one(index: int, data: bytes, name: str, headers: dict) -> None:
+        with httpx.Client(timeout=120, headers=headers) as client:
+            gate.wait()
+            uploaded = client.post(f"{url}gradio_api/upload", files={"files": ("same.json", data)})
+            if uploaded.status_code != 200:
+                answers[index] = f"upload: HTTP {uploaded.status_code}"
+                return
+            if upload_first:
+                gate.wait()
+            file = {"path": uploaded.json()[0], "meta": {"_type": "gradio.FileData"}}
+            call = client.post(f"{url}gradio_api/call/submit",
+                               json={"data": [file, name, "", "", None, "", [], "iu_xray", "findings"]})
+            if call.status_code != 200:
+                answers[index] = f"submit: HTTP {call.status_code}"
+                return
+            answers[index] = client.get(f"{url}gradio_api/call/submit/{call.json()['event_id']}").text
+
+    threads = [threading.Thread(target=one, args=(i, *request), daemon=True) for i, request in enumerate(uploads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads), "a client got no answer within 300 s"
+    return answers
+
+
+def _outcome(answer: str) -> str:
+    """What a /submit answer says: accepted (queued, running or already scored), a duplicate, ... or its text."""
+    from rexrank.leaderboard.views import QUEUED
+
+    for outcome, text in (("duplicate", "already submitted"), ("lost", "no longer available"),
+                          ("unexpected", "unexpected error"), ("quota", "quota reached"), ("queued", f'["{QUEUED}')):
+        if text in answer:
+            return outcome
+    return answer[-300:]
+
+
+def test_identical_uploads_at_once_are_each_answered(space, tmp_path):
+    """Issue 35 point 2: twelve clients upload one file at the same moment and submit it under their own names.
+    gradio keeps identical uploads as ONE file; the first request handled used to delete it under the others
+    (before: 1 queued, 6-7 "unexpected error", 4-5 "no longer available"). Each request now works on its own copy:
+    one is queued, eleven get the service's "already submitted", none an internal error; gradio's folder is empty
+    afterwards, the service's holds only the kept copy until the upload TTL, then nothing."""
+    from rexrank.leaderboard.uploads import ReceivedUploads
+
+    url, store, service, uploads = space
+    data = iu_predictions(tmp_path / "same.json", n_shift=21).read_bytes()
+    # Each client from its own address (X-Forwarded-For from a loopback peer: uvicorn's rule): twelve people.
+    requests = [(data, f"Race model {i}", {"X-Forwarded-For": f"198.51.100.{i + 1}"}) for i in range(12)]
+    outcomes = sorted(_outcome(answer) for answer in _submit_together(url, requests))
+    assert outcomes == ["duplicate"] * 11 + ["queued"], outcomes
+    assert _files(uploads) == []
+    received = service.upload_dir / "received"
+    kept = [p.name for p in received.iterdir()]
+    assert len(kept) == 1 and kept[0].startswith("kept-"), kept  # no request's own copy is left
+    ReceivedUploads(received, ttl=3600, root=uploads).sweep(now=time.time() + 3601)
+    # gradio's folder of that upload (named by its content hash) goes with it
+    assert list(received.iterdir()) == [] and [p for p in uploads.iterdir() if len(p.name) == 64] == []
+
+
 def test_submit_never_reads_a_server_side_path(space, tmp_path):
     """/submit with a path on the server (a plain string, or FileData naming a file nobody uploaded): refused, the
     file is neither read nor deleted, and nothing of it reaches the answer or the queue."""

@@ -51,6 +51,7 @@ from rexrank.leaderboard.limits import (DEFAULT_ANONYMOUS_LIMIT, DEFAULT_MAX_UPL
 from rexrank.leaderboard.records import (PRIVATE_DATASETS, ModelInfo, ResultRecord, canonical_names, from_results_json,
                                          hf_identity)
 from rexrank.leaderboard.store import LOST_UPLOAD, Store
+from rexrank.leaderboard.uploads import UPLOAD_GONE
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 
 log = logging.getLogger(__name__)
@@ -290,7 +291,7 @@ class Submissions:
         if path.suffix.lower() not in ALLOWED_SUFFIXES:
             raise InputError(f"predictions must be a .json, .jsonl or .csv file (got {path.suffix or 'no suffix'!r})")
         if not path.is_file():
-            raise InputError("the uploaded file is no longer available (each upload is used once): upload it again")
+            raise InputError(UPLOAD_GONE)
         size = path.stat().st_size
         if size > self.max_bytes:
             raise InputError(f"the file is {size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:g} MB limit")
