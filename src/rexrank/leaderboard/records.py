@@ -71,9 +71,10 @@ def clean_text(value: Any, field_name: str, *, required: bool = False) -> str | 
     """Metadata sanitiser: no markup, whitespace collapsed, trimmed, length-capped.
 
     A model name holding markup characters (``markup_characters``) or a line break is refused, naming them; other
-    fields have their angle brackets replaced by look-alike guillemets. Hidden characters (controls, bidi overrides, zero-width and other invisible characters) are refused in a
-    model name (a name must look like what it is: it identifies the model and its owner) and dropped elsewhere.
-    The page also shows these only as plain text; sanitising here keeps stored data safe whatever renders it later.
+    fields have their angle brackets replaced by look-alike guillemets. Hidden characters (controls, bidi overrides,
+    zero-width and other invisible characters) are refused in a model name (a name must look like what it is: it
+    identifies the model and its owner) and dropped elsewhere. The page also shows these only as plain text;
+    sanitising here keeps stored data safe whatever renders it later.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         text = ""

@@ -8,18 +8,18 @@ Rules the page relies on:
   reports): the same predictions twice, in any format or spacing, are rejected as a duplicate;
 - files over ``max_bytes`` are rejected before they are read (the Space also refuses larger uploads outright);
 - metadata is sanitised (``ModelInfo.from_dict``) before it is stored, and escaped again when shown;
-- quotas, in a rolling ``rate_window``: per logged-in user ``private_quota`` per private test set and
-  ``rate_limit`` over the public ones; anonymous submissions share ``anonymous_limit`` over the public sets and
+- quotas, in a rolling ``rate_window``: per logged-in user ``private_quota`` per private test set and ``rate_limit``
+  over the public ones; an anonymous client (``leaderboard/clients.py``: its address, as far as the server trusts it)
+  has ``rate_limit`` of its own, all of them together ``anonymous_limit``, over the public sets; anonymous submissions
   are refused on private sets (log in first). What a quota counts is every attempt whose file is read (validation),
-  whatever comes of it. A request refused on what it says about itself, before its file is opened (no file, a
-  missing one, another suffix, over the size limit, bad metadata, a name taken), is not counted: it costs a stat
-  and a lookup, reveals nothing about a test set, and would otherwise let one client spend the shared anonymous
-  quota with junk;
+  whatever comes of it. A request refused on what it says about itself, before its file is opened (no file, a missing
+  one, another suffix, over the size limit, bad metadata, a name taken), is not counted: it costs a stat and a lookup,
+  reveals nothing about a test set, and would otherwise let one client spend the shared anonymous quota with junk;
 - the queue folder (``upload_dir``, ``<store>.uploads`` by default) is the service's own: created owner-only
   (0700), each queued file owner-only (0600) and named ``<digest>-<random>.<suffix>``. A file lives there only
   while its job is queued or running: the worker deletes it once the job is done or failed, a refused submission's
   copy is deleted at once, and ``clean_uploads`` (at worker start) deletes what a restart left for jobs already
-  handled;
+  handled (the Space hands this service each request's own copy of its upload: ``leaderboard/uploads.py``);
 - private test sets (ReXGradient): validation says only that the ids do not match (no ids, no counts, no text),
   and only aggregates, rounded as published, are stored;
 - what a submission is scored with (``host_metrics``, unless the host names the metrics): every leaderboard metric

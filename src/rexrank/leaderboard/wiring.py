@@ -297,10 +297,10 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
     are deleted by gradio's ``delete_cache`` after this many seconds; a handled upload leaves gradio's folder at
     once, its kept copy (``uploads.ReceivedUploads``) the service's folder after this many seconds.
     ``trusted_proxies``: how many proxies in front of the server append to X-Forwarded-For, which tells who an
-    anonymous submission comes from (None: ``clients.trusted_proxies``'s default: the environment, else 1 in a
-    Space, 0 elsewhere). ``views``: the page's ``Views`` (``serve`` passes the one its CSV route reads too). ``arena``: an ``Arena`` (the
-    host's opt-in; None: no Arena tab, so the first page holds none of its component types); ``arena_rater``: who
-    votes there on a server without login (``arena_tab``).
+    anonymous submission comes from (None: ``clients.trusted_proxies``'s default: the environment, else 1 in a Space,
+    0 elsewhere). ``views``: the page's ``Views`` (``serve`` passes the one its CSV route reads too). ``arena``: an
+    ``Arena`` (the host's opt-in; None: no Arena tab, so the first page holds none of its component types);
+    ``arena_rater``: who votes there on a server without login (``arena_tab``).
     """
     import gradio as gr
 
