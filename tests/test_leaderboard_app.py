@@ -205,7 +205,7 @@ def test_submission_is_validated_scored_and_ranked(client, space, tmp_path):
 
     _, store, _, _ = space
     path = iu_predictions(tmp_path / "shifted.json", n_shift=3)
-    status, _ = client.predict(handle_file(str(path)), "Shifted <refs>", "QA", "https://example.org", 2025,
+    status, _ = client.predict(handle_file(str(path)), "Shifted refs", "QA", "https://example.org", 2025,
                                "baseline", [], "iu_xray", "findings", api_name="/submit")
     assert "queued" in status
     jobs = _wait_done(store, 1)
@@ -215,7 +215,7 @@ def test_submission_is_validated_scored_and_ranked(client, space, tmp_path):
     expected = rexrank.score([preds[i] for i in refs], list(refs.values()), metrics=["bleu2"])["bleu_score"].mean()
     row = next(r for r in client.predict("iu_xray", "findings", "Shifted", api_name="/table")["data"])
     # scored on BLEU-2 only (this host has no official weights): not ranked, and the row says what it has
-    assert row[0] == "–" and row[1] == "Shifted ‹refs› (no 1/RadCliQ-v1: 1 of 8 metrics)"
+    assert row[0] == "–" and row[1] == "Shifted refs (no 1/RadCliQ-v1: 1 of 8 metrics)"
     assert row[-1] == "submission · scored on BLEU"
     assert row[3].startswith(f"{expected:.3f} [")  # Rank, Model, 1/RadCliQ-v1 (none: BLEU-2 only), BLEU
     low, high = (float(x) for x in row[3].split("[")[1].rstrip("]").split(", "))

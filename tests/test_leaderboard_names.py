@@ -88,7 +88,7 @@ def test_a_lookalike_has_the_real_names_key(real, lookalike):
 # Names that differ in what a reader sees: distinct keys.
 DISTINCT = [("MAIRA-2", "MAIRA-3"), ("MAIRA-2", "MAIRA2"), ("MAIRA-2", "MAIRA_2"), ("MAIRA-2", "MAIRA=2"),
             ("Libra", "Libre"), ("CheXagent", "CheXagent*"), ("VLCI-IU", "VLCI-MIMIC"), ("RadFM", "RadFN"),
-            ("Med Versa", "MedVersa"), ("GPT4V", "GPT4"), ("Model 8", "Model B")]
+            ("GPT4V", "GPT4"), ("Model 8", "Model B")]
 
 
 @pytest.mark.parametrize("first, second", DISTINCT)
@@ -135,4 +135,113 @@ def test_lookalikes_of_published_names_are_refused(tmp_path):
             service.submit(path, {"name": lookalike}, "iu_xray", "findings", user="mallory")
         assert store.model(lookalike)["name"] == real
     assert store.counts()["submissions"] == 0 and store.attempts() == []
+    store.close()
+
+
+# -- spacing (issue 35 point 5) --------------------------------------------------------------------------------------
+# "Med  Versa" was registered as "Med Versa" beside MedVersa, although the refusal promises names are compared
+# "ignoring ... spacing": each of these is MedVersa.
+SPACED = ["Med Versa", "Med  Versa", " M e d V e r s a ", "Med\tVersa", "Med\u3000Versa", "Med\u00a0Versa",
+          "MED VERSA"]
+
+
+@pytest.mark.parametrize("name", SPACED)
+def test_spacing_does_not_tell_names_apart(name):
+    assert name_key(name) == name_key("MedVersa")
+
+
+def test_a_spaced_copy_of_a_registered_name_is_refused(tmp_path):
+    """Through the service, for a logged-in user and anonymously: the host's MedVersa, spaced, is the host's name
+    (and the refusal's promise holds: the message says spacing is ignored); nothing is queued or counted."""
+    store = Store(tmp_path / "board.sqlite")
+    import_published(store, bundled_tables())
+    service = Submissions(store, tmp_path / "queue", metrics=["bleu2"])
+    path = iu_predictions(tmp_path / "p.json", n_shift=4)
+    for name in ("Med  Versa", "Med Versa", "M e d V e r s a", "Che Xagent", "MAIRA - 2"):
+        for user in ("mallory", None):
+            with pytest.raises(NameTaken, match="ignoring case, width, spacing"):
+                service.submit(path, {"name": name}, "iu_xray", "findings", user=user)
+    assert store.model("Med  Versa")["name"] == "MedVersa"
+    assert store.counts()["submissions"] == 0 and store.attempts() == []
+    store.close()
+
+
+def test_a_store_keyed_by_the_old_rule_is_keyed_again_when_opened(tmp_path):
+    """Keys stored under the rule before this change ("rad model 2", spaces kept) are recomputed when the store
+    opens (``records.NAME_KEY_VERSION``): without that, "RadModel 2" found no key and was free to register."""
+    from rexrank.leaderboard.records import NAME_KEY_VERSION
+
+    path = tmp_path / "board.sqlite"
+    store = Store(path)
+    Submissions(store, tmp_path / "queue", metrics=["bleu2"]).submit(
+        iu_predictions(tmp_path / "p.json", n_shift=4), {"name": "Rad Model 2"}, "iu_xray", "findings", user="alice")
+    with store.transaction() as conn:  # as a store written by the previous rule left it
+        conn.execute("UPDATE models SET name_key = 'rad model 2' WHERE name = 'Rad Model 2'")
+        conn.execute("DELETE FROM meta WHERE key = 'name_key_version'")
+    store.close()
+    store = Store(path)
+    assert store.meta("name_key_version") == NAME_KEY_VERSION
+    assert store.model("Rad Model 2")["name_key"] == name_key("RadModel2")
+    with pytest.raises(NameTaken, match="already registered by Hugging Face user alice"):
+        store.check_name("RadModel 2", "hf:mallory")
+    store.close()
+
+
+# -- markup (issue 39 point 3) ---------------------------------------------------------------------------------------
+EVIL_REVEAL = "Evil [claim your prize](https://evil.example/x) **B was MedVersa**"
+REAL_NAMES = ["CheXpertPlus-CheX-MIMIC", "MedGemma 1.5 4B", "RadPhi3.5Vision", "zzy-RGv2-2b", "Cvt2distilgpt2-IU",
+              "GPT4V", "CheXagent*", "CheXpertPlus_CheX_MIMIC", "Llama-3/8B+LoRA", "Model v2.1"]
+
+
+@pytest.mark.parametrize("name, shown", [
+    (EVIL_REVEAL, "[ ] ( ) *"), ("![x](https://evil.example/p.png)", "! [ ] ( )"), ("A <b>bold</b>", "< >"),
+    ("&lt;script&gt;", "< >"), ("Fish &amp; Chips", "&"), ("`code`", "`"), ("a | b | c", "|"), ("# Heading", "#"),
+    ("~~struck~~", "~"), ("back\\slash", "\\"), ("$$x$$", "$"), ("{x}", "{ }"), ("*lead", "*"), ("in*side", "*"),
+    ("_under_", "_"), ("snake__case", "_"), ("end_", "_"), ("MedVersa **", "*")])
+def test_names_with_markup_are_refused_naming_the_characters(name, shown):
+    from rexrank.errors import InputError
+    from rexrank.leaderboard.records import ModelInfo
+
+    with pytest.raises(InputError) as refused:
+        ModelInfo.from_dict({"name": name})
+    message = str(refused.value)
+    assert message == (f"the model name contains markup characters ({shown}): type it as plain text (a * is allowed "
+                       "only at the end, a _ only between letters or digits)")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("name", ["Evil\nB was MedVersa", "Evil\r\nModel", "two\u2028lines", "Evil\x0bModel"])
+def test_names_with_line_breaks_are_refused(name):
+    from rexrank.errors import InputError
+    from rexrank.leaderboard.records import ModelInfo
+
+    with pytest.raises(InputError, match="^the model name contains a line break: type the name on one line$"):
+        ModelInfo.from_dict({"name": name})
+
+
+def test_real_and_published_names_stay_valid(shared_dir):
+    """The names models really have, and every name of the published tables (the bundled copy and every table
+    under ../shared's leaderboard_published, older and 2026 ones included), pass the name rules unchanged."""
+    from rexrank.leaderboard.records import ModelInfo
+
+    names = set(REAL_NAMES) | _published_names(bundled_tables())
+    for folder in {p.parent for p in (shared_dir / "data" / "leaderboard_published").rglob("*.csv")}:
+        names |= _published_names(folder)
+    assert {"MedGemma 1.5 4B", "CheXagent*", "CheXpertPlus_CheX"} <= names and len(names) >= 45
+    for name in sorted(names):
+        assert ModelInfo.from_dict({"name": name}).name == name
+
+
+def test_the_evil_reveal_name_is_refused_before_anything_is_counted(tmp_path):
+    """Through the service (the Arena's reveal shows registered names): refused before the file is read, so
+    nothing is queued, registered or counted against the anonymous quota."""
+    from rexrank.errors import InputError
+
+    store = Store(tmp_path / "board.sqlite")
+    service = Submissions(store, tmp_path / "queue", metrics=["bleu2"])
+    path = iu_predictions(tmp_path / "p.json", n_shift=4)
+    for user in ("mallory", None):
+        with pytest.raises(InputError, match=r"markup characters \(\[ \] \( \) \*\)"):
+            service.submit(path, {"name": EVIL_REVEAL}, "iu_xray", "findings", user=user)
+    assert store.counts() == {"models": 0, "results": 0, "submissions": 0} and store.attempts() == []
     store.close()

@@ -377,6 +377,80 @@ def test_junk_requests_do_not_spend_the_anonymous_quota(seeded, tmp_path):
     assert [(a["outcome"], a["submission_id"]) for a in seeded.attempts(ANONYMOUS)] == [("queued", job)]
 
 
+# -- anonymous quotas per client (issue 35 point 9) ------------------------------------------------------------------
+@pytest.mark.parametrize("peer, forwarded, proxies, expected", [
+    ("10.16.3.80", [], 0, "10.16.3.80"),  # no proxy trusted: the connection's address (gradio's)
+    ("10.16.3.80", ["203.0.113.9"], 0, "10.16.3.80"),  # the header is not read at all
+    ("10.16.3.80", ["203.0.113.9"], 1, "203.0.113.9"),  # a Space: its proxy appended the client's address
+    ("10.16.3.80", ["6.6.6.6, 7.7.7.7, 203.0.113.9"], 1, "203.0.113.9"),  # forged entries on the left: ignored
+    ("10.16.3.80", ["6.6.6.6", "203.0.113.9"], 1, "203.0.113.9"),  # two header lines: one list, in order
+    ("10.16.3.80", ["6.6.6.6, 203.0.113.9, 10.0.0.2"], 2, "203.0.113.9"),  # two proxies
+    ("10.16.3.80", ["203.0.113.9"], 2, "10.16.3.80"),  # fewer entries than proxies: not through them
+    ("10.16.3.80", ["2001:db8:1:2:aaaa::1"], 1, "2001:db8:1:2::/64"),  # an IPv6 client: its /64
+    ("10.16.3.80", ["[2001:db8:1:2:bbbb::7]:443"], 1, "2001:db8:1:2::/64"),
+    ("10.16.3.80", ["::ffff:203.0.113.9"], 1, "203.0.113.9"),  # IPv4-mapped
+    ("10.16.3.80", ["203.0.113.9:5555"], 1, "203.0.113.9"),
+    ("10.16.3.80", ["not-an-address"], 1, "unknown"),
+    (None, [], 0, "unknown")])
+def test_who_an_anonymous_request_comes_from(peer, forwarded, proxies, expected):
+    from rexrank.leaderboard.clients import client_address, client_key
+
+    assert client_key(client_address(peer, forwarded, proxies)) == expected
+
+
+def test_the_trusted_proxy_count_is_checked(monkeypatch):
+    from rexrank.errors import ConfigError
+    from rexrank.leaderboard.clients import trusted_proxies
+
+    monkeypatch.delenv("SYSTEM", raising=False)
+    monkeypatch.delenv("REXRANK_TRUSTED_PROXIES", raising=False)
+    assert trusted_proxies() == 0
+    monkeypatch.setenv("SYSTEM", "spaces")  # gradio's sign of a Space (get_space)
+    monkeypatch.setenv("SPACE_ID", "rajpurkarlab/rexrank")
+    assert trusted_proxies() == 1
+    monkeypatch.setenv("REXRANK_TRUSTED_PROXIES", "2")
+    assert trusted_proxies() == 2 and trusted_proxies(0) == 0
+    for bad in ("-1", "one", "11", True):
+        with pytest.raises(ConfigError, match="^REXRANK_TRUSTED_PROXIES must be a whole number from 0 to 10"):
+            trusted_proxies(bad)
+
+
+def test_each_anonymous_client_has_its_own_quota_within_the_shared_total(tmp_path):
+    """One client used 19 anonymous submissions in a row (each got an owner of its own, so no per-user limit applied).
+    Now a client has ``rate_limit`` of its own (rejected attempts included), another client is not affected, all
+    anonymous clients together stay within ``anonymous_limit``, and the store holds a keyed digest, never the
+    address."""
+    store = Store(tmp_path / "s.sqlite")
+    service = Submissions(store, tmp_path / "up", metrics=["bleu2"], rate_limit=3, anonymous_limit=7)
+    files = [iu_predictions(tmp_path / f"p{n}.json", n_shift=30 + n) for n in range(8)]
+
+    def submit(n: int, client: str) -> str:
+        try:
+            service.submit(files[n], {"name": f"Anon {n} {client}"}, "iu_xray", "findings", client=client)
+            return "queued"
+        except QuotaExceeded as exc:
+            return str(exc)
+
+    one = [submit(n, "203.0.113.9") for n in range(4)]
+    assert one[:3] == ["queued"] * 3
+    assert one[3].startswith("quota reached: at most 3 anonymous submissions from your address (log in")
+    assert [submit(n, "198.51.100.4") for n in range(4, 7)] == ["queued"] * 3  # another client: its own quota
+    assert submit(7, "192.0.2.1") == "queued"  # the 7th anonymous attempt of all
+    refused = submit(7, "192.0.2.2")
+    assert refused.startswith("quota reached: at most 7 anonymous submissions (all anonymous clients together")
+    identities = {a["identity"] for a in store.attempts()}
+    assert len(identities) == 3 and all(i.startswith("anonymous:") and len(i) == len("anonymous:") + 32
+                                        for i in identities)
+    assert not any("203.0.113" in i or "198.51" in i for i in identities)
+    with pytest.raises(QuotaExceeded, match="all anonymous clients together"):  # a caller on the host: the total
+        service.submit(files[0], {"name": "Host side"}, "iu_xray", "findings")
+    secret = tmp_path / "up" / "client-key"
+    assert _mode(secret) == 0o600 and len(secret.read_bytes()) == 32
+    again = Submissions(store, tmp_path / "up", metrics=["bleu2"], rate_limit=3)  # a restart: the same digests
+    assert again.client_identity("203.0.113.9") == service.client_identity("203.0.113.9")
+    store.close()
+
+
 # -- duplicates ---------------------------------------------------------------------------------------------------
 def test_duplicates_compare_parsed_predictions(tmp_path):
     import unicodedata
@@ -511,7 +585,8 @@ def space(tmp_path_factory):
     uploads = root / "gradio-uploads"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRADIO_TEMP_DIR", str(uploads))
-        with running_space(root / "board.sqlite", max_bytes=LIMIT) as (url, store, service):
+        # One trusted proxy, as on a Space: a client is the rightmost X-Forwarded-For address (leaderboard/clients.py)
+        with running_space(root / "board.sqlite", max_bytes=LIMIT, trusted_proxies=1) as (url, store, service):
             yield url, store, service, uploads
 
 
@@ -550,6 +625,97 @@ def test_handled_uploads_are_deleted_accepted_or_rejected(space, tmp_path):
                                  "findings", api_name="/submit")
     assert "queued" in accepted and _files(uploads) == []
     assert store.model("MedVersa")["institution"] != "Evil Corp"
+
+
+def _submit_together(url: str, uploads: list[tuple[bytes, str, dict]], *, upload_first: bool = True) -> list[str]:
+    """Each (file bytes, model name, extra headers) sent by its own HTTP client, all at once (threads released
+    together; with ``upload_first``, every upload lands before any /submit is sent, so all of them name gradio's one
+    file of identical bytes). The answers' text, in order. Bounded: every request has a timeout and every thread
+    is joined with one."""
+    import httpx
+
+    gate = threading.Barrier(len(uploads), timeout=120)
+    answers: list[str] = ["(no answer)"] * len(uploads)
+
+    def one(index: int, data: bytes, name: str, headers: dict) -> None:
+        with httpx.Client(timeout=120, headers=headers) as client:
+            gate.wait()
+            uploaded = client.post(f"{url}gradio_api/upload", files={"files": ("same.json", data)})
+            if uploaded.status_code != 200:
+                answers[index] = f"upload: HTTP {uploaded.status_code}"
+                return
+            if upload_first:
+                gate.wait()
+            file = {"path": uploaded.json()[0], "meta": {"_type": "gradio.FileData"}}
+            call = client.post(f"{url}gradio_api/call/submit",
+                               json={"data": [file, name, "", "", None, "", [], "iu_xray", "findings"]})
+            if call.status_code != 200:
+                answers[index] = f"submit: HTTP {call.status_code}"
+                return
+            answers[index] = client.get(f"{url}gradio_api/call/submit/{call.json()['event_id']}").text
+
+    threads = [threading.Thread(target=one, args=(i, *request), daemon=True) for i, request in enumerate(uploads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not any(thread.is_alive() for thread in threads), "a client got no answer within 300 s"
+    return answers
+
+
+def _outcome(answer: str) -> str:
+    """What a /submit answer says: accepted (queued, running or already scored), a duplicate, ... or its text."""
+    from rexrank.leaderboard.views import QUEUED
+
+    for outcome, text in (("duplicate", "already submitted"), ("lost", "no longer available"),
+                          ("unexpected", "unexpected error"), ("quota", "quota reached"), ("queued", f'["{QUEUED}')):
+        if text in answer:
+            return outcome
+    return answer[-300:]
+
+
+def test_identical_uploads_at_once_are_each_answered(space, tmp_path):
+    """Issue 35 point 2: twelve clients upload one file at the same moment and submit it under their own names.
+    gradio keeps identical uploads as ONE file; the first request handled used to delete it under the others
+    (before: 1 queued, 6-7 "unexpected error", 4-5 "no longer available"). Each request now works on its own copy:
+    one is queued, eleven get the service's "already submitted", none an internal error; gradio's folder is empty
+    afterwards, the service's holds only the kept copy until the upload TTL, then nothing."""
+    from rexrank.leaderboard.uploads import ReceivedUploads
+
+    url, store, service, uploads = space
+    data = iu_predictions(tmp_path / "same.json", n_shift=21).read_bytes()
+    # Each client from its own address (X-Forwarded-For from a loopback peer: uvicorn's rule): twelve people.
+    requests = [(data, f"Race model {i}", {"X-Forwarded-For": f"198.51.100.{i + 1}"}) for i in range(12)]
+    received = service.upload_dir / "received"
+    before = set(received.iterdir()) if received.exists() else set()  # kept copies of the module's earlier tests
+    outcomes = sorted(_outcome(answer) for answer in _submit_together(url, requests))
+    assert outcomes == ["duplicate"] * 11 + ["queued"], outcomes
+    assert _files(uploads) == []
+    kept = [p.name for p in set(received.iterdir()) - before]
+    assert len(kept) == 1 and kept[0].startswith("kept-"), kept  # no request's own copy is left
+    ReceivedUploads(received, ttl=3600, root=uploads).sweep(now=time.time() + 3601)
+    # gradio's folder of that upload (named by its content hash, kept in the copy's name) goes with it
+    folder = uploads / kept[0].split("-")[1]
+    assert list(received.iterdir()) == [] and not folder.exists()
+
+
+def test_one_anonymous_client_gets_its_own_quota_on_the_space(space, tmp_path):
+    """Issue 35 point 9 through the served Space (one trusted proxy, as a Space has): seven submissions from one
+    client, each with another forged X-Forwarded-For prefix, get the per-client quota (5: the first five answered,
+    the last two refused); a second client still submits. Before: every anonymous submission had an owner of its
+    own, so all seven (and 19 in the issue) went through."""
+    url, store, _, _ = space
+    files = [iu_predictions(tmp_path / f"own{n}.json", n_shift=40 + n).read_bytes() for n in range(8)]
+    answers = []
+    for n in range(7):  # one after the other: a quota, not a race
+        forged = f"10.{n}.0.1, 172.16.{n}.9"
+        answers += _submit_together(url, [(files[n], f"Quota model {n}", {"X-Forwarded-For": f"{forged}, 192.0.2.77"})],
+                                    upload_first=False)
+    outcomes = [_outcome(answer) for answer in answers]
+    assert outcomes == ["queued"] * 5 + ["quota"] * 2, outcomes
+    assert "anonymous submissions from your address" in answers[-1]
+    other = _submit_together(url, [(files[7], "Quota model 7", {"X-Forwarded-For": "192.0.2.78"})])
+    assert [_outcome(answer) for answer in other] == ["queued"]
 
 
 def test_submit_never_reads_a_server_side_path(space, tmp_path):

@@ -1,10 +1,12 @@
 """Hugging Face Space entry point: the ReXrank leaderboard (all logic lives in rexrank.leaderboard).
 
 Host settings (Space variables; unset: the defaults of rexrank.leaderboard.limits): REXRANK_STORE,
-REXRANK_MAX_UPLOAD_MB (largest predictions file, decimal MB), REXRANK_PRIVATE_QUOTA (submissions per user per
-private test set per day), REXRANK_RATE_LIMIT (per user per day on the public sets), REXRANK_ANONYMOUS_LIMIT
-(anonymous submissions per day, all together). Hugging Face login is on when the card sets `hf_oauth: true` (the
-Submit tab then shows the login button; the card's requirements install gradio[oauth]).
+REXRANK_MAX_UPLOAD_MB (largest predictions file, decimal MB), REXRANK_PRIVATE_QUOTA (submissions per user per private
+test set per day), REXRANK_RATE_LIMIT (per user, and per anonymous client, per day on the public sets),
+REXRANK_ANONYMOUS_LIMIT (anonymous submissions per day, all clients together), REXRANK_TRUSTED_PROXIES (proxies in
+front that append to X-Forwarded-For, which tells anonymous clients apart; default 1 in a Space). Hugging Face login
+is on when the card sets `hf_oauth: true` (the Submit tab then shows the login button; the card's requirements install
+gradio[oauth]).
 Persistence (docs/leaderboard.md#persistence): REXRANK_RESULTS_REPO and REXRANK_REQUESTS_REPO, Hub dataset repos
 the board is pulled from at start and pushed to after every write, with HF_TOKEN (a Space secret) able to write them.
 Radiologist Arena (docs/arena.md; off unless REXRANK_ARENA is set): REXRANK_ARENA=1 adds the Arena tab (votes need

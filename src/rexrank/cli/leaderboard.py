@@ -36,10 +36,10 @@ def serve(
                                         "while they stream in."),
     private_quota: int = typer.Option(DEFAULT_PRIVATE_QUOTA, "--private-quota", help="Submissions per user per "
                                       "private test set per day, rejected ones included."),
-    rate_limit: int = typer.Option(DEFAULT_RATE_LIMIT, "--rate-limit", help="Submissions per user per day over "
-                                   "the public test sets, rejected ones included."),
+    rate_limit: int = typer.Option(DEFAULT_RATE_LIMIT, "--rate-limit", help="Submissions per user (and per "
+                                   "anonymous client) per day over the public test sets, rejected ones included."),
     anonymous_limit: int = typer.Option(DEFAULT_ANONYMOUS_LIMIT, "--anonymous-limit", help="Anonymous submissions "
-                                        "per day, all anonymous users together (public test sets only)."),
+                                        "per day, all anonymous clients together (public test sets only)."),
     results_repo: Optional[str] = typer.Option(None, "--results-repo", envvar="REXRANK_RESULTS_REPO",
                                                help="Hub dataset repo of results: pulled at start, pushed after each "
                                                "write (token from HF_TOKEN)."),

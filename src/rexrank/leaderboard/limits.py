@@ -9,9 +9,10 @@ which loads the harness and the metrics, so that the command line shows them wit
 DEFAULT_MAX_UPLOAD_MB = 50
 # Per logged-in user per private test set, per rolling window, rejected attempts included.
 DEFAULT_PRIVATE_QUOTA = 3
-# Per logged-in user over the public test sets, per rolling window, rejected attempts included.
+# Per logged-in user, and per anonymous client (leaderboard/clients.py), over the public test sets, per rolling
+# window, rejected attempts included.
 DEFAULT_RATE_LIMIT = 5
-# All anonymous submissions together (public test sets only), per rolling window.
+# All anonymous clients together (public test sets only), per rolling window.
 DEFAULT_ANONYMOUS_LIMIT = 100
 # The rolling window the quotas count in (seconds).
 DEFAULT_RATE_WINDOW_S = 24 * 3600.0

@@ -50,17 +50,38 @@ def hidden_characters(text: str) -> list[str]:
     return [f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed character')}" for c in found]
 
 
-def clean_text(value: Any, field_name: str, *, required: bool = False) -> str | None:
-    """Metadata sanitiser: no markup (angle brackets replaced), whitespace collapsed, trimmed, length-capped.
+# Characters a model name may not hold: Markdown's and HTML's own (links, images, emphasis, code, tables, headings,
+# strike-through, escapes, entities, tags, math delimiters of gradio's Markdown), so a name is plain text wherever it
+# lands (the Arena's reveal, a table, a log line) even if some view forgot to escape it. "*" and "_" are refused
+# too, except where CommonMark cannot open emphasis with them and the published tables use them: "*" as a closing
+# mark after a letter or digit ("CheXagent*"), "_" between letters or digits ("CheXpertPlus_CheX").
+NAME_MARKUP = frozenset("[]()<>`|#!~\\{}$&*_")
+_NAME_STAR_OR_UNDERSCORE_OK = re.compile(r"(?<=[^\W_])_(?=[^\W_])|(?<=[^\W_])\*+$")
+_LINE_BREAKS = re.compile(r"[\n\r\v\f\u0085\u2028\u2029]")
 
-    Hidden characters (controls, bidi overrides, zero-width and other invisible characters) are refused in a
-    model name (a name must look like what it is: it identifies the model and its owner) and dropped elsewhere.
-    The page also shows these only as plain text; sanitising here keeps stored data safe whatever renders it later.
+
+def markup_characters(name: str) -> list[str]:
+    """The characters of ``name`` that the name rules refuse as markup (``NAME_MARKUP``), in order of first
+    appearance; a "*" or "_" where it is allowed is not one of them."""
+    text = _NAME_STAR_OR_UNDERSCORE_OK.sub("", name)
+    return list(dict.fromkeys(c for c in text if c in NAME_MARKUP))
+
+
+def clean_text(value: Any, field_name: str, *, required: bool = False) -> str | None:
+    """Metadata sanitiser: no markup, whitespace collapsed, trimmed, length-capped.
+
+    A model name holding markup characters (``markup_characters``) or a line break is refused, naming them; other
+    fields have their angle brackets replaced by look-alike guillemets. Hidden characters (controls, bidi overrides,
+    zero-width and other invisible characters) are refused in a model name (a name must look like what it is: it
+    identifies the model and its owner) and dropped elsewhere. The page also shows these only as plain text;
+    sanitising here keeps stored data safe whatever renders it later.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         text = ""
     else:
         text = str(value)
+    if field_name == "name" and _LINE_BREAKS.search(text):
+        raise InputError("the model name contains a line break: type the name on one line")
     text = _SPACES.sub(" ", html.unescape(text))
     hidden = hidden_characters(text)
     if hidden and field_name == "name":
@@ -68,6 +89,11 @@ def clean_text(value: Any, field_name: str, *, required: bool = False) -> str | 
                          "remove them and type the name as plain text")
     if hidden:
         text = "".join(c for c in text if not _hidden(c))
+    if field_name == "name":
+        markup = markup_characters(text.strip())
+        if markup:
+            raise InputError(f"the model name contains markup characters ({' '.join(markup)}): type it as plain text "
+                             "(a * is allowed only at the end, a _ only between letters or digits)")
     text = _SPACES.sub(" ", text.translate(_ANGLES)).strip()
     if len(text) > _MAX_TEXT.get(field_name, 200):
         raise InputError(f"{field_name} is longer than {_MAX_TEXT.get(field_name, 200)} characters")
@@ -103,8 +129,9 @@ def name_key(name: str) -> str:
     NFKC (full-width and compatibility forms), hidden characters removed, accents and other combining marks
     stripped, then the Unicode confusables skeleton (UTS #39) with I, l and 1 in one class and 0 in O's, dash
     punctuation (category Pd), minus signs and other horizontal bars folded to "-", casefolded, and i folded into
-    l: a case-insensitive comparison puts i with I, and the skeleton puts I with l. Whitespace is collapsed and
-    trimmed. "MAlRA-2", "MAIRA\u20112" (non-breaking hyphen), "maira\u22122" (minus), "L\u0131bra" (dotless i),
+    l: a case-insensitive comparison puts i with I, and the skeleton puts I with l. Whitespace is removed: spacing
+    does not tell names apart ("Med  Versa", "Med Versa" and "MedVersa" are one name, as the refusal message says).
+    "MAlRA-2", "MAIRA\u20112" (non-breaking hyphen), "maira\u22122" (minus), "L\u0131bra" (dotless i),
     "\u13b7edVersa" (Cherokee), "\u1d0dedVersa" (small capital), "Li\u0301bra", "ＭedVersa", "Med\u200bVersa" and
     "МedVersa" (Cyrillic) all have the key of the name they imitate. The key is for comparing only; it is never shown.
 
@@ -115,7 +142,8 @@ def name_key(name: str) -> str:
     ships Unicode 13's table (2020) without such a key; "confusable-homoglyphs" lists look-alike pairs without
     their prototypes, so no skeleton can be built from it. Not folded: look-alikes of two letters ("rn" for "m"),
     which disarm leaves apart (folding them would merge ordinary words), so "rnedVersa" is a name of its own. A new
-    disarm release may change keys: move the pin together with a store migration that recomputes them.
+    disarm release or rule here changes keys: bump ``NAME_KEY_VERSION`` with it (a store opened under another
+    version recomputes every stored key: ``Store._migrate``).
     """
     from disarm import skeleton_key  # imported on first use: it takes ~80 ms, and most commands never compare names
 
@@ -123,7 +151,12 @@ def name_key(name: str) -> str:
     text = _strip_marks("".join(c for c in text if not _hidden(c)))
     text = skeleton_key(text, digit_policy="tr39")
     text = _strip_marks(_fold_dashes(text).casefold()).replace("i", "l")
-    return _SPACES.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    return _SPACES.sub("", unicodedata.normalize("NFC", text))
+
+
+# The rule ``name_key`` computes, by number: stored keys of another version are recomputed when a store opens.
+# 1: whitespace collapsed (until issue 35 point 5); 2: whitespace removed.
+NAME_KEY_VERSION = 2
 
 
 # Who added a result or owns a model name ("identity"): the leaderboard host (published tables, `rexrank leaderboard

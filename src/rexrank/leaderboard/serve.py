@@ -42,11 +42,14 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
           submissions_dir: str | None = None, prevent_thread_lock: bool = False, oauth: bool | None = None,
           upload_ttl: int = 3600, results_repo: str | None = None, requests_repo: str | None = None,
           hub_token: str | None = None, hub_api: Any = None, arena: bool = False, arena_images: str | None = None,
-          arena_experts_only: bool = False, arena_rater: str | None = None, **submission_options: Any):
+          arena_experts_only: bool = False, arena_rater: str | None = None, trusted_proxies: int | None = None,
+          **submission_options: Any):
     """Open the store (pulled from the Hub and seeded as ``published.seed_store`` says), start the scoring worker,
     launch the Space; returns (``BoardApp``, store, service).
 
-    ``oauth``: Hugging Face login (None: on when the Space card sets ``hf_oauth``). ``submission_options`` go to
+    ``oauth``: Hugging Face login (None: on when the Space card sets ``hf_oauth``). ``trusted_proxies``: how many
+    proxies in front append to X-Forwarded-For (who an anonymous submission comes from: ``clients``; None: the
+    ``REXRANK_TRUSTED_PROXIES`` environment variable, else 1 in a Space and 0 elsewhere). ``submission_options`` go to
     ``Submissions`` (``max_bytes``: the largest predictions file, also gradio's upload limit; quotas; ``metrics``,
     default every leaderboard metric this host has official weights for ...). ``results_repo``/``requests_repo``:
     Hub dataset repos the store is pulled from now and pushed to after every write (``hub_sync``; token
@@ -108,7 +111,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
         board_arena = Arena(store, app_version=rexrank.__version__, experts_only=arena_experts_only, images=images)
         board_arena.votes()  # read the vote log once, before the page opens
     demo = build_app(store, service, oauth=oauth_configured() if oauth is None else oauth, upload_ttl=upload_ttl,
-                     views=views, arena=board_arena, arena_rater=arena_rater)
+                     views=views, arena=board_arena, arena_rater=arena_rater, trusted_proxies=trusted_proxies)
     demo.queue(default_concurrency_limit=8)
     # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
     max_bytes = service.max_bytes if service is not None else upload_bytes(DEFAULT_MAX_UPLOAD_MB)

@@ -47,6 +47,7 @@ from rexrank.evaluation.disclosure import disclose_record
 from rexrank.errors import InputError, RexrankError, UnknownNameError
 from rexrank.leaderboard.records import (
     HOST,
+    NAME_KEY_VERSION,
     MetricValue,
     ModelInfo,
     Provenance,
@@ -895,6 +896,12 @@ class Store:
         for step in range(version, SCHEMA_VERSION):
             _apply(conn, MIGRATIONS[step])
             conn.execute(f"PRAGMA user_version = {step + 1}")
+        # Keys computed by another rule of ``records.name_key`` (a store written before its change) are computed
+        # again from the log, in its order: of two names that now compare equal, the first registered keeps the key.
+        row = conn.execute("SELECT value FROM meta WHERE key = 'name_key_version'").fetchone()
+        if row is None or json.loads(row[0]) != NAME_KEY_VERSION:
+            _replay_models(conn)
+            self.set_meta("name_key_version", NAME_KEY_VERSION, conn)
 
     def meta(self, key: str) -> Any:
         """A stored fact about the store (JSON value), or None."""
@@ -1425,22 +1432,33 @@ class Store:
 
     # -- attempts (quotas) ------------------------------------------------------------------------------
     def reserve_attempt(self, identity: str, dataset: str, split: str, track: str, *, limit: int, window: float,
-                        scope: tuple[str, ...] | None = None, what: str = "submissions") -> int:
+                        scope: tuple[str, ...] | None = None, what: str = "submissions",
+                        shared: tuple[str, int, str] | None = None) -> int:
         """Count ``identity``'s attempts on the datasets of ``scope`` (None: all) in the last ``window`` seconds and,
         if under ``limit``, record this one; atomically, so concurrent attempts cannot all pass. Every recorded
-        attempt counts, whatever its outcome (``finish_attempt``). ``QuotaExceeded`` otherwise (not recorded)."""
+        attempt counts, whatever its outcome (``finish_attempt``). ``QuotaExceeded`` otherwise (not recorded).
+
+        ``shared``: (group, its limit, what it counts): a quota ``identity`` shares with its group, checked in the
+        same transaction, over the attempts whose identity is ``group`` or ``group:...`` (all anonymous clients)."""
         now = time.time()
         with self.transaction() as conn:
-            sql, args = "SELECT COUNT(*), MIN(created_at) FROM attempts WHERE identity = ? AND created_at > ?", [
-                identity, now - window]
-            if scope is not None:
-                sql += f" AND dataset IN ({','.join('?' * len(scope))})"
-                args += list(scope)
-            count, oldest = conn.execute(sql, args).fetchone()
-            if count >= limit:
-                wait = max(0.0, (oldest or now) + window - now)
-                raise QuotaExceeded(f"quota reached: at most {limit} {what} per {window / 3600:g} h, rejected ones "
-                                    f"included; try again in {wait / 3600:.1f} h")
+            checks = [("identity = ?", [identity], limit, what)]
+            if shared is not None:
+                group, group_limit, group_what = shared
+                escaped = group.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                checks.append(("(identity = ? OR identity LIKE ? ESCAPE '\\')", [group, f"{escaped}:%"],
+                               group_limit, group_what))
+            for condition, who, quota, counted in checks:
+                sql, args = f"SELECT COUNT(*), MIN(created_at) FROM attempts WHERE {condition} AND created_at > ?", [
+                    *who, now - window]
+                if scope is not None:
+                    sql += f" AND dataset IN ({','.join('?' * len(scope))})"
+                    args += list(scope)
+                count, oldest = conn.execute(sql, args).fetchone()
+                if count >= quota:
+                    wait = max(0.0, (oldest or now) + window - now)
+                    raise QuotaExceeded(f"quota reached: at most {quota} {counted} per {window / 3600:g} h, rejected "
+                                        f"ones included; try again in {wait / 3600:.1f} h")
             cur = conn.execute("INSERT INTO attempts(identity, dataset, split, track, outcome, created_at, updated_at)"
                                " VALUES (?,?,?,?, 'pending', ?, ?)", (identity, dataset, split, track, now, now))
             return cur.lastrowid

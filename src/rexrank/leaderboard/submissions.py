@@ -8,18 +8,18 @@ Rules the page relies on:
   reports): the same predictions twice, in any format or spacing, are rejected as a duplicate;
 - files over ``max_bytes`` are rejected before they are read (the Space also refuses larger uploads outright);
 - metadata is sanitised (``ModelInfo.from_dict``) before it is stored, and escaped again when shown;
-- quotas, in a rolling ``rate_window``: per logged-in user ``private_quota`` per private test set and
-  ``rate_limit`` over the public ones; anonymous submissions share ``anonymous_limit`` over the public sets and
+- quotas, in a rolling ``rate_window``: per logged-in user ``private_quota`` per private test set and ``rate_limit``
+  over the public ones; an anonymous client (``leaderboard/clients.py``: its address, as far as the server trusts it)
+  has ``rate_limit`` of its own, all of them together ``anonymous_limit``, over the public sets; anonymous submissions
   are refused on private sets (log in first). What a quota counts is every attempt whose file is read (validation),
-  whatever comes of it. A request refused on what it says about itself, before its file is opened (no file, a
-  missing one, another suffix, over the size limit, bad metadata, a name taken), is not counted: it costs a stat
-  and a lookup, reveals nothing about a test set, and would otherwise let one client spend the shared anonymous
-  quota with junk;
+  whatever comes of it. A request refused on what it says about itself, before its file is opened (no file, a missing
+  one, another suffix, over the size limit, bad metadata, a name taken), is not counted: it costs a stat and a lookup,
+  reveals nothing about a test set, and would otherwise let one client spend the shared anonymous quota with junk;
 - the queue folder (``upload_dir``, ``<store>.uploads`` by default) is the service's own: created owner-only
   (0700), each queued file owner-only (0600) and named ``<digest>-<random>.<suffix>``. A file lives there only
   while its job is queued or running: the worker deletes it once the job is done or failed, a refused submission's
   copy is deleted at once, and ``clean_uploads`` (at worker start) deletes what a restart left for jobs already
-  handled;
+  handled (the Space hands this service each request's own copy of its upload: ``leaderboard/uploads.py``);
 - private test sets (ReXGradient): validation says only that the ids do not match (no ids, no counts, no text),
   and only aggregates, rounded as published, are stored;
 - what a submission is scored with (``host_metrics``, unless the host names the metrics): every leaderboard metric
@@ -31,10 +31,12 @@ Rules the page relies on:
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import threading
 import time
@@ -51,12 +53,14 @@ from rexrank.leaderboard.limits import (DEFAULT_ANONYMOUS_LIMIT, DEFAULT_MAX_UPL
 from rexrank.leaderboard.records import (PRIVATE_DATASETS, ModelInfo, ResultRecord, canonical_names, from_results_json,
                                          hf_identity)
 from rexrank.leaderboard.store import LOST_UPLOAD, Store
+from rexrank.leaderboard.uploads import UPLOAD_GONE
 from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
 
 log = logging.getLogger(__name__)
 
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".csv")
-ANONYMOUS = "anonymous"  # the quota bucket all anonymous submissions share
+ANONYMOUS = "anonymous"  # the quota group of all anonymous submissions (each client: "anonymous:<digest>")
+CLIENT_SECRET_FILE = "client-key"  # in the service's folder: the key of the clients' digests
 # A queued file's name (``Submissions._submit``), with ``.part`` while it is being copied.
 _QUEUED_FILE = re.compile(r"[0-9a-f]{64}-[0-9a-f]{12}\.(?:json|jsonl|csv)(?:\.part)?")
 # A queue file that no job names yet may belong to a submission between its copy and its queue entry (another
@@ -198,6 +202,7 @@ class Submissions:
         self.poll_seconds = poll_seconds
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._secret: bytes | None = None  # ``_client_secret``, read once
 
     # -- what the page shows ------------------------------------------------------------------------------
     def public_datasets(self) -> list[str]:
@@ -231,13 +236,15 @@ class Submissions:
 
     # -- submit -------------------------------------------------------------------------------------------
     def submit(self, path: str | Path | None, metadata: dict[str, Any], dataset: str, track: str,
-               user: str | None = None) -> int:
+               user: str | None = None, client: str | None = None) -> int:
         """Validate and queue a predictions file; the job id. ``user``: the submitter's Hugging Face username
-        (None: anonymous). Raises ``InputError`` (its subclasses) with a message for the submitter."""
-        return self.submit_with_note(path, metadata, dataset, track, user=user)[0]
+        (None: anonymous). ``client``: where an anonymous request came from (``clients.request_client``; the Space
+        always says), whose own quota it counts against; None (a caller on the host) counts against the anonymous
+        total only. Raises ``InputError`` (its subclasses) with a message for the submitter."""
+        return self.submit_with_note(path, metadata, dataset, track, user=user, client=client)[0]
 
     def submit_with_note(self, path: str | Path | None, metadata: dict[str, Any], dataset: str, track: str,
-                         user: str | None = None) -> tuple[int, str | None]:
+                         user: str | None = None, client: str | None = None) -> tuple[int, str | None]:
         """``submit``, and a note for the submitter (e.g. that a registered model's details were kept)."""
         # The form (or the API) may send an alias; the queue and the store only ever see canonical names.
         # split None: the split the leaderboard scores (the catalog's leaderboard_split).
@@ -253,7 +260,7 @@ class Submissions:
         # What can be refused without opening the file is, before the quota: such a refusal costs nothing to check
         # and is not counted (one client's junk must not spend the anonymous quota everyone shares).
         path, model, registered = self._check_request(path, metadata, identity)
-        attempt = self._reserve(identity, dataset, split, track)
+        attempt = self._reserve(identity, dataset, split, track, client)
         try:
             job_id, note = self._submit(path, model, registered, dataset, split, track, identity, user)
         except Exception as exc:
@@ -263,9 +270,11 @@ class Submissions:
         self.store.finish_attempt(attempt, "queued", submission_id=job_id)
         return job_id, note
 
-    def _reserve(self, identity: str | None, dataset: str, split: str, track: str) -> int:
+    def _reserve(self, identity: str | None, dataset: str, split: str, track: str, client: str | None) -> int:
         """Record the attempt against the submitter's quota (it counts whatever comes of it), or refuse it.
-        Called once the request itself is acceptable (``_check_request``), right before its file is read."""
+        Called once the request itself is acceptable (``_check_request``), right before its file is read.
+        An anonymous request counts against its client's own quota (``rate_limit``, as a user's) and against the
+        total all anonymous clients share (``anonymous_limit``), both checked in one transaction."""
         window = self.rate_window
         if dataset in PRIVATE_DATASETS:
             return self.store.reserve_attempt(identity, dataset, split, track, limit=self.private_quota,
@@ -273,12 +282,46 @@ class Submissions:
                                               what=f"submissions per user to {dataset}")
         public = tuple(d for d in self.datasets if d not in PRIVATE_DATASETS)
         if identity is None:
-            return self.store.reserve_attempt(ANONYMOUS, dataset, split, track, limit=self.anonymous_limit,
-                                              window=window, scope=public,
-                                              what="anonymous submissions (all anonymous users together; log in "
-                                                   "for your own quota)")
+            everyone = (ANONYMOUS, self.anonymous_limit, "anonymous submissions (all anonymous clients together; "
+                                                         "log in for your own quota)")
+            if client is None:
+                return self.store.reserve_attempt(ANONYMOUS, dataset, split, track, limit=self.anonymous_limit,
+                                                  window=window, scope=public, what=everyone[2], shared=everyone)
+            return self.store.reserve_attempt(self.client_identity(client), dataset, split, track,
+                                              limit=self.rate_limit, window=window, scope=public,
+                                              what="anonymous submissions from your address (log in for your own "
+                                                   "quota)", shared=everyone)
         return self.store.reserve_attempt(identity, dataset, split, track, limit=self.rate_limit, window=window,
                                           scope=public, what="submissions per user")
+
+    def client_identity(self, client: str) -> str:
+        """The quota identity of an anonymous client: ``anonymous:`` and a digest of the client keyed by this
+        service's secret (the store never holds an address; the secret keeps the digest from being reversed by
+        trying every IPv4 address)."""
+        digest = hmac.new(self._client_secret(), str(client).encode("utf-8"), hashlib.sha256).hexdigest()
+        return f"{ANONYMOUS}:{digest[:32]}"
+
+    def _client_secret(self) -> bytes:
+        """32 random bytes in the service's folder (owner-only, created once: every process of the service, and a
+        restart, count a client under the same identity)."""
+        if self._secret is None:
+            path = self.upload_dir / CLIENT_SECRET_FILE
+            if not path.exists():
+                fresh = path.with_name(f"{CLIENT_SECRET_FILE}-{uuid.uuid4().hex}.part")
+                with os.fdopen(os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+                    fh.write(secrets.token_bytes(32))
+                try:
+                    os.link(fresh, path)  # appears whole; of two processes creating it, the first one's is kept
+                except FileExistsError:
+                    pass
+                finally:
+                    fresh.unlink()
+            secret = path.read_bytes()
+            if len(secret) != 32:
+                raise InputError(f"{path} is not this service's client secret (32 bytes): delete it (anonymous "
+                                 "quotas then start again)")
+            self._secret = secret
+        return self._secret
 
     def _check_request(self, path: str | Path | None, metadata: dict[str, Any],
                        identity: str | None) -> tuple[Path, ModelInfo, dict[str, Any] | None]:
@@ -290,7 +333,7 @@ class Submissions:
         if path.suffix.lower() not in ALLOWED_SUFFIXES:
             raise InputError(f"predictions must be a .json, .jsonl or .csv file (got {path.suffix or 'no suffix'!r})")
         if not path.is_file():
-            raise InputError("the uploaded file is no longer available (each upload is used once): upload it again")
+            raise InputError(UPLOAD_GONE)
         size = path.stat().st_size
         if size > self.max_bytes:
             raise InputError(f"the file is {size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:g} MB limit")

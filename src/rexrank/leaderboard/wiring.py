@@ -30,10 +30,11 @@ from typing import Optional
 
 from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import RexrankError
-from rexrank.leaderboard import about
+from rexrank.leaderboard import about, clients
 from rexrank.leaderboard.gradio_compat import guarded
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
+from rexrank.leaderboard.uploads import ReceivedUploads, upload_root
 from rexrank.leaderboard.views import (METRIC_CHOICES, PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE, TRAINED_CHOICES,
                                        Views, form_message, model_page_widths, overview_label, overview_widths,
                                        view_key)
@@ -84,32 +85,6 @@ def check_track(track: str) -> str:
     if canonical_track not in TRACKS:
         raise gr.Error(f"Unknown track {str(track)[:40]!r}. Available: {', '.join(TRACKS)}")
     return canonical_track
-
-
-def upload_root() -> Path:
-    """gradio's upload folder: the only place a submitted file may come from, and the only one we delete in."""
-    from gradio.utils import get_upload_folder
-
-    return Path(get_upload_folder()).resolve()
-
-
-def discard_upload(path: Optional[str]) -> None:
-    """Delete an uploaded file and its folder, if (and only if) they are inside gradio's upload folder; anything
-    left there (gradio's own temporary files) goes with gradio's ``delete_cache`` sweep."""
-    if not path:
-        return
-    root = upload_root()
-    target = Path(path).resolve()
-    if root not in target.parents:  # not an upload (e.g. a host-side path): never delete it
-        return
-    target.unlink(missing_ok=True)
-    folder = target.parent  # gradio keeps each upload in a folder named after its hash
-    while folder != root and root in folder.parents:
-        try:
-            folder.rmdir()  # only if empty: the same file uploaded by someone else at the same moment stays
-        except OSError:
-            break
-        folder = folder.parent
 
 
 def oauth_configured() -> bool:
@@ -313,15 +288,19 @@ class _DatasetView:
 
 
 def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl: int = 3600,
-              views: Optional[Views] = None, arena=None, arena_rater: Optional[str] = None):
+              views: Optional[Views] = None, arena=None, arena_rater: Optional[str] = None,
+              trusted_proxies: Optional[int] = None):
     """Build the Space. ``submissions``: a ``Submissions`` service (None hides the Submit tab).
 
     ``oauth``: the Space has Hugging Face login (``hf_oauth`` in its card): the Submit tab gets a login button and
     submissions carry the user's identity. ``upload_ttl``: uploads never submitted (and gradio's own temporary files)
-    are deleted by gradio's ``delete_cache`` after this many seconds; handled uploads are deleted at once.
-    ``views``: the page's ``Views`` (``serve`` passes the one its CSV route reads too). ``arena``: an ``Arena`` (the
-    host's opt-in; None: no Arena tab, so the first page holds none of its component types); ``arena_rater``: who
-    votes there on a server without login (``arena_tab``).
+    are deleted by gradio's ``delete_cache`` after this many seconds; a handled upload leaves gradio's folder at
+    once, its kept copy (``uploads.ReceivedUploads``) the service's folder after this many seconds.
+    ``trusted_proxies``: how many proxies in front of the server append to X-Forwarded-For, which tells who an
+    anonymous submission comes from (None: ``clients.trusted_proxies``'s default: the environment, else 1 in a Space,
+    0 elsewhere). ``views``: the page's ``Views`` (``serve`` passes the one its CSV route reads too). ``arena``: an
+    ``Arena`` (the host's opt-in; None: no Arena tab, so the first page holds none of its component types);
+    ``arena_rater``: who votes there on a server without login (``arena_tab``).
     """
     import gradio as gr
 
@@ -337,7 +316,8 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
             dataset_views = _dataset_tabs(gr, views, shown)
             _models_tab(gr, views)
             if submissions is not None:
-                _submit_tab(gr, views, submissions, oauth=oauth)
+                _submit_tab(gr, views, submissions, oauth=oauth, upload_ttl=upload_ttl,
+                            proxies=clients.trusted_proxies(trusted_proxies))
             if arena is not None:
                 from rexrank.leaderboard.arena_tab import arena_tab
 
@@ -488,15 +468,24 @@ def _models_tab(gr, views: Views) -> None:
         gr.api(guarded(model_api), api_name="model", concurrency_limit=None)
 
 
-def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False) -> None:
+def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False, upload_ttl: float = 3600,
+                proxies: int = 0) -> None:
     """The Submit tab: its text (and login button) in the page, the form and the queue built by ``gr.render`` when
-    it is opened; /submit and /queue are API endpoints of their own, so they answer without it."""
+    it is opened; /submit and /queue are API endpoints of their own, so they answer without it.
+
+    Each request is handled from its own copy of its upload (``ReceivedUploads.take``): gradio stores identical
+    uploads as one file, which several requests may name at once. An anonymous request counts against its client's
+    quota (``clients.request_client`` behind ``proxies`` trusted proxies)."""
     from gradio.data_classes import FileData
 
-    def send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile):
+    received = ReceivedUploads(Path(submissions.upload_dir) / "received", ttl=upload_ttl)
+
+    def send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile, request):
         """(message, job id or None, note): the submission handled, its upload deleted."""
-        # profile: gradio injects the logged-in user's gr.OAuthProfile (None when logged out or without OAuth).
+        # profile: gradio injects the logged-in user's gr.OAuthProfile (None when logged out or without OAuth);
+        # request: the gr.Request (who an anonymous submission comes from).
         user = getattr(profile, "username", None) if oauth else None
+        client = None if user else clients.request_client(request, proxies)
         if isinstance(file, dict):  # the API's FileData, as sent (gr.api does not preprocess)
             file = file.get("path")
         path = file if isinstance(file, str) or file is None else getattr(file, "path", None) or getattr(
@@ -505,24 +494,28 @@ def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False) -> None:
             # Hostile input: the API takes any string, and a server-side path would make the host read its own file
             # (a private reference set, say). Only what a user uploaded through gradio may be submitted.
             return SERVER_PATH_REFUSED, None, None
+        own = None
         try:
+            own = received.take(path) if path is not None else None  # gradio's file is gone from here on
             job_id, note = submissions.submit_with_note(
-                path, {"name": name, "institution": institution, "url": url, "year": year or None,
-                       "model_type": model_type, "trained_on": trained_on or []}, dataset, track, user=user)
+                own, {"name": name, "institution": institution, "url": url, "year": year or None,
+                      "model_type": model_type, "trained_on": trained_on or []}, dataset, track, user=user,
+                client=client)
         except RexrankError as exc:
             return form_message(exc), None, None
         finally:
-            discard_upload(path)  # accepted (copied into the queue) or rejected: the upload is gone
+            received.release(own)  # accepted (copied into the queue) or rejected: this request's copy is gone
         return views.submit_status(job_id, note), job_id, note
 
     payload = _frame_payload(gr)
 
     def submit(file: Optional[FileData], name: str, institution: str, url: str, year: Optional[int | str],
                model_type: str, trained_on: Optional[list[str]], dataset: str, track: str,
-               profile: Optional[gr.OAuthProfile] = None) -> tuple[str, dict]:
+               profile: Optional[gr.OAuthProfile] = None, request: Optional[gr.Request] = None) -> tuple[str, dict]:
         """Submit a predictions file ({study_id: report} .json, .jsonl or .csv) for one test set and track: the
         status message (Markdown) and the queue ({headers, data})."""
-        message = send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile)[0]
+        message = send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile,
+                       request)[0]
         return message, payload(views.queue_view())
 
     def queue_api() -> dict:
@@ -593,9 +586,9 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
     form = [sub_file, sub_name, sub_inst, sub_url, sub_year, sub_type, sub_trained]
 
     def submit_form(file, name, institution, url, year, model_type, trained_on, dataset, track,
-                    profile: Optional[gr.OAuthProfile] = None):
+                    profile: Optional[gr.OAuthProfile] = None, request: Optional[gr.Request] = None):
         message, job_id, note = send(file, name, institution, url, year, model_type, trained_on, dataset, track,
-                                     profile)
+                                     profile, request)
         accepted = job_id is not None
         # The upload was used (and deleted) either way: its field is cleared; an accepted entry clears the form.
         cleared = [None, "", "", "", None, "", []] if accepted else [None] + [gr.skip()] * (len(form) - 1)
