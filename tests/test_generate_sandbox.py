@@ -464,3 +464,45 @@ def test_an_interpreter_reached_through_a_linked_folder_runs_in_the_sandbox(open
     assert boxed.returncode == 0, boxed.stdout + boxed.stderr
     for name in ("predictions.json", "reports.json"):
         assert (tmp_path / "boxed" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes(), name
+
+
+def test_relative_paths_given_to_generate_name_the_same_files_in_the_sandbox(private_set, cli, tmp_path, monkeypatch):
+    """Issue 35 point 1: `--model sub/model.py:Fn` (and a relative --data-dir and --out) from the user's working
+    folder: the child starts in its scratch folder, so the host resolves every path before the sandbox starts
+    (it failed with "Entry point file sub/model.py does not exist")."""
+    root = private_set[0]
+    work = tmp_path / "work"
+    _model_file(work / "sub", HONEST, "model")
+    monkeypatch.chdir(work)
+    code, output = cli("generate", "--dataset", "rexgradient", "--data-dir", os.path.relpath(root, work),
+                       "--model", "sub/model.py:Honest", "--out", "runs/x", "--no-progress")
+    assert code == 0, output
+    reports = json.loads((work / "runs" / "x" / "reports.json").read_text())
+    assert len(reports) == 4 and all("means" in r for r in reports.values()), reports
+
+
+def test_host_spec_resolves_every_path_the_child_is_given(tmp_path, monkeypatch):
+    """The one place that turns the host's paths into the child's: an inference.py, an entry point's file, a local
+    model folder and a --script-python, given relative to the working folder (or reached through a link), come out
+    absolute and real; a package entry point, a Hub id and a bare interpreter name found on PATH as the host sees
+    them."""
+    from rexrank.generate.adapters.sandbox import AdapterSpec, host_spec
+
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    (real / "sub" / "inference.py").write_text("")
+    (real / "sub" / "model.py").write_text("")
+    (real / "tiny-model").mkdir()
+    (real / "env" / "bin").mkdir(parents=True)
+    (real / "env" / "bin" / "python").symlink_to(sys.executable)
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    monkeypatch.chdir(tmp_path / "linked")
+    assert host_spec(AdapterSpec("sub/inference.py")).model == str(real / "sub" / "inference.py")
+    assert host_spec(AdapterSpec("sub/model.py:Fn")).model == f"{real / 'sub' / 'model.py'}:Fn"
+    assert host_spec(AdapterSpec("tiny-model")).model == str(real / "tiny-model")
+    script = host_spec(AdapterSpec("sub/inference.py", script_python="env/bin/python"))
+    assert script.script_python == str(real / "env" / "bin" / "python")  # the name kept, not the link's target
+    assert host_spec(AdapterSpec("pkg.module:fn")).model == "pkg.module:fn"
+    assert host_spec(AdapterSpec("org/hub-model")).model == "org/hub-model"
+    bare = host_spec(AdapterSpec("sub/inference.py", script_python="python3")).script_python
+    assert os.path.isabs(bare) and os.path.basename(bare) == "python3" and os.path.exists(bare)

@@ -40,7 +40,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -147,26 +147,51 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def host_spec(spec: AdapterSpec) -> AdapterSpec:
+    """``spec`` with every host path it names made absolute and real, as this process sees them: the model (an
+    inference.py, an entry point's file, a local model folder) and ``script_python`` (a bare command name is looked
+    up on this process's PATH: the child's PATH is another one). The child starts in its scratch folder, so a path
+    relative to the host's working directory would name nothing there; the mounts are bound at real paths."""
+    from rexrank.generate.adapters import adapter_kind
+    from rexrank.generate.adapters.entrypoint import looks_like_entry_point
+
+    kind = adapter_kind(spec.model) if spec.kind == "auto" else spec.kind
+    model = spec.model
+    if kind == "script":
+        model = os.path.realpath(os.path.expanduser(model))
+    elif kind == "entrypoint" or (kind == "auto" and looks_like_entry_point(model)):
+        module, _, target = model.rpartition(":")
+        if module.endswith(".py"):
+            model = f"{os.path.realpath(os.path.expanduser(module))}:{target}"
+    elif os.path.exists(os.path.expanduser(model)):
+        model = os.path.realpath(os.path.expanduser(model))
+    python = spec.script_python
+    if python:
+        found = shutil.which(os.path.expanduser(python)) or os.path.expanduser(python)
+        # The folders resolved, the name kept (a virtualenv is found from where its python is started).
+        python = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(found))), os.path.basename(found))
+    return replace(spec, model=model, script_python=python)
+
+
 def _model_files(spec: AdapterSpec) -> tuple[list[str], list[str], dict[str, str]]:
     """(folders of the model's own files to mount, folders the child adds to sys.path, extra environment), found
-    without importing or running any of the model's code."""
+    without importing or running any of the model's code. ``spec`` names host paths as host_spec gives them."""
     from rexrank.generate.adapters import adapter_kind
     from rexrank.generate.adapters.entrypoint import looks_like_entry_point
 
     kind = adapter_kind(spec.model) if spec.kind == "auto" else spec.kind
     if kind == "script":
-        folders = [str(Path(spec.model).expanduser().resolve().parent)]
+        folders = [os.path.dirname(spec.model)]
         if spec.script_python:
-            folders += python_folders(shutil.which(spec.script_python) or spec.script_python)
+            folders += python_folders(spec.script_python)
         return folders, [], {}
     if kind == "entrypoint" or (kind == "auto" and looks_like_entry_point(spec.model)):
         module, _, _ = spec.model.rpartition(":")
         if module.endswith(".py"):
-            return [str(Path(module).expanduser().resolve().parent)], [], {}
+            return [os.path.dirname(module)], [], {}
         return _module_folders(module.split(".")[0])
-    path = Path(spec.model).expanduser()
-    if path.exists():
-        return [str(path.resolve())], [], {}
+    if os.path.isabs(spec.model) and os.path.exists(spec.model):
+        return [spec.model], [], {}
     return _hub_cache_entry(spec.model)
 
 
@@ -179,8 +204,9 @@ def _module_folders(top: str) -> tuple[list[str], list[str], dict[str, str]]:
     found = PathFinder.find_spec(top, [p for p in sys.path if p])
     if found is None:
         return [], [], {}  # the child reports the import error
-    locations = list(found.submodule_search_locations or []) or [found.origin]
-    return [p for p in locations if p], [os.path.dirname(p) for p in locations if p], {}
+    # Absolute: a relative sys.path entry (PYTHONPATH=src) means nothing in the child's scratch folder.
+    locations = [os.path.abspath(p) for p in list(found.submodule_search_locations or []) or [found.origin] if p]
+    return locations, [os.path.dirname(p) for p in locations], {}
 
 
 def _hub_cache_entry(repo_id: str) -> tuple[list[str], list[str], dict[str, str]]:
@@ -234,7 +260,7 @@ class SandboxedAdapter(Adapter):
     sandboxed = True
 
     def __init__(self, spec: AdapterSpec, *, hidden: Iterable[str | os.PathLike] = ()):
-        self.spec = spec
+        self.spec = spec = host_spec(spec)  # what the child gets: paths as the host sees them, never relative
         self._bwrap = find_bwrap()
         model_folders, self._sys_path, self._env = _model_files(spec)
         self._mounts = [*python_folders(interpreter()), *model_folders]
