@@ -506,3 +506,98 @@ def test_host_spec_resolves_every_path_the_child_is_given(tmp_path, monkeypatch)
     assert host_spec(AdapterSpec("org/hub-model")).model == "org/hub-model"
     bare = host_spec(AdapterSpec("sub/inference.py", script_python="python3")).script_python
     assert os.path.isabs(bare) and os.path.basename(bare) == "python3" and os.path.exists(bare)
+
+
+LOUD = '''
+import sys
+
+
+class Loud:
+    """Writes 3 MiB without a newline on every call, then answers."""
+    def __call__(self, studies):
+        block = b"A" * 65536
+        for _ in range(48):
+            sys.stdout.buffer.write(block)
+        sys.stdout.flush()
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+'''
+
+
+def test_a_model_printing_past_the_output_cap_is_stopped_with_one_clear_error(open_set, cli, tmp_path, monkeypatch):
+    """Issue 35 point 4: the model's output is copied in bounded chunks up to a cap for the whole run (lowered here
+    to 1 MiB); past it the child is stopped, its studies and every later batch fail with an error naming the cap
+    and the setting that raises it, and no more of its output reaches the host (before: everything was copied)."""
+    from rexrank.generate.adapters.sandbox import OUTPUT_ENV
+
+    monkeypatch.setenv(OUTPUT_ENV, "1")
+    model = f"{_model_file(tmp_path / 'model', LOUD, 'loud')}:Loud"
+    code, output = cli(*_open_args(open_set, tmp_path / "out", model, "--sandbox", "--no-context"))
+    assert code == 3, output[-2000:]
+    errors = json.loads((tmp_path / "out" / "errors.json").read_text())
+    assert len(errors) == N_STUDIES
+    assert all("printed over 1 MiB" in e and f"{OUTPUT_ENV}=<MiB>" in e for e in errors.values()), errors
+    assert 2 ** 20 <= output.count("A") <= 2 ** 20 + 1000  # the cap's worth copied, nothing of later children
+    assert f"{OUTPUT_ENV}=<MiB>" in output  # the CLI's summary line carries the fix
+    monkeypatch.setenv(OUTPUT_ENV, "lots")
+    code, output = cli(*_open_args(open_set, tmp_path / "bad", model, "--sandbox", "--no-context"))
+    assert code == 2 and f"{OUTPUT_ENV}='lots' is not a positive number of MiB" in output, output
+
+
+COPY_PEAK = '''
+import collections, json, subprocess, sys
+from rexrank.generate.adapters.sandbox import _OutputBudget, _copy_output
+from rexrank.testing.memory import peak_rss_mib
+
+before = peak_rss_mib()
+writer = "import sys\\nfor _ in range(%d): sys.stdout.buffer.write(b'A' * 1048576)"
+proc = subprocess.Popen([sys.executable, "-c", writer % 200], stdout=subprocess.PIPE)
+tail = collections.deque(maxlen=20)
+sys.stderr = open("/dev/null", "w")
+_copy_output(proc, tail, _OutputBudget(1 << 30))
+proc.wait()
+print(json.dumps({"before": before, "after": peak_rss_mib(), "tail": [len(t) for t in tail]}))
+'''
+
+
+def test_copying_a_huge_output_without_newlines_keeps_the_parents_memory_flat(tmp_path):
+    """200 MiB without a newline through the copier in a fresh process: its peak RSS grows by a few MiB (chunks of
+    64 KiB), and the kept last line is cut (before: readline() held the whole line, ~3 times over with its
+    decoded copy)."""
+    proc = subprocess.run([sys.executable, "-c", COPY_PEAK], capture_output=True, text=True, timeout=300,
+                          env=_env() | {"PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(proc.stdout)
+    assert figures["after"] - figures["before"] < 32, figures
+    assert figures["tail"] and max(figures["tail"]) <= 2000, figures
+
+
+ESCAPING = '''
+import sys
+
+
+class Escaping:
+    """Writes terminal escape sequences and other control characters on stdout and stderr, and fails one study
+    with them in its message."""
+    def __call__(self, studies):
+        sys.stdout.write("title\\x1b]0;pwned\\x07 clear\\x1b[2J bell\\x07 csi\\u009b2J\\n")
+        sys.stderr.write("back\\rover \\u202eevil\\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if any(s["study_id"] == "s1" for s in studies):
+            raise ValueError("red \\x1b[31malert")
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+'''
+
+
+def test_escape_sequences_from_the_model_reach_the_host_escaped(open_set, cli, tmp_path):
+    """Issue 35 point 4: what the model prints (and its error messages, which the CLI shows) reaches the host's
+    stderr with every control character but newline and tab as a visible escape: no escape sequence, carriage
+    return, C1 code or bidirectional override arrives as itself."""
+    model = f"{_model_file(tmp_path / 'model', ESCAPING, 'escaping')}:Escaping"
+    code, output = cli(*_open_args(open_set, tmp_path / "out", model, "--sandbox", "--no-context"))
+    assert code == 3, output[-2000:]
+    assert "title\\x1b]0;pwned\\x07 clear\\x1b[2J bell\\x07 csi\\x9b2J" in output
+    assert "back\\x0dover \\u202eevil" in output
+    assert not any(c in output for c in "\x1b\x07\r\x9b\u202e"), repr(output[-2000:])
+    errors = json.loads((tmp_path / "out" / "errors.json").read_text())
+    assert errors == {"s1": "ValueError: red \\x1b[31malert"}
