@@ -601,3 +601,23 @@ def test_escape_sequences_from_the_model_reach_the_host_escaped(open_set, cli, t
     assert not any(c in output for c in "\x1b\x07\r\x9b\u202e"), repr(output[-2000:])
     errors = json.loads((tmp_path / "out" / "errors.json").read_text())
     assert errors == {"s1": "ValueError: red \\x1b[31malert"}
+
+
+def test_a_private_sets_run_folder_is_owner_only_and_names_no_host_path(private_set, cli, tmp_path):
+    """Issue 35 point 3, the issue's case: generate on ReXGradient with --context keeps each study's indication and
+    comparison in predictions.json, so the run folder is owner-only (0700 folders, 0600 files; it was 0755/0644),
+    and no file names the data directory (image paths were absolute)."""
+    import stat
+
+    root = private_set[0]
+    out = tmp_path / "runs" / "x"
+    model = f"{_model_file(tmp_path / 'model', HONEST, 'honest')}:Honest"
+    code, output = cli("generate", "--dataset", "rexgradient", "--data-dir", str(root), "--model", model, "--context",
+                       "--out", str(out), "--no-progress")
+    assert code == 0, output
+    predictions = json.loads((out / "predictions.json").read_text())
+    assert any(entry.get("context") for entry in predictions.values())  # the licensed text this folder guards
+    assert all(not os.path.isabs(p) for entry in predictions.values() for p in entry["image_path"])
+    for path in [out, *out.rglob("*")]:
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+        assert path.is_dir() or str(root) not in path.read_text(errors="replace"), path
