@@ -512,13 +512,26 @@ LOUD = '''
 import sys
 
 
+def _shout():
+    block = b"A" * 65536
+    for _ in range(48):
+        sys.stdout.buffer.write(block)
+    sys.stdout.flush()
+
+
 class Loud:
     """Writes 3 MiB without a newline on every call, then answers."""
     def __call__(self, studies):
-        block = b"A" * 65536
-        for _ in range(48):
-            sys.stdout.buffer.write(block)
-        sys.stdout.flush()
+        _shout()
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+
+
+class LoudLoader:
+    """Writes 3 MiB while its model loads."""
+    def __init__(self):
+        _shout()
+
+    def __call__(self, studies):
         return ["Findings: ok %s." % s["study_id"] for s in studies]
 '''
 
@@ -538,6 +551,11 @@ def test_a_model_printing_past_the_output_cap_is_stopped_with_one_clear_error(op
     assert all("printed over 1 MiB" in e and f"{OUTPUT_ENV}=<MiB>" in e for e in errors.values()), errors
     assert 2 ** 20 <= output.count("A") <= 2 ** 20 + 1000  # the cap's worth copied, nothing of later children
     assert f"{OUTPUT_ENV}=<MiB>" in output  # the CLI's summary line carries the fix
+    code, output = cli(*_open_args(open_set, tmp_path / "load", model.replace(":Loud", ":LoudLoader"), "--sandbox",
+                                   "--no-context"))
+    assert code == 2 and output.rstrip().endswith(f"printed over 1 MiB (stdout and stderr) in this run; stopped it. "
+                                                  f"Print less, or raise the cap: {OUTPUT_ENV}=<MiB>"), output[-500:]
+    assert "Traceback" not in output
     monkeypatch.setenv(OUTPUT_ENV, "lots")
     code, output = cli(*_open_args(open_set, tmp_path / "bad", model, "--sandbox", "--no-context"))
     assert code == 2 and f"{OUTPUT_ENV}='lots' is not a positive number of MiB" in output, output

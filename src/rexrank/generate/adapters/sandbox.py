@@ -424,11 +424,14 @@ class SandboxedAdapter(Adapter):
         if len(line) > MAX_REPLY_BYTES:
             proc.kill()
             raise RuntimeError(f"the sandboxed model sent a reply over {MAX_REPLY_BYTES} bytes; stopped it")
+        if self._output.exceeded:  # whatever the dying child still answered (its prints now fail: a broken pipe)
+            proc.kill()
+            proc.wait()
+            # One line from the CLI, unless a batch's studies record it.
+            raise (RuntimeError if message["op"] == "generate" else ConfigError)(self._output.error())
         if not line:
             status = proc.wait()
             error = ConfigError if message["op"] == "start" else RuntimeError
-            if self._output.exceeded:
-                raise error(self._output.error())
             tail = "\n".join(proc.rexrank_log)
             raise error(f"the sandboxed model process exited (status {status}) during {message['op']}"
                         + (f"; its last output:\n{tail}" if tail else ""))
