@@ -38,6 +38,14 @@ class Echo:
         return ["Findings: %s has %d image(s). Impression: context=%s" % (s["study_id"], len(s["image_paths"]),
                 s["context"] is not None) for s in studies]
 
+class NamesItsImage:
+    """Fails study s2 with an error naming its image's absolute path, as PIL's errors do."""
+    def __call__(self, studies):
+        for s in studies:
+            if s["study_id"] == "s2":
+                raise OSError("cannot identify image file %r" % s["image_paths"][0])
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+
 def one_line(studies, suffix="."):
     return ["Study " + s["study_id"] + suffix for s in studies]
 one_line.multi_image = False
@@ -311,7 +319,10 @@ def test_dataset_to_score_chain(helpers, cli, tmp_path):
                        "--limit", "5", "--model", f"{helpers}:Echo", "--out", str(out), "--no-progress")
     assert code == 0, output
     predictions = json.loads((out / "predictions.json").read_text())
-    assert len(predictions) == 5 and all(Path(p["key_image_path"]).is_file() for p in predictions.values())
+    assert len(predictions) == 5
+    for entry in predictions.values():  # relative to the folder of the run's images (no host path in the file)
+        assert not os.path.isabs(entry["key_image_path"]) and str(tmp_path) not in json.dumps(entry)
+        assert any((folder / entry["key_image_path"]).is_file() for folder in (data_dir, *data_dir.iterdir()))
     code, output = cli("score", "--predictions", str(out / "predictions.json"), "--dataset", "iu_xray",
                        "--data-dir", str(data_dir), "--split", "test", "--metrics", "bleu2", "--allow-missing",
                        "--no-cache", "--resamples", "10", "--out", str(tmp_path / "scores"), "--quiet")
@@ -442,7 +453,8 @@ def test_an_image_lost_mid_run_fails_only_its_study(study_json, marked, cli, tmp
     args = ["generate", "--input-json", str(study_json), "--image-root", str(images), "--out", str(tmp_path / "out"),
             "--model", f"{module}:Vanishing", "--batch-size", "4", "--no-progress"]
     code, output = cli(*args)
-    assert code == 3 and "1 studies failed" in output and f"s9: FileNotFoundError: image(s) not found: {lost}" in output
+    assert code == 3 and "1 studies failed" in output and "s9: FileNotFoundError: image(s) not found: s9/view0.png" \
+        in output  # relative to the image root: errors.json names no host path
     monkeypatch.setenv("REXRANK_TEST_VANISH", "")  # nothing to delete on the reruns
     code, output = cli(*args)  # still missing: the up-front check stops the rerun, the recorded failure stands
     assert code == 2 and "1 of the" in output and "images" in output and str(lost) in output
@@ -453,7 +465,7 @@ def test_an_image_lost_mid_run_fails_only_its_study(study_json, marked, cli, tmp
 
 def test_a_rerun_with_other_images_is_refused_but_a_limit_trial_resumes(study_json, helpers, cli, tmp_path):
     """The images a study was generated from are part of the run's settings: rerunning into the same --out with
-    another --image-root (identical copies, other files) is refused naming both paths and the fix, before any
+    another --image-root (identical copies, other files) is refused naming this run's files and the fix, before any
     model work; the same images resume (a --limit trial included) and --overwrite starts afresh."""
     first, other = _copy_images(study_json, tmp_path / "first"), _copy_images(study_json, tmp_path / "other")
     out = tmp_path / "out"
@@ -467,7 +479,7 @@ def test_a_rerun_with_other_images_is_refused_but_a_limit_trial_resumes(study_js
     code, output = run(other)
     assert code == 2, output
     assert f"{out} holds reports generated from other image files than this run's (3 of 3 finished studies" in output
-    assert str(first / "s0" / "view0.png") in output and str(other / "s0" / "view0.png") in output
+    assert f"s0: now {other / 's0' / 'view0.png'} (" in output and "other files or sizes then" in output
     assert "--data-dir (or --image-root)" in output and "--overwrite" in output
     code, output = run(first)
     assert code == 0 and f"3 from an earlier run, {N_STUDIES - 3} generated now" in output
@@ -476,7 +488,7 @@ def test_a_rerun_with_other_images_is_refused_but_a_limit_trial_resumes(study_js
     assert code == 0 and f"0 from an earlier run, {N_STUDIES} generated now" in output
     code, output = run(other)
     assert code == 0 and f"{N_STUDIES} from an earlier run, 0 generated now" in output
-    assert (out / "predictions.json").read_bytes() == whole.replace(str(first).encode(), str(other).encode())
+    assert (out / "predictions.json").read_bytes() == whole  # image paths relative to each run's image root
 
 
 def test_a_rerun_with_another_data_dir_is_refused(helpers, cli, tmp_path):
@@ -490,7 +502,7 @@ def test_a_rerun_with_another_data_dir_is_refused(helpers, cli, tmp_path):
         code, output = cli("generate", "--dataset", "iu_xray", "--data-dir", str(data_dir), "--split", "test",
                            "--limit", "2", "--model", f"{helpers}:Echo", "--out", str(out), "--no-progress")
         assert code == expected, output
-    assert "holds reports generated from other image files" in output and str(tmp_path / "a") in output
+    assert "holds reports generated from other image files" in output and str(tmp_path / "b") in output
 
 
 @pytest.mark.parametrize("where", ["parts", "run"])
@@ -540,3 +552,42 @@ def test_a_report_with_a_lone_surrogate_fails_only_its_study(records, tmp_path):
     result = generate(records, Surrogate(), tmp_path, GenerateOptions(progress=False))
     assert set(result.errors) == {"s1"} and "not Unicode text (a lone surrogate)" in result.errors["s1"]
     assert len(json.loads(result.reports_path.read_text())) == N_STUDIES - 1
+
+
+def test_the_run_folder_is_owner_only_and_names_no_host_path(records, helpers, study_json, cli, tmp_path):
+    """Issue 35 point 3: a run's files may hold licensed text (context, reports, an open set's sections), so the run
+    folder is owner-only like every other place rexrank keeps it (folders 0700, files 0600, an earlier run's files
+    included), and they name no host path: image paths relative to the image root (predictions.json as upstream's
+    JSON, error messages), images in the part files by a digest of their path. Before: 0755/0644 and absolute
+    paths."""
+    import stat
+
+    out = tmp_path / "runs" / "x"
+    out.mkdir(parents=True)
+    (out / "notes.txt").write_text("an earlier run's file")
+    for path in (out, out / "notes.txt"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    image_root = study_json.parent / "img"
+    result = generate(records, load_adapter(f"{helpers}:NamesItsImage"), out,
+                      GenerateOptions(batch_size=4, progress=False, image_root=image_root))
+    assert list(result.errors) == ["s2"]
+    predictions = json.loads(result.predictions_path.read_text())
+    assert predictions["s1"]["image_path"] == ["s1/view0.png", "s1/view1.png"]
+    assert predictions["s1"]["key_image_path"] == "s1/view1.png"
+    errors = json.loads((out / "errors.json").read_text())
+    assert errors == {"s2": "OSError: cannot identify image file 's2/view0.png'"}
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"predictions.json", "reports.json", "errors.json", "run.json", ".lock",
+                                       "process-00000.jsonl", "notes.txt"}
+    for path in files:
+        assert str(image_root.parent) not in path.read_text(errors="replace"), path
+    for path in [out, *out.rglob("*")]:
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+
+    # Through the CLI: no host path in predictions.json either.
+    code, output = cli("generate", "--input-json", str(study_json), "--image-root", str(image_root),
+                       "--out", str(tmp_path / "cli"), "--model", f"{helpers}:Echo", "--no-progress")
+    assert code == 0, output
+    text = (tmp_path / "cli" / "predictions.json").read_text()
+    assert str(image_root.parent) not in text and json.loads(text)["s1"]["image_path"] == ["s1/view0.png",
+                                                                                           "s1/view1.png"]

@@ -464,3 +464,178 @@ def test_an_interpreter_reached_through_a_linked_folder_runs_in_the_sandbox(open
     assert boxed.returncode == 0, boxed.stdout + boxed.stderr
     for name in ("predictions.json", "reports.json"):
         assert (tmp_path / "boxed" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes(), name
+
+
+def test_relative_paths_given_to_generate_name_the_same_files_in_the_sandbox(private_set, cli, tmp_path, monkeypatch):
+    """Issue 35 point 1: `--model sub/model.py:Fn` (and a relative --data-dir and --out) from the user's working
+    folder: the child starts in its scratch folder, so the host resolves every path before the sandbox starts
+    (it failed with "Entry point file sub/model.py does not exist")."""
+    root = private_set[0]
+    work = tmp_path / "work"
+    _model_file(work / "sub", HONEST, "model")
+    monkeypatch.chdir(work)
+    code, output = cli("generate", "--dataset", "rexgradient", "--data-dir", os.path.relpath(root, work),
+                       "--model", "sub/model.py:Honest", "--out", "runs/x", "--no-progress")
+    assert code == 0, output
+    reports = json.loads((work / "runs" / "x" / "reports.json").read_text())
+    assert len(reports) == 4 and all("means" in r for r in reports.values()), reports
+
+
+def test_host_spec_resolves_every_path_the_child_is_given(tmp_path, monkeypatch):
+    """The one place that turns the host's paths into the child's: an inference.py, an entry point's file, a local
+    model folder and a --script-python, given relative to the working folder (or reached through a link), come out
+    absolute and real; a package entry point, a Hub id and a bare interpreter name found on PATH as the host sees
+    them."""
+    from rexrank.generate.adapters.sandbox import AdapterSpec, host_spec
+
+    real = tmp_path / "real"
+    (real / "sub").mkdir(parents=True)
+    (real / "sub" / "inference.py").write_text("")
+    (real / "sub" / "model.py").write_text("")
+    (real / "tiny-model").mkdir()
+    (real / "env" / "bin").mkdir(parents=True)
+    (real / "env" / "bin" / "python").symlink_to(sys.executable)
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    monkeypatch.chdir(tmp_path / "linked")
+    assert host_spec(AdapterSpec("sub/inference.py")).model == str(real / "sub" / "inference.py")
+    assert host_spec(AdapterSpec("sub/model.py:Fn")).model == f"{real / 'sub' / 'model.py'}:Fn"
+    assert host_spec(AdapterSpec("tiny-model")).model == str(real / "tiny-model")
+    script = host_spec(AdapterSpec("sub/inference.py", script_python="env/bin/python"))
+    assert script.script_python == str(real / "env" / "bin" / "python")  # the name kept, not the link's target
+    assert host_spec(AdapterSpec("pkg.module:fn")).model == "pkg.module:fn"
+    assert host_spec(AdapterSpec("org/hub-model")).model == "org/hub-model"
+    bare = host_spec(AdapterSpec("sub/inference.py", script_python="python3")).script_python
+    assert os.path.isabs(bare) and os.path.basename(bare) == "python3" and os.path.exists(bare)
+
+
+LOUD = '''
+import sys
+
+
+def _shout():
+    block = b"A" * 65536
+    for _ in range(48):
+        sys.stdout.buffer.write(block)
+    sys.stdout.flush()
+
+
+class Loud:
+    """Writes 3 MiB without a newline on every call, then answers."""
+    def __call__(self, studies):
+        _shout()
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+
+
+class LoudLoader:
+    """Writes 3 MiB while its model loads."""
+    def __init__(self):
+        _shout()
+
+    def __call__(self, studies):
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+'''
+
+
+def test_a_model_printing_past_the_output_cap_is_stopped_with_one_clear_error(open_set, cli, tmp_path, monkeypatch):
+    """Issue 35 point 4: the model's output is copied in bounded chunks up to a cap for the whole run (lowered here
+    to 1 MiB); past it the child is stopped, its studies and every later batch fail with an error naming the cap
+    and the setting that raises it, and no more of its output reaches the host (before: everything was copied)."""
+    from rexrank.generate.adapters.sandbox import OUTPUT_ENV
+
+    monkeypatch.setenv(OUTPUT_ENV, "1")
+    model = f"{_model_file(tmp_path / 'model', LOUD, 'loud')}:Loud"
+    code, output = cli(*_open_args(open_set, tmp_path / "out", model, "--sandbox", "--no-context"))
+    assert code == 3, output[-2000:]
+    errors = json.loads((tmp_path / "out" / "errors.json").read_text())
+    assert len(errors) == N_STUDIES
+    assert all("printed over 1 MiB" in e and f"{OUTPUT_ENV}=<MiB>" in e for e in errors.values()), errors
+    assert 2 ** 20 <= output.count("A") <= 2 ** 20 + 1000  # the cap's worth copied, nothing of later children
+    assert f"{OUTPUT_ENV}=<MiB>" in output  # the CLI's summary line carries the fix
+    code, output = cli(*_open_args(open_set, tmp_path / "load", model.replace(":Loud", ":LoudLoader"), "--sandbox",
+                                   "--no-context"))
+    assert code == 2 and output.rstrip().endswith(f"printed over 1 MiB (stdout and stderr) in this run; stopped it. "
+                                                  f"Print less, or raise the cap: {OUTPUT_ENV}=<MiB>"), output[-500:]
+    assert "Traceback" not in output
+    monkeypatch.setenv(OUTPUT_ENV, "lots")
+    code, output = cli(*_open_args(open_set, tmp_path / "bad", model, "--sandbox", "--no-context"))
+    assert code == 2 and f"{OUTPUT_ENV}='lots' is not a positive number of MiB" in output, output
+
+
+COPY_PEAK = '''
+import collections, json, subprocess, sys
+from rexrank.generate.adapters.sandbox import _OutputBudget, _copy_output
+from rexrank.testing.memory import peak_rss_mib
+
+before = peak_rss_mib()
+writer = "import sys\\nfor _ in range(%d): sys.stdout.buffer.write(b'A' * 1048576)"
+proc = subprocess.Popen([sys.executable, "-c", writer % 200], stdout=subprocess.PIPE)
+tail = collections.deque(maxlen=20)
+sys.stderr = open("/dev/null", "w")
+_copy_output(proc, tail, _OutputBudget(1 << 30))
+proc.wait()
+print(json.dumps({"before": before, "after": peak_rss_mib(), "tail": [len(t) for t in tail]}))
+'''
+
+
+def test_copying_a_huge_output_without_newlines_keeps_the_parents_memory_flat(tmp_path):
+    """200 MiB without a newline through the copier in a fresh process: its peak RSS grows by a few MiB (chunks of
+    64 KiB), and the kept last line is cut (before: readline() held the whole line, ~3 times over with its
+    decoded copy)."""
+    proc = subprocess.run([sys.executable, "-c", COPY_PEAK], capture_output=True, text=True, timeout=300,
+                          env=_env() | {"PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(proc.stdout)
+    assert figures["after"] - figures["before"] < 32, figures
+    assert figures["tail"] and max(figures["tail"]) <= 2000, figures
+
+
+ESCAPING = '''
+import sys
+
+
+class Escaping:
+    """Writes terminal escape sequences and other control characters on stdout and stderr, and fails one study
+    with them in its message."""
+    def __call__(self, studies):
+        sys.stdout.write("title\\x1b]0;pwned\\x07 clear\\x1b[2J bell\\x07 csi\\u009b2J\\n")
+        sys.stderr.write("back\\rover \\u202eevil\\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if any(s["study_id"] == "s1" for s in studies):
+            raise ValueError("red \\x1b[31malert")
+        return ["Findings: ok %s." % s["study_id"] for s in studies]
+'''
+
+
+def test_escape_sequences_from_the_model_reach_the_host_escaped(open_set, cli, tmp_path):
+    """Issue 35 point 4: what the model prints (and its error messages, which the CLI shows) reaches the host's
+    stderr with every control character but newline and tab as a visible escape: no escape sequence, carriage
+    return, C1 code or bidirectional override arrives as itself."""
+    model = f"{_model_file(tmp_path / 'model', ESCAPING, 'escaping')}:Escaping"
+    code, output = cli(*_open_args(open_set, tmp_path / "out", model, "--sandbox", "--no-context"))
+    assert code == 3, output[-2000:]
+    assert "title\\x1b]0;pwned\\x07 clear\\x1b[2J bell\\x07 csi\\x9b2J" in output
+    assert "back\\x0dover \\u202eevil" in output
+    assert not any(c in output for c in "\x1b\x07\r\x9b\u202e"), repr(output[-2000:])
+    errors = json.loads((tmp_path / "out" / "errors.json").read_text())
+    assert errors == {"s1": "ValueError: red \\x1b[31malert"}
+
+
+def test_a_private_sets_run_folder_is_owner_only_and_names_no_host_path(private_set, cli, tmp_path):
+    """Issue 35 point 3, the issue's case: generate on ReXGradient with --context keeps each study's indication and
+    comparison in predictions.json, so the run folder is owner-only (0700 folders, 0600 files; it was 0755/0644),
+    and no file names the data directory (image paths were absolute)."""
+    import stat
+
+    root = private_set[0]
+    out = tmp_path / "runs" / "x"
+    model = f"{_model_file(tmp_path / 'model', HONEST, 'honest')}:Honest"
+    code, output = cli("generate", "--dataset", "rexgradient", "--data-dir", str(root), "--model", model, "--context",
+                       "--out", str(out), "--no-progress")
+    assert code == 0, output
+    predictions = json.loads((out / "predictions.json").read_text())
+    assert any(entry.get("context") for entry in predictions.values())  # the licensed text this folder guards
+    assert all(not os.path.isabs(p) for entry in predictions.values() for p in entry["image_path"])
+    for path in [out, *out.rglob("*")]:
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+        assert path.is_dir() or str(root) not in path.read_text(errors="replace"), path

@@ -83,17 +83,18 @@ def test_image_mode_follows_model_capability():
 
 def test_rexrank_record_has_the_upstream_fields():
     """predictions.json entries follow the official ReXrank JSON shape, so upstream tools can read them."""
-    entry = rexrank_record(_study(0, findings="Clear.", impression=None, split="test"))
-    assert entry["image_path"] == ["/data/s0/0.png", "/data/s0/1.png"] and entry["key_image_path"] == "/data/s0/1.png"
+    entry = rexrank_record(_study(0, findings="Clear.", impression=None, split="test"), "/data")
+    assert entry["image_path"] == ["s0/0.png", "s0/1.png"] and entry["key_image_path"] == "s0/1.png"
     assert entry["report"] == "Findings: Clear. Impression: None" and entry["frontal_lateral"] == ["PA", "LATERAL"]
 
 
 @pytest.mark.parametrize("dataset", ["rexgradient", "ReXGradient"])
 def test_private_sets_keep_their_reference_out_of_the_run_folder(dataset):
     """predictions.json sits where code under test works: a private set's sections never go into it."""
-    entry = rexrank_record(_study(0, findings="SECRET-FINDINGS", impression="SECRET-IMPRESSION", dataset=dataset))
-    assert "SECRET" not in repr(entry) and entry["image_path"] == ["/data/s0/0.png", "/data/s0/1.png"]
-    assert "SECRET-FINDINGS" in repr(rexrank_record(_study(0, findings="SECRET-FINDINGS", dataset="iu_xray")))
+    entry = rexrank_record(_study(0, findings="SECRET-FINDINGS", impression="SECRET-IMPRESSION", dataset=dataset),
+                           "/data")
+    assert "SECRET" not in repr(entry) and entry["image_path"] == ["s0/0.png", "s0/1.png"]
+    assert "SECRET-FINDINGS" in repr(rexrank_record(_study(0, findings="SECRET-FINDINGS", dataset="iu_xray"), "/"))
 
 
 @pytest.mark.parametrize("world", [1, 2, 3, 5])
@@ -151,3 +152,18 @@ def test_store_refuses_bytes_it_never_writes(tmp_path, damage):
     assert f"{path} line 2 holds bytes rexrank never writes" in message and "\n" not in message
     assert "--overwrite" in message and "Move it out of the folder" in message
     assert path.read_bytes() == before
+
+
+def test_image_identity_names_no_path_and_old_records_still_compare(tmp_path):
+    """A part file records its images by a digest of the absolute path and the size (no host path in the run's
+    files); a record written before digests (the absolute path itself) still matches the same files, so an older
+    run resumes, and other files or sizes do not match."""
+    from rexrank.generate.images import image_identity, path_digest, same_images
+
+    image = tmp_path / "a.png"
+    image.write_bytes(b"12345")
+    identity = image_identity([str(image)])
+    assert identity == [[path_digest(str(image)), 5]] and str(tmp_path) not in json.dumps(identity)
+    assert same_images(identity, [str(image)]) and same_images([[str(image), 5]], [str(image)])
+    assert not same_images([[str(image), 4]], [str(image)]) and not same_images(identity, [str(tmp_path / "b.png")])
+    assert not same_images([["x"]], [str(image)])  # not a pair: a record rexrank did not write

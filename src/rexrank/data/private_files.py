@@ -3,8 +3,10 @@
 Licensed report text (MIMIC-CXR, CheXpert Plus, ReXGradient) reaches two caches: the `datasets` Arrow copy of a
 test set and the scoring cache (pair rows and per-text artefacts such as RadGraph annotations, which hold the full
 report). Both are kept owner-only, for open sets too (one rule, nothing to decide per dataset): folders 0700,
-files 0600. A cache folder is made 0700 *before* anything writes into it, so files that a library creates with the
-default mode are never reachable by other users, and they are chmod-ed 0600 afterwards as well. The process umask
+files 0600. So is every `rexrank generate` run folder (generate/lock.py, generate/runner.py), which holds context,
+reports and open sets' sections. A cache folder is made 0700 *before* anything writes into it, so files that a
+library creates with the default mode are never reachable by other users, and they are chmod-ed 0600 afterwards
+as well. The process umask
 is left alone: it is process-wide, and changing it around a write would race with other threads.
 
 Standard library only: the data layer and the scoring cache both import it.

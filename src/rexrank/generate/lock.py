@@ -1,5 +1,8 @@
 """One `rexrank generate` run per output folder: an exclusive lock on OUT/.lock, held for the whole run.
 
+The folder is made owner-only here, before anything is written into it: a run's files may hold licensed text
+(context, reports on licensed images, open sets' reference sections), like every other place rexrank keeps it.
+
 The lock is `fcntl.flock` on an open file: the kernel drops it when the holder exits, crashes or is killed, so a
 stale lock never blocks a later run (the file itself stays; it is never deleted, which would race with a waiting
 run). The holder's pid is written into the file for the message a second run prints. Only the main process of a
@@ -12,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rexrank.data.private_files import FILE_MODE, private_folder
 from rexrank.errors import ConfigError
 
 try:
@@ -33,14 +37,15 @@ class RunLock:
         """Lock `out` (created if needed), or raise ConfigError naming the run that holds it."""
         out = Path(out)
         try:
-            out.mkdir(parents=True, exist_ok=True)
+            out.mkdir(parents=True, exist_ok=True)  # its parents as the user's umask makes them; a file fails here
+            private_folder(out)  # owner-only before anything is written into it (data/private_files.py)
         except OSError as exc:
             raise ConfigError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
         if fcntl is None:
             return cls(out, None)
         path = out / LOCK_FILE
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by subprocesses (PEP 446)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)  # not inherited by subprocesses (PEP 446)
         except OSError as exc:
             raise ConfigError(f"cannot open the lock file {path}: {exc.strerror or exc}") from None
         try:

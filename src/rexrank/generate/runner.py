@@ -20,17 +20,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rexrank.data.private_files import make_private, private_file
 from rexrank.data.rexrank_json import MODEL_PREDICTION
 from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import ConfigError, InputError
 from rexrank.generate.adapters.base import Adapter
-from rexrank.generate.images import check_images, image_identity
+from rexrank.generate.images import check_images, image_identity, same_images
 from rexrank.generate.lock import RunLock
 from rexrank.generate.prompts import DEFAULT_PROMPTS, check_template, format_report
 from rexrank.generate.sharding import batches_for_process, in_input_order, make_batches
 from rexrank.generate.store import PARTS_DIR, PartWriter, latest_by_id, part_path, read_parts
-from rexrank.generate.studies import (StudyInput, build_inputs, private_dataset, resolve_image_mode,
-                                      rexrank_record)
+from rexrank.generate.studies import (StudyInput, build_inputs, image_root_of, private_dataset,
+                                      resolve_image_mode, rexrank_record)
 
 log = logging.getLogger("rexrank.generate")
 
@@ -59,6 +60,9 @@ class GenerateOptions:
     # A private test set's studies go only to a sandboxed adapter (load_adapter(..., sandbox=True)) unless the host
     # vouches for the code (the CLI's --no-sandbox --i-trust-this-model).
     trust_model: bool = False
+    # The folder the run's files name images relative to (the data dir; an input JSON's image root); None: the
+    # deepest folder holding every image of the run. No absolute host path goes into the run's files.
+    image_root: str | os.PathLike | None = None
 
 
 @dataclass
@@ -118,12 +122,15 @@ def generate(records: Iterable[Mapping[str, Any]], adapter: Adapter, out_dir: st
         raise InputError("no studies to generate reports for")
     check_images(((s.study_id, s.images) for s in inputs), IMAGES_FIX)
 
+    root = os.path.abspath(os.path.expanduser(options.image_root)) if options.image_root is not None \
+        else image_root_of(records)
     state = state or _partial_state(options.device)
     fingerprint = {"adapter": adapter.config(), "track": options.track, "images": image_mode,
                    "context": use_context, "prompt": template if adapter.uses_prompt else None}
     lock = _lock_run(state, out)
     try:
-        return _generate(records, inputs, adapter, out, options, state, fingerprint, batch_size)
+        return _generate(records, inputs, adapter, out, options, state, fingerprint, batch_size,
+                         _HostPaths(root, str(out)))
     finally:
         if lock is not None:
             lock.release()
@@ -147,7 +154,7 @@ def _lock_run(state, out: Path) -> RunLock | None:
 
 
 def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Path, options: GenerateOptions,
-              state, fingerprint: dict, batch_size: int) -> GenerateResult:
+              state, fingerprint: dict, batch_size: int, paths: _HostPaths) -> GenerateResult:
     rank, world = state.process_index, state.num_processes
     if not options.overwrite:
         _check_run_file(out, fingerprint)
@@ -182,7 +189,7 @@ def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Pa
     started = time.perf_counter()
     if mine:
         with PartWriter(part_path(out, rank)) as writer:
-            _run_batches(adapter, mine, writer, options.track,
+            _run_batches(adapter, mine, writer, options.track, paths,
                          progress=options.progress and state.is_main_process, world=world)
     state.wait_for_everyone()
     seconds = time.perf_counter() - started
@@ -195,7 +202,8 @@ def _generate(records: list, inputs: list[StudyInput], adapter: Adapter, out: Pa
     errors = {r["study_id"]: r["error"] for r in ordered if r.get("error") is not None}
     n_empty = sum(1 for r in ordered if r.get("error") is None and not r["report"].strip())
     if state.is_main_process:
-        _write_outputs(out, inputs, records, ordered)
+        _write_outputs(out, inputs, records, ordered, paths.root)
+        make_private([out])  # what a library or an adapter (inference.py's work folder) created with its own mode
     state.wait_for_everyone()
     return GenerateResult(out, len(inputs), len(finished), len(pending), errors, n_empty, seconds, world)
 
@@ -221,31 +229,41 @@ def _check_same_images(out: Path, kept: list[StudyInput], done: dict[str, dict])
     the image folder is part of a run's settings, study by study, so a `--limit` trial still resumes into the full
     run while a rerun with another --data-dir is refused. Failed studies (no report to mix) and records written
     before images were recorded are not compared."""
-    changed = []
-    for study in kept:
-        record = done[study.study_id]
-        before = record.get("images")
-        if record.get("error") is None and before is not None and before != image_identity(study.images):
-            changed.append((study.study_id, before))
+    changed = [s for s in kept if done[s.study_id].get("error") is None and _images_changed(done[s.study_id], s)]
     if changed:
-        study_id, before = changed[0]
-        now = image_identity(next(s.images for s in kept if s.study_id == study_id))
+        study = changed[0]
         raise ConfigError(
             f"{out} holds reports generated from other image files than this run's ({len(changed)} of {len(kept)} "
-            f"finished studies; {study_id}: {_describe_images(before)} then, {_describe_images(now)} now): its "
-            "reports would be mixed with this run's. Resume with that run's --data-dir (or --image-root), or use "
-            "another --out, or pass --overwrite to discard it.")
+            f"finished studies; {study.study_id}: now {_describe_images(study.images)}, other files or sizes "
+            "then): its reports would be mixed with this run's. Resume with that run's --data-dir (or "
+            "--image-root), or use another --out, or pass --overwrite to discard it.")
 
 
 def _images_changed(record: dict, study: StudyInput) -> bool:
     """The study's images resolve to other files (or ones that were absent now exist) since ``record`` was written
     (a record from before images were recorded counts as unchanged)."""
     before = record.get("images")
-    return before is not None and before != image_identity(study.images)
+    return before is not None and not same_images(before, study.images)
 
 
-def _describe_images(identity: list) -> str:
-    return ", ".join(f"{path} ({'absent' if size is None else f'{size} bytes'})" for path, size in identity)
+def _describe_images(images: tuple[str, ...]) -> str:
+    return ", ".join(f"{path} ({'absent' if size is None else f'{size} bytes'})"
+                     for path, (_, size) in zip(images, image_identity(images), strict=True))
+
+
+@dataclass(frozen=True)
+class _HostPaths:
+    """The host folders the run's files name paths relative to: ``root`` for images, ``out`` for the run's own."""
+
+    root: str
+    out: str
+
+    def relative(self, text: str) -> str:
+        """``text`` (an error message) with the image root and the run folder left out of every path in it."""
+        for folder in sorted({self.root.rstrip(os.sep), self.out.rstrip(os.sep)}, key=len, reverse=True):
+            if folder:  # the file system's root: every path would lose its first slash, and nothing is hidden
+                text = text.replace(folder + os.sep, "")
+        return text
 
 
 def _context_setting(requested: bool | None, adapter: Adapter) -> bool:
@@ -307,12 +325,13 @@ def _start_run_folder(out: Path, fingerprint: dict, overwrite: bool) -> None:
         for name in (RUN_FILE, PREDICTIONS_FILE, REPORTS_FILE, ERRORS_FILE):
             (out / name).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
+    make_private([out])  # an earlier run's files, written before run folders were owner-only
     if not (out / RUN_FILE).exists():
         _write_json(out / RUN_FILE, {"fingerprint": fingerprint, "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
 
 
-def _run_batches(adapter: Adapter, batches: list[list[StudyInput]], writer: PartWriter, track: str, *,
-                 progress: bool, world: int) -> None:
+def _run_batches(adapter: Adapter, batches: list[list[StudyInput]], writer: PartWriter, track: str,
+                 paths: _HostPaths, *, progress: bool, world: int) -> None:
     from rexrank.progress import task
 
     total = sum(len(b) for b in batches)
@@ -325,7 +344,7 @@ def _run_batches(adapter: Adapter, batches: list[list[StudyInput]], writer: Part
             prepared = upcoming.result()
             if k + 1 < len(batches):
                 upcoming = pool.submit(_prepare, adapter, batches[k + 1])
-            writer.write(_finish(adapter, batch, prepared, track))
+            writer.write(_finish(adapter, batch, prepared, track, paths))
             bar.update(len(batch))
 
 
@@ -336,7 +355,7 @@ def _prepare(adapter: Adapter, batch: list[StudyInput]):
     for study in batch:
         if not study.images:
             errors[study.study_id] = "InputError: the study has no images"
-        elif missing := study.missing_images():
+        elif missing := study.missing_images():  # the full paths: _finish makes them relative
             errors[study.study_id] = f"FileNotFoundError: image(s) not found: {', '.join(missing)}"
         else:
             runnable.append(study)
@@ -348,7 +367,7 @@ def _prepare(adapter: Adapter, batch: list[StudyInput]):
         return runnable, exc, errors
 
 
-def _finish(adapter: Adapter, batch: list[StudyInput], prepared, track: str) -> list[dict]:
+def _finish(adapter: Adapter, batch: list[StudyInput], prepared, track: str, paths: _HostPaths) -> list[dict]:
     runnable, inputs, errors = prepared
     answers: dict[str, str | Exception] = {}
     if runnable:
@@ -364,9 +383,9 @@ def _finish(adapter: Adapter, batch: list[StudyInput], prepared, track: str) -> 
                   "images": image_identity(study.images)}
         answer = answers.get(study.study_id)
         if study.study_id in errors:
-            record["error"] = errors[study.study_id]
+            record["error"] = paths.relative(errors[study.study_id])
         elif isinstance(answer, Exception):
-            record["error"] = _describe(answer)
+            record["error"] = paths.relative(_describe(answer))
         elif not isinstance(answer, str):
             record["error"] = f"TypeError: the model returned {type(answer).__name__}, not a report string"
         elif not _is_unicode(answer):  # a lone surrogate: no file can hold it as UTF-8
@@ -410,14 +429,14 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _write_outputs(out: Path, inputs: list[StudyInput], records: list, ordered: list[dict]) -> None:
+def _write_outputs(out: Path, inputs: list[StudyInput], records: list, ordered: list[dict], root: str) -> None:
     """The run's files, from the full Study records (not from what the model was given)."""
     predictions, reports, errors = {}, {}, {}
     for study, record in zip(inputs, ordered, strict=True):
         if record.get("error") is not None:
             errors[study.study_id] = record["error"]
             continue
-        predictions[study.study_id] = rexrank_record(records[study.index]) | {MODEL_PREDICTION: record["report"]}
+        predictions[study.study_id] = rexrank_record(records[study.index], root) | {MODEL_PREDICTION: record["report"]}
         reports[study.study_id] = record["report"]
     _write_json(out / PREDICTIONS_FILE, predictions)
     _write_json(out / REPORTS_FILE, reports)
@@ -425,7 +444,7 @@ def _write_outputs(out: Path, inputs: list[StudyInput], records: list, ordered: 
 
 
 def _write_json(path: Path, payload: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = private_file(path.with_name(path.name + ".tmp"))  # owner-only from the start: it may hold licensed text
     tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, path)
 

@@ -1,9 +1,9 @@
 """The resumable store: one append-only JSONL file per process, one line per finished study.
 
-A line is {"index", "study_id", "report", "raw", "error", "images"} (error None on success; images: [[absolute
-path, size], ...] of what the model got, which a resumed run compares, runner._check_same_images). A batch's lines
-are written with one write + flush after the batch finishes, so a process that crashes or is killed loses at most
-the batch in flight (flushed data is in the OS's hands). fsync, for machine crashes, runs at most every
+A line is {"index", "study_id", "report", "raw", "error", "images"} (error None on success; images: [[path digest,
+size], ...] of what the model got, images.image_identity, which a resumed run compares, runner._check_same_images).
+A batch's lines are written with one write + flush after the batch finishes, so a process that crashes or is killed
+loses at most the batch in flight (flushed data is in the OS's hands). fsync, for machine crashes, runs at most every
 FSYNC_SECONDS and on close: a per-batch fsync costs ~5 ms, a tenth of a small model's batch on CPU. A torn last
 line (the process died mid-write) is cut off when its owner reopens the file and ignored by readers.
 """
@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from rexrank.data.private_files import private_file
 from rexrank.errors import InputError
 
 log = logging.getLogger("rexrank.generate")
@@ -36,6 +37,7 @@ class PartWriter:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _cut_torn_tail(self.path)
+        private_file(self.path)  # owner-only before the first line: reports may quote licensed context
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self._synced = time.monotonic()
 

@@ -152,8 +152,9 @@ def build_inputs(records: Iterable[Mapping[str, Any]], *, image_mode: str, use_c
     return inputs
 
 
-def rexrank_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The ReXrank-JSON entry of a Study record (the shape of data/IU-Xray/ReXRank_IUXray_*.json), absolute paths.
+def rexrank_record(record: Mapping[str, Any], image_root: str) -> dict[str, Any]:
+    """The ReXrank-JSON entry of a Study record (the shape of data/IU-Xray/ReXRank_IUXray_*.json), image paths
+    relative to ``image_root`` as upstream's are (never the host's absolute paths: the file may be shared).
 
     Holds the reference sections of open test sets: written to the run's predictions.json by the harness, never
     given to a model. A private set's sections are left out: the run folder is where code under test works, so a
@@ -162,9 +163,10 @@ def rexrank_record(record: Mapping[str, Any]) -> dict[str, Any]:
     from rexrank.data.study import findings_impression_text
 
     findings, impression = record.get("findings"), record.get("impression")
+    key = record.get("key_image")
     entry: dict[str, Any] = {
-        "key_image_path": record.get("key_image"),
-        "image_path": image_paths_of(record),
+        "key_image_path": relative_path(key, image_root) if key else key,
+        "image_path": [relative_path(p, image_root) for p in image_paths_of(record)],
     }
     if not private_dataset(record.get("dataset")):
         if findings is not None or impression is not None:
@@ -174,6 +176,19 @@ def rexrank_record(record: Mapping[str, Any]) -> dict[str, Any]:
         if record.get(source) is not None:
             entry[target] = record[source]
     return entry
+
+
+def image_root_of(records: Iterable[Mapping[str, Any]]) -> str:
+    """The deepest folder holding every image of ``records`` (absolute; the working folder when they have none):
+    what the run's files name images relative to when the caller names no image root."""
+    folders = [os.path.dirname(os.path.abspath(p)) for record in records
+               for p in [*image_paths_of(record), *([record["key_image"]] if record.get("key_image") else [])]]
+    return os.path.commonpath(folders) if folders else os.getcwd()
+
+
+def relative_path(path: str | os.PathLike, root: str) -> str:
+    """``path`` relative to ``root``, in the forward-slash form of upstream's JSON files."""
+    return os.path.relpath(os.path.abspath(os.fspath(path)), root).replace(os.sep, "/")
 
 
 def private_dataset(dataset: Any) -> bool:

@@ -24,15 +24,19 @@ caches. The parent refuses to start when a folder it would mount holds one of th
 Protocol: JSON lines over two pipes (file descriptors passed to the child, so the model's prints on stdout cannot
 corrupt it); requests ``start`` (the adapter spec), ``load`` (device), ``generate`` (StudyInputs with staged
 paths), ``close``; each answered by ``{"ok": ...}`` or ``{"error": ...}``. The child's stdout and stderr are copied
-to the parent's stderr. The parent treats every reply as hostile input: size-capped, shape-checked, and a model
-can only ever change its own reports.
+to the parent's stderr in bounded chunks, escaped (``terminal_safe``), up to a cap per run (``output_cap``). The
+parent treats every reply as hostile input: size-capped, shape-checked, and a model can only ever change its own
+reports.
 """
 
 from __future__ import annotations
 
 import collections
+import codecs
 import json
+import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,7 +44,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +68,16 @@ FIXED_ENV = {"HOME": SCRATCH_DIR, "TMPDIR": "/tmp", "HF_HUB_OFFLINE": "1", "HF_D
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group", "localtime",
              "alternatives")
 MAX_REPLY_BYTES = 256 * 1024 * 1024  # a batch's reports; more is a model flooding the pipe
+# What the model's processes may write to stdout and stderr in one run, all of them together (rexrank copies it to
+# its own stderr): a training-style log fits many times over; a model flooding the host's terminal or log does not.
+OUTPUT_ENV = "REXRANK_SANDBOX_OUTPUT_MIB"
+DEFAULT_OUTPUT_MIB = 64
+_OUTPUT_CHUNK = 64 * 1024  # read at most this much of the model's output at a time (no readline: lines are unbounded)
 _LOG_LINES = 20  # the child's last output lines, quoted when it dies
+_LOG_LINE_CHARS = 2000  # ... each cut to this many characters
+# Control characters (C0 but tab and newline, DEL, C1) and the bidirectional overrides: written as escapes, so the
+# model's output cannot move the cursor, retitle or clear the terminal, or reorder what the host reads.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def sandbox_required(requested: bool | None, private: bool, trusted: bool) -> bool:
@@ -77,6 +90,51 @@ def sandbox_required(requested: bool | None, private: bool, trusted: bool) -> bo
                           f"reports. Drop --no-sandbox (the model then runs under bubblewrap), or add {TRUST_FLAG} "
                           "if you have vetted the code")
     return private if requested is None else requested
+
+
+def output_cap() -> int:
+    """Bytes the model's processes may write to stdout and stderr in one run: $REXRANK_SANDBOX_OUTPUT_MIB (MiB),
+    default DEFAULT_OUTPUT_MIB."""
+    raw = os.environ.get(OUTPUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_OUTPUT_MIB * 1024 * 1024
+    try:
+        mib = float(raw)
+    except ValueError:
+        mib = math.nan
+    if not math.isfinite(mib) or mib <= 0:
+        raise ConfigError(f"{OUTPUT_ENV}={raw!r} is not a positive number of MiB (what the model may print in one "
+                          f"run; default {DEFAULT_OUTPUT_MIB})")
+    return max(1, int(mib * 1024 * 1024))
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but newline and tab (escape sequences, carriage returns, C1 codes)
+    and every bidirectional override written as a visible escape (``\\x1b``, ``\\u202e``)."""
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+class _OutputBudget:
+    """What is left of the run's output cap, shared by every child the adapter starts (a model that floods its
+    output and is restarted does not get a fresh allowance)."""
+
+    def __init__(self, cap: int):
+        self.cap, self.used, self.exceeded = cap, 0, False
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> int:
+        """How many of ``n`` more bytes may be copied; marks the budget exceeded when not all of them."""
+        with self._lock:
+            allowed = max(0, min(n, self.cap - self.used))
+            self.used += allowed
+            if allowed < n:
+                self.exceeded = True
+            return allowed
+
+    def error(self) -> str:
+        # Short: the CLI shows the first 200 characters of a failed study's error, and the fix must be in them.
+        return (f"the sandboxed model printed over {self.cap / 2 ** 20:g} MiB (stdout and stderr) in this run; "
+                f"stopped it. Print less, or raise the cap: {OUTPUT_ENV}=<MiB>")
 
 
 def find_bwrap() -> str:
@@ -147,26 +205,51 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def host_spec(spec: AdapterSpec) -> AdapterSpec:
+    """``spec`` with every host path it names made absolute and real, as this process sees them: the model (an
+    inference.py, an entry point's file, a local model folder) and ``script_python`` (a bare command name is looked
+    up on this process's PATH: the child's PATH is another one). The child starts in its scratch folder, so a path
+    relative to the host's working directory would name nothing there; the mounts are bound at real paths."""
+    from rexrank.generate.adapters import adapter_kind
+    from rexrank.generate.adapters.entrypoint import looks_like_entry_point
+
+    kind = adapter_kind(spec.model) if spec.kind == "auto" else spec.kind
+    model = spec.model
+    if kind == "script":
+        model = os.path.realpath(os.path.expanduser(model))
+    elif kind == "entrypoint" or (kind == "auto" and looks_like_entry_point(model)):
+        module, _, target = model.rpartition(":")
+        if module.endswith(".py"):
+            model = f"{os.path.realpath(os.path.expanduser(module))}:{target}"
+    elif os.path.exists(os.path.expanduser(model)):
+        model = os.path.realpath(os.path.expanduser(model))
+    python = spec.script_python
+    if python:
+        found = shutil.which(os.path.expanduser(python)) or os.path.expanduser(python)
+        # The folders resolved, the name kept (a virtualenv is found from where its python is started).
+        python = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(found))), os.path.basename(found))
+    return replace(spec, model=model, script_python=python)
+
+
 def _model_files(spec: AdapterSpec) -> tuple[list[str], list[str], dict[str, str]]:
     """(folders of the model's own files to mount, folders the child adds to sys.path, extra environment), found
-    without importing or running any of the model's code."""
+    without importing or running any of the model's code. ``spec`` names host paths as host_spec gives them."""
     from rexrank.generate.adapters import adapter_kind
     from rexrank.generate.adapters.entrypoint import looks_like_entry_point
 
     kind = adapter_kind(spec.model) if spec.kind == "auto" else spec.kind
     if kind == "script":
-        folders = [str(Path(spec.model).expanduser().resolve().parent)]
+        folders = [os.path.dirname(spec.model)]
         if spec.script_python:
-            folders += python_folders(shutil.which(spec.script_python) or spec.script_python)
+            folders += python_folders(spec.script_python)
         return folders, [], {}
     if kind == "entrypoint" or (kind == "auto" and looks_like_entry_point(spec.model)):
         module, _, _ = spec.model.rpartition(":")
         if module.endswith(".py"):
-            return [str(Path(module).expanduser().resolve().parent)], [], {}
+            return [os.path.dirname(module)], [], {}
         return _module_folders(module.split(".")[0])
-    path = Path(spec.model).expanduser()
-    if path.exists():
-        return [str(path.resolve())], [], {}
+    if os.path.isabs(spec.model) and os.path.exists(spec.model):
+        return [spec.model], [], {}
     return _hub_cache_entry(spec.model)
 
 
@@ -179,8 +262,9 @@ def _module_folders(top: str) -> tuple[list[str], list[str], dict[str, str]]:
     found = PathFinder.find_spec(top, [p for p in sys.path if p])
     if found is None:
         return [], [], {}  # the child reports the import error
-    locations = list(found.submodule_search_locations or []) or [found.origin]
-    return [p for p in locations if p], [os.path.dirname(p) for p in locations if p], {}
+    # Absolute: a relative sys.path entry (PYTHONPATH=src) means nothing in the child's scratch folder.
+    locations = [os.path.abspath(p) for p in list(found.submodule_search_locations or []) or [found.origin] if p]
+    return locations, [os.path.dirname(p) for p in locations], {}
 
 
 def _hub_cache_entry(repo_id: str) -> tuple[list[str], list[str], dict[str, str]]:
@@ -234,8 +318,9 @@ class SandboxedAdapter(Adapter):
     sandboxed = True
 
     def __init__(self, spec: AdapterSpec, *, hidden: Iterable[str | os.PathLike] = ()):
-        self.spec = spec
+        self.spec = spec = host_spec(spec)  # what the child gets: paths as the host sees them, never relative
         self._bwrap = find_bwrap()
+        self._output = _OutputBudget(output_cap())
         model_folders, self._sys_path, self._env = _model_files(spec)
         self._mounts = [*python_folders(interpreter()), *model_folders]
         _check_hidden(self._mounts, hidden)
@@ -266,6 +351,8 @@ class SandboxedAdapter(Adapter):
         self._request({"op": "load", "device": device})
 
     def generate(self, prepared: list[StudyInput]) -> list:
+        if self._output.exceeded:  # no fresh child: its output would exceed the run's cap again
+            raise RuntimeError(self._output.error())
         if self._proc is None or self._proc.poll() is not None:  # the model killed its process: start afresh
             self._start()
             if self._device is not None:
@@ -319,7 +406,7 @@ class SandboxedAdapter(Adapter):
         proc.rexrank_reader = os.fdopen(from_child_r, "rb")  # type: ignore[attr-defined]
         proc.rexrank_log = collections.deque(maxlen=_LOG_LINES)  # type: ignore[attr-defined]
         proc.rexrank_copier = threading.Thread(  # type: ignore[attr-defined]
-            target=_copy_output, args=(proc.stdout, proc.rexrank_log), daemon=True)
+            target=_copy_output, args=(proc, proc.rexrank_log, self._output), daemon=True)
         proc.rexrank_copier.start()
         self._proc = proc
         self._finalizer.detach()
@@ -337,10 +424,15 @@ class SandboxedAdapter(Adapter):
         if len(line) > MAX_REPLY_BYTES:
             proc.kill()
             raise RuntimeError(f"the sandboxed model sent a reply over {MAX_REPLY_BYTES} bytes; stopped it")
+        if self._output.exceeded:  # whatever the dying child still answered (its prints now fail: a broken pipe)
+            proc.kill()
+            proc.wait()
+            # One line from the CLI, unless a batch's studies record it.
+            raise (RuntimeError if message["op"] == "generate" else ConfigError)(self._output.error())
         if not line:
             status = proc.wait()
-            tail = "\n".join(proc.rexrank_log)
             error = ConfigError if message["op"] == "start" else RuntimeError
+            tail = "\n".join(proc.rexrank_log)
             raise error(f"the sandboxed model process exited (status {status}) during {message['op']}"
                         + (f"; its last output:\n{tail}" if tail else ""))
         try:
@@ -368,17 +460,42 @@ def _check_hidden(mounts: list[str], hidden: Iterable[str | os.PathLike]) -> Non
                                   "(or the environment) to a folder of their own")
 
 
-def _copy_output(stream, tail: collections.deque) -> None:
-    """The child's stdout and stderr, line by line, to this process's stderr (and the last lines kept)."""
-    for raw in iter(stream.readline, b""):
-        text = raw.decode("utf-8", errors="replace")
-        tail.append(text.rstrip("\n"))
-        try:
-            sys.stderr.write(text)
-            sys.stderr.flush()
-        except (OSError, ValueError):  # stderr closed (the CLI is exiting)
-            pass
+def _copy_output(proc: subprocess.Popen, tail: collections.deque, budget: _OutputBudget) -> None:
+    """The child's stdout and stderr to this process's stderr, escaped (terminal_safe), read in chunks of at most
+    _OUTPUT_CHUNK bytes: memory stays bounded whatever the model writes, with or without newlines. The last
+    _LOG_LINES lines are kept (each cut to _LOG_LINE_CHARS) for the error when the child dies. Past the run's
+    cap (``budget``) the child is killed and the rest of its output dropped."""
+    stream = proc.stdout
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    line = ""
+    while chunk := stream.read1(_OUTPUT_CHUNK):
+        allowed = budget.take(len(chunk))
+        text = terminal_safe(decoder.decode(chunk[:allowed], final=allowed < len(chunk)))
+        *done, line = (line + text).split("\n")
+        tail.extend(d[:_LOG_LINE_CHARS] for d in done)
+        line = line[:_LOG_LINE_CHARS]
+        _write_stderr(text)
+        if allowed < len(chunk):
+            _write_stderr("\n")
+            proc.kill()  # the reply pipe closes with it: the request in flight fails with budget.error()
+            break
+    else:
+        text = terminal_safe(decoder.decode(b"", final=True))
+        line = (line + text)[:_LOG_LINE_CHARS]
+        _write_stderr(text)
+    if line:
+        tail.append(line)
     stream.close()
+
+
+def _write_stderr(text: str) -> None:
+    if not text:
+        return
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed (the CLI is exiting)
+        pass
 
 
 def _cleanup(root: Path, procs: list) -> None:
@@ -429,7 +546,8 @@ def _remote_error(error: Any) -> Exception:
     import rexrank.errors as errors
 
     error = error if isinstance(error, dict) else {}
-    name, message = _type_name(error.get("type"), "RemoteError"), str(error.get("message", ""))[:10000]
+    # Escaped: the CLI prints failed studies' messages on the host's terminal.
+    name, message = _type_name(error.get("type"), "RemoteError"), terminal_safe(str(error.get("message", ""))[:10000])
     cls = getattr(errors, name, None)
     if isinstance(cls, type) and issubclass(cls, RexrankError):
         return cls(message)
