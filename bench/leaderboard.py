@@ -43,7 +43,7 @@ from rexrank.data.catalog import leaderboard_split  # noqa: E402
 from rexrank.leaderboard import board  # noqa: E402
 from rexrank.leaderboard.records import DATASETS, TRACKS, MetricValue, ModelInfo, ResultRecord  # noqa: E402
 from rexrank.leaderboard.store import Store  # noqa: E402
-from rexrank.metrics import LEADERBOARD_METRICS  # noqa: E402
+from rexrank.metrics import boards  # noqa: E402
 
 
 def fill(store: Store, n_models: int, seed: int = 0) -> None:
@@ -56,7 +56,7 @@ def fill(store: Store, n_models: int, seed: int = 0) -> None:
             for dataset in DATASETS:
                 for track in TRACKS:
                     metrics = {}
-                    for name in LEADERBOARD_METRICS:
+                    for name in boards.edition().metrics(track):
                         mean = rng.uniform(0.8, 3.0) if name in ("radcliq_v1", "fineradscore") else rng.uniform(0, 1)
                         high = mean * 1.05 if name in ("radcliq_v1", "fineradscore") else min(1.0, mean * 1.05)
                         metrics[name] = MetricValue(mean, mean * 0.95, high)  # inside each metric's range
