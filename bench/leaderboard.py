@@ -284,13 +284,14 @@ def main() -> None:
         fill(store, args.models)
         fill_s = time.perf_counter() - start
         counts = store.counts()
-        query_s = median_time(lambda: board.display_table(board.numeric_table(store, "mimic_cxr", "findings")), 5)
+        columns = board.board_metrics(store, "findings")
+        query_s = median_time(lambda: board.display_table(board.numeric_table(store, "mimic_cxr", "findings"), columns), 5)
         store.close()
         with running_space(path, worker=False) as (url, store, _):
             from leaderboard_helpers import free_port
 
             minimal = minimal_app(board.overview(store, "findings"),
-                                  board.display_table(board.numeric_table(store, "mimic_cxr", "findings")))
+                                  board.display_table(board.numeric_table(store, "mimic_cxr", "findings"), columns))
             minimal.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
             try:
                 times = side_by_side(url, minimal.local_url, args.repeat)

@@ -45,7 +45,8 @@ def rexval_like(seed: int = 0) -> tuple[ExpertSet, dict[str, np.ndarray]]:
     expert = ExpertSet("rexval", [str(i // 4) for i in range(200)], ["c"] * 200, ["r"] * 200, ["h"] * 200,
                        [str(r) for r in range(6)], list(range(1, 7)), errors, "synthetic")
     total = errors.sum(axis=(1, 2, 3))
-    scores = {name: -total + rng.normal(scale=1 + k, size=200) for k, name in enumerate(boards.edition().all_metrics())}
+    scores = {name: -total + rng.normal(scale=1 + k, size=200)
+              for k, name in enumerate(boards.edition().all_metrics())}
     return expert, scores
 
 

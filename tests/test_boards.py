@@ -103,7 +103,8 @@ def test_todays_tables_imported_under_upstream_names_show_what_rexrank_ai_shows(
         assert (folder / name).read_bytes() == (bundled_tables() / name).read_bytes()  # the seed is today's tables
     store_path = tmp_path / "board.sqlite"
     code, text = cli("leaderboard", "import-published", str(folder), "--store", str(store_path))
-    assert code == 0 and text.splitlines()[0] == "124 added, 0 changed, 0 withdrawn, 0 unchanged (124 rows from 4 tables)"
+    assert code == 0
+    assert text.splitlines()[0] == "124 added, 0 changed, 0 withdrawn, 0 unchanged (124 rows from 4 tables)"
     views = _serve_open(store_path)
     assert views.store.counts()["results"] == 124  # the open seeded nothing on top
     for name in TODAY:
@@ -199,7 +200,8 @@ def test_no_tables_is_one_line_exit_2_and_no_store_file(tmp_path, cli):
     empty = tmp_path / "empty"
     empty.mkdir()
     code, text = cli("leaderboard", "import-published", str(empty), "--store", str(store_path))
-    assert code == 2 and len(text.splitlines()) == 1 and text.startswith(f"error: no published ReXrank tables in {empty}")
+    assert code == 2 and len(text.splitlines()) == 1
+    assert text.startswith(f"error: no published ReXrank tables in {empty}")
     assert not store_path.exists()
     (empty / "scores.csv").write_text("Rank,Model Name,BLEU\n1,X,0.1\n")
     code, text = cli("leaderboard", "import-published", str(empty), "--store", str(store_path))

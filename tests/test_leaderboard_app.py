@@ -510,7 +510,8 @@ def test_published_radcliq_that_its_components_contradict_is_marked(seeded):
     assert gpt["1/RadCliQ-v1 ↑"] == "0.605 †"
     assert gpt["Source"] == "published · † 1/RadCliQ-v1 0.605 published, 0.659 from its components"
     assert not shown[shown["Model"] == "MedVersa"].iloc[0]["1/RadCliQ-v1 ↑"].endswith("†")
-    iu = board.display_table(board.numeric_table(seeded, "iu_xray", "findings"), board.board_metrics(seeded, "findings"))
+    iu = board.display_table(board.numeric_table(seeded, "iu_xray", "findings"),
+                             board.board_metrics(seeded, "findings"))
     assert not iu["1/RadCliQ-v1 ↑"].str.contains("†").any()
     assert iu[iu["Model"] == "UniRG-CXR"].iloc[0]["1/RadCliQ-v1 ↑"] == "4.804"
 

@@ -231,7 +231,7 @@ def test_hub_sync_both_ways(tmp_path, seeded):
     other = Store(tmp_path / "other.sqlite")
     other.add_result(_record(name="Local"))
     assert HubSync(other, "org/results", api=hub).sync() == {"pulled": 152 + 31, "pushed": 2}
-    assert other.counts()["results"] == 129 and other.counts()["models"] == 26
+    assert other.counts()["results"] == 153 and other.counts()["models"] == 32
     assert json.loads(hub.files[next(iter(hub.files))])["source"] == "published"
 
 

@@ -154,8 +154,8 @@ class Evaluation:
 
 
 def expand_metrics(names: Sequence[str] | str | None) -> list[str]:
-    """None -> DEFAULT_SCORE_METRICS; 'leaderboard' -> every column of the default board edition; 'all' -> every registered
-    metric; else canonical names (aliases accepted, duplicates dropped)."""
+    """None -> DEFAULT_SCORE_METRICS; 'leaderboard' -> every column of the default board edition; 'all' -> every
+    registered metric; else canonical names (aliases accepted, duplicates dropped)."""
     if names is None:
         return list(DEFAULT_SCORE_METRICS)
     if isinstance(names, str):

@@ -485,6 +485,7 @@ def is_private(dataset: str) -> bool:
     return disclosure.is_private(dataset)
 
 
-__all__ = ["DATASETS", "TRACKS", "board_metrics", "column_label", "display_columns", "display_table", "filter_table", "fmt",
+__all__ = ["DATASETS", "TRACKS", "board_metrics", "column_label", "display_columns", "display_table", "filter_table",
+           "fmt",
            "last_updated", "metric_agreement", "model_analyses", "model_page", "numeric_table", "overview",
            "published_trained_on", "ranks_across_datasets", "shown_value", "sort_table", "trained_on"]
