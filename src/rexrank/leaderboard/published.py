@@ -270,9 +270,18 @@ def read_tables(sources: Iterable[str | Path], *, dataset: str | None = None,
 
 def tables_digest(tables: Iterable[PublishedTable]) -> str:
     """sha256 over tables' names and contents: which tables a store was seeded or imported from."""
+    return _digest((table.name, table.text) for table in tables)
+
+
+def files_digest(paths: Iterable[Path]) -> str:
+    """``tables_digest`` of table files, without parsing them (a seeded store's open compares it)."""
+    return _digest((path.name, path.read_bytes().decode("utf-8-sig")) for path in paths)
+
+
+def _digest(named_texts: Iterable[tuple[str, str]]) -> str:
     digest = hashlib.sha256()
-    for table in sorted(tables, key=lambda t: t.name):
-        digest.update(table.name.encode() + b"\0" + table.text.encode() + b"\0")
+    for name, text in sorted(named_texts):
+        digest.update(name.encode() + b"\0" + text.encode() + b"\0")
     return digest.hexdigest()
 
 
@@ -396,9 +405,10 @@ def seed_store(store: Store, *, seed: bool = True, edition: str | None = None) -
     if not seed and state is None:
         store.set_meta(SEED_KEY, {"state": "declined", "at": time.time()})
         return {"state": "declined", "report": None}
-    tables, notes = read_tables(bundled_files(edition))
-    if state == "seeded" and (not seed or recorded.get("tables") == tables_digest(tables)):
+    files = bundled_files(edition)
+    if state == "seeded" and (not seed or recorded.get("tables") == files_digest(files)):
         return {"state": "unchanged", "report": None}
+    tables, notes = read_tables(files)
     return {"state": "seeded", "report": import_tables(store, tables, notes=notes, seeded=True)}
 
 
@@ -426,4 +436,4 @@ def bundled_files(edition: str | None = None) -> list[Path]:
 
 __all__ = ["KNOWN_QUIRKS", "PublishedTable", "SEED_KEY", "bundled_files", "bundled_tables",
            "import_published", "import_tables", "metric_columns", "parse_table", "radcliq_check", "radcliq_interval",
-           "read_tables", "report_line", "seed_message", "seed_store", "table_of", "tables_digest"]
+           "read_tables", "report_line", "seed_message", "seed_store", "table_of", "tables_digest", "files_digest"]
