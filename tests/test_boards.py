@@ -269,3 +269,17 @@ def test_every_published_private_set_cell_shows_as_published(tmp_path, shared_di
         row = shown[shown["Model"] == cells["Model Name"]].iloc[0]
         assert row["1/RadCliQ-v1 ↑"] == f"{float(cells['1/RadCliQ-v1']):.3f}", cells["Model Name"]
     assert set(DATASETS) >= {"rexgradient"}
+
+
+def test_rexrank_is_cited_with_both_papers_as_their_authors_publish_them(shared_dir):
+    """Issue 34 point 9: the citation owner (catalog.REXRANK_BIBTEX: the About tab, every evaluate module and its
+    card) holds both entries of shared/reference/citations.bib verbatim: the 2024 preprint and the PSB 2026 study."""
+    import re
+
+    from rexrank.data import catalog
+
+    bib = (shared_dir / "reference" / "citations.bib").read_text(encoding="utf-8")
+    entries = re.findall(r"^@\w+\{.*?^\}", bib, re.S | re.M)
+    assert len(entries) == 2 and catalog.REXRANK_BIBTEX == "\n\n".join(entries)
+    card = (Path(__file__).resolve().parents[1] / "metrics" / "bleu2" / "README.md").read_text(encoding="utf-8")
+    assert catalog.REXRANK_BIBTEX in card  # every card holds it verbatim (tests/test_evaluate_modules.py, all cards)
