@@ -43,7 +43,7 @@ from rexrank.data.catalog import leaderboard_split  # noqa: E402
 from rexrank.leaderboard import board  # noqa: E402
 from rexrank.leaderboard.records import DATASETS, TRACKS, MetricValue, ModelInfo, ResultRecord  # noqa: E402
 from rexrank.leaderboard.store import Store  # noqa: E402
-from rexrank.metrics import LEADERBOARD_METRICS  # noqa: E402
+from rexrank.metrics import boards  # noqa: E402
 
 
 def fill(store: Store, n_models: int, seed: int = 0) -> None:
@@ -56,7 +56,7 @@ def fill(store: Store, n_models: int, seed: int = 0) -> None:
             for dataset in DATASETS:
                 for track in TRACKS:
                     metrics = {}
-                    for name in LEADERBOARD_METRICS:
+                    for name in boards.edition().metrics(track):
                         mean = rng.uniform(0.8, 3.0) if name in ("radcliq_v1", "fineradscore") else rng.uniform(0, 1)
                         high = mean * 1.05 if name in ("radcliq_v1", "fineradscore") else min(1.0, mean * 1.05)
                         metrics[name] = MetricValue(mean, mean * 0.95, high)  # inside each metric's range
@@ -284,13 +284,14 @@ def main() -> None:
         fill(store, args.models)
         fill_s = time.perf_counter() - start
         counts = store.counts()
-        query_s = median_time(lambda: board.display_table(board.numeric_table(store, "mimic_cxr", "findings")), 5)
+        columns = board.board_metrics(store, "findings")
+        query_s = median_time(lambda: board.display_table(board.numeric_table(store, "mimic_cxr", "findings"), columns), 5)
         store.close()
         with running_space(path, worker=False) as (url, store, _):
             from leaderboard_helpers import free_port
 
             minimal = minimal_app(board.overview(store, "findings"),
-                                  board.display_table(board.numeric_table(store, "mimic_cxr", "findings")))
+                                  board.display_table(board.numeric_table(store, "mimic_cxr", "findings"), columns))
             minimal.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
             try:
                 times = side_by_side(url, minimal.local_url, args.repeat)

@@ -36,7 +36,7 @@ from scipy.stats import kendalltau  # noqa: E402
 from rexrank.data.expert_sets import ExpertSet  # noqa: E402
 from rexrank.evaluation import meta_eval as me  # noqa: E402
 from rexrank.evaluation.defaults import DEFAULT_RESAMPLES, DEFAULT_SEED  # noqa: E402
-from rexrank.metrics import LEADERBOARD_METRICS  # noqa: E402
+from rexrank.metrics import boards  # noqa: E402
 
 
 def rexval_like(seed: int = 0) -> tuple[ExpertSet, dict[str, np.ndarray]]:
@@ -45,7 +45,8 @@ def rexval_like(seed: int = 0) -> tuple[ExpertSet, dict[str, np.ndarray]]:
     expert = ExpertSet("rexval", [str(i // 4) for i in range(200)], ["c"] * 200, ["r"] * 200, ["h"] * 200,
                        [str(r) for r in range(6)], list(range(1, 7)), errors, "synthetic")
     total = errors.sum(axis=(1, 2, 3))
-    scores = {name: -total + rng.normal(scale=1 + k, size=200) for k, name in enumerate(LEADERBOARD_METRICS)}
+    scores = {name: -total + rng.normal(scale=1 + k, size=200)
+              for k, name in enumerate(boards.edition().all_metrics())}
     return expert, scores
 
 

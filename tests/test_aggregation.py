@@ -212,8 +212,6 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rexrank"
 OWNER = "metrics/aggregation.py"
 # Files allowed to compute a reciprocal, and why it is not the leaderboard rule.
 EXCEPTIONS = {
-    "leaderboard/published.py": "inverts a published 1/RadCliQ-v1 or 1/FineRadScore cell back into the mean the "
-                                "store keeps (the rule's inverse, applied to a published number)",
     "testing/standin_radgraph.py": "stand-in model weights: a scale of 1/std, unrelated to any metric's aggregation",
     "testing/standin_ratescore.py": "stand-in model weights: 1/sqrt(fan-in) initialisation, unrelated",
     "metrics/nlg.py": "BLEU's own formula (the n-th root of the running product, the brevity penalty exp(1 - 1/ratio)), "

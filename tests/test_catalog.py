@@ -24,7 +24,7 @@ from rexrank.data import catalog, tracks
 from rexrank.errors import InputError, UnknownNameError
 from rexrank.evaluation import defaults
 from rexrank.leaderboard import board, limits
-from rexrank.leaderboard.published import bundled_tables, import_published, parse_table, table_of
+from rexrank.leaderboard.published import bundled_files, bundled_tables, import_published, parse_table, table_of
 from rexrank.data.loading import builder_class
 from rexrank.leaderboard.records import ModelInfo, ResultRecord, from_results_json
 from rexrank.leaderboard.store import MIGRATIONS, SCHEMA_VERSION, Store
@@ -59,7 +59,7 @@ def test_chexpert_plus_score_result_joins_the_published_rows(cli, tmp_path):
     store = Store(store_path)
     table = board.numeric_table(store, "chexpert_plus", "findings")
     published = table[table["source"] == "published"]
-    assert len(published) == 25 and "NewModel" in set(table["model"])
+    assert len(published) == 31 and "NewModel" in set(table["model"])
     assert set(table["split"]) == {"validation"}  # one table: published and scored rows share the split
     assert {r["split"] for r in store.results("chexpert_plus", "findings", latest=False)} == {"validation"}
     store.close()
@@ -71,6 +71,9 @@ def test_published_tables_use_the_catalog():
             name = f"{track.leaderboard_table_prefix}_{spec.published_table}.csv"
             assert table_of(name) == (spec.name, spec.leaderboard_split, track.name)
     assert table_of("gh-pages_result_padchest.csv") is None
+    # upstream's own names and copies of its gh-pages branch alike (the branch prefix is optional)
+    assert table_of("gh-pages_findings_result_iu_xray.csv") == table_of("findings_result_iu_xray.csv") == (
+        "iu_xray", "test", tracks.FINDINGS)
 
 
 # -- (b) aliases ----------------------------------------------------------------------------------------------
@@ -514,7 +517,7 @@ def _old_store(path: Path, rows: list[dict]) -> None:
 def _published_as_old_code_stored_them() -> list[dict]:
     """Every bundled published row, CheXpert Plus with split "valid" as the old importer wrote it."""
     rows = []
-    for path in sorted(bundled_tables().glob("gh-pages_*result_*.csv")):
+    for path in bundled_files():
         dataset, split, track = table_of(path.name)
         for record in parse_table(path.read_text(encoding="utf-8"), dataset, split, track)[0]:
             old = record.to_json()

@@ -241,12 +241,14 @@ def test_bad_model_path_option(cli, tmp_path, refs):
 
 
 def test_metric_selection_keywords():
-    """Default: the leaderboard metrics on open weights (FineRadScore needs a paid LLM API, so it is opt-in)."""
+    """Default: the columns every track of the default board edition shows (CRIMSON, on Findings only, and
+    FineRadScore, on Findings + Impression only, are opt-in); "leaderboard": every column of that edition."""
     from rexrank.evaluation.harness import expand_metrics
-    from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+    from rexrank.metrics import REGISTRY
 
-    assert expand_metrics(None) == [m for m in LEADERBOARD_METRICS if m != "fineradscore"]
-    assert expand_metrics("leaderboard") == list(LEADERBOARD_METRICS)
+    classic = ["bleu2", "bertscore", "semb", "radgraph", "radcliq_v1", "ratescore", "green"]
+    assert expand_metrics(None) == classic
+    assert expand_metrics("leaderboard") == [*classic, "crimson", "fineradscore"]
     assert expand_metrics("all") == REGISTRY.names()
     assert expand_metrics("bleu, BLEU-2 ,radcliq") == ["bleu2", "radcliq_v1"]
 

@@ -26,8 +26,10 @@ def test_specs_carry_direction_and_columns():
     assert metrics.spec("radcliq_v1").leaderboard_aggregation == "reciprocal_of_mean"
     assert metrics.spec("radcliq_v1").components == ("radgraph", "bertscore", "semb", "bleu2")
     assert metrics.spec("radgraph").column == "radgraph_combined"
-    assert [metrics.spec(m).leaderboard_column for m in metrics.LEADERBOARD_METRICS] == [
-        "BLEU", "BertScore", "SembScore", "RadGraph", "1/RadCliQ-v1", "RaTEScore", "GREEN", "1/FineRadScore"]
+    from rexrank.metrics import boards
+
+    assert [metrics.spec(m).leaderboard_column for m in boards.edition().all_metrics()] == [
+        "BLEU", "BertScore", "SembScore", "RadGraph", "1/RadCliQ-v1", "RaTEScore", "GREEN", "CRIMSON", "1/FineRadScore"]
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import threading
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from leaderboard_helpers import iu_predictions, running_space
@@ -60,14 +61,14 @@ def test_api_lists_the_named_endpoints_and_nothing_else(client, space):
     board = client.predict(api_name="/leaderboard")
     assert {(b["dataset"], b["track"]) for b in board["boards"]} >= {("iu_xray", "findings"), ("mimic_cxr", "findings")}
     iu = next(b for b in board["boards"] if (b["dataset"], b["track"]) == ("iu_xray", "findings"))
-    assert len(iu["results"]) == 25 and iu["results"][0]["rank"] == 1 and board["updated"] > 0
+    assert len(iu["results"]) == 31 and iu["results"][0]["rank"] == 1 and board["updated"] > 0
 
 
 def test_every_endpoint_answers(client):
     overview = client.predict("findings", api_name="/overview")
-    assert overview["headers"][:3] == ["Rank", "Model", "Mean rank"] and len(overview["data"]) == 25
+    assert overview["headers"][:3] == ["Rank", "Model", "Mean rank"] and len(overview["data"]) == 31
     medversa = next(row for row in overview["data"] if row[1] == "MedVersa")
-    assert medversa[2] == "4.25"  # ranks 3, 2, 3 and 9: a mean, not truncated to 4
+    assert medversa[2] == "8.25"  # ranks 8, 5, 7 and 13: a mean, not truncated to 8
     table = client.predict("mimic_cxr", "findings", "chexpert", api_name="/table")
     assert {row[1] for row in table["data"]} == {"CheXpertPlus-MIMIC", "CheXpertPlus-CheX", "CheXpertPlus-CheX-MIMIC"}
     assert table["headers"][:5] == ["Rank", "Model", "1/RadCliQ-v1 ↑", "BLEU ↑", "BertScore ↑"]
@@ -76,7 +77,7 @@ def test_every_endpoint_answers(client):
     bleus = [float(r[2]) for r in only_bleu["data"]]
     assert bleus == sorted(bleus, reverse=True)
     # Sorted by a column not shown: still best first (it was ascending), rows without the value last.
-    hidden = client.predict("iu_xray", "findings", "", [], [], [], "all", [], ["bleu2"], "fineradscore",
+    hidden = client.predict("iu_xray", "findings_impression", "", [], [], [], "all", [], ["bleu2"], "fineradscore",
                             api_name="/table")
     # it lacks 1/FineRadScore: last, unranked in this view, and says so (Rank follows the sort, shown or hidden)
     assert hidden["data"][0][1] != "UniRG-CXR" and hidden["data"][0][0] == "1"
@@ -86,7 +87,7 @@ def test_every_endpoint_answers(client):
     model = client.predict("CheXpertPlus-MIMIC", api_name="/model")  # spelled CheXpertPlus_MIMIC in some tables
     assert len(model[0]["data"]) == 8  # 4 datasets x 2 tracks
     results = json.loads(client.predict("rexgradient", "findings", api_name="/results"))
-    assert results["dataset"] == "rexgradient" and len(results["results"]) == 25
+    assert results["dataset"] == "rexgradient" and len(results["results"]) == 31
     assert all(set(r) >= {"model", "radcliq_v1", "radcliq_v1_low"} for r in results["results"])
 
 
@@ -356,12 +357,12 @@ def test_a_row_scored_on_fewer_metrics_says_so_and_ranks_where_it_can(tmp_path):
     seed_store(store)
     add_scored_result(store, "Only-BLEU", bleu=0.9)  # above every published BLEU
     df = board.numeric_table(store, "iu_xray", "findings")
-    ranked = board.display_table(df)
+    ranked = board.display_table(df, board.board_metrics(store, "findings"))
     row = ranked[ranked["Model"].str.startswith("Only-BLEU")].iloc[0]
     assert row["Rank"] == "–"
     assert row["Model"] == "Only-BLEU (no 1/RadCliQ-v1: 1 of 8 metrics)"
     assert row["Source"].endswith("scored on BLEU")
-    by_bleu = board.display_table(df, sort_by="bleu2")
+    by_bleu = board.display_table(df, board.board_metrics(store, "findings"), sort_by="bleu2")
     assert by_bleu.iloc[0]["Model"] == "Only-BLEU" and by_bleu.iloc[0]["Rank"] == "1"
     # the published rows keep their order by BLEU, each ranked among the rows with a BLEU value
     bleu_ranks = [int(r) for r in by_bleu["Rank"] if r != "–"]
@@ -399,7 +400,7 @@ def test_page_tables_hold_every_row_and_an_empty_result_shows_none(seeded):
 
     views = Views(seeded)
     page = views.page_table("iu_xray", "findings")
-    assert len(page.frame) == len(page.full) == 25 and page.empty == "" and page.datatypes[1] == "markdown"
+    assert len(page.frame) == len(page.full) == 31 and page.empty == "" and page.datatypes[1] == "markdown"
     assert any(cell.startswith("[MAIRA-2](") for cell in page.frame["Model"])
     assert page.label.startswith("IU-Xray · Findings: ranked by 1/RadCliQ-v1")
     nothing = views.page_table("iu_xray", "findings", search="no such model", institutions=["Stanford"])
@@ -449,7 +450,7 @@ def test_rank_follows_the_chosen_sort_for_hidden_and_shown_columns(seeded):
     """Point 8: Rank is the position in the chosen sort, the same rule whether the sort column is shown or not."""
     from rexrank.leaderboard import board
 
-    df = board.numeric_table(seeded, "iu_xray", "findings")
+    df = board.numeric_table(seeded, "iu_xray", "findings_impression")
     shown = board.display_table(df, ["bleu2", "fineradscore"], sort_by="fineradscore")
     hidden = board.display_table(df, ["bleu2"], sort_by="fineradscore")
     assert list(hidden["Rank"]) == list(shown["Rank"]) and list(hidden["Model"]) == list(shown["Model"])
@@ -459,59 +460,78 @@ def test_rank_follows_the_chosen_sort_for_hidden_and_shown_columns(seeded):
     assert hidden.iloc[0]["Model"] == best
 
 
-def test_one_institution_is_shown_and_filtered_as_one(seeded):
-    """Point 8: "Microsoft" and "Microsoft Research" (MAIRA-2, RadPhi) are one institution in every view, filter
-    and search (``board.INSTITUTION_ALIASES``); the store keeps what was written."""
+def test_institutions_are_shown_as_published(seeded):
+    """Issue 34 point 7: published metadata as published: "Microsoft Research" (UniRG-CXR, CARE-X, MAIRA-2) is not
+    rewritten to "Microsoft" in the table, its filter or the model page (an alias used to do that)."""
     from rexrank.leaderboard import board
     from rexrank.leaderboard.views import Views
 
     views = Views(seeded)
-    choices = views.filter_choices("iu_xray", "findings").institutions
-    assert "Microsoft" in choices and "Microsoft Research" not in choices
-    microsoft = views.page_table("iu_xray", "findings", institutions=["Microsoft"]).shown
-    assert len(microsoft) >= 2 and {"Microsoft"} == set(microsoft["institution"])
-    assert {seeded.model(m)["institution"] for m in microsoft["model"]} == {"Microsoft", "Microsoft Research"}
-    assert board.institution_label(" microsoft research ") == "Microsoft"
+    assert "Microsoft Research" in views.filter_choices("iu_xray", "findings").institutions
+    research = views.page_table("iu_xray", "findings", institutions=["Microsoft Research"]).shown
+    assert {"UniRG-CXR", "CARE-X"} <= set(research["model"]) and set(research["institution"]) == {
+        "Microsoft Research"}
+    assert seeded.model("UniRG-CXR")["institution"] == "Microsoft Research"
+    assert "Microsoft Research" in views.model_view("UniRG-CXR")[1]
+    assert board.institution_label(" Microsoft Research ") == "Microsoft Research"
 
 
 def test_published_radcliq_that_its_components_contradict_is_marked(seeded):
-    """Point 16: 1/RadCliQ-v1 recomputed from each published row's own component means (rexrank.metrics.radcliq);
-    the Findings + Impression rows off by more than 0.004 (9 of 28) are marked with both values, the findings
-    tables (which agree) and rexrank-scored rows never are."""
+    """Issue 34 point 6: a published 1/RadCliQ-v1 is checked, at import, against the interval its row's 3-decimal
+    components allow (interval arithmetic through RadCliQ-v1's linear formula) widened by its own rounding: no row of
+    today's Findings tables is marked (UniRG-CXR on IU-Xray, 4.804, lies in [4.779, 4.871]; the old fixed 0.004
+    tolerance marked it and two others), the Findings + Impression rows outside their interval are, with both
+    values, and rexrank-scored rows never are."""
     from rexrank.leaderboard import board
-    from rexrank.leaderboard.published import RADCLIQ_TOLERANCE
+    from rexrank.leaderboard.published import radcliq_interval
     from rexrank.leaderboard.records import DATASETS
     from rexrank.metrics.radcliq import radcliq_v1
 
+    low, high = radcliq_interval({"bleu2": 0.376, "bertscore": 0.636, "semb": 0.701, "radgraph": 0.398})
+    assert (round(low, 3), round(high, 3)) == (4.780, 4.870) and low < 4.804 < high
     marked, total = [], 0
     for dataset in DATASETS:
         assert board.numeric_table(seeded, dataset, "findings")["radcliq_components"].isna().all()
         df = board.numeric_table(seeded, dataset, "findings_impression")
         total += len(df)
-        for _, row in df[df["radcliq_components"].notna()].iterrows():
-            mine = 1 / radcliq_v1(row["radgraph"], row["bertscore"], row["semb"], row["bleu2"])
-            assert row["radcliq_components"] == pytest.approx(mine) and abs(mine - row["radcliq_v1"]) > \
-                RADCLIQ_TOLERANCE
-            marked.append((dataset, row["model"]))
-    assert total == 28 and len(marked) == 9 and ("rexgradient", "GPT4V") in marked
-    shown = board.display_table(board.numeric_table(seeded, "rexgradient", "findings_impression"))
+        for _, row in df.iterrows():
+            parts = {m: row[m] for m in ("bleu2", "bertscore", "semb", "radgraph")}
+            low, high = radcliq_interval(parts)
+            outside = row["radcliq_v1"] + 0.0005 < low or row["radcliq_v1"] - 0.0005 > high
+            assert pd.notna(row["radcliq_components"]) == outside, (dataset, row["model"])
+            if outside:
+                mine = 1 / radcliq_v1(row["radgraph"], row["bertscore"], row["semb"], row["bleu2"])
+                assert row["radcliq_components"] == pytest.approx(mine)
+                marked.append((dataset, row["model"]))
+    assert total == 28 and len(marked) == 12 and ("rexgradient", "GPT4V") in marked
+    shown = board.display_table(board.numeric_table(seeded, "rexgradient", "findings_impression"),
+                                board.board_metrics(seeded, "findings_impression"))
     gpt = shown[shown["Model"] == "GPT4V"].iloc[0]
     assert gpt["1/RadCliQ-v1 ↑"] == "0.605 †"
     assert gpt["Source"] == "published · † 1/RadCliQ-v1 0.605 published, 0.659 from its components"
     assert not shown[shown["Model"] == "MedVersa"].iloc[0]["1/RadCliQ-v1 ↑"].endswith("†")
+    iu = board.display_table(board.numeric_table(seeded, "iu_xray", "findings"),
+                             board.board_metrics(seeded, "findings"))
+    assert not iu["1/RadCliQ-v1 ↑"].str.contains("†").any()
+    assert iu[iu["Model"] == "UniRG-CXR"].iloc[0]["1/RadCliQ-v1 ↑"] == "4.804"
 
 
 def test_about_is_for_readers_and_lists_the_quirks(seeded):
-    """About: no host instructions (seeding, flags); the known quirks include the RadCliQ disagreement; the
-    citation is the 2024 preprint's."""
+    """About: no host instructions (seeding, flags); the known quirks include the RadCliQ disagreement; both papers
+    are cited (the 2024 preprint and the PSB 2026 study, shared/reference/citations.bib); the default edition's
+    columns, CRIMSON among them, are explained."""
     from rexrank.leaderboard import about
     from rexrank.leaderboard.published import KNOWN_QUIRKS
 
     text = about.markdown()
     assert "seed_store" not in text and "--no-seed" not in text and "``" not in text
     assert all(f"- {quirk}" in text for quirk in KNOWN_QUIRKS)
-    assert "0.605 published, 0.659 from its components" in text
+    assert "0.605 published, 0.659 from its components" in text and "shown as one" not in text
     assert "arXiv:2411.15122" in about.CITATION_BIBTEX
+    assert "@inproceedings{zhang2025automated," in about.CITATION_BIBTEX
+    assert "Biocomputing 2026: Proceedings of the Pacific Symposium" in about.CITATION_BIBTEX
+    assert "- **CRIMSON** (higher is better ↑)" in text and "- **1/FineRadScore**" in text
+    assert "- **1/FineRadScore**" in about.markdown(edition="2025") and "CRIMSON" not in about.markdown(edition="2025")
 
 
 def test_model_page_orders_datasets_like_the_tabs(seeded):

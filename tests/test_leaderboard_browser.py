@@ -139,7 +139,7 @@ def test_desktop_layout_overview_and_dataset_table(browser, space):
     assert [h for h, _ in headers[:4]] == ["Rank", "Model", "Mean rank", "Datasets"]
     assert headers[2][1]["x"] + headers[2][1]["width"] <= DESKTOP["width"]
     medversa = next(r for r in _table_rows(page, "overview-table") if " MedVersa " in f" {r} ")
-    assert "4.25" in medversa.split()  # mean of ranks 3, 2, 3, 9: was shown as 4
+    assert "8.25" in medversa.split()  # mean of ranks 8, 5, 7, 13: was shown as 8
     _shot(page, "desktop_overview")
 
     _tab(page, "IU-Xray")
@@ -176,7 +176,7 @@ def _check_links_and_csv(page, url: str, store) -> None:
     href = page.locator(f"#csv-{IU} a").get_attribute("href")
     response = page.request.get(url + href)
     assert response.status == 200 and response.text().splitlines()[0].startswith("rank,model,")
-    assert len(response.text().splitlines()) == 27  # header + every row
+    assert len(response.text().splitlines()) == 33  # header + every row (31 published, Scored-CI)
 
 
 def test_phone_layout(browser, space):
@@ -264,7 +264,7 @@ def _check_sorting(page) -> None:
     page.locator(f"#table-{IU} thead th").nth(2).hover()
     assert page.locator(f"#table-{IU} .cell-menu-button:visible").count() == 0
     page.locator(f"#sort-{IU} input").first.click()
-    page.get_by_role("option", name="1/FineRadScore ↑").click()
+    page.get_by_role("option", name="CRIMSON ↑").click()
     page.wait_for_function(f"""() => {{ const r = document.querySelector('#table-{IU} tbody tr');
         return r && !r.innerText.includes('UniRG-CXR') && !r.innerText.includes('Scored-CI'); }}""", timeout=30_000)
     first = _table_rows(page, f"table-{IU}")[0].split()
@@ -525,7 +525,9 @@ def test_sorting_by_a_hidden_column_ranks_like_a_shown_one(browser, space):
     page.wait_for_function(f"""() => ![...document.querySelectorAll('#table-{IU} thead th')]
         .some(th => th.innerText.startsWith('BLEU'))""", timeout=30_000)
     hidden = ranks_and_models()
-    assert hidden == shown and shown[0][0] == "1"
+    # The grid renders the rows in view (32 rows no longer all fit): compare the rows both reads rendered.
+    both = min(len(shown), len(hidden))
+    assert both >= 10 and hidden[:both] == shown[:both] and shown[0][0] == "1"
     assert [int(r) for r, _ in hidden if r != "–"] == sorted(int(r) for r, _ in hidden if r != "–")
     page.close()
 

@@ -409,7 +409,7 @@ def test_add_imports_no_scoring_stack(tmp_path):
 def test_an_impossible_published_cell_skips_its_row_with_a_note(tmp_path, store):
     """The published importer goes through Store.add_result too: a table with an impossible cell (a host's own
     folder of tables) loses that row, with a note naming it, and keeps the others."""
-    source = bundled_tables() / "gh-pages_findings_result_iu_xray.csv"
+    source = bundled_tables() / "findings_result_iu_xray.csv"
     lines = source.read_text(encoding="utf-8").splitlines()
     header, first = lines[0].split(","), lines[1].split(",")
     first[header.index("BLEU")] = "5.0"
@@ -480,7 +480,7 @@ def test_meta_eval_about_links_resolve_to_rows(tmp_path, store):
     import re
 
     from rexrank.leaderboard.views import META_EVAL_TITLE
-    from rexrank.metrics import LEADERBOARD_METRICS
+    from rexrank.metrics import boards
 
     store.add_meta_eval(json.loads(_meta_eval_json(tmp_path / "m.json").read_text()))
     text = Views(store).about_markdown()
@@ -490,7 +490,7 @@ def test_meta_eval_about_links_resolve_to_rows(tmp_path, store):
     assert sorted(links) == ["meta-bleu2", "meta-radgraph"] and sorted(ids) == sorted(set(ids)) == sorted(links)
     for link in links:  # the link is in its metric's entry, the row in the section below
         name = link[len("meta-"):]
-        assert name in LEADERBOARD_METRICS
+        assert name in boards.edition().all_metrics()
         entry = next(line for line in text.splitlines() if f"(#{link})" in line)
         assert entry.index(f"(#{link})") > 0 and text.index(f"(#{link})") < text.index(f"## {META_EVAL_TITLE}")
         assert text.index(f'id="{link}"') > text.index(f"## {META_EVAL_TITLE}")

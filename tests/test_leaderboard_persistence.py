@@ -46,7 +46,7 @@ def test_readme_sequence_add_then_serve_shows_the_published_rows_and_the_new_one
     store = Store(store_path)
     assert seed_store(store)["state"] == "unchanged"  # serve's open: already seeded, nothing imported again
     models = set(board.numeric_table(store, "iu_xray", "findings")["model"])
-    table = (bundled_tables() / "gh-pages_findings_result_iu_xray.csv").read_text(encoding="utf-8")
+    table = (bundled_tables() / "findings_result_iu_xray.csv").read_text(encoding="utf-8")
     published = {r.model.name for r in parse_table(table, "iu_xray", "test", "findings")[0]}
     assert len(published) > 10 and models == published | {"X"}
     store.close()
@@ -70,8 +70,9 @@ def test_seeding_again_is_idempotent_and_follows_new_bundled_tables(tmp_path):
     counts = store.counts()
     assert seed_store(store)["state"] == "unchanged"
     store.set_meta(SEED_KEY, {**store.meta(SEED_KEY), "tables": "an older rexrank's tables"})
-    again = seed_store(store)  # a newer rexrank ships other tables: imported again, adding only what is new
+    again = seed_store(store)  # a newer rexrank ships other tables: synced again, adding only what is new
     assert again["state"] == "seeded" and again["report"]["added"] == 0 and store.counts() == counts
+    assert again["report"]["unchanged"] == first["report"]["added"]
 
 
 # -- 2. what submissions are scored with ---------------------------------------------------------------------------

@@ -83,22 +83,24 @@ def test_failed_write_leaves_store_unchanged(store):
 
 def test_published_import_counts_quirks_and_is_idempotent(store):
     report = import_published(store, bundled_tables())
-    assert report["files"] == 8 and report["rows"] == report["added"] == 128
+    # The bundled seed: today's four Findings tables (31 models each) and the 2025 Findings + Impression ones (7 each).
+    assert report["files"] == 8 and report["rows"] == report["added"] == 4 * 31 + 4 * 7
     # One summarising note for the UniRG-CXR rows without 1/FineRadScore (not one per table)...
-    assert len(report["notes"]) == 1 and "UniRG-CXR 1/FineRadScore (8 of 8 tables)" in report["notes"][0]
+    assert len(report["notes"]) == 1 and "UniRG-CXR 1/FineRadScore (4 of 8 tables)" in report["notes"][0]
     again = import_published(store, bundled_tables())
     assert again["added"] == 0 and again["notes"] == []  # ...and none when nothing new was stored
-    assert store.counts()["models"] == 25  # CheXpertPlus_MIMIC and CheXpertPlus-MIMIC are one model
+    assert again["unchanged"] == 4 * 31 + 4 * 7 and again["changed"] == again["withdrawn"] == 0
+    assert store.counts()["models"] == 31  # CheXpertPlus_MIMIC and CheXpertPlus-MIMIC are one model
 
 
 def test_board_shows_published_values_exactly(seeded, shared_dir):
     """Stored means are reciprocals for 1/RadCliQ-v1 and 1/FineRadScore; the board must show the published cells."""
     import csv
 
-    with open(shared_dir / "data/leaderboard_published/gh-pages_findings_result_iu_xray.csv") as fh:
-        published = {row["Model Name"]: row for row in csv.DictReader(fh)}
-    df = board.numeric_table(seeded, "iu_xray", "findings")
-    assert len(df) == 25
+    with open(shared_dir / "data/leaderboard_published/gh-pages_result_iu_xray.csv") as fh:
+        published = {row["Model Name"].replace("_", "-"): row for row in csv.DictReader(fh)}
+    df = board.numeric_table(seeded, "iu_xray", "findings_impression")
+    assert len(df) == 7
     for _, row in df.iterrows():
         cells = published[row["model"]]
         assert row["radcliq_v1"] == pytest.approx(float(cells["1/RadCliQ-v1"]), abs=1e-12)
@@ -120,7 +122,8 @@ def test_reciprocal_ci_is_swapped(store):
     store.add_result(_record())
     row = board.numeric_table(store, "iu_xray", "findings").iloc[0]
     assert (row["radcliq_v1"], row["radcliq_v1_low"], row["radcliq_v1_high"]) == pytest.approx((0.5, 0.4, 0.625))
-    shown = board.display_table(board.numeric_table(store, "iu_xray", "findings"))
+    shown = board.display_table(board.numeric_table(store, "iu_xray", "findings"),
+                                board.board_metrics(store, "findings"))
     assert shown.loc[0, "1/RadCliQ-v1 ↑"] == "0.500 [0.400, 0.625]"
     assert shown.loc[0, "BLEU ↑"] == "0.500 [0.400, 0.600]"
 
@@ -224,13 +227,13 @@ def test_hub_sync_both_ways(tmp_path, seeded):
     from rexrank.leaderboard.hub_sync import HubSync
 
     hub = FakeHub(tmp_path)
-    assert HubSync(seeded, "org/results", api=hub).push() == 128 + 25  # every result, every name's registration
+    assert HubSync(seeded, "org/results", api=hub).push() == 152 + 31  # every result, every name's registration
     assert HubSync(seeded, "org/results", api=hub).push() == 0 and hub.commits == 1
-    assert len([f for f in hub.files if f.startswith("events/")]) == 25
+    assert len([f for f in hub.files if f.startswith("events/")]) == 31
     other = Store(tmp_path / "other.sqlite")
     other.add_result(_record(name="Local"))
-    assert HubSync(other, "org/results", api=hub).sync() == {"pulled": 128 + 25, "pushed": 2}
-    assert other.counts()["results"] == 129 and other.counts()["models"] == 26
+    assert HubSync(other, "org/results", api=hub).sync() == {"pulled": 152 + 31, "pushed": 2}
+    assert other.counts()["results"] == 153 and other.counts()["models"] == 32
     assert json.loads(hub.files[next(iter(hub.files))])["source"] == "published"
 
 

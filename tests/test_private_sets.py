@@ -95,9 +95,14 @@ def test_every_output_file_is_identical(pair, tmp_path):
         assert (folders[0] / name).read_text() == (folders[1] / name).read_text()
     shown = (folders[0] / "results.md").read_text()
     assert "| FakeLower (mean per report) | 1.050 |" in shown and "| lower |" in shown
-    assert "| 1/FakeLower (1/mean) | 0.952 | [0.951, 0.953] | higher |" in shown
+    # Rounded where shown (issue 34): a reciprocal's interval is the rounded reciprocal of the mean's bounds, not the
+    # reciprocal of rounded bounds (that gave [0.951, 0.953]).
+    assert "| 1/FakeLower (1/mean) | 0.952 | [0.952, 0.953] | higher |" in shown
+    lower = results[0]["metrics"].pop("fake_lower")
     for number in _numbers(results[0]["metrics"]) + _numbers(results[0]["subgroups"]):
         assert number == round(number, 3)
+    for key in ("mean", "ci_low", "ci_high"):  # a reciprocal metric's mean carries no more than its shown 1/mean
+        assert 1 / lower[key] == pytest.approx(round(1 / lower[key], 3), abs=1e-12)
     assert "cache" not in results[0]["analyses"] and results[0]["n_dropped"] == {}
     assert "references_sha256" not in results[0]["inputs"]
 

@@ -45,5 +45,6 @@ if __name__ == "__main__":
                       requests_repo=os.environ.get("REXRANK_REQUESTS_REPO") or None,
                       hub_token=os.environ.get("HF_TOKEN") or None,
                       arena=_flag("REXRANK_ARENA"), arena_images=os.environ.get("REXRANK_ARENA_IMAGES") or None,
-                      arena_experts_only=_flag("REXRANK_ARENA_EXPERTS_ONLY"))
+                      arena_experts_only=_flag("REXRANK_ARENA_EXPERTS_ONLY"),
+                      edition=os.environ.get("REXRANK_BOARD_EDITION") or None)
     app.block_thread()

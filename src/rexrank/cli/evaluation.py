@@ -91,8 +91,9 @@ def score_command(
     track: str = typer.Option(DEFAULT_TRACK, "--track", help=" or ".join(TRACKS) + "."),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Local copy of --dataset."),
     metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help=_metrics_help(
-        "Comma-separated metrics (default: the leaderboard metrics on open weights, i.e. all but fineradscore; "
-        "'leaderboard' for all eight; 'all' for every registered one).")),
+        "Comma-separated metrics (default: the columns every track of the default board edition shows, i.e. "
+        "the seven classic ReXrank metrics; 'leaderboard' for all of its columns, crimson and fineradscore too; "
+        "'all' for every registered one).")),
     model_path: Optional[list[str]] = typer.Option(None, "--model-path", help="METRIC=PATH: local weights or "
                                                    "another Hub id for a metric (repeatable)."),
     option: Optional[list[str]] = typer.Option(None, "--option", help="METRIC.KEY=VALUE: any metric option "

@@ -24,6 +24,9 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(7860, "--port"),
     no_seed: bool = typer.Option(False, "--no-seed", help="Do not import the published ReXrank tables."),
+    edition: Optional[str] = typer.Option(None, "--edition", envvar="REXRANK_BOARD_EDITION",
+                                          help="The board edition this store shows (rexrank.metrics.boards; kept in "
+                                          "the store): 2026 (default, Findings with CRIMSON) or 2025."),
     no_worker: bool = typer.Option(False, "--no-worker", help="Do not score submissions in this process."),
     submission_metrics: str = typer.Option(AUTO_METRICS, "--submission-metrics",
                                            help="Metrics the worker computes for submissions (default 'auto': every "
@@ -71,13 +74,17 @@ def serve(
                           ("--anonymous-limit", anonymous_limit)):
         if value < 0:
             raise ConfigError(f"{option} must be 0 or more (got {value})")
+    from rexrank.metrics.boards import edition as board_edition
     from rexrank.leaderboard.app import serve as serve_app
+
+    if edition is not None:
+        board_edition(edition)  # an unknown name: one error before anything opens
 
     options = {"metrics": _metrics(submission_metrics),
                "model_paths": _pairs(model_path), "data_dir": str(references_dir) if references_dir else None,
                "max_bytes": upload_bytes(max_upload_mb), "private_quota": private_quota,
                "rate_limit": rate_limit, "anonymous_limit": anonymous_limit}
-    demo, _, _ = serve_app(str(store), host, port, seed=not no_seed, worker=not no_worker,
+    demo, _, _ = serve_app(str(store), host, port, seed=not no_seed, worker=not no_worker, edition=edition,
                            results_repo=results_repo, requests_repo=requests_repo, arena=arena,
                            arena_images=str(arena_images) if arena_images else None,
                            arena_experts_only=arena_experts_only, arena_rater=arena_rater,
@@ -271,20 +278,31 @@ def add_meta_eval(
 
 @app.command("import-published")
 def import_published_cmd(
-    directory: Optional[Path] = typer.Argument(None, help="Folder of gh-pages_*result_*.csv (default: bundled)."),
+    sources: Optional[list[Path]] = typer.Argument(
+        None, help="Folders or files of published ReXrank tables, named as upstream names them: "
+        "findings_result_<key>.csv / result_<key>.csv, with or without gh-pages_ (default: the bundled tables of the "
+        "store's board edition)."),
     store: Path = typer.Option(DEFAULT_STORE, "--store"),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="With --track: the test set of a single table "
+                                          "file whose name does not say it."),
+    track: Optional[str] = typer.Option(None, "--track", help="With --dataset: that file's track."),
 ) -> None:
-    """Seed the store with the published ReXrank tables (idempotent)."""
-    from rexrank.leaderboard.published import bundled_tables, import_published
-    from rexrank.errors import ConfigError
+    """Sync the store with the published ReXrank tables: rows added, changed, withdrawn (a model the tables no
+    longer list leaves the board), unchanged. The host's tables are authoritative: the store is never seeded again."""
+    from rexrank.leaderboard.editions import edition_of
+    from rexrank.leaderboard.published import bundled_files, import_tables, read_tables, report_line
     from rexrank.leaderboard.store import Store
 
     _check_store(store)
-    if directory is not None and not directory.is_dir():
-        raise ConfigError(f"{directory} is not a folder: give the folder of gh-pages_*result_*.csv tables")
-    report = import_published(Store(store), directory or bundled_tables())
-    typer.echo(f"{report['added']} new of {report['rows']} rows from {report['files']} tables"
-               + (" (every row already stored; nothing added)" if report["rows"] and not report["added"] else ""))
+    existing = store.is_file()
+    # Every table is read and checked before the store opens: a failed import writes nothing, not even the file.
+    if sources:
+        tables, notes = read_tables(sources, dataset=dataset, track=track)
+    else:
+        tables, notes = read_tables(bundled_files(edition_of(Store(store)) if existing else None),
+                                    dataset=dataset, track=track)
+    report = import_tables(Store(store), tables, notes=notes, seeded=not sources)
+    typer.echo(report_line(report))
     for note in report["notes"]:
         typer.echo(f"  note: {note}")
 
@@ -334,9 +352,10 @@ def sync(
 
 def _seed(db, no_seed: bool) -> None:
     """The store gets the published tables as ``published.seed_store`` decides (the one rule, for every command)."""
+    from rexrank.leaderboard.editions import edition_of
     from rexrank.leaderboard.published import seed_message, seed_store
 
-    message = seed_message(seed_store(db, seed=not no_seed))
+    message = seed_message(seed_store(db, seed=not no_seed, edition=edition_of(db)))
     if message:
         typer.echo(message)
 

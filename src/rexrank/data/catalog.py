@@ -44,7 +44,7 @@ class DatasetSpec:
     hub_name: str | None = None
     aliases: tuple[str, ...] = ()  # other names users type; matched case-insensitively (see canonical_dataset)
     private: bool = False  # references stay with the host: only aggregates may leave the scorer and the store
-    published_table: str | None = None  # <key> of ReXrank's gh-pages_*result_<key>.csv tables
+    published_table: str | None = None  # <key> of ReXrank's results/{findings_,}result_<key>.csv tables
     citation: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -64,17 +64,29 @@ class DatasetSpec:
 # validation split; stored rows and results.json always say "validation".
 SPLIT_ALIASES = {"val": "validation", "valid": "validation", "validate": "validation"}
 
-# How to cite ReXrank: the Space's About tab shows it, every evaluate module's citation ends with it and each module's
+# How to cite ReXrank: the 2024 preprint and the PSB 2026 study (the ReXrank Challenge V1.0), both as their authors
+# publish them (shared/reference/citations.bib). The Space's About tab shows it, every evaluate module's citation ends with it and each module's
 # card (metrics/<slug>/README.md, a standalone file on the Hub) holds it verbatim (tests/test_evaluate_modules.py).
-REXRANK_BIBTEX = """@article{zhang2024rexrank,
+REXRANK_BIBTEX = r"""@article{zhang2024rexrank,
   title = {ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation},
-  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and others},
+  author = {Zhang, Xiaoman and Zhou, Hong-Yu and Yang, Xiaoli and Banerjee, Oishi and Acosta, Juli{\'a}n N. and others},
   journal = {arXiv preprint arXiv:2411.15122},
   year = {2024}
+}
+
+@inproceedings{zhang2025automated,
+  title = {Automated Chest X-ray Report Generation Remains Unsolved},
+  author = {Zhang, Xiaoman and Acosta, Julian Nicolas and Yang, Xiaoli and Adithan, Subathra and Luo, Luyang and Zhou, Hong-Yu and Miller, Joshua and Huang, Ouwen and Zhou, Zongwei and Hamamci, Ibrahim Ethem and others},
+  booktitle = {Biocomputing 2026: Proceedings of the Pacific Symposium},
+  pages = {236--250},
+  year = {2025},
+  organization = {World Scientific}
 }"""
 _REXRANK_CITATION = (
     "Zhang X, Zhou H-Y, Yang X, et al. ReXrank: A Public Leaderboard for AI-Powered Radiology Report "
-    "Generation. arXiv:2411.15122, 2024. https://rexrank.ai, https://github.com/rajpurkarlab/ReXrank"
+    "Generation. arXiv:2411.15122, 2024. Zhang X, Acosta JN, Yang X, et al. Automated Chest X-ray Report "
+    "Generation Remains Unsolved. Pacific Symposium on Biocomputing 2026, 236-250. https://rexrank.ai, "
+    "https://github.com/rajpurkarlab/ReXrank"
 )
 
 DATASETS: dict[str, DatasetSpec] = {
@@ -275,7 +287,7 @@ def private_datasets() -> frozenset[str]:
 
 
 def dataset_for_published_table(key: str) -> str | None:
-    """The dataset of a published gh-pages_*result_<key>.csv table; None for a table ReXrank does not score here."""
+    """The dataset of a published {findings_,}result_<key>.csv table; None for a table ReXrank does not score here."""
     return next((spec.name for spec in DATASETS.values() if spec.published_table == key), None)
 
 

@@ -19,7 +19,8 @@ class Track:
     reference_column: str
     # Study record columns that must be present (not None) for a study to count; others are excluded and counted.
     requires: tuple[str, ...]
-    # Published leaderboard tables of this track: <prefix>_<DatasetSpec.published_table>.csv.
+    # Published leaderboard tables of this track: <prefix>_<DatasetSpec.published_table>.csv, upstream's names
+    # (rajpurkarlab/ReXrank results/; copies of its gh-pages branch add "gh-pages_" before them).
     leaderboard_table_prefix: str
     description: str
     aliases: tuple[str, ...] = ()  # other names users type; matched case-insensitively (see canonical_track)
@@ -37,7 +38,7 @@ TRACKS: dict[str, Track] = {
             label="Findings",
             reference_column="gt_findings",
             requires=("findings",),
-            leaderboard_table_prefix="gh-pages_findings_result",
+            leaderboard_table_prefix="findings_result",
             description="Findings section only; studies without a findings section are excluded (and counted). "
             "The leaderboard ranks this track by 1/RadCliQ-v1.",
         ),
@@ -46,7 +47,7 @@ TRACKS: dict[str, Track] = {
             label="Findings + Impression",
             reference_column="gt_findings_impression",
             requires=(),
-            leaderboard_table_prefix="gh-pages_result",
+            leaderboard_table_prefix="result",
             description='"Findings: {findings} Impression: {impression}" with the literal word None for a '
             "missing section; every study counts.",
             aliases=("findings+impression", "findings-impression", "findings_and_impression"),

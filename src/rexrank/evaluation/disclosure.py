@@ -7,7 +7,9 @@ catalog's fact (``rexrank.data.catalog.is_private``); this module only reads it.
 The policy, each constant declared here once (docs/leaderboard.md, "Threat model", says what it protects):
 
 - ``PRIVATE_DECIMALS``: every number of a private set's result (means, CIs, leaderboard values, subgroup values,
-  rates, correlations) is rounded to 3 decimals, the resolution of the published ReXrank tables.
+  rates, correlations) is rounded to 3 decimals, the resolution of the published ReXrank tables. What is rounded is
+  what is shown: a reciprocal metric's mean and CI (1/RadCliQ-v1) are kept as the reciprocal of the rounded shown
+  value (``_shown_bounded``), never rounded before the reciprocal is taken (a published 1.622 would show 1.621).
 - ``DEFAULT_MIN_GROUP_SIZE`` (host setting: ``$REXRANK_MIN_GROUP_SIZE``): a subgroup (a site, normal/abnormal, the
   GREEN rate on abnormal studies) of fewer studies is replaced by ``{"suppressed": "fewer than N studies"}``; and
   since the whole set's value is always shown, the suppressed groups of one breakdown together always hold at least
@@ -105,6 +107,21 @@ def bounded(value: Any) -> Any:
 def _json_bounded(value: Any) -> Any:
     value = bounded(value)
     return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _shown_bounded(name: str, value: Any) -> Any:
+    """A metric's mean (or CI bound) rounded where it is shown: the board's value of it (the mean, or for a
+    reciprocal metric 1/mean) rounded to PRIVATE_DECIMALS, then taken back through the same rule (its own
+    inverse). A value without a finite shown value, or of a metric this rexrank lacks, is rounded as it is."""
+    from rexrank.metrics.aggregation import leaderboard_values
+
+    spec = _spec(name)
+    if spec is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _json_bounded(value)
+    shown = float(leaderboard_values(value, spec))
+    if not math.isfinite(shown):
+        return _json_bounded(value)
+    return float(leaderboard_values(bounded(shown), spec))
 
 
 def bounded_tree(value: Any) -> Any:
@@ -248,7 +265,7 @@ def _disclose_metric_entry(name: str, entry: Mapping[str, Any]) -> dict[str, Any
         out["values"] = {k: {f: _json_bounded(v) for f, v in d.items()} for k, d in out["values"].items()}
     for key in ("mean", "ci_low", "ci_high"):
         if key in out:
-            out[key] = _json_bounded(out[key])
+            out[key] = _shown_bounded(name, out[key])
     spec = _spec(name)
     if spec is None or out.get("mean") is None:
         for key in ("leaderboard_value", "leaderboard_ci_low", "leaderboard_ci_high"):
@@ -334,7 +351,8 @@ def disclose_record(record: Mapping[str, Any], min_group: int | None = None) -> 
         return dict(record)
     min_group = min_group_size() if min_group is None else min_group
     out = dict(record)
-    metrics = {name: {k: _json_bounded(v) for k, v in entry.items()} if isinstance(entry, Mapping) else entry
+    metrics = {name: {k: _shown_bounded(name, v) if k in ("mean", "ci_low", "ci_high") else _json_bounded(v)
+                      for k, v in entry.items()} if isinstance(entry, Mapping) else entry
                for name, entry in (record.get("metrics") or {}).items()}
     if "metrics" in out:
         out["metrics"] = metrics

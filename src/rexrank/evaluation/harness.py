@@ -47,7 +47,7 @@ from rexrank.evaluation.runner import (
     score_pairs,
     to_frame,
 )
-from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+from rexrank.metrics import REGISTRY, boards
 from rexrank.metrics.base import Metric
 
 # pandas (~0.45 s of start-up) and the modules that build tables are imported where a table is built: a run served
@@ -55,9 +55,10 @@ from rexrank.metrics.base import Metric
 if TYPE_CHECKING:
     import pandas as pd
 
-# What `rexrank score` runs when --metrics is not given: the leaderboard metrics that run on open weights.
-# FineRadScore needs an LLM API (GPT-4/Claude in the paper) and is opt-in: --metrics leaderboard or name it.
-DEFAULT_SCORE_METRICS = tuple(m for m in LEADERBOARD_METRICS if m != "fineradscore")
+# What `rexrank score` runs when --metrics is not given: the columns every track of the default board edition shows
+# (metrics/boards.py). The track-specific last columns (CRIMSON's 4B judge on Findings, FineRadScore's LLM API on
+# Findings + Impression) are opt-in: --metrics leaderboard, or name them.
+DEFAULT_SCORE_METRICS = boards.edition().shared_metrics()
 PER_STUDY = "per_study.parquet"
 RESULTS = "results.json"
 MARKDOWN = "results.md"
@@ -153,8 +154,8 @@ class Evaluation:
 
 
 def expand_metrics(names: Sequence[str] | str | None) -> list[str]:
-    """None -> DEFAULT_SCORE_METRICS; 'leaderboard' -> the eight leaderboard metrics; 'all' -> every registered
-    metric; else canonical names (aliases accepted, duplicates dropped)."""
+    """None -> DEFAULT_SCORE_METRICS; 'leaderboard' -> every column of the default board edition; 'all' -> every
+    registered metric; else canonical names (aliases accepted, duplicates dropped)."""
     if names is None:
         return list(DEFAULT_SCORE_METRICS)
     if isinstance(names, str):
@@ -162,7 +163,7 @@ def expand_metrics(names: Sequence[str] | str | None) -> list[str]:
     if list(names) == ["all"]:
         return REGISTRY.names()
     if list(names) == ["leaderboard"]:
-        return list(LEADERBOARD_METRICS)
+        return list(boards.edition().all_metrics())
     if not names:
         raise ConfigError("--metrics is empty; name at least one metric")
     return list(dict.fromkeys(REGISTRY.canonical(n) for n in names))

@@ -2,8 +2,9 @@
 computed, the known quirks of the published tables (``published.KNOWN_QUIRKS``) and how to cite ReXrank. Nothing for
 hosts here (seeding, command-line flags): that is docs/leaderboard.md.
 
-Citations: the 2024 ReXrank preprint, as the evaluate modules' cards cite it. The PSB 2026 study has no reference in
-this repository yet, so none is shown (docs/leaderboard.md, About).
+Citations: the 2024 ReXrank preprint and the PSB 2026 study, as the evaluate modules' cards cite them
+(``catalog.REXRANK_BIBTEX``, their owner). The metrics listed are the board edition's columns
+(``rexrank.metrics.boards``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Collection
 from rexrank.data.catalog import REXRANK_BIBTEX
 from rexrank.evaluation.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from rexrank.leaderboard.published import KNOWN_QUIRKS
-from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+from rexrank.metrics import REGISTRY, boards
 from rexrank.metrics.aggregation import leaderboard_higher_is_better
 
 PAPER_URL = "https://arxiv.org/abs/2411.15122"
@@ -32,6 +33,9 @@ DEFINITIONS = {
                  "(the 0.5.0 behaviour: LONG matrix, negation weight 0.3612).",
     "green": "GREEN: the GREEN-RadLlama2-7b judge counts clinically significant errors and matched findings; "
              "score = matched / (matched + significant errors).",
+    "crimson": "CRIMSON: an LLM judge (MedGemma 4B fine-tuned by CRIMSON's authors) lists the findings of both "
+               "reports and the generated report's errors, weighted by clinical significance; the score is signed, "
+               "in (-1, 1].",
     "fineradscore": "FineRadScore: an LLM judge rates each generated sentence's error severity. Upstream never "
                     "published how severities become one number, so published 1/FineRadScore values cannot be "
                     "reproduced; rexrank's own aggregation is documented in its metric card.",
@@ -44,13 +48,15 @@ def meta_anchor(metric: str) -> str:
     return f"meta-{metric}"
 
 
-def markdown(meta_metrics: Collection[str] = ()) -> str:
+def markdown(meta_metrics: Collection[str] = (), edition: str | None = None) -> str:
     """The About text. ``meta_metrics``: the metrics with a row in the published meta-evaluation; each one's entry
-    links to its row."""
+    links to its row. ``edition``: the board's (default the default edition): its columns are listed."""
+    board = boards.edition(edition)
     # A list, not a table: a three-column table wraps letter by letter on a phone.
-    lines = [f"ReXrank: [paper]({PAPER_URL}) · [rexrank.ai]({SITE_URL}) · [published tables]({CODE_URL}). "
-             "Cite it with the BibTeX below.", "", "## Metrics", ""]
-    for name in LEADERBOARD_METRICS:
+    lines = [f"ReXrank: [paper]({PAPER_URL}) and the PSB 2026 study (Automated Chest X-ray Report Generation "
+             f"Remains Unsolved) · [rexrank.ai]({SITE_URL}) · [published tables]({CODE_URL}). Cite both with the "
+             "BibTeX below.", "", f"This board: {board.title}.", "", "## Metrics", ""]
+    for name in board.all_metrics():
         spec = REGISTRY.spec(name)
         shown_higher = leaderboard_higher_is_better(spec)
         direction = "higher is better ↑" if shown_higher else "lower is better ↓"
@@ -67,7 +73,9 @@ def markdown(meta_metrics: Collection[str] = ()) -> str:
         "- ReXGradient's references are private: only aggregates are ever shown or downloadable.",
         "- Rank follows the chosen sort: a table sorted by another metric ranks by that metric (best first), "
         "whether or not its column is shown; rows without that metric are not ranked in that view.",
-        "- Institutions written two ways for one organisation (Microsoft Research, Microsoft) are shown as one.",
+        "- Institutions are shown as published or registered.",
+        "- A result scored with unofficial metric weights is shown and labelled, but never ranked.",
+        "- A model the newest published tables no longer list leaves the tables; its model page keeps its rows.",
         "", "## Known quirks of the published tables", "", *[f"- {quirk}" for quirk in KNOWN_QUIRKS],
     ]
     return "\n".join(lines)

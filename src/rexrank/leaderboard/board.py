@@ -1,6 +1,8 @@
 """What the Space shows, as pandas tables computed from the store: ranking, filters, model pages, analyses.
 
-Values shown are the leaderboard's: means, except 1/RadCliQ-v1 and 1/FineRadScore, the reciprocal of the mean.
+Which metrics a table shows is the store's board edition (``editions.edition_of``; the editions themselves are
+``rexrank.metrics.boards``). Values shown are the leaderboard's: means, except 1/RadCliQ-v1 and 1/FineRadScore, the
+reciprocal of the mean.
 A reciprocal's CI is the reciprocal of the mean's CI bounds, swapped (a percentile bootstrap commutes with a
 monotone transform, so this equals the CI of each resample's reciprocal). Value, interval and direction all come
 from ``rexrank.metrics.aggregation``.
@@ -23,29 +25,45 @@ import pandas as pd
 from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import UnknownNameError
 from rexrank.evaluation import disclosure
-from rexrank.leaderboard.published import bundled_tables, radcliq_from_components
+from rexrank.leaderboard.editions import edition_of
+from rexrank.leaderboard.published import bundled_tables
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS, name_key
 from rexrank.leaderboard.store import META_EVAL_KIND, MODEL_EVENT_KINDS, Store
-from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+from rexrank.metrics import REGISTRY, boards
 from rexrank.metrics.aggregation import leaderboard_higher_is_better, leaderboard_interval, leaderboard_values
 
-PRIMARY = "radcliq_v1"
+# The ranking metric: the default edition's (every edition ranks by it: tests/test_boards.py).
+PRIMARY = boards.edition().ranking
 # The column layouts other modules size (views' column widths): the overview's columns before the per-dataset pairs
 # (``overview_columns``), and the model page's before and after its metrics.
 OVERVIEW_LEAD = ("Rank", "Model", "Mean rank", "Datasets")
 MODEL_PAGE_LEAD = ("Dataset", "Track")
 MODEL_PAGE_TAIL = ("Split", "Source", "Studies", "Weights")
-# One institution under two spellings in the published tables (MAIRA-2 "Microsoft Research", RadPhi "Microsoft"):
-# every view, filter, search and CSV shows (and groups by) the label here; the store keeps what was written.
-INSTITUTION_ALIASES = {"microsoft research": "Microsoft"}
+# A withdrawn published row's Source on its model page (the published tables no longer list the model there).
+WITHDRAWN = "withdrawn: no longer in the published table"
 # The mark on a published 1/RadCliQ-v1 that disagrees with its own component means (published.KNOWN_QUIRKS).
 RADCLIQ_MARK = "†"
 
 
 def institution_label(name: str | None) -> str:
-    """How the board shows (and groups) an institution: ``INSTITUTION_ALIASES`` by case-insensitive name."""
-    text = (name or "").strip()
-    return INSTITUTION_ALIASES.get(text.casefold(), text)
+    """How the board shows (and groups) an institution: as it was published or registered ("Microsoft Research"
+    stays), spaces around it dropped."""
+    return (name or "").strip()
+
+
+def board_metrics(store: Store, track: str) -> tuple[str, ...]:
+    """The columns of ``track``'s tables on ``store``'s board (its edition's)."""
+    return boards.edition(edition_of(store)).metrics(track)
+
+
+def is_metric(name: str | None) -> bool:
+    """Whether ``name`` is a registered metric (a sort or ranking choice), not another column."""
+    return bool(name) and name in REGISTRY.names()
+
+
+def column_metrics() -> list[str]:
+    """Every registered metric with a board column (``MetricSpec.leaderboard_column``), in registry order."""
+    return [name for name in REGISTRY.names() if REGISTRY.spec(name).leaderboard_column]
 
 
 def column_label(metric: str) -> str:
@@ -111,12 +129,14 @@ def fmt(value: float, low: float, high: float, digits: int = 3) -> str:
 _CACHE: dict[tuple, pd.DataFrame] = {}
 
 
-def numeric_table(store: Store, dataset: str, track: str, metrics: Iterable[str] = LEADERBOARD_METRICS) -> pd.DataFrame:
-    """One row per (model, source) with numeric value/low/high columns per metric, ranked by 1/RadCliQ-v1.
+def numeric_table(store: Store, dataset: str, track: str, metrics: Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per (model, source) with numeric value/low/high columns per metric (default: the board's columns of
+    ``track``), ranked by 1/RadCliQ-v1 among the rows scored with official weights (``official``): a result added
+    with unofficial weights is shown, labelled, but never ranked among them.
 
     Cached per store version: a page load asks for every tab's table, and nothing changes between results.
     """
-    metrics = tuple(metrics)
+    metrics = tuple(board_metrics(store, track) if metrics is None else metrics)
     key = (str(store.path), store.version(), dataset, track, metrics)
     if key not in _CACHE:
         if len(_CACHE) > 256:
@@ -129,16 +149,16 @@ def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, .
     rows = []
     private = is_private(dataset)
     for item in _rows(store, dataset, track):
-        means = {m: (item["metrics"].get(m) or {}).get("mean") for m in item["metrics"]}
         row: dict[str, Any] = {"model": item["model_name"], "institution": institution_label(item["institution"]),
                                "year": item["year"], "model_type": item["model_type"] or "",
                                "trained_on_this": dataset in trained_on(item),
                                "source": item["source"], "n_studies": item["n_studies"], "url": item["url"] or "",
                                "note": item["note"] or "", "split": item["split"],
                                "weights": weights_label(item),
-                               # a published 1/RadCliQ-v1 that its own components contradict: their value
-                               "radcliq_components": (radcliq_from_components(means) if item["source"] == "published"
-                                                      else None)}
+                               # a published 1/RadCliQ-v1 that its own components contradict: their value, found
+                               # when the table was imported (published.radcliq_check)
+                               "radcliq_components": ((item.get("extra") or {}).get("radcliq_components")
+                                                      if item["source"] == "published" else None)}
         for metric in metrics:
             value, low, high = shown_value(metric, item["metrics"].get(metric), private)
             row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = value, low, high
@@ -146,8 +166,9 @@ def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, .
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    df = df.sort_values(PRIMARY, ascending=False, na_position="last").reset_index(drop=True)
-    df.insert(0, "rank", df[PRIMARY].rank(ascending=False, method="min").astype("Int64"))
+    df["official"] = df["weights"] == ""
+    df = df.sort_values(["official", PRIMARY], ascending=False, na_position="last").reset_index(drop=True)
+    df.insert(0, "rank", df[PRIMARY].where(df["official"]).rank(ascending=False, method="min").astype("Int64"))
     return df
 
 
@@ -178,16 +199,19 @@ def filter_table(df: pd.DataFrame, *, search: str = "", institutions: list[str] 
 
 def sort_table(df: pd.DataFrame, sort_by: str | None, ascending: bool | None = None) -> pd.DataFrame:
     """Rows ordered by one metric in its shown direction (best first, whether or not its column is shown);
-    rows without a value last, ties by rank then name. Unknown or empty ``sort_by``: the ranking order."""
+    rows without a value last, ties by rank then name; rows that are never ranked (``official`` false: unofficial
+    weights) after every ranked one. Unknown or empty ``sort_by``: the ranking order."""
     if df.empty or not sort_by or sort_by not in df.columns:
         return df
     if ascending is None:
-        ascending = not _shown_higher_is_better(sort_by) if sort_by in LEADERBOARD_METRICS else True
-    return df.sort_values([sort_by, "rank", "model"], ascending=[ascending, True, True], na_position="last",
-                          kind="stable").reset_index(drop=True)
+        ascending = not _shown_higher_is_better(sort_by) if is_metric(sort_by) else True
+    keys, order = [sort_by, "rank", "model"], [ascending, True, True]
+    if "official" in df.columns:
+        keys, order = ["official", *keys], [False, *order]
+    return df.sort_values(keys, ascending=order, na_position="last", kind="stable").reset_index(drop=True)
 
 
-def display_columns(metrics: Iterable[str] = LEADERBOARD_METRICS) -> list[str]:
+def display_columns(metrics: Iterable[str]) -> list[str]:
     """The page's column order: Rank, Model, the ranking column (1/RadCliQ-v1) when shown, the other metrics,
     then Institution, Year and Source (a phone sees the first three without scrolling)."""
     metrics = list(metrics)
@@ -195,19 +219,19 @@ def display_columns(metrics: Iterable[str] = LEADERBOARD_METRICS) -> list[str]:
     return ["Rank", "Model"] + [column_label(m) for m in ordered] + ["Institution", "Year", "Source"]
 
 
-def display_table(df: pd.DataFrame, metrics: Iterable[str] = LEADERBOARD_METRICS, sort_by: str | None = None,
+def display_table(df: pd.DataFrame, metrics: Iterable[str], sort_by: str | None = None,
                   ascending: bool | None = None, name_cell=None) -> pd.DataFrame:
     """Strings for the page: 'mean [low, high]' per metric, direction arrows in headers (see ``display_columns``).
 
     Rank is the position in the chosen sort: by ``sort_by`` when it is a metric, shown or hidden (``view_ranks``),
-    else by 1/RadCliQ-v1; one rule for every column.
+    else by 1/RadCliQ-v1; one rule for every column. A row scored with unofficial weights has no rank (``official``).
     ``name_cell(row)``: how the Model cell shows a row's name (the page links it); default the plain name."""
     metrics = list(metrics)
     columns = display_columns(metrics)
     if df.empty:
         return pd.DataFrame(columns=columns)
     df = sort_table(df, sort_by, ascending)
-    ranking = sort_by if sort_by in LEADERBOARD_METRICS else PRIMARY
+    ranking = sort_by if is_metric(sort_by) and sort_by in df.columns else PRIMARY
     ranks = view_ranks(df, ranking)
     out = pd.DataFrame({
         "Rank": ranks.map(lambda r: "–" if pd.isna(r) else str(int(r))),
@@ -234,17 +258,18 @@ def display_table(df: pd.DataFrame, metrics: Iterable[str] = LEADERBOARD_METRICS
     # silently at the bottom (a submission scored on the metrics this host has weights for).
     unranked = df[ranking].isna() if ranking in df.columns else pd.Series(False, index=df.index)
     if unranked.any():
-        scored = [scored_on(row) for _, row in df.iterrows()]
-        out["Model"] = [f"{name} (no {metric_name(ranking)}: {len(have)} of {len(LEADERBOARD_METRICS)} metrics)"
+        every = [column for column in df.columns if is_metric(column)]  # the board's columns, shown or not
+        scored = [scored_on(row, every) for _, row in df.iterrows()]
+        out["Model"] = [f"{name} (no {metric_name(ranking)}: {len(have)} of {len(every)} metrics)"
                         if miss and have else name for name, miss, have in zip(out["Model"], unranked, scored)]
         out["Source"] = [f"{src} · scored on {', '.join(metric_name(m) for m in have)}" if miss and have else src
                          for src, miss, have in zip(out["Source"], unranked, scored)]
     return out[columns].reset_index(drop=True)
 
 
-def scored_on(row: pd.Series) -> list[str]:
-    """The leaderboard metrics a numeric-table row has a value for."""
-    return [m for m in LEADERBOARD_METRICS if m in row.index and not pd.isna(row[m])]
+def scored_on(row: pd.Series, metrics: Iterable[str]) -> list[str]:
+    """The board's ``metrics`` a numeric-table row has a value for."""
+    return [m for m in metrics if m in row.index and not pd.isna(row[m])]
 
 
 def view_ranks(df: pd.DataFrame, metric: str) -> pd.Series:
@@ -254,7 +279,8 @@ def view_ranks(df: pd.DataFrame, metric: str) -> pd.Series:
         return pd.Series(pd.NA, index=df.index, dtype="Int64")
     if metric == PRIMARY and "rank" in df.columns:
         return df["rank"]
-    return df[metric].rank(ascending=not _shown_higher_is_better(metric), method="min").astype("Int64")
+    values = df[metric].where(df["official"]) if "official" in df.columns else df[metric]
+    return values.rank(ascending=not _shown_higher_is_better(metric), method="min").astype("Int64")
 
 
 def overview_columns(dataset: str) -> tuple[str, str]:
@@ -268,13 +294,14 @@ def overview_layout() -> list[str]:
     return [*OVERVIEW_LEAD, *(column for dataset in DATASETS for column in overview_columns(dataset))]
 
 
-def model_page_layout() -> list[str]:
-    """The model page's columns, in order."""
-    return [*MODEL_PAGE_LEAD, *(column_label(m) for m in _model_page_metrics()), *MODEL_PAGE_TAIL]
+def model_page_layout(edition: str | None = None) -> list[str]:
+    """The model page's columns, in order (``edition``: the board's; default the default edition)."""
+    return [*MODEL_PAGE_LEAD, *(column_label(m) for m in _model_page_metrics(edition)), *MODEL_PAGE_TAIL]
 
 
-def _model_page_metrics() -> list[str]:
-    return [PRIMARY] + [m for m in LEADERBOARD_METRICS if m != PRIMARY]
+def _model_page_metrics(edition: str | None = None) -> list[str]:
+    """The ranking metric, then every other column of any track of the edition."""
+    return [PRIMARY] + [m for m in boards.edition(edition).all_metrics() if m != PRIMARY]
 
 
 def overview(store: Store, track: str = DEFAULT_TRACK) -> pd.DataFrame:
@@ -289,7 +316,8 @@ def overview(store: Store, track: str = DEFAULT_TRACK) -> pd.DataFrame:
         df = numeric_table(store, dataset, track, [PRIMARY])
         if df.empty:
             continue
-        df = df.dropna(subset=[PRIMARY]).drop_duplicates("model")  # published and rexrank rows: the best-ranked
+        # published and rexrank rows: the best-ranked; a row without a rank (unofficial weights) is not in it
+        df = df.dropna(subset=[PRIMARY, "rank"]).drop_duplicates("model")
         ranks_of, values_of = overview_columns(dataset)
         frames.append(df.set_index("model")[["rank", PRIMARY]].rename(columns={"rank": ranks_of, PRIMARY: values_of}))
         rank_cols.append(ranks_of)
@@ -322,16 +350,19 @@ def last_updated(store: Store) -> float | None:
 
 def model_page(store: Store, model: str) -> pd.DataFrame:
     """Every dataset and track of one model, with all metrics (strings with CIs): the dataset, the track and the
-    ranking column first (what a phone shows without scrolling), the provenance columns last."""
+    ranking column first (what a phone shows without scrolling), the provenance columns last. Published rows the
+    published tables no longer list stay here, their Source saying so (the board's tables leave them out)."""
     rows = []
-    for item in sorted(_rows(store, model=model), key=_tab_order):
+    edition = edition_of(store)
+    for item in sorted(_rows(store, model=model, withdrawn=True), key=_tab_order):
         row = dict(zip(MODEL_PAGE_LEAD, (DATASET_LABELS.get(item["dataset"], item["dataset"]),
                                          TRACK_LABELS.get(item["track"], item["track"])), strict=True))
-        for metric in _model_page_metrics():
+        for metric in _model_page_metrics(edition):
             row[column_label(metric)] = fmt(*shown_value(metric, item["metrics"].get(metric),
                                                          is_private(item["dataset"])))
         weights = weights_label(item) or ("official" if (item.get("extra") or {}).get("weights") else "")
-        row.update(zip(MODEL_PAGE_TAIL, (item["split"], item["source"],
+        source = item["source"] + (f" · {WITHDRAWN}" if item.get("withdrawn") else "")
+        row.update(zip(MODEL_PAGE_TAIL, (item["split"], source,
                                          "" if item["n_studies"] is None else str(item["n_studies"]), weights),
                        strict=True))
         rows.append(row)
@@ -385,8 +416,8 @@ def model_other_metrics(store: Store, model: str) -> pd.DataFrame:
     (``shown_value``; a private set's rounded by its policy). Registry order. Model pages only: these never rank.
     Corpus-level metrics have their own tables (``model_corpus_metrics``); a stored name this rexrank does not know
     is left out (no direction to show)."""
-    known = [name for name in REGISTRY.names()
-             if name not in LEADERBOARD_METRICS and REGISTRY.spec(name).level != "corpus"]
+    shown = boards.edition(edition_of(store)).all_metrics()
+    known = [name for name in REGISTRY.names() if name not in shown and REGISTRY.spec(name).level != "corpus"]
     items = sorted(_rows(store, model=model), key=_tab_order)
     held = [name for name in known if any(item["metrics"].get(name) for item in items)]
     rows = []
@@ -424,10 +455,11 @@ def metric_agreement(store: Store, dataset: str, track: str = DEFAULT_TRACK) -> 
     from scipy.stats import kendalltau
 
     df = numeric_table(store, dataset, track)
-    labels = [column_label(m) for m in LEADERBOARD_METRICS]
+    metrics = board_metrics(store, track)
+    labels = [column_label(m) for m in metrics]
     matrix = np.full((len(labels), len(labels)), np.nan)
-    for i, a in enumerate(LEADERBOARD_METRICS):
-        for j, b in enumerate(LEADERBOARD_METRICS):
+    for i, a in enumerate(metrics):
+        for j, b in enumerate(metrics):
             if df.empty:
                 continue
             both = df[[a, b]].dropna()
@@ -444,7 +476,7 @@ def ranks_across_datasets(store: Store, track: str = DEFAULT_TRACK) -> pd.DataFr
     for dataset in DATASETS:
         df = numeric_table(store, dataset, track, [PRIMARY])
         for _, r in df.iterrows():
-            if not pd.isna(r[PRIMARY]):
+            if not pd.isna(r["rank"]):
                 rows.append({"model": r["model"], "dataset": DATASET_LABELS[dataset], "rank": int(r["rank"])})
     return pd.DataFrame(rows, columns=["model", "dataset", "rank"])
 
@@ -453,6 +485,7 @@ def is_private(dataset: str) -> bool:
     return disclosure.is_private(dataset)
 
 
-__all__ = ["DATASETS", "TRACKS", "column_label", "display_columns", "display_table", "filter_table", "fmt",
+__all__ = ["DATASETS", "TRACKS", "board_metrics", "column_label", "display_columns", "display_table", "filter_table",
+           "fmt",
            "last_updated", "metric_agreement", "model_analyses", "model_page", "numeric_table", "overview",
            "published_trained_on", "ranks_across_datasets", "shown_value", "sort_table", "trained_on"]

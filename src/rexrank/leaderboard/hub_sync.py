@@ -5,7 +5,8 @@ content hash: ``results/<content_hash>.json``, one ``ResultRecord`` each (aggreg
 ``events/<content_hash>.json``, one event each (a model's: a name registered, details filled or edited, a name
 handed over, ``store.make_event``; or the Arena's: a vote, ``store.make_vote``, or the host's decision about a
 rater, ``store.make_rater_event``; or the host's published meta-evaluation, aggregates only,
-``store.make_meta_eval_event``), and ``reports/<content_hash>.json``, one scored public submission's reports
+``store.make_meta_eval_event``; or whether the published tables still list a model, ``store.make_listing_event``),
+and ``reports/<content_hash>.json``, one scored public submission's reports
 for the Arena (``Store.keep_reports``: a public test set's predictions, references and per-study metric values;
 never a private set's, which the store refuses to keep). Files are only ever added, never rewritten, so pushing and pulling are idempotent and
 two boards never overwrite each other's files; a pull applies events in their recorded order whatever order they

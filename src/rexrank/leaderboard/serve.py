@@ -43,6 +43,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
           upload_ttl: int = 3600, results_repo: str | None = None, requests_repo: str | None = None,
           hub_token: str | None = None, hub_api: Any = None, arena: bool = False, arena_images: str | None = None,
           arena_experts_only: bool = False, arena_rater: str | None = None, trusted_proxies: int | None = None,
+          edition: str | None = None,
           **submission_options: Any):
     """Open the store (pulled from the Hub and seeded as ``published.seed_store`` says), start the scoring worker,
     launch the Space; returns (``BoardApp``, store, service).
@@ -54,6 +55,9 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     default every leaderboard metric this host has official weights for ...). ``results_repo``/``requests_repo``:
     Hub dataset repos the store is pulled from now and pushed to after every write (``hub_sync``; token
     ``hub_token``, else HF_TOKEN); the sync is the app's ``sync``.
+
+    ``edition``: the board edition the store shows from now on (``editions.choose_edition``; None: the one it
+    has, else the default).
 
     ``arena``: add the radiologist Arena tab (docs/arena.md; off by default: the first page then holds none of its
     component types). ``arena_images``: a folder of the public set's images shown with each study, or a Hub dataset
@@ -68,7 +72,9 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     logged here and answered with one generic line (``gradio_compat.guarded``), never its text.
     """
     from rexrank.errors import ConfigError
+    from rexrank.leaderboard.editions import choose_edition
     from rexrank.leaderboard.published import seed_store
+    from rexrank.metrics.boards import edition as board_edition
     from rexrank.leaderboard.limits import DEFAULT_MAX_UPLOAD_MB, upload_bytes
 
     if requests_repo and not results_repo:
@@ -77,6 +83,8 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     if not arena and (arena_images or arena_experts_only or arena_rater):
         raise ConfigError("the Arena's settings (images, experts only, rater) need the Arena on: add --arena "
                           "(REXRANK_ARENA=1)")
+    if edition is not None:
+        board_edition(edition)  # an unknown name: one error before the store opens
     store = Store(store_path)
     sync = None
     if results_repo:
@@ -84,7 +92,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
 
         sync = HubSync(store, results_repo, requests_repo=requests_repo, token=hub_token, api=hub_api)
         sync.pull_with_retries()  # before anything writes: the repos hold the board
-    seed_store(store, seed=seed)
+    seed_store(store, seed=seed, edition=choose_edition(store, edition))
     if sync is not None:
         sync.start()
     service = None

@@ -3,7 +3,8 @@
 One log. Everything the board shows is an append-only, content-addressed entry: a result (table ``results``, its
 id the sha256 of its record) or a model event (table ``events``: a name registered, details filled in by the
 host's own rows, details edited, a name handed over; the Arena's votes and rater decisions; the host's published
-meta-evaluation, ``meta_eval``, aggregates only: ``meta_eval_summary``; its id the sha256 of the event). Nothing in either table is
+meta-evaluation, ``meta_eval``, aggregates only: ``meta_eval_summary``; whether the published tables still list a
+model on a board table, ``listing``: ``make_listing_event``; its id the sha256 of the event). Nothing in either table is
 ever changed or deleted. ``models`` (one row per name: details, owner) is derived from the events, replayed in
 their recorded order (``at``, then hash); the Hub sync carries both kinds of entry (``hub_sync``), so a store
 rebuilt from the repo shows the same board. Other tables are not the board: submissions (the queue), attempts
@@ -232,7 +233,12 @@ ARENA_EVENT_KINDS = ("vote", "rater")
 # The host's published meta-evaluation (how each metric agrees with radiologists, ``evaluation/meta_eval.py``):
 # aggregates only (``meta_eval_summary``), never a report of the licensed expert set.
 META_EVAL_KIND = "meta_eval"
-EVENT_KINDS = MODEL_EVENT_KINDS + ARENA_EVENT_KINDS + (META_EVAL_KIND,)
+# Whether the published tables list a model on one board table (dataset, split, track): a re-import of newer tables
+# withdraws a model they no longer list (``listed`` false) and lists it again if it comes back. Its published rows
+# stay in the log and on its model page (``results(withdrawn=True)``); the board's tables leave them out.
+LISTING_KIND = "listing"
+LISTING_FIELDS = ("kind", "at", "by", "model", "dataset", "split", "track", "listed")
+EVENT_KINDS = MODEL_EVENT_KINDS + ARENA_EVENT_KINDS + (META_EVAL_KIND, LISTING_KIND)
 VOTE_CHOICES = ("a", "b", "tie", "both_bad")
 RATER_ROLES = ("expert", "excluded", "rater")
 DETAIL_FIELDS = tuple(f.name for f in dataclass_fields(ModelInfo) if f.name != "name")  # what edit-model may change
@@ -270,6 +276,8 @@ def check_event(event: Any) -> dict[str, Any]:
         return _check_arena_event(event)
     if kind == META_EVAL_KIND:
         return _check_meta_eval_event(event)
+    if kind == LISTING_KIND:
+        return _check_listing_event(event)
     expected = {"kind", "model", "at", "by"} | ({"owner"} if kind in ("register", "owner") else set()) | (
         {"details"} if kind in ("register", "fill", "edit") else set())
     if set(event) != expected:
@@ -293,6 +301,24 @@ def check_event(event: Any) -> dict[str, Any]:
                 ok = value is None or (isinstance(value, str) and len(value) <= _MAX_EVENT_TEXT)
             if not ok or (kind != "register" and value is None):
                 raise InputError(f"a {kind} event's {key} is not a valid value ({value!r:.60})")
+    return event
+
+
+def make_listing_event(model: str, dataset: str, split: str, track: str, listed: bool, *, at: float,
+                       by: str = HOST) -> dict[str, Any]:
+    """Whether the published tables list ``model`` on one board table (``LISTING_KIND``)."""
+    return {"kind": LISTING_KIND, "at": float(at), "by": by, "model": model, "dataset": dataset, "split": split,
+            "track": track, "listed": bool(listed)}
+
+
+def _check_listing_event(event: dict[str, Any]) -> dict[str, Any]:
+    if set(event) != set(LISTING_FIELDS):
+        raise InputError(f"a listing event holds {', '.join(sorted(LISTING_FIELDS))} (got {', '.join(sorted(event))})")
+    for key in ("model", "by", "dataset", "split", "track"):
+        _text(event, key)
+    _check_time(event)
+    if not isinstance(event["listed"], bool):
+        raise InputError("a listing event's listed must be true or false")
     return event
 
 
@@ -958,6 +984,22 @@ class Store:
         if _insert_event(conn, event):
             _apply_event(conn, event)
 
+    def set_listing(self, conn: sqlite3.Connection, model: str, dataset: str, split: str, track: str,
+                    listed: bool) -> None:
+        """Record that the published tables (do not) list ``model`` on one board table: a ``listing`` event, after
+        every event the log holds."""
+        last = conn.execute("SELECT MAX(at) FROM events").fetchone()[0]
+        at = time.time() if last is None else max(time.time(), last + _TIME_STEP)
+        _insert_event(conn, make_listing_event(model, dataset, split, track, listed, at=at))
+
+    def withdrawn(self) -> set[tuple[str, str, str, str]]:
+        """(name_key(model), dataset, split, track) of every board table the published tables no longer list the
+        model on: the latest ``listing`` event of each says so."""
+        state: dict[tuple[str, str, str, str], bool] = {}
+        for _, event in self.events((LISTING_KIND,)):
+            state[(name_key(event["model"]), event["dataset"], event["split"], event["track"])] = event["listed"]
+        return {key for key, listed in state.items() if not listed}
+
     def add_events(self, events: list[dict[str, Any]], conn: sqlite3.Connection | None = None) -> int:
         """Add events made elsewhere (a Hub pull: another board's, or this one's before a restart); how many were new.
 
@@ -1288,11 +1330,14 @@ class Store:
         return any(r["id"] == result_id for r in self.results(row["dataset"], row["track"], model=name))
 
     def results(self, dataset: str | None = None, track: str | None = None, *, latest: bool = True,
-                model: str | None = None, include_hidden: bool = False) -> list[dict[str, Any]]:
+                model: str | None = None, include_hidden: bool = False,
+                withdrawn: bool = False) -> list[dict[str, Any]]:
         """Rows joined with model metadata and owner. ``latest``: newest per (model, dataset, split, track, source).
 
         Only rows the model's owner or the host added are returned (what the board may show), and ``latest``
-        picks the newest among those; ``include_hidden`` adds the others (history, Hub sync). Each row carries
+        picks the newest among those; ``include_hidden`` adds the others (history, Hub sync). Published rows of a
+        model the published tables no longer list (``withdrawn()``) are left out unless ``withdrawn`` (a model's
+        page: its history) or ``include_hidden``; those returned carry ``withdrawn: True``. Each row carries
         its provenance: submitted_by, submitted_via, submission_id, submitted_at.
         ``dataset`` and ``track`` may be aliases ("chexpert", "Findings"): rows are stored under canonical names.
         ``model`` is compared as names are (``records.name_key``).
@@ -1321,9 +1366,14 @@ class Store:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.id"
         rows = self._conn().execute(sql, args).fetchall()
+        gone = self.withdrawn()
         out = []
         for row in rows:
             item = dict(row)
+            if gone and row["source"] == "published":
+                item["withdrawn"] = (name_key(row["model_name"]), row["dataset"], row["split"], row["track"]) in gone
+                if item["withdrawn"] and not (withdrawn or include_hidden):
+                    continue
             item["metrics"] = json.loads(item["metrics"])
             item["extra"] = json.loads(item["extra"])
             item["trained_on"] = json.loads(item["trained_on"] or "[]")

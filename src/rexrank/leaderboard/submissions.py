@@ -54,7 +54,7 @@ from rexrank.leaderboard.records import (PRIVATE_DATASETS, ModelInfo, ResultReco
                                          hf_identity)
 from rexrank.leaderboard.store import LOST_UPLOAD, Store
 from rexrank.leaderboard.uploads import UPLOAD_GONE
-from rexrank.metrics import LEADERBOARD_METRICS, REGISTRY
+from rexrank.metrics import REGISTRY, boards
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,10 @@ class LoginRequired(InputError):
 
 
 # -- which metrics this host can score submissions with ---------------------------------------------------------------
-def host_metrics(model_paths: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
-    """(the leaderboard metrics this host can score with official weights, {each other one: why not}).
+def host_metrics(model_paths: dict[str, str] | None = None,
+                 edition: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """(the board's metrics, every column of ``edition``, this host can score with official weights, {each other
+    one: why not}).
 
     A metric qualifies when every weight source it reads (``rexrank.metrics.official.METRIC_SOURCES``) is on this
     host, as ``--model-path`` gives it or in the Hugging Face cache (``rexrank models download``; nothing is
@@ -107,7 +109,7 @@ def host_metrics(model_paths: dict[str, str] | None = None) -> tuple[list[str], 
             return NO_OFFICIAL_WEIGHTS[name] + "; the worker stores results scored with official weights only"
         return _weights_problem(name, paths.get(name))
 
-    for name in LEADERBOARD_METRICS:
+    for name in boards.edition(edition).all_metrics():
         reason = decide(name)
         if reason is None:
             chosen.append(name)
@@ -184,7 +186,9 @@ class Submissions:
         # None: every leaderboard metric this host can score with official weights (``host_metrics``), decided now.
         self.excluded: dict[str, str] = {}
         if metrics is None:
-            self.metrics, self.excluded = host_metrics(self.model_paths)
+            from rexrank.leaderboard.editions import edition_of
+
+            self.metrics, self.excluded = host_metrics(self.model_paths, edition_of(store))
             log.info("submissions are scored with %s; not with %s", ", ".join(self.metrics) or "nothing",
                      "; ".join(f"{m} ({why})" for m, why in self.excluded.items()) or "-")
         else:
@@ -212,8 +216,11 @@ class Submissions:
         """What a submission is scored with on this board and what that means for its rank (the page says it)."""
         from rexrank.leaderboard.board import PRIMARY
 
-        shown = [m for m in self.metrics if m in LEADERBOARD_METRICS]
-        missing = [m for m in LEADERBOARD_METRICS if m not in shown]
+        from rexrank.leaderboard.editions import edition_of
+
+        columns = boards.edition(edition_of(self.store)).all_metrics()
+        shown = [m for m in self.metrics if m in columns]
+        missing = [m for m in columns if m not in shown]
         text = f"It will be scored with {_labels(shown)}"
         if not missing:
             return text + ", every leaderboard metric, and ranked like every other row."

@@ -26,11 +26,10 @@ from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.leaderboard import about, board, plots
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
-from rexrank.metrics import LEADERBOARD_METRICS
+from rexrank.leaderboard.editions import edition_of
 
 TITLE = "ReXrank leaderboard"
 PRIMARY = board.PRIMARY
-METRIC_CHOICES = [(board.column_label(m), m) for m in LEADERBOARD_METRICS]
 QUEUED = "Submission #"  # how an accepted submission's message starts (the form is cleared after one)
 # Column widths (px): Rank, Model and the ranking column fit a 312 px wide screen (a 390 px phone at 125% zoom,
 # with gradio_compat.PHONE_HEAD's 8 px margin);
@@ -53,7 +52,7 @@ def view_key(dataset: str, track: str) -> str:
 
 def table_label(dataset: str, track: str, sort_by: str | None = PRIMARY) -> str:
     """A table's accessible name and caption: the dataset, the track and the sort (Rank follows the sort)."""
-    metric = sort_by if sort_by in LEADERBOARD_METRICS else PRIMARY
+    metric = sort_by if board.is_metric(sort_by) else PRIMARY
     return (f"{DATASET_LABELS[dataset]} · {TRACK_LABELS[track]}: ranked by {board.column_label(metric)} "
             "(change it in Filters, columns and sorting)")
 
@@ -63,9 +62,9 @@ def overview_widths() -> list[int]:
     return [OVERVIEW_WIDTHS.get(c, OVERVIEW_DATASET_WIDTH) for c in board.overview_layout()]
 
 
-def model_page_widths() -> list[int]:
-    """The model page table's column widths, one per column of ``board.model_page_layout``."""
-    return [MODEL_PAGE_WIDTHS.get(c, METRIC_WIDTH) for c in board.model_page_layout()]
+def model_page_widths(edition: str | None = None) -> list[int]:
+    """The model page table's column widths, one per column of ``board.model_page_layout`` (of ``edition``)."""
+    return [MODEL_PAGE_WIDTHS.get(c, METRIC_WIDTH) for c in board.model_page_layout(edition)]
 
 
 def overview_label(track: str) -> str:
@@ -204,6 +203,18 @@ class Views:
         self._json_cache: dict[tuple, str] = {}
         self._updated: tuple[Any, float | None] | None = None
 
+    def edition(self) -> str:
+        """The board edition this store shows (``editions.edition_of``)."""
+        return edition_of(self.store)
+
+    def metrics(self, track: str) -> tuple[str, ...]:
+        """The columns of ``track``'s tables (the edition's)."""
+        return board.board_metrics(self.store, track)
+
+    def metric_choices(self, track: str) -> list[tuple[str, str]]:
+        """(label, metric) of every column of ``track``'s tables: the Columns, Sort and bar-chart choices."""
+        return [(board.column_label(m), m) for m in self.metrics(track)]
+
     def generation(self) -> Any:
         """The store's generation: changes with every committed change (an opaque, hashable key)."""
         return self.store.version()
@@ -220,16 +231,15 @@ class Views:
                                 model_types=model_types or None, trained=trained or "all", sources=sources or None)
         return board.sort_table(df, sort_by or PRIMARY), full
 
-    @staticmethod
-    def _metrics(columns) -> list[str]:
-        return [m for m in LEADERBOARD_METRICS if not columns or m in columns]
+    def _metrics(self, track, columns) -> list[str]:
+        return [m for m in self.metrics(track) if not columns or m in columns]
 
     def table_view(self, dataset: str, track: str, search: str = "", institutions=None, years=None,
                    model_types=None, trained: str = "all", sources=None, columns=None,
                    sort_by: str = PRIMARY) -> pd.DataFrame:
         """The /table API's frame: the page's cells with plain model names."""
         shown, _ = self._filtered(dataset, track, search, institutions, years, model_types, trained, sources, sort_by)
-        return board.display_table(shown, self._metrics(columns), sort_by=sort_by or PRIMARY)
+        return board.display_table(shown, self._metrics(track, columns), sort_by=sort_by or PRIMARY)
 
     def page_table(self, dataset, track, search="", institutions=None, years=None, model_types=None,
                    trained="all", sources=None, columns=None, sort_by=PRIMARY) -> PageTable:
@@ -239,7 +249,7 @@ class Views:
                                      sort_by)
         # The Model cell links the name to its URL; display_table adds the markers (unofficial weights, a published
         # 1/RadCliQ-v1 that disagrees with its components) and the "scored on" label of a row this view cannot rank.
-        out = board.display_table(shown, self._metrics(columns), sort_by=sort_by or PRIMARY,
+        out = board.display_table(shown, self._metrics(track, columns), sort_by=sort_by or PRIMARY,
                                   name_cell=lambda row: md_link(row["model"], row["url"]))
         widths = [WIDTHS.get(c, METRIC_WIDTH) for c in out.columns]
         types = ["markdown" if c == "Model" else "str" for c in out.columns]
@@ -323,7 +333,8 @@ class Views:
         """The About tab's text: ``about.markdown`` (each metric with a meta-evaluation row linking to it), then the
         "Metrics vs radiologists" section of the newest published meta-evaluation (``meta_eval_markdown``)."""
         summary = self.store.meta_eval()
-        return about.markdown(summary["metrics"] if summary else ()) + "\n\n" + meta_eval_markdown(summary)
+        return (about.markdown(summary["metrics"] if summary else (), self.edition()) + "\n\n"
+                + meta_eval_markdown(summary))
 
     def header_markdown(self) -> str:
         return (f"# {TITLE}\nAI-written chest X-ray reports ranked by the eight ReXrank metrics (by 1/RadCliQ-v1), "
@@ -464,9 +475,9 @@ def subgroup_markdown(entry: dict[str, Any]) -> str:
                 rows.append((label, f"suppressed ({group['suppressed']})", {}))
                 continue
             values = {metric: board.fmt(*board.shown_value(metric, value))
-                      for metric, value in (group.get("metrics") or {}).items() if metric in LEADERBOARD_METRICS}
+                      for metric, value in (group.get("metrics") or {}).items() if metric in board.column_metrics()}
             rows.append((label, str(group.get("n", "")), values))
-    present = [m for m in LEADERBOARD_METRICS if any(m in values for _, _, values in rows)]
+    present = [m for m in board.column_metrics() if any(m in values for _, _, values in rows)]
     lines = [title]
     if rows:
         header = ["Group", "Studies"] + [board.column_label(m) for m in present]

@@ -35,10 +35,9 @@ from rexrank.leaderboard.gradio_compat import guarded
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.uploads import ReceivedUploads, upload_root
-from rexrank.leaderboard.views import (METRIC_CHOICES, PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE, TRAINED_CHOICES,
+from rexrank.leaderboard.views import (PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE, TRAINED_CHOICES,
                                        Views, form_message, model_page_widths, overview_label, overview_widths,
                                        view_key)
-from rexrank.metrics import LEADERBOARD_METRICS
 
 # Pages whose last table request each dataset view remembers (the freshness check's guard), newest kept.
 _SESSIONS_KEPT = 10_000
@@ -138,6 +137,7 @@ class _DatasetView:
         self.dataset, self.track, self.key = dataset, track, view_key(dataset, track)
         self.shown = shown
         key = self.key
+        self.metric_choices = views.metric_choices(track)  # the board edition's columns of this track
         page = views.page_table(dataset, track)
         choices = views.filter_choices(dataset, track)
         shown.initial[f"rows-{key}"] = digest(page.frame)
@@ -162,9 +162,9 @@ class _DatasetView:
             with gr.Row():
                 self.trained = gr.Radio(TRAINED_CHOICES, value="all", label="Trained on this dataset",
                                         elem_id=f"trained-{key}", visible=choices.show_trained)
-                self.columns = gr.Dropdown(METRIC_CHOICES, value=list(LEADERBOARD_METRICS), multiselect=True,
-                                           label="Columns", elem_id=f"columns-{key}")
-                self.sort = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Sort by (best first; Rank follows)",
+                self.columns = gr.Dropdown(self.metric_choices, value=list(views.metrics(track)),
+                                           multiselect=True, label="Columns", elem_id=f"columns-{key}")
+                self.sort = gr.Dropdown(self.metric_choices, value=PRIMARY, label="Sort by (best first; Rank follows)",
                                         elem_id=f"sort-{key}")
         self.empty = gr.Markdown(page.empty, visible=bool(page.empty), elem_id=f"empty-{key}")
         self.table = gr.Dataframe(value=page.frame, datatype=page.datatypes, interactive=False, label=page.label,
@@ -265,7 +265,7 @@ class _DatasetView:
                 shown = gr.Checkbox(False, label="Plots: bars of this table's rows and metric agreement",
                                     elem_id=f"plots-{key}")
             with gr.Column(scale=2, min_width=200):
-                metric = gr.Dropdown(METRIC_CHOICES, value=PRIMARY, label="Bar chart metric",
+                metric = gr.Dropdown(self.metric_choices, value=PRIMARY, label="Bar chart metric",
                                      elem_id=f"metric-{key}")
 
         self.plots_shown = shown
@@ -455,7 +455,7 @@ def _models_tab(gr, views: Views) -> None:
             model_table = gr.Dataframe(table, interactive=False, elem_id="model-table", pinned_columns=1,
                                        wrap=True, elem_classes=["board-table", "pin1"], label=f"Results of {name}",
                                        show_label=True,
-                                       column_widths=model_page_widths())
+                                       column_widths=model_page_widths(views.edition()))
             model_text = gr.Markdown(text, elem_id="model-details")
 
             def pick(model: str):

@@ -18,7 +18,8 @@ _R = "rexrank.metrics"
 # RadCliQ composites are regressions; FineRadScore sums non-negative severity weights.
 _UNIT = (0.0, 1.0)
 
-# Leaderboard column names follow the published ReXrank tables (rajpurkarlab/ReXrank gh-pages CSVs);
+# Leaderboard column names follow the published ReXrank tables (rajpurkarlab/ReXrank results CSVs: the header text
+# import-published matches; CRIMSON since 2026);
 # per-report column names follow CXR-Report-Metric's output CSV (CXRMetric/run_eval.py).
 REGISTRY.register(
     MetricSpec("bleu2", "bleu_score", True, "1", "Sentence BLEU-2 (fast_bleu / NLTK method1), CXR-Report-Metric tokenisation",
@@ -110,11 +111,10 @@ REGISTRY.register(
     MetricSpec("crimson", "crimson", True, "1",
                "CRIMSON: LLM judge of clinically weighted errors (rajpurkarlab/medgemma-4b-it-crimson), signed "
                "score in (-1, 1], as radeval 2.2.1",
-               needs_model=True, across_processes="shard", value_range=(-1.0, 1.0)),
+               needs_model=True, across_processes="shard", leaderboard_column="CRIMSON", value_range=(-1.0, 1.0)),
     f"{_R}.crimson:Crimson")
 
-# The eight ReXrank leaderboard metrics, in leaderboard column order.
-LEADERBOARD_METRICS = ("bleu2", "bertscore", "semb", "radgraph", "radcliq_v1", "ratescore", "green", "fineradscore")
+# Which metrics the board shows, per track and edition: rexrank.metrics.boards (EDITIONS, DEFAULT_EDITION).
 
 
 def __getattr__(name: str) -> Any:
@@ -140,4 +140,4 @@ def available() -> list[str]:
     return REGISTRY.names()
 
 
-__all__ = ["LEADERBOARD_METRICS", "Metric", "MetricSpec", "REGISTRY", "available", "check_pairs", "get", "spec"]
+__all__ = ["Metric", "MetricSpec", "REGISTRY", "available", "check_pairs", "get", "spec"]
