@@ -11,7 +11,8 @@ answer is read (docs/radeval_metrics.md, "CRIMSON: the two implementations", lis
   four top-level keys is NaN, not a number (crimson-score scores ``{}`` 1.0), counted in ``n_deviations`` and the
   ``crimson_deviation`` column.
 - ``crimson_radeval`` (``CrimsonRadeval``): as radeval 2.2.1 runs it (``radeval/metrics/crimson/``): repetition
-  penalty 1.1, vLLM context 16,384 with at most 8,192 new tokens, up to 3 HTTP attempts, radeval's reader.
+  penalty 1.1 (radeval has no vLLM path: rexrank's runs the same settings with a 16,384-token context), up to 3
+  HTTP attempts, radeval's reader.
 
 The judges, for both:
 - ``backend="transformers"`` (default): the fine-tuned ``rajpurkarlab/medgemma-4b-it-crimson`` (or any local chat
@@ -407,8 +408,9 @@ class CrimsonRadeval(Crimson):
     parser_version = RADEVAL_PARSER_VERSION
     repetition_penalty = 1.1  # both branches of radeval's CRIMSONScore._hf_generate
     default_retries = 2  # radeval CRIMSONScore._evaluate_one(max_retries=2): three attempts
-    # radeval's vLLM path: max_model_len 16,384 (a prompt of about 3,000 tokens with guidelines plus 8,192 new
-    # tokens), the answer capped by the generation config's count of new tokens
+    # radeval has no vLLM path: rexrank runs its transformers settings on vLLM, with a context of 16,384 (a prompt
+    # of about 3,000 tokens with guidelines plus 8,192 new tokens), the answer capped by the generation config's
+    # count of new tokens
     vllm_context = 16384
     vllm_caps_new_tokens = True
 
