@@ -10,8 +10,8 @@ files for both sides. Rows (ours = rexrank in .venv on transformers 5; reference
 - temporal entity F1: rexrank's ``temporal_f1`` vs radeval's ``TemporalF1Metric._compute_raw`` on the stanza stand-in
   (rexrank.testing.standin_temporal; radeval's import-time Pipeline reads it through STANZA_RESOURCES_DIR and a
   loopback STANZA_RESOURCES_URL, as tests/reference/temporal_f1_radeval_ref.py does);
-- CRIMSON: rexrank's ``crimson`` (transformers backend, bfloat16) vs radeval's ``CRIMSONScore(provider="hf")`` on the
-  Gemma-3 judge stand-in (rexrank.testing.standin_gemma3), the first ``--crimson-n`` pairs.
+- CRIMSON: rexrank's ``crimson_radeval`` (transformers backend, bfloat16) vs radeval's ``CRIMSONScore(provider="hf")``
+  on the Gemma-3 judge stand-in (rexrank.testing.standin_gemma3), the first ``--crimson-n`` pairs.
 
 Every measurement is its own process (fresh imports), sides alternate between repeats, threads are pinned equally
 (OMP/MKL env + torch.set_num_threads); medians of scoring time with the model loaded. Usage:
@@ -46,7 +46,8 @@ def _worker(side: str, payload: dict) -> dict:
     if side == "ours":
         from rexrank.metrics import get
 
-        metric = get(metric_name, device="cpu", **payload["options"])
+        # radeval's CRIMSON is rexrank's crimson_radeval (the board's crimson follows crimson-score)
+        metric = get("crimson_radeval" if metric_name == "crimson" else metric_name, device="cpu", **payload["options"])
         # model loading belongs to neither side's scoring time
         metric._local_generator() if metric_name == "crimson" else metric._load()
         metric.config()

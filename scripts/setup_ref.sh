@@ -26,9 +26,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     "${pip[@]}" -r "$req"
   step "installing radeval 2.2.1 and pycocoevalcap 1.2 without their dependencies into .venv-ref" \
     "${pip[@]}" --no-deps -r "$nodeps"
+  # crimson-score 0.2.2, the reference for the board's CRIMSON (tests/reference/crimson_score_ref.py): it requires
+  # Python >= 3.12 and transformers >= 5, but its prompt, reader and formula, all the parity test calls, are pure
+  # Python; the version comes from tests/reference/constraints.txt.
+  step "installing crimson-score 0.2.2 (no dependencies, any Python) into .venv-ref" \
+    "${pip[@]}" --no-deps --ignore-requires-python "crimson-score==0.2.2"
   .venv-ref/bin/python -c "
 import nltk; nltk.download = lambda *a, **k: True  # radeval.utils fetches punkt_tab at import (unused by GREEN)
-import bert_score, radgraph, transformers, numpy, f1chexbert, radeval.metrics.green_score.green
+import bert_score, radgraph, transformers, numpy, f1chexbert, radeval.metrics.green_score.green, CRIMSON.utils
 import pycocoevalcap.bleu.bleu, pycocoevalcap.cider.cider, pycocoevalcap.rouge.rouge, pycocoevalcap.meteor.meteor
 assert transformers.__version__.startswith('4.') and numpy.__version__.startswith('1.')"
   echo "$want" > "$stamp"

@@ -1,5 +1,7 @@
-"""CRIMSON: rexrank's implementation against radeval 2.2.1's own CRIMSON (transformers 4.57, .venv-ref) on the same
-random-weight Gemma-3 judge (rexrank.testing.standin_gemma3), and its parser against radeval's on written answers."""
+"""CRIMSON, both variants: the board's ``crimson`` against the authors' package crimson-score 0.2.2 (prompts, decoding
+settings, its reader and formula on written judge answers; .venv-ref), and ``crimson_radeval`` against radeval
+2.2.1's own CRIMSON (transformers 4.57, .venv-ref) on the same random-weight Gemma-3 judge
+(rexrank.testing.standin_gemma3) and on the same written answers."""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ import pytest
 from parity import Pairs, ParityTester, iu_reports, shifted
 
 from rexrank.errors import ConfigError, ModelNotAvailableError
-from rexrank.metrics.crimson import HTTP_REQUEST, Crimson, is_default_judge
-from rexrank.metrics.crimson_prompt import SYSTEM_MESSAGE, build_prompt, chat_messages, evaluate_output
+from rexrank.metrics.crimson import DEFAULT_MAX_NEW_TOKENS, HTTP_REQUEST, Crimson, CrimsonRadeval, is_default_judge
+from rexrank.metrics.crimson_prompt import (
+    SYSTEM_MESSAGE, build_prompt, chat_messages, evaluate_output, evaluate_output_radeval,
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +49,11 @@ _FULL = _answer(
                 {"ref_id": "R4", "pred_id": "P4", "error_types": ["certainty", "unspecific", "overinterpretation"]},
                 {"pred_id": "P9", "severity": "significant", "error_types": ["location"]}])
 _FULL_TEXT = json.dumps(_FULL, indent=2)
-_VALID = json.dumps(_answer(refs=[_finding(1, "R", "urgent")], preds=[_finding(1, "P", "urgent")],
-                            matched=[("R1", "P1")]))
+# _FULL without its attribute error that has no ref_id (crimson-score's formula indexes ["ref_id"]: it fails on it)
+_FULL_IDS = {**_FULL, "errors": {**_FULL["errors"], "attribute_errors": _FULL["errors"]["attribute_errors"][:-1]}}
+_FULL_IDS_TEXT = json.dumps(_FULL_IDS, indent=2)
+_VALID_OBJ = _answer(refs=[_finding(1, "R", "urgent")], preds=[_finding(1, "P", "urgent")], matched=[("R1", "P1")])
+_VALID = json.dumps(_VALID_OBJ)
 _MINIMAL = json.dumps(_answer())
 _BAD_ONE = _answer(refs=[_finding(1, "R", "urgent"), _finding(2, "R", "urgent")], preds=[_finding(1, "P", "urgent")],
                    matched=[("R1", "P1")], missing=["R2"])
@@ -98,7 +105,28 @@ JUDGE_OUTPUTS = [
     '{"reference_findings": [], "predicted_findings": [], "matched_findings": [], "errors": {}, "x": NaN}',
     "[" * 5000 + "]" * 5000,  # nesting deeper than the json module takes
     "{" + '"a": {' * 3000 + "}" * 3000 + "}",
+    # Written for crimson-score 0.2.2's reader (and run through radeval's too):
+    _FULL_IDS_TEXT,  # every branch of the formula, every attribute error with its ref_id: both read it
+    f"\n  {_VALID}\n",  # whitespace around: json reads it as it is
+    f"{_VALID}\nDone.",  # trailing text: crimson-score has no extraction
+    json.dumps(_FULL_IDS).replace("left vs right", 'called "mass", then nodule'),  # a stray quote 3 before the error
+    json.dumps(_answer(refs=[_finding(1, "R", "benign_expected")], preds=[_finding(1, "P", "benign_expected")],
+                       matched=[("R1", "P1")])),  # benign-only references, matched: N_G 0 with references: 1.0
+    json.dumps(_answer(refs=[_finding(1, "R", "benign_expected"), _finding(2, "R", "benign_expected")],
+                       preds=[_finding(1, "P", "benign_expected"), _finding(2, "P", "urgent")],
+                       matched=[("R1", "P1")], missing=["R2"], false=["P2"])),  # benign-only, matched, a false one
+    json.dumps({k: v for k, v in _FULL_IDS.items() if k != "errors"}),  # findings, no errors key
+    json.dumps({k: v for k, v in _VALID_OBJ.items() if k != "predicted_findings"}),  # no predicted findings key
+    '{"errors": {}}',  # only the errors object
+    json.dumps(_answer(refs=[_finding(1, "R", "urgent")], matched=[("R1", "P1")],
+                       attributes=[{"pred_id": "P1", "severity": "significant", "error_types": ["location"]}])),
+    json.dumps({**_answer(refs=[_finding(1, "R", "urgent")]), "matched_findings": [{"pred_id": "P1"}]}),
 ]
+# The answers crimson-score 0.2.2 scores and rexrank's crimson reads as NaN (an object without all four top-level
+# keys), each marked as a deviation: by their text, so that adding answers above cannot shift them.
+DEVIATING = {json.dumps({k: v for k, v in _FULL.items() if k != "errors"}), "{}",
+             json.dumps({k: v for k, v in _FULL_IDS.items() if k != "errors"}),
+             json.dumps({k: v for k, v in _VALID_OBJ.items() if k != "predicted_findings"}), '{"errors": {}}'}
 CONTEXTS = [{"Age": "82", "Indication": "Routine preoperative evaluation"}, {}, {"Sex": "F", "Indication": "{x}"}]
 
 
@@ -106,15 +134,16 @@ EDGE_PAIRS = [("", "No acute process."), ("  Mild cardiomegaly.  \n\n Small effu
               ("No {r} braces {0} here.", "Normal."), ("\u00c9panchement \u201c\u00e0\u201d", "Effusion.")]
 
 
-class TestCrimsonParity(ParityTester):
+class TestCrimsonRadevalParity(ParityTester):
     """radeval 2.2.1's CRIMSONScore(provider="hf") on transformers 4.57 (tests/reference/crimson_radeval_ref.py) and
-    rexrank on transformers 5, on the same Gemma-3 judge stand-in: prompts, prompt token ids, answers, scores and
-    aggregates identical; the parser against radeval's on written answers (every stand-in answer is gibberish)."""
+    rexrank's crimson_radeval on transformers 5, on the same Gemma-3 judge stand-in: prompts, prompt token ids,
+    answers, scores and aggregates identical; the parser against radeval's on written answers (every stand-in answer
+    is gibberish)."""
 
-    metric = "crimson"
+    metric = "crimson_radeval"
     reference_script = "crimson_radeval_ref.py"
     versions = {"radeval": "2.2.1", "transformers": "4."}
-    compared = (("crimson", "scores"),)  # NaN exactly where radeval's is NaN, equal elsewhere
+    compared = (("crimson_radeval", "scores"),)  # NaN exactly where radeval's is NaN, equal elsewhere
     atol = 0.0
     min_spread = None  # every stand-in score is NaN: the answers must differ instead (below)
 
@@ -134,8 +163,9 @@ class TestCrimsonParity(ParityTester):
 
     def compute_ours(self, metric, pairs, options):
         details = metric.score_details(pairs.hyps, pairs.refs)
-        return {"crimson": details["crimson"].to_numpy(), "answers": list(details["crimson_analysis"]),
-                "parse_errors": int(details["crimson_parse_error"].notna().sum()), "summary": metric.summary()}
+        return {"crimson_radeval": details["crimson_radeval"].to_numpy(),
+                "answers": list(details["crimson_radeval_analysis"]),
+                "parse_errors": int(details["crimson_radeval_parse_error"].notna().sum()), "summary": metric.summary()}
 
     def test_inputs_make_the_comparison_meaningful(self, reference):
         assert reference["has_generation_config"]  # radeval's branch that uses the model's generation_config.json
@@ -164,7 +194,7 @@ class TestCrimsonParity(ParityTester):
         assert scorer.prompt_ids(prompts) == reference["input_ids"]
         assert ours["answers"] == reference["answers"]
         summary = ours["summary"]
-        assert (summary["crimson"], summary["crimson_std"]) == (reference["mean"], reference["std"])
+        assert (summary["crimson_radeval"], summary["crimson_radeval_std"]) == (reference["mean"], reference["std"])
         assert summary["n_parse_failures"] == ours["parse_errors"] == sum(s is None for s in reference["scores"])
 
     def test_parser_parity_with_radeval(self, reference):
@@ -173,7 +203,7 @@ class TestCrimsonParity(ParityTester):
         assert len(reference["parsed"]) == len(JUDGE_OUTPUTS)
         read = 0
         for text, theirs in zip(JUDGE_OUTPUTS, reference["parsed"]):
-            ours = evaluate_output(text)
+            ours = evaluate_output_radeval(text)
             if "error" in theirs:
                 assert math.isnan(ours["score"]) and ours["parse_error"], (text[:80], theirs)
                 continue
@@ -183,7 +213,7 @@ class TestCrimsonParity(ParityTester):
             assert ours["error_counts"] == theirs["error_counts"], text[:80]
             assert ours["weighted_error_counts"] == theirs["weighted"], text[:80]
             assert ours["terms"] == theirs["terms"], text[:80]
-        assert 20 < read < len(JUDGE_OUTPUTS) - 10  # both kinds well represented
+        assert 25 < read < len(JUDGE_OUTPUTS) - 10  # both kinds well represented
         # The answers exercise every branch: negative, zero, fractional and perfect scores.
         scores = {p.get("score") for p in reference["parsed"]}
         assert {1.0, 0.0, 0.3333} <= scores and any(s is not None and s < 0 for s in scores)
@@ -193,20 +223,167 @@ class TestCrimsonParity(ParityTester):
         the second call is answered from the cache without the judge."""
         texts = [_FULL_TEXT, _VALID, "I cannot evaluate these reports.", f"```json\n{_FULL_TEXT}\n```"]
         expected = [reference["parsed"][JUDGE_OUTPUTS.index(t)] for t in texts]
-        judge = _ScriptedGenerator(Crimson(model=paths["crimson"]).tokenizer, texts)
-        metric = Crimson(model=paths["crimson"], device="cpu", generator=judge)
+        judge = _ScriptedGenerator(CrimsonRadeval(model=paths["crimson"]).tokenizer, texts)
+        metric = CrimsonRadeval(model=paths["crimson"], device="cpu", generator=judge)
         hyps, refs = ["a", "b", "c", "d"], ["w", "x", "y", "z"]
         details = metric.score_details(hyps, refs)
-        assert list(details["crimson_analysis"]) == texts
-        for value, theirs in zip(details["crimson"], expected):
+        assert list(details["crimson_radeval_analysis"]) == texts
+        for value, theirs in zip(details["crimson_radeval"], expected):
             assert (math.isnan(value) and "error" in theirs) or value == theirs["score"]
-        assert metric.n_parse_failures == 1
-        assert details["crimson_parse_error"].notna().tolist() == [False, False, True, False]
-        assert int(details["crimson_false_findings"][0]) == 1 and int(details["crimson_missing_findings"][0]) == 2
-        assert details["crimson_false_findings"].isna().tolist() == [False, False, True, False]
+        assert metric.n_parse_failures == 1 and metric.n_deviations == 0
+        assert details["crimson_radeval_parse_error"].notna().tolist() == [False, False, True, False]
+        assert (int(details["crimson_radeval_false_findings"][0]) == 1
+                and int(details["crimson_radeval_missing_findings"][0]) == 2)
+        assert details["crimson_radeval_false_findings"].isna().tolist() == [False, False, True, False]
         calls = judge.calls
-        np.testing.assert_array_equal(metric.score(hyps, refs), details["crimson"].to_numpy())
+        np.testing.assert_array_equal(metric.score(hyps, refs), details["crimson_radeval"].to_numpy())
         assert judge.calls == calls  # cached
+
+
+class TestCrimsonScoreParity(ParityTester):
+    """The board's ``crimson`` against the authors' package crimson-score 0.2.2 (tests/reference/crimson_score_ref.py,
+    .venv-ref): every prompt word for word, the system message and OpenAI request, the decoding its own calls ask
+    for, and its reader and formula on the written answers: the same failures, scores, counts and terms everywhere
+    except the declared deviations (DEVIATING), where crimson-score gives a number and rexrank a counted NaN."""
+
+    metric = "crimson"
+    reference_script = "crimson_score_ref.py"
+    versions = {"crimson-score": "0.2.2"}
+    compared = (("scores", "expected"),)  # NaN where crimson-score fails or rexrank deviates, equal elsewhere
+    atol = 0.0
+    min_spread = None  # the compared values are written answers' scores: their range is checked below
+    function = staticmethod(evaluate_output)
+
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test, n=6)
+        return Pairs.with_edges(shifted(refs), refs, EDGE_PAIRS)
+
+    def reference_payload(self, pairs, options):
+        return {"model_dir": "/models/judge", "refs": pairs.refs, "hyps": pairs.hyps, "outputs": JUDGE_OUTPUTS,
+                "answer": _VALID, "contexts": CONTEXTS}
+
+    def compute_ours(self, evaluate, pairs, options):
+        results = [evaluate(text) for text in JUDGE_OUTPUTS]
+        return {"scores": [r["score"] for r in results], "results": results}
+
+    def theirs(self, reference):
+        # The package's score per answer; NaN where it fails, and where rexrank declares a deviation.
+        return {"expected": [math.nan if "error" in p or text in DEVIATING else p["score"]
+                             for text, p in zip(JUDGE_OUTPUTS, reference["parsed"])]}
+
+    def test_inputs_make_the_comparison_meaningful(self, ours, reference):
+        """Both outcomes well represented, every branch of the formula, and the package's own batch loop agreeing
+        with its reader (an answer it cannot score: None)."""
+        parsed = reference["parsed"]
+        assert len(parsed) == len(JUDGE_OUTPUTS) and 20 < sum("error" not in p for p in parsed) < len(parsed) - 20
+        scores = {p.get("score") for p in parsed}
+        assert {1.0, 0.0, 0.3333} <= scores and any(s is not None and s < 0 for s in scores)
+        assert reference["batch"] == [None if "error" in p else p["score"] for p in parsed]
+        # The two readers differ: the radeval variant scores differently on many of these answers.
+        radeval = [evaluate_output_radeval(t)["score"] for t in JUDGE_OUTPUTS]
+        assert sum(not (math.isnan(a) and math.isnan(b)) and a != b
+                   for a, b in zip(ours["scores"], radeval)) >= 15
+
+    def test_deviations_are_exactly_the_declared_ones(self, ours, reference):
+        """Where rexrank's crimson departs from crimson-score: the answers without all four top-level keys that the
+        package scores ({} as 1.0), each marked and named with the package's number; nowhere else."""
+        marked = set()
+        for text, mine, theirs in zip(JUDGE_OUTPUTS, ours["results"], reference["parsed"]):
+            if mine["deviation"] is not None:
+                marked.add(text)
+                assert mine["deviation"] == "missing_keys" and math.isnan(mine["score"])
+                assert "error" not in theirs and f"crimson-score 0.2.2 scores it {theirs['score']}" in mine["parse_error"]
+        assert marked == DEVIATING
+        assert reference["parsed"][JUDGE_OUTPUTS.index("{}")]["score"] == 1.0
+
+    def test_reader_and_formula_equal_the_packages_elsewhere(self, ours, reference):
+        """Each answer the package reads and rexrank does not declare: the same score, counts, weighted errors and
+        formula terms; each it fails on: a NaN with its reason."""
+        for text, mine, theirs in zip(JUDGE_OUTPUTS, ours["results"], reference["parsed"]):
+            if text in DEVIATING:
+                continue
+            if "error" in theirs:
+                assert math.isnan(mine["score"]) and mine["parse_error"], (text[:80], theirs)
+                continue
+            assert mine["parse_error"] is None, (text[:80], mine["parse_error"])
+            assert mine["score"] == theirs["score"] and type(mine["score"]) is type(theirs["score"]), text[:80]
+            assert mine["error_counts"] == theirs["error_counts"], text[:80]
+            assert mine["weighted_error_counts"] == theirs["weighted"], text[:80]
+            assert mine["terms"] == theirs["terms"], text[:80]
+
+    def test_prompts_and_request_are_the_packages_word_for_word(self, pairs, reference):
+        """Every prompt branch: a local judge (guidelines in), the package's default judge through transformers and
+        vLLM (out), OpenAI (in), patient contexts; the system message; the OpenAI request but its model name."""
+        refs, hyps = pairs.refs, pairs.hyps
+        prompts = reference["prompts"]
+        ours_in = [build_prompt(r, h, guidelines=True) for r, h in zip(refs, hyps)]
+        ours_out = [build_prompt(r, h, guidelines=False) for r, h in zip(refs, hyps)]
+        self.assert_close(ours_in, prompts["local"], "prompts (guidelines)")
+        self.assert_close(ours_in, prompts["openai"], "OpenAI prompts")
+        self.assert_close(ours_out, prompts["default"], "prompts (default judge)")
+        self.assert_close(ours_out, prompts["vllm_default"], "vLLM prompts (default judge)")
+        self.assert_close([build_prompt(refs[0], hyps[0], guidelines=True, context=c) for c in CONTEXTS],
+                          prompts["context"], "context prompts")
+        self.assert_close([build_prompt(refs[0], hyps[0], guidelines=False, context=c) for c in CONTEXTS],
+                          prompts["context_default"], "context prompts (default judge)")
+        assert ours_in[0] != ours_out[0]
+        assert reference["system"] == {"role": "system", "content": SYSTEM_MESSAGE}
+        request = reference["request"]
+        assert request["messages"] == chat_messages(prompts["openai"][0])
+        assert {k: v for k, v in request.items() if k not in ("messages", "model")} == {"temperature": 0.0,
+                                                                                       **HTTP_REQUEST}
+
+    def test_decoding_is_the_packages(self, paths, reference, tmp_path):
+        """What the package's calls ask for, and what rexrank's crimson sends its generators: no repetition penalty,
+        greedy, 8,192 new tokens without the model's own generation config (its config otherwise); vLLM with an
+        8,192-token context and temperature 0, the answer cut where prompt and answer fill the context."""
+        import shutil
+        from types import SimpleNamespace
+
+        decoding = reference["decoding"]
+        assert decoding["hf_no_generation_config"] == {"max_new_tokens": DEFAULT_MAX_NEW_TOKENS, "max_length": None,
+                                                      "do_sample": False}
+        assert decoding["hf_generation_config"] == {"generation_config": "model's own", "batch_size": 1}
+        assert decoding["vllm_sampling"] == {"temperature": 0.0, "max_tokens": DEFAULT_MAX_NEW_TOKENS}
+        assert decoding["vllm_engine"]["max_model_len"] == Crimson.vllm_context == 8192
+        bare = tmp_path / "judge"
+        shutil.copytree(paths["crimson"], bare)
+        (bare / "generation_config.json").unlink()
+        metric = Crimson(model=bare, device="cpu")
+        generator = metric._local_generator()
+        assert generator.limits == {"max_new_tokens": DEFAULT_MAX_NEW_TOKENS}
+        assert "repetition_penalty" not in generator.generate_kwargs and metric.config()["repetition_penalty"] is None
+        with_config = Crimson(model=paths["crimson"], device="cpu")._local_generator()
+        config = json.loads((Path(paths["crimson"]) / "generation_config.json").read_text())
+        assert with_config.limits == {"max_new_tokens": config["max_new_tokens"]}
+        assert "repetition_penalty" not in with_config.generate_kwargs
+        seen = {}
+
+        class Engine:
+            def generate(self, inputs, params, use_tqdm=False):
+                seen["inputs"], seen["params"] = inputs, params
+                return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1])]) for _ in inputs]
+
+        vllm = Crimson(model=paths["crimson"], backend="vllm", engine=Engine(), sampling_params_cls=dict)
+        vllm.score(["Small effusion."], ["Large effusion."])
+        prompt = vllm.prompt_ids([build_prompt("Large effusion.", "Small effusion.", guidelines=vllm.guidelines)])[0]
+        assert vllm._local_generator().max_length == 8192
+        assert seen["params"] == [{"temperature": 0.0, "max_tokens": 8192 - len(prompt), "skip_special_tokens": True,
+                                   "stop_token_ids": config["eos_token_id"]}]
+
+    def test_deviations_are_counted_per_study_and_per_batch(self, paths):
+        """A judge that answers {} is a NaN in the scores, marked in crimson_deviation, counted in n_deviations and
+        the summary; an answer crimson-score cannot read is a parse failure but no deviation."""
+        texts = [_VALID, "{}", "Sure! " + _VALID]
+        judge = _ScriptedGenerator(Crimson(model=paths["crimson"]).tokenizer, texts)
+        metric = Crimson(model=paths["crimson"], device="cpu", generator=judge)
+        details = metric.score_details(["a", "b", "c"], ["x", "y", "z"])
+        assert details["crimson"].iloc[0] == 1.0 and details["crimson"].iloc[1:].isna().all()
+        assert details["crimson_deviation"].tolist()[1] == "missing_keys"
+        assert details["crimson_deviation"].isna().tolist() == [True, False, True]
+        summary = metric.summary()
+        assert (metric.n_parse_failures, metric.n_deviations) == (2, 1)
+        assert (summary["n_parse_failures"], summary["n_deviations"], summary["crimson"]) == (2, 1, 1.0)
 
 
 class _ScriptedGenerator:
@@ -245,8 +422,8 @@ def test_http_backend_sends_radevals_request_and_retries_unparsable_answers(monk
             return httpx.Response(400, json={"error": "bad"})
         return httpx.Response(200, json={"choices": [{"message": {"content": text}}]})
 
-    metric = Crimson(model="served-judge", backend="openai", base_url="http://127.0.0.1:9/v1",
-                     api_key_env="CRIMSON_TEST_KEY", transport=httpx.MockTransport(handler))
+    metric = CrimsonRadeval(model="served-judge", backend="openai", base_url="http://127.0.0.1:9/v1",
+                            api_key_env="CRIMSON_TEST_KEY", transport=httpx.MockTransport(handler))
     assert metric.guidelines  # not the fine-tuned judge: radeval's OpenAI prompt
     values = metric.score(["A", "B", "C"], ["r", "r", "r"])
     assert values[0] == 1.0 and math.isnan(values[1]) and values[2] == 1.0
@@ -259,6 +436,13 @@ def test_http_backend_sends_radevals_request_and_retries_unparsable_answers(monk
     crimson_judge = Crimson(model="rajpurkarlab/medgemma-4b-it-crimson", backend="openai",
                             base_url="http://127.0.0.1:9/v1", api_key_env=None, transport=httpx.MockTransport(handler))
     assert not crimson_judge.guidelines  # the fine-tuned judge behind a server: trained without them
+    # The board's variant asks once, as crimson-score's _chat_completion does: its unparsable answers stay NaN.
+    bodies.clear()
+    script.update({"a": ["not json", _VALID], "b": ["never"], "c": [_MINIMAL]})
+    board = Crimson(model="served-judge", backend="openai", base_url="http://127.0.0.1:9/v1",
+                    api_key_env="CRIMSON_TEST_KEY", transport=httpx.MockTransport(handler))
+    values = board.score(["A", "B", "C"], ["r", "r", "r"])
+    assert math.isnan(values[0]) and math.isnan(values[1]) and values[2] == 1.0 and len(bodies) == 3
 
 
 def test_http_failures_are_not_cached():
@@ -272,7 +456,7 @@ def test_http_failures_are_not_cached():
             answers["n"] += len(conversations)
             return [None if answers["n"] <= 3 else _VALID for _ in conversations]
 
-    metric = Crimson(model="judge", backend="openai", client=Flaky())
+    metric = CrimsonRadeval(model="judge", backend="openai", client=Flaky())
     assert math.isnan(metric.score(["A"], ["r"])[0]) and answers["n"] == 3
     assert metric.score(["A"], ["r"])[0] == 1.0
 
@@ -289,12 +473,13 @@ def test_bad_options_are_one_line_config_errors(paths, tmp_path):
         with pytest.raises(ConfigError, match=word) as info:
             Crimson(model=paths["crimson"], **options)
         assert "\n" not in str(info.value)
-    with pytest.raises(ConfigError, match="radeval's request"):
+    with pytest.raises(ConfigError, match="the package's request"):
         Crimson(model="judge", backend="openai", api_key_env=None, temperature=0.7)
     # A judge folder's generation_config.json is outside input: unreadable, one line naming it.
     import shutil
 
-    for bad in ("{not json", '{"max_new_tokens": "many"}', '{"max_new_tokens": 4, "eos_token_id": ["x"]}'):
+    for bad in ("{not json", '{"max_new_tokens": "many"}', '{"max_new_tokens": 4, "eos_token_id": ["x"]}',
+                '{"max_new_tokens": 4, "repetition_penalty": "high"}'):
         folder = tmp_path / f"judge{len(bad)}"
         shutil.copytree(paths["crimson"], folder)
         (folder / "generation_config.json").write_text(bad)
@@ -329,7 +514,7 @@ def test_stand_in_has_medgemmas_chat_template(paths):
     assert stored["chat_template"] == CHAT_TEMPLATE
 
 
-def test_vllm_backend_gets_radevals_decoding(paths):
+def test_vllm_backend_gets_radevals_decoding_for_crimson_radeval(paths):
     """backend="vllm" (vLLM is not installed here: a fake engine): the same prompt token ids as the transformers
     path, greedy, the generation config's answer cap, repetition penalty 1.1, the config's stop tokens."""
     from types import SimpleNamespace
@@ -341,7 +526,7 @@ def test_vllm_backend_gets_radevals_decoding(paths):
             seen["inputs"], seen["params"] = inputs, params
             return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[1])]) for _ in inputs]
 
-    metric = Crimson(model=paths["crimson"], backend="vllm", engine=Engine(), sampling_params_cls=dict)
+    metric = CrimsonRadeval(model=paths["crimson"], backend="vllm", engine=Engine(), sampling_params_cls=dict)
     values = metric.score(["Small effusion."], ["Large effusion."])
     assert math.isnan(values[0])  # an empty answer: a counted NaN
     prompt = build_prompt("Large effusion.", "Small effusion.", guidelines=metric.guidelines)

@@ -1,4 +1,4 @@
-"""CRIMSON (radeval 2.2.1) as a Hugging Face `evaluate` module.
+"""CRIMSON (the ReXrank board's, as the authors' crimson-score 0.2.2) as a Hugging Face `evaluate` module.
 
 The computation lives in `rexrank.metrics` (this file only declares the module).
 """
@@ -18,8 +18,10 @@ _DESCRIPTION = """\
 CRIMSON: an LLM judge (rajpurkarlab/medgemma-4b-it-crimson, a MedGemma fine-tune) lists the abnormal findings of the
 reference and the generated report, matches them and names false, missing and attribute errors; findings are
 weighted by clinical significance (urgent 1.0 ... benign 0.0) and the score lies in (-1, 1]: 1 a perfect report,
-0 no better than a normal template, below 0 more weighted errors than correct findings. Exactly as radeval 2.2.1.
-Not a ReXrank leaderboard column.
+0 no better than a normal template, below 0 more weighted errors than correct findings. As the authors' package
+crimson-score 0.2.2 computes it (the CRIMSON column of the ReXrank board): its decoding and its reader of the judge's
+answer, except that an answer without the four top-level keys (e.g. `{}`, which crimson-score scores 1.0) is NaN
+and counted (summary["n_deviations"]). radeval 2.2.1's variant: `rexrank.metrics.get("crimson_radeval")`.
 """
 
 _KWARGS_DESCRIPTION = metric.describe(options="""\
@@ -35,16 +37,16 @@ Options of `evaluate.load("rexrank/crimson", ...)` (loaded once, kept for every 
 """, args="""\
     return_details (`bool`, default False): add the per-pair extra columns under "details".
 """, returns="""\
-    crimson (`float`): mean over the pairs whose answer could be read (radeval's `crimson`).
-    crimson_std (`float`): their population standard deviation (radeval's `crimson_std`).
+    crimson (`float`): mean over the pairs whose answer could be read.
+    crimson_std (`float`): their population standard deviation.
     leaderboard_flags (`list` of `str`): rexrank's aggregation flags for the mean; empty when there is none.
 {warning}
     scores (`list` of `float`): one value per pair, in input order (NaN where the answer could not be parsed).
 {n_nan}
     fingerprint (`str`): hash of everything that can change the numbers (judge files, options, prompt, parser).
-    summary (`dict`): n, n_scored, n_parse_failures and radeval's crimson / crimson_std.
+    summary (`dict`): n, n_scored, n_parse_failures, n_deviations, crimson and crimson_std.
     details (`dict` of `list`, with return_details=True): per-pair error counts, weighted errors, the formula's
-        terms, parse errors and the judge's answers.
+        terms, parse errors, deviations from crimson-score and the judge's answers.
 """, examples="""\
     >>> import evaluate
     >>> from rexrank.evaluate_modules import module_path
@@ -59,9 +61,10 @@ Options of `evaluate.load("rexrank/crimson", ...)` (loaded once, kept for every 
 """)
 
 
-def _radeval_keys(metric, predictions, references, frame):
-    """radeval's crimson_std and the counts, from this call's per-pair table (nothing judged twice)."""
-    summary = summarize(frame[metric.spec.name])
+def _summary_keys(metric, predictions, references, frame):
+    """crimson_std and the counts, from this call's per-pair table (nothing judged twice)."""
+    name = metric.spec.name
+    summary = summarize(frame[name], frame[f"{name}_deviation"].notna().tolist(), name)
     return {"crimson_std": summary["crimson_std"], "summary": summary}
 
 
@@ -72,4 +75,4 @@ class Crimson(metric.RexrankMetric):
     reference_urls = ("https://arxiv.org/abs/2603.06183",)
 
     def _compute(self, predictions, references, return_details=False):
-        return self.score(predictions, references, return_details=return_details, field_keys=_radeval_keys)
+        return self.score(predictions, references, return_details=return_details, field_keys=_summary_keys)

@@ -107,12 +107,22 @@ REGISTRY.register(
                "per-report F1 of the two sets, as radeval 2.2.1",
                needs_model=True, across_processes="shard", value_range=_UNIT),
     f"{_R}.temporal_f1:TemporalF1", aliases=("temporal", "f1temporal", "temporal-f1"))
+# CRIMSON: the board's column follows the authors' package crimson-score 0.2.2 (version 2: its decoding and reader);
+# radeval 2.2.1's copy stays available by name (docs/radeval_metrics.md lists every difference).
 REGISTRY.register(
-    MetricSpec("crimson", "crimson", True, "1",
+    MetricSpec("crimson", "crimson", True, "2",
                "CRIMSON: LLM judge of clinically weighted errors (rajpurkarlab/medgemma-4b-it-crimson), signed "
-               "score in (-1, 1], as radeval 2.2.1",
-               needs_model=True, across_processes="shard", leaderboard_column="CRIMSON", value_range=(-1.0, 1.0)),
+               "score in (-1, 1], as the authors' crimson-score 0.2.2 (the board's); an answer without the four "
+               "top-level keys is NaN, not crimson-score's number, and counted",
+               needs_model=True, across_processes="shard", leaderboard_column="CRIMSON",
+               value_range=(-1.0, 1.0)),
     f"{_R}.crimson:Crimson")
+REGISTRY.register(
+    MetricSpec("crimson_radeval", "crimson_radeval", True, "1",
+               "CRIMSON as radeval 2.2.1 computes it: the same judge, prompt and formula, radeval's decoding "
+               "(repetition penalty 1.1) and its reader of the judge's answer; not a board column",
+               needs_model=True, across_processes="shard", value_range=(-1.0, 1.0)),
+    f"{_R}.crimson:CrimsonRadeval", aliases=("crimson-radeval",))
 
 # Which metrics the board shows, per track and edition: rexrank.metrics.boards (EDITIONS, DEFAULT_EDITION).
 

@@ -1,26 +1,37 @@
 """CRIMSON (Baharoon et al., arXiv 2603.06183): an LLM judge lists the findings of a reference and a candidate report,
 matches them, and names false, missing and attribute errors; the score weights them by clinical significance.
 
-Built as radeval 2.2.1 runs it (``radeval/metrics/crimson/``; the prompt, parser and formula are in
-``crimson_prompt``). The judges:
+Two variants, one prompt and one score formula (``crimson_prompt``); they differ in decoding and in how the judge's
+answer is read (docs/radeval_metrics.md, "CRIMSON: the two implementations", lists every difference):
+
+- ``crimson`` (``Crimson``, the board's CRIMSON column): as the authors' package crimson-score 0.2.2 runs it
+  (``CRIMSON/generate_score.py``): greedy, no repetition penalty, the model's generation_config.json when it has
+  one, else at most 8,192 new tokens (transformers); vLLM with max_model_len 8,192 (prompt and answer); one request
+  per pair over HTTP (no retry); its reader (``crimson_prompt.evaluate_output``), except that an answer without the
+  four top-level keys is NaN, not a number (crimson-score scores ``{}`` 1.0), counted in ``n_deviations`` and the
+  ``crimson_deviation`` column.
+- ``crimson_radeval`` (``CrimsonRadeval``): as radeval 2.2.1 runs it (``radeval/metrics/crimson/``): repetition
+  penalty 1.1 (radeval has no vLLM path: rexrank's runs the same settings with a 16,384-token context), up to 3
+  HTTP attempts, radeval's reader.
+
+The judges, for both:
 - ``backend="transformers"`` (default): the fine-tuned ``rajpurkarlab/medgemma-4b-it-crimson`` (or any local chat
-  model) through rexrank's local backend (``rexrank.llm.hf_local``), in bfloat16 as radeval loads it; the chat is
-  the system message and the prompt through the model's own chat template; decoding as radeval's pipeline call: the
-  model's generation_config.json when it has one, else at most 8192 new tokens; always greedy; repetition penalty 1.1;
-- ``backend="vllm"``: the same prompt token ids and decoding through vLLM (``rexrank.llm.vllm_backend``);
+  model) through rexrank's local backend (``rexrank.llm.hf_local``), in bfloat16 as both packages load it; the chat
+  is the system message and the prompt through the model's own chat template;
+- ``backend="vllm"``: the same prompt token ids through vLLM (``rexrank.llm.vllm_backend``);
 - ``backend="openai"``: any OpenAI-compatible chat endpoint (``rexrank.llm.openai_http``; a vLLM server serving the
-  judge, or an API model), with radeval's request: temperature 0, seed 42, a JSON-object response format.
+  judge, or an API model), with both packages' request: temperature 0, seed 42, a JSON-object response format.
 
-Guidelines: radeval leaves the significance examples and attribute guidelines out of the prompt for its default
-judge (trained without them) and puts them in for any other model. ``guidelines=None`` decides the same way, by the
-judge's name: the default judge (however it is given: Hub id, or a local folder named ``medgemma-4b-it-crimson``)
-gets none, any other model gets them; pass True/False to choose.
+Guidelines: both packages leave the significance examples and attribute guidelines out of the prompt for the default
+judge (trained without them) and put them in for any other model. ``guidelines=None`` decides by the judge's name:
+the default judge (however it is given: Hub id, a local folder named ``medgemma-4b-it-crimson``, or that name behind
+an endpoint) gets none, any other model gets them; pass True/False to choose.
 
-Retries: radeval asks up to 3 times while an answer cannot be parsed. A greedy local judge gives the same answer
-every time, so rexrank asks a local judge once (same result); an HTTP judge is asked again up to ``max_retries``
-times (radeval: 2). An answer that still cannot be parsed scores NaN, is counted in ``n_parse_failures`` and the
-``crimson_parse_error`` column, and is logged once per call, as GREEN's are. Answers are cached per (judge
-fingerprint, reference, candidate); a request that failed is not cached.
+Retries: a greedy local judge gives the same answer every time, so rexrank asks a local judge once (radeval asks up
+to 3 times: same result); an HTTP judge is asked again up to ``max_retries`` times (``crimson``: 0, as
+crimson-score; ``crimson_radeval``: 2). An answer that cannot be read scores NaN, is counted in
+``n_parse_failures`` and the ``<name>_parse_error`` column, and is logged once per call, as GREEN's are. Answers
+are cached per (judge fingerprint, reference, candidate); a request that failed is not cached.
 """
 
 from __future__ import annotations
@@ -39,43 +50,46 @@ from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import text_keys
 from rexrank.metrics.crimson_prompt import (
-    COUNT_KEYS, PARSER_VERSION, TERM_KEYS, WEIGHTED_KEYS, build_prompt, chat_messages, evaluate_output,
+    COUNT_KEYS, PARSER_VERSION, RADEVAL_PARSER_VERSION, TERM_KEYS, WEIGHTED_KEYS, build_prompt, chat_messages,
+    evaluate_output, evaluate_output_radeval,
 )
 from rexrank.metrics.green import JudgedMetric
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "rajpurkarlab/medgemma-4b-it-crimson"  # radeval 2.2.1 CRIMSONScore.DEFAULT_HF_MODEL
-DEFAULT_MAX_NEW_TOKENS = 8192  # CRIMSONScore.DEFAULT_MAX_NEW_TOKENS, used when the model has no generation config
-REPETITION_PENALTY = 1.1  # both branches of CRIMSONScore._hf_generate
-HTTP_REQUEST = {"seed": 42, "response_format": {"type": "json_object"}}  # with temperature 0 (_build_request)
-MAX_RETRIES = 2  # CRIMSONScore._evaluate_one(max_retries=2): three attempts
+# crimson-score 0.2.2 and radeval 2.2.1 CRIMSONScore.DEFAULT_HF_MODEL
+DEFAULT_MODEL = "rajpurkarlab/medgemma-4b-it-crimson"
+# CRIMSONScore.DEFAULT_MAX_NEW_TOKENS in both packages, used when the model has no generation config
+DEFAULT_MAX_NEW_TOKENS = 8192
+# Both packages' OpenAI request, with temperature 0 (crimson-score _chat_completion, radeval _build_request)
+HTTP_REQUEST = {"seed": 42, "response_format": {"type": "json_object"}}
 BATCH_SIZE = 8
-VLLM_CONTEXT = 16384  # vLLM's max_model_len: a prompt (about 3,000 tokens with guidelines) plus 8,192 new tokens
 BACKENDS = ("transformers", "vllm", "openai")
 
 
 def is_default_judge(model: str | None) -> bool:
-    """Whether ``model`` names radeval's default judge (its Hub id, or a folder with the repository's name)."""
+    """Whether ``model`` names the default judge (its Hub id, or a folder or served model with the repository's
+    name). crimson-score compares the exact Hub id; rexrank counts a local copy of the official weights too."""
     if model is None:
         return True
     return str(model).rstrip("/").split("/")[-1] == DEFAULT_MODEL.split("/")[-1]
 
 
 def generation_settings(model_dir: str | Path) -> dict[str, Any]:
-    """How radeval's pipeline call decodes for the judge in ``model_dir``.
+    """How both packages' pipeline call decodes for the judge in ``model_dir``.
 
     With a generation_config.json of the model's own (one not derived from config.json, whose file says
     ``"_from_model_config": true``), the pipeline generates with it: its ``max_new_tokens``, else its
-    ``max_length`` (prompt + output; transformers' default 20 when absent), and its stop tokens. Otherwise at most
-    8192 new tokens. rexrank always decodes greedily; ``sampling`` records whether the file asks to sample
-    (radeval would then sample, rexrank does not).
+    ``max_length`` (prompt + output; transformers' default 20 when absent), its stop tokens and its repetition
+    penalty (``penalty``; radeval overrides it with 1.1). Otherwise at most 8192 new tokens, no penalty. rexrank always decodes greedily; ``sampling`` records whether the file asks to sample
+    (both packages would then sample, rexrank does not).
     """
     path = Path(model_dir) / "generation_config.json"
     try:
         own = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
         if not isinstance(own, dict) or own.get("_from_model_config"):
-            return {"limit": {"max_new_tokens": DEFAULT_MAX_NEW_TOKENS}, "eos": None, "sampling": False}
+            return {"limit": {"max_new_tokens": DEFAULT_MAX_NEW_TOKENS}, "eos": None, "sampling": False,
+                    "penalty": None}
         if own.get("max_new_tokens") is not None:
             limit = {"max_new_tokens": _positive_int(own["max_new_tokens"])}
         else:
@@ -83,10 +97,14 @@ def generation_settings(model_dir: str | Path) -> dict[str, Any]:
         eos = own.get("eos_token_id")
         if eos is not None:
             eos = [_positive_int(e, zero=True) for e in (eos if isinstance(eos, list) else [eos])]
+        penalty = own.get("repetition_penalty")
+        if penalty is not None and (isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or penalty <= 0):
+            raise ValueError(f"repetition_penalty {penalty!r} is not a positive number")
     except (OSError, ValueError, TypeError) as exc:
         raise ModelNotAvailableError(f"crimson: cannot read {path} ({type(exc).__name__}: "
                                      f"{str(exc).splitlines()[0] if str(exc) else ''}); fix or remove the file") from None
-    return {"limit": limit, "eos": eos, "sampling": bool(own.get("do_sample", False))}
+    return {"limit": limit, "eos": eos, "sampling": bool(own.get("do_sample", False)),
+            "penalty": None if penalty in (None, 1, 1.0) else float(penalty)}
 
 
 def _positive_int(value: Any, zero: bool = False) -> int:
@@ -95,41 +113,47 @@ def _positive_int(value: Any, zero: bool = False) -> int:
     return value
 
 
-def detail_columns() -> list[str]:
-    """The columns ``Crimson.score_details`` returns after the score column."""
-    return ([f"crimson_{k}" for k in COUNT_KEYS] + [f"crimson_weighted_{k}" for k in WEIGHTED_KEYS]
-            + [f"crimson_{k.lower()}" for k in TERM_KEYS] + ["crimson_parse_error", "crimson_analysis"])
+def detail_columns(name: str = "crimson") -> list[str]:
+    """The columns ``score_details`` of the metric ``name`` returns after its score column."""
+    return ([f"{name}_{k}" for k in COUNT_KEYS] + [f"{name}_weighted_{k}" for k in WEIGHTED_KEYS]
+            + [f"{name}_{k.lower()}" for k in TERM_KEYS]
+            + [f"{name}_parse_error", f"{name}_deviation", f"{name}_analysis"])
 
 
-def details_frame(parsed: Sequence[dict[str, Any]], analyses: Sequence[str | None], score_column: str = "crimson"):
+def details_frame(parsed: Sequence[dict[str, Any]], analyses: Sequence[str | None], name: str = "crimson"):
     import pandas as pd
 
-    columns: dict[str, Any] = {score_column: np.array([p["score"] for p in parsed], dtype=np.float64)}
+    columns: dict[str, Any] = {name: np.array([p["score"] for p in parsed], dtype=np.float64)}
     for key in COUNT_KEYS:
-        columns[f"crimson_{key}"] = pd.array([p["error_counts"][key] if p["error_counts"] else None for p in parsed],
-                                             dtype="Int64")
-    for group, keys, prefix in (("weighted_error_counts", WEIGHTED_KEYS, "crimson_weighted_"),
-                                ("terms", TERM_KEYS, "crimson_")):
+        columns[f"{name}_{key}"] = pd.array([p["error_counts"][key] if p["error_counts"] else None for p in parsed],
+                                            dtype="Int64")
+    for group, keys, prefix in (("weighted_error_counts", WEIGHTED_KEYS, f"{name}_weighted_"),
+                                ("terms", TERM_KEYS, f"{name}_")):
         for key in keys:
             columns[prefix + key.lower()] = np.array([float(p[group][key]) if p[group] else math.nan for p in parsed],
                                                      dtype=np.float64)
-    columns["crimson_parse_error"] = pd.array([p["parse_error"] for p in parsed], dtype="string")
-    columns["crimson_analysis"] = pd.array(list(analyses), dtype="string")
+    columns[f"{name}_parse_error"] = pd.array([p["parse_error"] for p in parsed], dtype="string")
+    columns[f"{name}_deviation"] = pd.array([p["deviation"] for p in parsed], dtype="string")
+    columns[f"{name}_analysis"] = pd.array(list(analyses), dtype="string")
     return pd.DataFrame(columns)
 
 
-def summarize(scores: Sequence[float]) -> dict[str, Any]:
-    """radeval's outputs of per-pair scores (NaN: unparsable): ``crimson``, the mean of the others, and
-    ``crimson_std``, their population std (0.0, as radeval returns them, when fewer than one / two), with counts."""
+def summarize(scores: Sequence[float], deviations: Sequence[bool] = (), name: str = "crimson") -> dict[str, Any]:
+    """The outputs of per-pair scores (NaN: unreadable): ``<name>``, the mean of the readable ones, and
+    ``<name>_std``, their population std (0.0, as radeval returns them, when fewer than one / two), with counts:
+    ``n_parse_failures`` (NaNs) and ``n_deviations`` (the pairs marked in ``deviations``: answers crimson-score would
+    have scored, see ``crimson_prompt.evaluate_output``)."""
     values = np.asarray(scores, dtype=np.float64)
     valid = values[~np.isnan(values)]
-    return {"crimson": float(valid.mean()) if valid.size else 0.0,
-            "crimson_std": float(valid.std()) if valid.size > 1 else 0.0,
-            "n": int(values.size), "n_scored": int(valid.size), "n_parse_failures": int(values.size - valid.size)}
+    return {name: float(valid.mean()) if valid.size else 0.0,
+            f"{name}_std": float(valid.std()) if valid.size > 1 else 0.0,
+            "n": int(values.size), "n_scored": int(valid.size), "n_parse_failures": int(values.size - valid.size),
+            "n_deviations": int(sum(bool(d) for d in deviations))}
 
 
 class Crimson(JudgedMetric):
-    """CRIMSON per (candidate, reference) pair, with error counts and the formula's terms in ``score_details``.
+    """The board's CRIMSON (crimson-score 0.2.2) per (candidate, reference) pair, with error counts, the formula's
+    terms and the deviation mark in ``score_details``.
 
     model: Hub id or local folder of the judge (default ``rajpurkarlab/medgemma-4b-it-crimson``; for
     backend="openai" the model name at the endpoint). backend: "transformers", "vllm" or "openai" (base_url,
@@ -141,10 +165,19 @@ class Crimson(JudgedMetric):
 
     spec = REGISTRY.spec("crimson")
     parse_analysis = staticmethod(evaluate_output)
+    parser_version = PARSER_VERSION
+    # crimson-score 0.2.2 generate_score.py: no repetition penalty in either local path (None: not passed)
+    repetition_penalty: float | None = None
+    # crimson-score's _chat_completion: one request per pair, no retry
+    default_retries = 0
+    # crimson-score's vLLM engine: LLM(max_model_len=8192), SamplingParams(max_tokens=8192): the answer stops where
+    # prompt + answer reach 8,192 tokens (the engine's context), so the cap is the context, not a count of new tokens
+    vllm_context = 8192
+    vllm_caps_new_tokens = False
 
     def __init__(self, model: str | Path | None = None, backend: str = "transformers", *, device: str | None = None,
                  batch_size: int | None = None, dtype: str = "bfloat16", guidelines: bool | None = None,
-                 max_new_tokens: int | None = None, max_retries: int = MAX_RETRIES, base_url: str | None = None,
+                 max_new_tokens: int | None = None, max_retries: int | None = None, base_url: str | None = None,
                  api_key_env: str | None = "OPENAI_API_KEY", generator: Any = None, client: Any = None,
                  **backend_options: Any):
         if backend not in BACKENDS:
@@ -162,21 +195,21 @@ class Crimson(JudgedMetric):
         self.batch_size = int(batch_size or BATCH_SIZE)
         self.dtype = dtype
         self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
-        self.max_retries = max(0, int(max_retries))
+        self.max_retries = max(0, int(self.default_retries if max_retries is None else max_retries))
         self._generator = generator
         self._client = client
         self._tokenizer = None
         self._judge_config: dict[str, Any]
         if backend == "openai":
             if backend_options.keys() & {"temperature", "extra_body", "max_tokens"}:
-                raise ConfigError("crimson: temperature, max_tokens and extra_body are radeval's request; "
+                raise ConfigError(f"{self.spec.name}: temperature, max_tokens and extra_body are the package's request; "
                                   "use max_new_tokens= to cap the answer")
             if client is None:
                 from rexrank.llm.openai_http import OpenAIChatClient
 
                 self._client = OpenAIChatClient(
                     base_url or "https://api.openai.com/v1", self.model_name, api_key_env=api_key_env,
-                    temperature=0.0, max_tokens=self.max_new_tokens, extra_body=HTTP_REQUEST, metric="crimson",
+                    temperature=0.0, max_tokens=self.max_new_tokens, extra_body=HTTP_REQUEST, metric=self.spec.name,
                     **backend_options)
                 self._judge_config = self._client.describe()
             else:
@@ -193,8 +226,8 @@ class Crimson(JudgedMetric):
             if self.max_new_tokens is not None:
                 self.settings["limit"] = {"max_new_tokens": self.max_new_tokens}
             if self.settings["sampling"]:
-                log.warning("crimson: %s/generation_config.json asks for sampling, as radeval would decode; rexrank "
-                            "decodes greedily (reproducible, cacheable)", self.model_dir)
+                log.warning("%s: %s/generation_config.json asks for sampling, as the packages would decode; rexrank "
+                            "decodes greedily (reproducible, cacheable)", self.spec.name, self.model_dir)
             self._judge_config = {}
         self.last_parsed: list[dict[str, Any]] = []
         self.n_parse_failures = 0
@@ -217,10 +250,20 @@ class Crimson(JudgedMetric):
         return {"backend": self.backend, "judge": self._judge_config,
                 **({"weight_digests": self._weight_digests} if self.model_dir is not None else {}),
                 "guidelines": self.guidelines,
-                "prompt": prompt_hash, "parser": PARSER_VERSION, "repetition_penalty": REPETITION_PENALTY,
+                "prompt": prompt_hash, "parser": self.parser_version,
+                "repetition_penalty": self.local_penalty if self.backend == "transformers" else self.repetition_penalty,
+                **({"vllm_context": self.vllm_context} if self.backend == "vllm" else {}),
                 **({"max_retries": self.max_retries} if self.backend == "openai" else {})}
 
     # --- local judges ---------------------------------------------------------------------------------------------
+
+    @property
+    def local_penalty(self) -> float | None:
+        """The transformers backend's repetition penalty: the variant's own (radeval passes 1.1), else the one in the
+        judge's own generation_config.json, which crimson-score's pipeline call applies with the whole file."""
+        if self.repetition_penalty is not None or self.model_dir is None:
+            return self.repetition_penalty
+        return self.settings["penalty"]
 
     @property
     def tokenizer(self):
@@ -251,21 +294,24 @@ class Crimson(JudgedMetric):
         if self.backend == "vllm":
             from rexrank.llm.vllm_backend import VLLMGenerator
 
-            if "max_length" in self.settings["limit"]:
-                raise ConfigError("crimson: the vllm backend needs max_new_tokens (the model's generation config "
-                                  "gives only max_length); pass max_new_tokens=")
-            options = {"max_length": VLLM_CONTEXT, **self.backend_options}
+            options = {"max_length": self.vllm_context, **self.backend_options}
+            if self.vllm_caps_new_tokens or self.max_new_tokens is not None:
+                if "max_length" in self.settings["limit"]:
+                    raise ConfigError(f"{self.spec.name}: the vllm backend needs max_new_tokens (the model's "
+                                      "generation config gives only max_length); pass max_new_tokens=")
+                options["max_new_tokens"] = self.settings["limit"]["max_new_tokens"]
             self._generator = VLLMGenerator(
-                self.model_dir, dtype=self.dtype, max_new_tokens=self.settings["limit"]["max_new_tokens"],
-                sampling_options={"repetition_penalty": REPETITION_PENALTY, "stop_token_ids": self._stop_ids()},
-                **options)
+                self.model_dir, dtype=self.dtype, sampling_options={
+                    **({"repetition_penalty": self.repetition_penalty} if self.repetition_penalty else {}),
+                    "stop_token_ids": self._stop_ids()}, **options)
         else:
             from rexrank.llm.hf_local import TransformersGenerator, load_causal_lm
 
             model = load_causal_lm(self.model_dir, device=self.device, dtype=self.dtype, metric="crimson")
             self._generator = TransformersGenerator(
                 model, pad_token_id=pad, eos_token_id=self._stop_ids(), batch_size=self.batch_size,
-                repetition_penalty=REPETITION_PENALTY, **self.settings["limit"], **self.backend_options)
+                **({"repetition_penalty": self.local_penalty} if self.local_penalty else {}),
+                **self.settings["limit"], **self.backend_options)
         return self._generator
 
     def _decode_answer(self, prompt: Sequence[int], completion: Sequence[int]) -> str:
@@ -294,14 +340,14 @@ class Crimson(JudgedMetric):
 
     def _judge_http(self, prompts: list[str]) -> list[str | None]:
         """Ask every prompt; ask again (up to max_retries rounds) where the request failed or the answer does not
-        parse, as radeval's retry loop does. The last answer stands."""
+        parse, as radeval's retry loop does (crimson-score: max_retries 0). The last answer stands."""
         answers: list[str | None] = [None] * len(prompts)
         pending = list(range(len(prompts)))
         for _ in range(1 + self.max_retries):
             for i, text in zip(pending, self._ask([prompts[i] for i in pending])):
                 if text is not None or answers[i] is None:
                     answers[i] = text
-            pending = [i for i in pending if math.isnan(evaluate_output(answers[i])["score"])]
+            pending = [i for i in pending if math.isnan(self.parse_analysis(answers[i])["score"])]
             self._report_progress(len(prompts) - len(pending), len(prompts))
             if not pending:
                 break
@@ -341,9 +387,32 @@ class Crimson(JudgedMetric):
         parsed, analyses = self._parse_all(list(hyps), list(refs))
         return details_frame(parsed, analyses, self.spec.name)
 
+    @property
+    def n_deviations(self) -> int:
+        """Answers of the last batch that crimson-score would have scored but rexrank reads as NaN (see
+        ``crimson_prompt.evaluate_output``); always 0 for ``crimson_radeval``."""
+        return sum(p.get("deviation") is not None for p in self.last_parsed)
+
     def summary(self) -> dict[str, Any]:
-        """radeval's ``crimson`` and ``crimson_std`` of the last scored batch, with the counts (see ``summarize``)."""
-        return summarize([p["score"] for p in self.last_parsed])
+        """The mean and std of the last scored batch (radeval's ``crimson`` / ``crimson_std``, under the metric's
+        name), with the counts (see ``summarize``)."""
+        return summarize([p["score"] for p in self.last_parsed],
+                         [p.get("deviation") is not None for p in self.last_parsed], self.spec.name)
 
 
-__all__ = ["Crimson", "DEFAULT_MODEL", "detail_columns", "generation_settings", "is_default_judge", "summarize"]
+class CrimsonRadeval(Crimson):
+    """radeval 2.2.1's CRIMSON (``crimson_radeval``): the same prompt and formula, radeval's decoding and reader."""
+
+    spec = REGISTRY.spec("crimson_radeval")
+    parse_analysis = staticmethod(evaluate_output_radeval)
+    parser_version = RADEVAL_PARSER_VERSION
+    repetition_penalty = 1.1  # both branches of radeval's CRIMSONScore._hf_generate
+    default_retries = 2  # radeval CRIMSONScore._evaluate_one(max_retries=2): three attempts
+    # radeval has no vLLM path: rexrank runs its transformers settings on vLLM, with a context of 16,384 (a prompt
+    # of about 3,000 tokens with guidelines plus 8,192 new tokens), the answer capped by the generation config's
+    # count of new tokens
+    vllm_context = 16384
+    vllm_caps_new_tokens = True
+
+
+__all__ = ["Crimson", "CrimsonRadeval", "DEFAULT_MODEL", "detail_columns", "generation_settings", "is_default_judge", "summarize"]

@@ -1,13 +1,26 @@
-"""CRIMSON's prompt and its judge-output parser, as radeval 2.2.1 has them (``radeval/metrics/crimson/``).
+"""CRIMSON's prompt, its score formula and the two readers of a judge's answer (crimson-score 0.2.2's, radeval 2.2.1's).
 
-Interface facts of the fine-tuned judge (read from radeval 2.2.1's prompt_parts.py, crimson.py and utils.py; our own
+Interface facts of the fine-tuned judge (read from crimson-score 0.2.2's ``CRIMSON/prompt_parts.py``,
+``generate_score.py`` and ``utils.py``, and from radeval 2.2.1's copy of them in ``radeval/metrics/crimson/``; our own
 code): the prompt's sections, word for word, and the order ``build_prompt`` joins them in; the system message; the
-steps that turn a judge's text into a JSON object (``parse_judge_output``); the CRIMSON score of that object
-(``score_evaluation``). tests/test_crimson_parity.py checks every one of them against radeval's own functions.
+CRIMSON score of a judge object (``score_evaluation``). Both packages have the same prompt and formula; they read the
+judge's text differently:
 
-Two quirks kept on purpose, because the judge was trained and radeval runs with them: the output-format and matching
-sections contain doubled braces (``{{``, ``}}``; radeval's strings are written for ``str.format`` but never formatted),
-and the error-categories section has a space at the end of its location line.
+- ``evaluate_output`` (the board's ``crimson``, as crimson-score's ``evaluate_batch``): the text as it is, through
+  the judge-mistake repairs (``repaired_json``); no extraction of fenced or surrounded JSON, no trailing-comma
+  removal, no closing of a cut-off answer; an attribute error or a matched pair without ``ref_id`` makes the answer
+  unreadable (crimson-score indexes ``["ref_id"]``). One deviation, counted: crimson-score scores an answer that
+  lacks any of the four top-level keys (``{}`` scores 1.0: no findings, no errors) as if the key held nothing;
+  rexrank scores it NaN, as unreadable, and marks it (``deviation``; ``n_deviations``).
+- ``evaluate_output_radeval`` (``crimson_radeval``, as radeval's ``_parse_response``): extraction (the first fenced
+  block, else first "{" to last "}"), trailing commas removed, the same repairs, a cut-off object closed; the four
+  keys required; attribute errors without ``ref_id`` skipped.
+
+tests/test_crimson.py checks every one of them against both packages' own functions.
+
+Two quirks kept on purpose, because the judge was trained and both packages run with them: the output-format and
+matching sections contain doubled braces (``{{``, ``}}``; the strings are written for ``str.format`` but never
+formatted), and the error-categories section has a space at the end of its location line.
 
 A judge's output is hostile text: parsing never raises and never runs anything; whatever cannot be read (no JSON, a
 missing key, a value of the wrong type) gives a NaN score with the reason in ``parse_error``.
@@ -27,7 +40,7 @@ def _lines(*lines: str) -> str:
     return "\n".join(lines)
 
 
-# --- the prompt's sections (radeval/metrics/crimson/prompt_parts.py), in the order build_prompt uses them ---------
+# --- the prompt's sections (crimson-score CRIMSON/prompt_parts.py = radeval's copy), in build_prompt's order ------
 
 OBJECTIVE = _lines(
     'Objective:',
@@ -311,9 +324,11 @@ def chat_messages(prompt: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": prompt}]
 
 
-# --- reading a judge's output (radeval/metrics/crimson/crimson.py and utils.py) -----------------------------------
+# --- reading a judge's output (crimson-score CRIMSON/utils.py, generate_score.py; radeval crimson.py, utils.py) -----
 
-PARSER_VERSION = "1"
+# Bump when a reader can read an answer differently (part of each metric's fingerprint).
+PARSER_VERSION = "2"
+RADEVAL_PARSER_VERSION = "1"
 _FENCED = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 # Repairs tried on text that is not JSON as it stands, each for a mistake the fine-tuned judge is known to make.
@@ -393,8 +408,9 @@ def _escape_stray_quotes(text: str) -> Any:
     raise json.JSONDecodeError("too many stray quotes", text, 0)
 
 
-def _repaired_json(text: str) -> Any:
-    """Parse ``text`` as JSON, trying the judge-mistake repairs in radeval's order; JSONDecodeError when none works."""
+def repaired_json(text: str) -> Any:
+    """Parse ``text`` as JSON, trying the judge-mistake repairs in both packages' order (crimson-score's
+    ``parse_json_response``); JSONDecodeError when none works."""
     text = text.replace("\u201c", '\\"').replace("\u201d", '\\"').replace("\u2018", "\\'").replace("\u2019", "\\'")
     text = _UNQUOTED_KEY_START.sub(r'\1"\2', _ARRAY_OBJECT.sub("[", text))
     for candidate in (text, _ORPHAN_FIRST.sub("", _ORPHAN_AFTER_COMMA.sub("", text))):
@@ -443,16 +459,25 @@ def _closed(text: str) -> str | None:
 
 
 def parse_judge_output(raw: str) -> Any:
-    """The JSON object of a judge's text (ValueError when it cannot be read). radeval's steps: extract, repair,
-    else close a cut-off object (parsed then without the first-key-wins rule, as radeval does)."""
+    """radeval's reading of a judge's text (ValueError when it cannot be read): extract, repair, else close a cut-off
+    object (parsed then without the first-key-wins rule, as radeval does)."""
     text = json_text(raw)
     try:
-        return _repaired_json(text)
+        return repaired_json(text)
     except ValueError:
         closed = _closed(text)
         if closed is None:
             raise ValueError("no JSON object could be read") from None
         return json.loads(closed)
+
+
+def parse_authors_output(raw: str) -> Any:
+    """crimson-score's reading of a judge's text (``parse_json_response``): the repairs on the text as it is."""
+    try:
+        return repaired_json(raw)
+    except ValueError:
+        raise ValueError("no JSON object could be read (crimson-score reads the answer as it is: no extraction, "
+                         "no closing)") from None
 
 
 def check_evaluation(evaluation: Any) -> None:
@@ -466,6 +491,17 @@ def check_evaluation(evaluation: Any) -> None:
         raise ValueError(f"'errors' must be an object, got {type(evaluation['errors']).__name__}")
 
 
+def check_authors_ids(evaluation: dict[str, Any]) -> None:
+    """KeyError where crimson-score's formula indexes ``["ref_id"]`` and finds none: every matched pair and every
+    attribute error (radeval's skips such an attribute error). Types it cannot read fail in the shared formula."""
+    errors = evaluation.get("errors", {})
+    for where, items in (("matched pair", evaluation.get("matched_findings", [])),
+                         ("attribute error", errors.get("attribute_errors", []))):
+        for item in items:
+            if "ref_id" not in item:
+                raise KeyError(f"a {where} without 'ref_id'")
+
+
 def score_evaluation(evaluation: dict[str, Any]) -> dict[str, Any]:
     """CRIMSON of one checked judge object: error counts, weighted errors, the formula's terms and the score.
 
@@ -473,7 +509,7 @@ def score_evaluation(evaluation: dict[str, Any]) -> dict[str, Any]:
     significance; each distinct matched reference finding earns its weight w, scaled by w / (w + sum of its
     attribute errors' severity weights) when it has any; S = (correct - E_false) / N_G (when N_G is 0: 1 without
     errors, else -(E_false + E_miss + 1)); CRIMSON = S if S >= 0, else -x / (1 + x) with x = E_false - correct when
-    x > 0, else 0; rounded to 4 decimals as radeval does. Raises (TypeError, KeyError, ...) on values of the wrong
+    x > 0, else 0; rounded to 4 decimals as both packages do. Raises (TypeError, KeyError, ...) on values of the wrong
     type, which the caller counts as unreadable.
     """
     errors = evaluation.get("errors", {})
@@ -529,21 +565,56 @@ def score_evaluation(evaluation: dict[str, Any]) -> dict[str, Any]:
                       "S": s}}
 
 
-def unreadable(reason: str) -> dict[str, Any]:
+def unreadable(reason: str, deviation: str | None = None) -> dict[str, Any]:
     return {"score": math.nan, "error_counts": None, "weighted_error_counts": None, "terms": None,
-            "parse_error": reason}
+            "parse_error": reason, "deviation": deviation}
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
 
 
 def evaluate_output(raw: str | None) -> dict[str, Any]:
-    """Score one judge output; never raises. ``parse_error`` is None, or why the score is NaN."""
+    """Score one judge output as crimson-score 0.2.2 does (the board's CRIMSON); never raises.
+
+    ``parse_error`` is None, or why the score is NaN. ``deviation`` is None, or where rexrank departs from
+    crimson-score: an object without all four top-level keys, which crimson-score scores as if the missing keys held
+    nothing (``{}``: 1.0, a perfect report) and rexrank scores NaN; the value crimson-score gives is in the reason.
+    """
+    if not isinstance(raw, str):
+        return unreadable("no output")
+    try:
+        evaluation = parse_authors_output(raw)
+        try:
+            check_evaluation(evaluation)
+        except ValueError as missing:
+            if not isinstance(evaluation, dict) or not isinstance(evaluation.get("errors", {}), dict):
+                raise  # crimson-score fails on these too
+            try:  # what crimson-score would score: a deviation only when it gives a number
+                check_authors_ids(evaluation)
+                theirs = score_evaluation(evaluation)["score"]
+            except Exception:  # noqa: BLE001 - crimson-score fails as well: an ordinary unreadable answer
+                raise missing from None
+            return unreadable(f"{_reason(missing)} (crimson-score 0.2.2 scores it {theirs})", "missing_keys")
+        check_authors_ids(evaluation)
+        result = score_evaluation(evaluation)
+    # A judge's text is hostile: anything crimson-score's code fails on (bad JSON, wrong types, nesting too deep for
+    # the json module) is a NaN with its reason, as its evaluate_batch counts it (None), never an exception.
+    except Exception as exc:  # noqa: BLE001
+        return unreadable(_reason(exc))
+    return {**result, "parse_error": None, "deviation": None}
+
+
+def evaluate_output_radeval(raw: str | None) -> dict[str, Any]:
+    """Score one judge output as radeval 2.2.1 does (``crimson_radeval``); never raises. ``parse_error`` is None, or
+    why the score is NaN; ``deviation`` is always None (rexrank follows radeval everywhere)."""
     if not isinstance(raw, str):
         return unreadable("no output")
     try:
         evaluation = parse_judge_output(raw)
         check_evaluation(evaluation)
         result = score_evaluation(evaluation)
-    # A judge's text is hostile: anything radeval's own code would fail on (bad JSON, wrong types, nesting too deep
-    # for the json module) is a NaN with its reason, as radeval's scorer counts it, never an exception.
+    # As above: anything radeval's own code would fail on is a NaN with its reason, as radeval's scorer counts it.
     except Exception as exc:  # noqa: BLE001
-        return unreadable(" ".join(f"{type(exc).__name__}: {exc}".split())[:300])
-    return {**result, "parse_error": None}
+        return unreadable(_reason(exc))
+    return {**result, "parse_error": None, "deviation": None}

@@ -101,7 +101,8 @@ OFFICIAL: dict[str, OfficialWeights] = {
             "srrbert_tokenizer", {"vocab.txt": None}, "Hub microsoft/BiomedVLP-CXR-BERT-general vocab.txt",
             note=_RECORD),
         OfficialWeights(
-            "crimson", {}, "Hub rajpurkarlab/medgemma-4b-it-crimson (safetensors shards; radeval 2.2.1's default judge)",
+            "crimson", {}, "Hub rajpurkarlab/medgemma-4b-it-crimson (safetensors shards; the default judge of "
+            "crimson-score 0.2.2 and radeval 2.2.1)",
             note=_RECORD + " (the Hub cache names each shard by its sha256)"),
         OfficialWeights(
             "temporal_f1", {"radiology.pt": None},
@@ -119,6 +120,7 @@ METRIC_SOURCES: dict[str, tuple[str, ...]] = {
     "radeval_bertscore": ("radeval_bertscore",),
     "srrbert": ("srrbert", "srrbert_tokenizer"),
     "crimson": ("crimson",),
+    "crimson_radeval": ("crimson",),
     "temporal_f1": ("temporal_f1",),
     # rexrank's own RadGraph family: a plugin's "radgraph_..." metric reads no official weights of rexrank's
     **{name: ("radgraph",) for name in REGISTRY.names(plugins=False)

@@ -82,7 +82,7 @@ SOURCES: dict[str, ModelSource] = {
                     what="SRR-BERT sentence classifier", allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
         ModelSource("srrbert_tokenizer", "srrbert", "microsoft/BiomedVLP-CXR-BERT-general", what="CXR-BERT tokenizer",
                     allow_patterns=_TOKENIZER_ONLY, digest_files=(("vocab.txt",),), option="tokenizer"),
-        # radeval 2.2.1 (crimson/crimson.py CRIMSONScore.DEFAULT_HF_MODEL): the CRIMSON judge, a MedGemma fine-tune
+        # crimson-score 0.2.2 and radeval 2.2.1 (CRIMSONScore.DEFAULT_HF_MODEL): the CRIMSON judge, a MedGemma fine-tune
         ModelSource("crimson", "crimson", "rajpurkarlab/medgemma-4b-it-crimson", what="CRIMSON judge LLM",
                     allow_patterns=_WEIGHTS, digest_files=_HF_WEIGHTS),
         # radeval 2.2.1 (f1temporal): stanza 1.15's en radiology NER model, as its Hub repo and a stanza resources
