@@ -688,7 +688,7 @@ class Arena:
         for side, given in (("a", tags_a), ("b", tags_b)):
             if given is None:
                 given = ()
-            if isinstance(given, (str, bytes)) or not all(isinstance(c, int) and not isinstance(c, bool)
+            if not isinstance(given, (list, tuple)) or not all(isinstance(c, int) and not isinstance(c, bool)
                                                           and c in codes for c in given):
                 raise InputError(f"error tags are category numbers among {sorted(codes)}")
             tags[side] = list(given)
