@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rexrank.errors import InputError
-from rexrank.leaderboard.arena import (FLAG_Z, MAX_TICKETS_PER_RATER, NO_PACE, PACE, Arena, Pace, rater_identity)
+from rexrank.leaderboard.arena import FLAG_Z, MAX_TICKETS_PER_RATER, NO_PACE, PACE, Arena, rater_identity
 from rexrank.leaderboard.store import Store
 from test_arena import MODELS, _keep, _report, store  # noqa: F401 - the fixture
 
@@ -173,8 +173,8 @@ def test_the_rigging_loop_is_flagged_and_its_model_keeps_its_true_rank(tmp_path)
     assert 40 * (PACE.pairs_per_minute - 1) <= cast["rigger"] <= 40 * PACE.pairs_per_minute, cast
     assert cast["honest"] >= 20 * 39 and cast["refused"] > 0, cast
     rows = {row["rater"]: row for row in arena.integrity()}
-    assert rows["hf:rigger0"]["flagged"] and rows["hf:rigger0"]["favoured"] == RIGGED
-    assert rows["hf:rigger0"]["one-sided z"] >= FLAG_Z
+    assert rows["hf:rigger0"]["flagged"] and rows["hf:rigger0"]["one-sided model"] == RIGGED
+    assert rows["hf:rigger0"]["one-sided z"] >= FLAG_Z  # toward its model
     assert not any(row["flagged"] for rater, row in rows.items() if rater != "hf:rigger0"), rows
     assert rows["hf:rigger0"]["ties"] > 0.3 and rows["hf:rigger0"]["median s between votes"] >= 60 / PACE.pairs_per_minute
     low, rank, high = _rank_interval(arena, RIGGED, include_flagged=False)
@@ -208,4 +208,3 @@ def test_pace_limits_are_documented():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "arena.md").read_text()
     for fact in (f"{PACE.min_view_s:g} s", f"{PACE.pairs_per_minute} pairs", f"FLAG_Z = {FLAG_Z:g}", "Pace"):
         assert fact in doc, fact
-    assert Pace().pairs_per_minute == PACE.pairs_per_minute

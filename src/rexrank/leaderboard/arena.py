@@ -26,10 +26,14 @@ that never lost finite and centres the strengths (sum 0). Intervals: percentile 
 
 Pairing (``next_pair``): among the pairs of models with reports on a common study that this rater has not voted on
 there, pairs whose rank intervals overlap weigh 1 and others ``SEPARATED_WEIGHT``, divided by sqrt(1 + votes on the
-pair) so far; a pair is drawn by weight, then a study of it with the fewest votes (ties at random). The side A goes
-to the model of the pair shown on side A less often so far (votes and live tickets), a fair coin on a tie: every
-model is shown on each side equally often, whatever it is. The strengths the pairing reads are the last board fitted
-(``board``), which a vote does not wait for.
+pair) so far; a pair is drawn by weight, then a study of it with the fewest votes (ties at random), never a study
+where a model of the pair was revealed to this rater. Sides: a fair coin per ticket from a seed derived from its
+secret id (``side_seed``, ``sides``), logged with the vote for audit. The strengths the pairing reads are the last
+board fitted (``board``), which a vote does not wait for.
+
+Integrity (docs/arena.md, issue 39): the pace (``Pace``: a minimum time with a pair before its vote counts, pairs
+per minute with skipped ones counted) on the Arena's clock; per-rater signals and the rigging flag (``integrity``);
+boards without flagged raters' votes unless asked (``counted``).
 """
 
 from __future__ import annotations
@@ -759,9 +763,10 @@ class Arena:
         """Per rater, what the host judges rigging by (docs/arena.md "Integrity"), most suspicious first: votes, share
         of ties, median seconds between their votes, agreement with the other raters on the same (study, pair) and
         with the metrics, and one-sidedness: for each model, the rater's score for it against what the Bradley-Terry
-        fit of everyone else's votes predicts, as a z-score; the model with the highest is ``favoured``. ``flagged``:
-        that z is at least ``FLAG_Z`` over at least ``FLAG_MIN_VOTES`` of their votes on the model (the loop that
-        votes for one model whenever it recognises its text), experts (the host's allow-list) excepted."""
+        fit of everyone else's votes predicts, as a z-score (positive: toward it); the model with the largest |z| is
+        the ``one-sided model``. ``flagged``: that |z| is at least ``FLAG_Z`` over at least ``FLAG_MIN_VOTES`` of their
+        votes on the model (the loop that votes for one model whenever it recognises its text, or against a rival),
+        experts (the host's allow-list) excepted. Cost: one batched fit (a leave-one-rater-out fit per rater)."""
         key = self.store.version()
         if key == self._flags_key:
             return [dict(row) for row in self._flags]
@@ -809,19 +814,20 @@ class Arena:
                     n_metrics += 1
                     agree_metrics += prefers == v["choice"]
             z = np.where(variance > 0, (observed - expected) / np.sqrt(np.maximum(variance, 1e-12)), 0.0)
-            top = int(np.argmax(np.where(count > 0, z, -np.inf))) if m else 0
+            top = int(np.argmax(np.where(count > 0, np.abs(z), -np.inf))) if m else 0  # toward or against
             times = sorted(v["at"] for v in mine)
             gaps = np.diff(times)
-            flagged = (roles.get(rater) != "expert" and count[top] >= FLAG_MIN_VOTES and z[top] >= FLAG_Z) if m \
+            flagged = (roles.get(rater) != "expert" and count[top] >= FLAG_MIN_VOTES and abs(z[top]) >= FLAG_Z) if m \
                 else False
             rows.append({"rater": rater, "votes": len(mine),
                          "ties": sum(v["choice"] not in ("a", "b") for v in mine) / len(mine),
                          "median s between votes": float(np.median(gaps)) if len(gaps) else float("nan"),
                          "agreement with raters": agree_others / n_others if n_others else float("nan"),
                          "agreement with metrics": agree_metrics / n_metrics if n_metrics else float("nan"),
-                         "favoured": models[top] if m else "", "favoured votes": int(count[top]) if m else 0,
+                         "one-sided model": models[top] if m else "",
+                         "votes on it": int(count[top]) if m else 0,
                          "one-sided z": round(float(z[top]), 2) if m else 0.0, "flagged": bool(flagged)})
-        rows.sort(key=lambda row: (not row["flagged"], -row["one-sided z"], row["rater"]))
+        rows.sort(key=lambda row: (not row["flagged"], -abs(row["one-sided z"]), row["rater"]))
         self._flags, self._flags_key = rows, key
         return [dict(row) for row in rows]
 

@@ -24,7 +24,7 @@ from rexrank.leaderboard.store import error_categories
 BOARD_HEADERS = ["rank", "model", "strength", "interval", "rank interval", "votes", "raters"]
 METRIC_HEADERS = ["metric", "decisive votes", "agreement", "95% interval", "Kendall tau"]
 INTEGRITY_HEADERS = ["rater", "votes", "ties", "median s between votes", "agreement with raters",
-                     "agreement with metrics", "favoured", "favoured votes", "one-sided z", "flagged"]
+                     "agreement with metrics", "one-sided model", "votes on it", "one-sided z", "flagged"]
 VOTE_API_NAMES = tuple(f"arena_vote_{choice}" for choice in CHOICE_LABELS)
 
 
