@@ -67,7 +67,7 @@ def test_the_pace_is_one_owner_and_fits_the_ticket_limit():
     assert Arena.__init__.__kwdefaults__["pace"] is None  # None reads PACE: no second copy of the limits
 
 
-# -- the ticket limit's message, rater names ----------------------------------------------------------------------------
+# -- the ticket limit's message, rater names ---------------------------------------------------------------------------
 def test_a_replaced_pair_gets_the_ticket_limits_own_message(store):  # noqa: F811
     """Issue 39 point 5: with more than 5 pages voting as one rater (a server without login), the oldest pair was
     dropped and its vote told "not shown to you ... expired"; now it names the limit."""
@@ -94,6 +94,13 @@ def test_rater_names_that_are_usernames_pass():
                                                                                 "hf:" + "x" * 96]
 
 
+def test_a_servers_rater_is_a_username_too(store):  # noqa: F811
+    from rexrank.leaderboard.arena_tab import arena_demo
+
+    with pytest.raises(InputError, match="is not a Hugging Face username"):
+        arena_demo(Arena(store, n_boot=0), rater="hf:x<script>")
+
+
 def test_arena_rater_cli_refuses_a_name_that_is_not_a_username(store, cli):  # noqa: F811
     """Issue 39 point 7: `arena-rater hf:x<script>` stored the rater `hf:x<script>`."""
     code, out = cli("leaderboard", "arena-rater", "hf:x<script>", "--role", "expert", "--store", str(store.path))
@@ -101,7 +108,7 @@ def test_arena_rater_cli_refuses_a_name_that_is_not_a_username(store, cli):  # n
     assert Arena(store, n_boot=0).roles() == {}
 
 
-# -- integrity and the rigging loop -------------------------------------------------------------------------------------
+# -- integrity and the rigging loop ------------------------------------------------------------------------------------
 TRUE_STRENGTH = {"alpha-rad": -0.6, "beta-cxr": -0.2, "gamma-gen": 0.2, "delta-vlm": 0.6}  # true ranks 4, 3, 2, 1
 RIGGED = "alpha-rad"
 
@@ -176,7 +183,8 @@ def test_the_rigging_loop_is_flagged_and_its_model_keeps_its_true_rank(tmp_path)
     assert rows["hf:rigger0"]["flagged"] and rows["hf:rigger0"]["one-sided model"] == RIGGED
     assert rows["hf:rigger0"]["one-sided z"] >= FLAG_Z  # toward its model
     assert not any(row["flagged"] for rater, row in rows.items() if rater != "hf:rigger0"), rows
-    assert rows["hf:rigger0"]["ties"] > 0.3 and rows["hf:rigger0"]["median s between votes"] >= 60 / PACE.pairs_per_minute
+    assert rows["hf:rigger0"]["ties"] > 0.3
+    assert rows["hf:rigger0"]["median s between votes"] >= 60 / PACE.pairs_per_minute
     low, rank, high = _rank_interval(arena, RIGGED, include_flagged=False)
     assert low <= 4 <= high, (low, rank, high)
     board_rows = {r["model"]: r for r in arena.board_rows()}

@@ -100,6 +100,8 @@ def _pct(value: float) -> str:
 def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> None:
     """The Arena tab (see the module docstring). ``rater``: who votes on a server without login."""
     categories = [(f"{code}. {text}", code) for code, text in sorted(error_categories().items())]
+    if rater is not None:  # the host's --arena-rater: a Hub username too (one line otherwise)
+        rater = rater_identity(rater[3:] if rater.startswith("hf:") else rater)
 
     def who(profile) -> Optional[str]:
         if oauth:

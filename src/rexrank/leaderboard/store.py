@@ -320,9 +320,10 @@ def make_vote(*, at: float, rater: str, expert: bool, dataset: str, split: str, 
     """One Arena vote: ``models`` as shown (side A, side B), ``choice`` one of ``VOTE_CHOICES`` about those sides,
     ``tags`` {"a": [...], "b": [...]} the error categories ticked for each side, ``version`` the app's, ``seed`` the
     ticket's side seed (``VOTE_SEED``)."""
-    return ({VOTE_SEED: seed} if seed is not None else {}) | {"kind": "vote", "at": float(at), "by": rater, "rater": rater, "expert": bool(expert), "dataset": dataset,
-            "split": split, "track": track, "study": study, "models": list(models), "choice": choice,
-            "tags": {side: sorted(set(tags.get(side, []))) for side in ("a", "b")}, "version": version}
+    return ({VOTE_SEED: seed} if seed is not None else {}) | {
+        "kind": "vote", "at": float(at), "by": rater, "rater": rater, "expert": bool(expert), "dataset": dataset,
+        "split": split, "track": track, "study": study, "models": list(models), "choice": choice,
+        "tags": {side: sorted(set(tags.get(side, []))) for side in ("a", "b")}, "version": version}
 
 
 def make_rater_event(rater: str, role: str, *, at: float, by: str = HOST, reason: str = "") -> dict[str, Any]:
@@ -1026,7 +1027,8 @@ class Store:
                 # The rater's own votes only: their subjects (``vote_key``) start with the rater (an index range).
                 prefix = json.dumps([event["rater"]])[:-1] + ", "
                 count = conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'vote' AND model >= ? AND model < ?"
-                                     " AND at > ?", (prefix, prefix + "\uffff", (time.time() if now is None else now) - window)).fetchone()[0]
+                                     " AND at > ?", (prefix, prefix + "\uffff",
+                                                     (time.time() if now is None else now) - window)).fetchone()[0]
                 if count >= quota:
                     raise QuotaExceeded(f"quota reached: at most {quota} votes per {window / 3600:g} h; thank you, "
                                         "come back later")
