@@ -763,87 +763,96 @@ class Arena:
         """Per rater, what the host judges rigging by (docs/arena.md "Integrity"), most suspicious first: votes, share
         of ties, median seconds between their votes, agreement with the other raters on the same (study, pair) and
         with the metrics, and one-sidedness: for each model, the rater's score for it against what the Bradley-Terry
-        fit of everyone else's votes predicts, as a z-score (positive: toward it); the model with the largest |z| is
-        the ``one-sided model``. ``flagged``: that |z| is at least ``FLAG_Z`` over at least ``FLAG_MIN_VOTES`` of their
-        votes on the model (the loop that votes for one model whenever it recognises its text, or against a rival),
-        experts (the host's allow-list) excepted. Cost: one batched fit (a leave-one-rater-out fit per rater)."""
+        fit of everyone else's votes predicts, as a z-score (positive: toward it); the model with the highest is the
+        ``one-sided model``. ``flagged``: that z is at least ``FLAG_Z`` over at least ``FLAG_MIN_VOTES`` of their votes
+        on the model (the loop that votes for one model whenever it recognises its text), experts (the host's
+        allow-list) excepted. Only toward: a rigged model makes the honest raters' votes look one-sided against it
+        (their expectation includes the rigged votes), so flagging "against" would let a rigger get honest raters
+        flagged. Cost: one batched fit (a leave-one-rater-out fit per rater)."""
         key = self.store.version()
         if key == self._flags_key:
             return [dict(row) for row in self._flags]
         votes, roles, pool = self.votes(), self.roles(), self._reports()
         models = sorted({m for v in votes for m in v["models"]})
         raters = sorted({v["rater"] for v in votes})
-        index, rater_index = {m: i for i, m in enumerate(models)}, {r: i for i, r in enumerate(raters)}
-        m = len(models)
-        per_rater = np.zeros((len(raters), m, m))
-        for v in votes:
-            r, a, b = rater_index[v["rater"]], index[v["models"][0]], index[v["models"][1]]
-            per_rater[r, a, b] += SCORE_A[v["choice"]]
-            per_rater[r, b, a] += 1 - SCORE_A[v["choice"]]
-        others = fit_wins(per_rater.sum(0) - per_rater) if raters else np.zeros((0, m))  # leave each rater out
-        items: dict[str, list[tuple[str, float]]] = {}
-        for v in votes:
-            first = min(v["models"])
-            score = SCORE_A[v["choice"]] if v["models"][0] == first else 1 - SCORE_A[v["choice"]]
-            items.setdefault(vote_key({**v, "rater": ""}), []).append((v["rater"], score))
-        by_rater: dict[str, list[dict[str, Any]]] = {}
-        for v in votes:
-            by_rater.setdefault(v["rater"], []).append(v)
+        m, n_raters = len(models), len(raters)
+        rater_index = {r: i for i, r in enumerate(raters)}
+        table = Votes.of(models, votes)
+        who = np.array([rater_index[v["rater"]] for v in votes], dtype=np.int64)
+        a, b, score = table.a, table.b, table.score_a
+        per_rater = np.zeros((n_raters, m, m))
+        np.add.at(per_rater, (who, a, b), score)
+        np.add.at(per_rater, (who, b, a), 1 - score)
+        # one batched fit: each rater left out in turn
+        total = per_rater.sum(0)
+        others = fit_wins(total - per_rater, start=fit_wins(total)) if n_raters else np.zeros((0, m))
+        p = _sigmoid(others[who, a] - others[who, b]) if len(votes) else np.zeros(0)
+        observed, expected, variance, count = (np.zeros((n_raters, m)) for _ in range(4))
+        for side, side_score, side_p in ((a, score, p), (b, 1 - score, 1 - p)):
+            np.add.at(observed, (who, side), side_score)
+            np.add.at(expected, (who, side), side_p)
+            np.add.at(variance, (who, side), side_p * (1 - side_p))
+            np.add.at(count, (who, side), 1)
+        z = np.where(variance > 0, (observed - expected) / np.sqrt(np.maximum(variance, 1e-12)), 0.0)
+        z = np.where(count > 0, z, 0.0)
+        # agreement with the others on the same (study, pair): the direction of their mean score for the pair's
+        # first model (by name)
+        item_of: dict[tuple, int] = {}
+        item = np.array([item_of.setdefault((v["study"], *sorted(v["models"])), len(item_of)) for v in votes],
+                        dtype=np.int64)
+        first_score = np.where(a < b, score, 1 - score)
+        item_sum = np.bincount(item, first_score, minlength=len(item_of))
+        item_n = np.bincount(item, minlength=len(item_of))
+        rest_n = item_n[item] - 1
+        rest_mean = np.divide(item_sum[item] - first_score, rest_n, out=np.full(len(votes), 0.5), where=rest_n > 0)
+        agrees = np.sign(first_score - 0.5) == np.sign(rest_mean - 0.5)
+        n_others = np.bincount(who, rest_n > 0, minlength=n_raters)
+        agree_others = np.bincount(who, agrees & (rest_n > 0), minlength=n_raters)
+        prefers = self._metrics_prefer(pool, votes)  # +1: side A, -1: side B, 0: no preference
+        decisive = (score != 0.5) & (prefers != 0)
+        n_metrics = np.bincount(who, decisive, minlength=n_raters)
+        agree_metrics = np.bincount(who, decisive & (prefers == np.where(score == 1.0, 1, -1)), minlength=n_raters)
+        n_votes = np.bincount(who, minlength=n_raters)
+        ties = np.bincount(who, score == 0.5, minlength=n_raters)
+        times: dict[int, list[float]] = {}
+        for r, v in zip(who.tolist(), votes):
+            times.setdefault(r, []).append(v["at"])
         rows = []
-        for rater in raters:
-            mine = by_rater[rater]
-            s = others[rater_index[rater]]
-            observed, expected, variance, count = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
-            agree_others = n_others = agree_metrics = n_metrics = 0
-            for v in mine:
-                a, b = index[v["models"][0]], index[v["models"][1]]
-                p = float(_sigmoid(np.array(s[a] - s[b])))
-                for x, score, px in ((a, SCORE_A[v["choice"]], p), (b, 1 - SCORE_A[v["choice"]], 1 - p)):
-                    observed[x] += score
-                    expected[x] += px
-                    variance[x] += px * (1 - px)
-                    count[x] += 1
-                first = min(v["models"])
-                mine_first = SCORE_A[v["choice"]] if v["models"][0] == first else 1 - SCORE_A[v["choice"]]
-                rest = [sc for who, sc in items[vote_key({**v, "rater": ""})] if who != rater]
-                if rest:
-                    n_others += 1
-                    agree_others += np.sign(mine_first - 0.5) == np.sign(np.mean(rest) - 0.5)
-                prefers = self._metrics_prefer(pool, v)
-                if prefers is not None and v["choice"] in ("a", "b"):
-                    n_metrics += 1
-                    agree_metrics += prefers == v["choice"]
-            z = np.where(variance > 0, (observed - expected) / np.sqrt(np.maximum(variance, 1e-12)), 0.0)
-            top = int(np.argmax(np.where(count > 0, np.abs(z), -np.inf))) if m else 0  # toward or against
-            times = sorted(v["at"] for v in mine)
-            gaps = np.diff(times)
-            flagged = (roles.get(rater) != "expert" and count[top] >= FLAG_MIN_VOTES and abs(z[top]) >= FLAG_Z) if m \
-                else False
-            rows.append({"rater": rater, "votes": len(mine),
-                         "ties": sum(v["choice"] not in ("a", "b") for v in mine) / len(mine),
+        for r, rater in enumerate(raters):
+            top = int(np.argmax(np.where(count[r] > 0, z[r], -np.inf)))  # toward: see the docstring
+            gaps = np.diff(sorted(times[r]))
+            flagged = (roles.get(rater) != "expert" and count[r, top] >= FLAG_MIN_VOTES
+                       and z[r, top] >= FLAG_Z)
+            rows.append({"rater": rater, "votes": int(n_votes[r]), "ties": float(ties[r] / n_votes[r]),
                          "median s between votes": float(np.median(gaps)) if len(gaps) else float("nan"),
-                         "agreement with raters": agree_others / n_others if n_others else float("nan"),
-                         "agreement with metrics": agree_metrics / n_metrics if n_metrics else float("nan"),
-                         "one-sided model": models[top] if m else "",
-                         "votes on it": int(count[top]) if m else 0,
-                         "one-sided z": round(float(z[top]), 2) if m else 0.0, "flagged": bool(flagged)})
-        rows.sort(key=lambda row: (not row["flagged"], -abs(row["one-sided z"]), row["rater"]))
+                         "agreement with raters": float(agree_others[r] / n_others[r]) if n_others[r] else float("nan"),
+                         "agreement with metrics": float(agree_metrics[r] / n_metrics[r]) if n_metrics[r]
+                         else float("nan"),
+                         "one-sided model": models[top], "votes on it": int(count[r, top]),
+                         "one-sided z": round(float(z[r, top]), 2), "flagged": bool(flagged)})
+        rows.sort(key=lambda row: (not row["flagged"], -row["one-sided z"], row["rater"]))
         self._flags, self._flags_key = rows, key
         return [dict(row) for row in rows]
 
     @staticmethod
-    def _metrics_prefer(pool: dict[str, Any], vote: dict[str, Any]) -> str | None:
-        """The side most of the study's metrics prefer ("a", "b"), or None (no metrics, or as many each way)."""
+    def _metrics_prefer(pool: dict[str, Any], votes: list[dict[str, Any]]) -> np.ndarray:
+        """Per vote, the side most of the study's metrics prefer: +1 side A, -1 side B, 0 none (no metrics, or as many
+        each way). Metric directions from each metric's ``MetricSpec``."""
         from rexrank.metrics import REGISTRY
 
-        a = pool["metrics"].get((vote["models"][0], vote["study"]), {})
-        b = pool["metrics"].get((vote["models"][1], vote["study"]), {})
-        balance = 0
-        for name in set(a) & set(b):
-            if a[name] != b[name]:
-                higher = REGISTRY.spec(name).higher_is_better if name in REGISTRY else True
-                balance += 1 if (a[name] > b[name]) == higher else -1
-        return None if balance == 0 else ("a" if balance > 0 else "b")
+        names = sorted({k for values in pool["metrics"].values() for k in values})
+        if not names or not votes:
+            return np.zeros(len(votes), dtype=np.int64)
+        direction = np.array([1.0 if (REGISTRY.spec(n).higher_is_better if n in REGISTRY else True) else -1.0
+                              for n in names])
+        rows = {key: k for k, key in enumerate(pool["metrics"])}
+        values = np.array([[vals.get(n, np.nan) for n in names] for vals in pool["metrics"].values()] +
+                          [[np.nan] * len(names)])  # the last row: no metrics for that report
+        missing = len(rows)
+        ka = np.array([rows.get((v["models"][0], v["study"]), missing) for v in votes])
+        kb = np.array([rows.get((v["models"][1], v["study"]), missing) for v in votes])
+        balance = np.nan_to_num(np.sign((values[ka] - values[kb]) * direction)).sum(1)
+        return np.sign(balance).astype(np.int64)
 
     def humans_vs_metrics(self) -> list[dict[str, Any]]:
         """Per automatic metric: the share of decisive votes where the metric prefers the report the rater chose
