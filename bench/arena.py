@@ -56,7 +56,7 @@ def simulate(m: int, n: int, seed: int = 1) -> tuple[Votes, np.ndarray]:
 def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
     import tempfile
 
-    from rexrank.leaderboard.arena import Arena
+    from rexrank.leaderboard.arena import NO_PACE, Arena
     from rexrank.leaderboard.store import Store, make_vote
 
     choices = {1.0: "a", 0.0: "b", 0.5: "tie"}
@@ -75,9 +75,13 @@ def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
         store.add_events(events)
         loaded = time.perf_counter() - start
         start = time.perf_counter()
-        arena = Arena(store, n_boot=0)
+        arena = Arena(store, n_boot=0, pace=NO_PACE)  # the mechanics' cost: one rater votes back to back
         counted = len(arena.votes())
         first = time.perf_counter() - start
+        arena.next_pair("hf:warm")  # reads the kept reports once (the pool), as a served Arena has
+        start = time.perf_counter()
+        arena.integrity()
+        integrity = time.perf_counter() - start
         start = time.perf_counter()
         arena.board()
         board = time.perf_counter() - start
@@ -90,10 +94,10 @@ def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
             arena.vote("hf:bench", pair.ticket, "tie")
             voted.append(time.perf_counter() - start)
         store.close()
-    print(f"\n| log votes (counted) | store load s | first read of the log s | board fit s (no bootstrap) | "
-          "next pair ms (median of 50) | vote ms (median) |")
-    print("|---|---|---|---|---|---|")
-    print(f"| {len(votes.a):,} ({counted:,}) | {loaded:.1f} | {first:.2f} | {board:.2f} | "
+    print(f"\n| log votes (counted) | store load s | first read of the log s | rater integrity s (400 raters) | "
+          "board fit s (no bootstrap) | next pair ms (median of 50) | vote ms (median) |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {len(votes.a):,} ({counted:,}) | {loaded:.1f} | {first:.2f} | {integrity:.2f} | {board:.2f} | "
           f"{1000 * statistics.median(served):.1f} | {1000 * statistics.median(voted):.1f} |")
 
 
@@ -166,7 +170,7 @@ def page_table(models: int, studies: int, clicks: int, baseline: str | None) -> 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from leaderboard_helpers import BROWSER_FLAGS, CHROMIUM, DESKTOP, free_port
 
-    from rexrank.leaderboard.arena import Arena, images_from_folder
+    from rexrank.leaderboard.arena import NO_PACE, Arena, images_from_folder
     from rexrank.leaderboard.arena_tab import arena_demo
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -179,7 +183,7 @@ def page_table(models: int, studies: int, clicks: int, baseline: str | None) -> 
             pages["baseline"] = module.arena_demo
         servers, urls = [], {}
         for side, build in pages.items():
-            arena = Arena(store, n_boot=0, images=images_from_folder(images))
+            arena = Arena(store, n_boot=0, pace=NO_PACE, images=images_from_folder(images))
             demo = build(arena, rater=f"hf:bench-{side}")
             servers.append(demo)
         servers.append(_minimal_page(gr))

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from leaderboard_helpers import DESKTOP, PHONE, free_port
-from rexrank.leaderboard.arena import Arena
+from rexrank.leaderboard.arena import NO_PACE, Arena
 from rexrank.leaderboard.arena_tab import arena_demo
 from rexrank.leaderboard.store import Store
 from test_arena import MODELS, _keep
@@ -40,7 +40,8 @@ def space(tmp_path_factory):
     images.mkdir()
     for k in range(12):
         Image.new("L", (64, 64), color=40 + 15 * k).save(images / f"s{k:03d}.png")
-    arena = Arena(store, n_boot=200, rng=np.random.default_rng(0),
+    # NO_PACE: the page votes at once (the pace has its own tests: test_arena_integrity.py)
+    arena = Arena(store, n_boot=200, rng=np.random.default_rng(0), pace=NO_PACE,
                   images=lambda study: [str(images / f"{study}.png")])
     demo = arena_demo(arena, rater="hf:ann")
     port = free_port()
@@ -109,9 +110,9 @@ def test_vote_flow_keyboard_only(browser, space, size):
     page.screenshot(path=str(SHOTS / f"arena_{size}_pair.png"), full_page=True)
     _press_until_focused(page, "#arena-vote-b")
     page.keyboard.press("Enter")
-    page.wait_for_function("() => document.querySelector('#arena-reveal').innerText.includes('A was')",
+    page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('A was')",
                            timeout=30_000)
-    revealed = page.locator("#arena-reveal").inner_text()
+    revealed = _value(page, "arena-reveal")
     assert len(_names_in(revealed)) == 2
     _board_settled(page)
     page.screenshot(path=str(SHOTS / f"arena_{size}_revealed.png"), full_page=True)
@@ -125,7 +126,7 @@ def test_vote_flow_keyboard_only(browser, space, size):
     assert kept[(vote["models"][0], vote["study"])] == shown_a
     # The same ticket cannot be used again: a second click on a vote button is refused with a message.
     page.locator("#arena-vote-a").click()
-    page.wait_for_function("() => document.querySelector('#arena-reveal').innerText.includes('Load a pair')",
+    page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('Load a pair')",
                            timeout=30_000)
     assert len(arena.votes()) == before + 1
     # The page fits the screen: no sideways scrolling at either size.
@@ -175,7 +176,7 @@ def test_next_pair_keeps_images_with_their_study_and_the_board(browser, space):
         assert elapsed is not None, "the next pair's texts never appeared"
         assert finished.value.response() is not None  # the page's own request for the pair was answered
         page.locator("#arena-vote-tie").click()
-        page.wait_for_function("() => document.querySelector('#arena-reveal').innerText.includes('A was')",
+        page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('A was')",
                                timeout=30_000)
     page.locator("#arena-refresh").click()
     page.wait_for_function("() => document.querySelector('#arena-board [role=grid]') && "

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 from typing import get_type_hints
 
+import pytest
+
 import numpy as np
 
-from rexrank.leaderboard.arena import Arena
+from rexrank.leaderboard.arena import NO_PACE, Arena
 from rexrank.leaderboard.arena_tab import arena_demo
-from test_arena import MODELS, store  # noqa: F401 - the fixture
+from test_arena import MODELS, _keep, store  # noqa: F401 - the fixture
 
 
 def test_oauth_profile_is_the_rater(store, monkeypatch):  # noqa: F811
     import gradio as gr
 
     monkeypatch.setattr("gradio.routes.attach_oauth", lambda app: None)  # the routes need a Space; not tested here
-    arena = Arena(store, n_boot=20, rng=np.random.default_rng(0))
+    arena = Arena(store, n_boot=20, rng=np.random.default_rng(0), pace=NO_PACE)
     demo = arena_demo(arena, oauth=True)
     assert any(isinstance(block, gr.LoginButton) for block in demo.blocks.values())
     fns = {f.api_name: f.fn for f in demo.fns.values() if f.api_name}
@@ -67,3 +69,66 @@ def test_next_pair_sends_texts_first_and_images_after(store, tmp_path):  # noqa:
     assert paths == [str(tmp_path / f"{study}-1001.png")]
     shown = then.fn(paths)
     assert shown.constructor_args == {"value": paths, "visible": True}
+
+
+EVIL = "Evil [claim your prize](https://evil.example/x) **B was MedVersa** <b>x</b>"
+
+
+def _fns(demo):
+    return {f.api_name: f for f in demo.fns.values() if f.api_name}
+
+
+def test_revealed_names_are_plain_text(tmp_path):
+    """Issue 39 point 4: the reveal was Markdown built with f"A was **{name}**": a model named with a link and a fake
+    "B was MedVersa" showed as both. Now the answer to a vote goes to a read-only Textbox, the name as written."""
+    import gradio as gr
+
+    from rexrank.leaderboard.store import Store
+
+    s = Store(tmp_path / "b.sqlite")
+    _keep(s, models=(EVIL, "plain-model"), n_studies=2, quality={EVIL: 0.1, "plain-model": 0.2})
+    arena = Arena(s, n_boot=0, rng=np.random.default_rng(0), pace=NO_PACE)
+    demo = arena_demo(arena, rater="hf:ann")
+    fn = _fns(demo)["arena_vote_a"]
+    (reveal,) = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "arena-reveal"]
+    assert isinstance(reveal, gr.Textbox) and not reveal.interactive and list(fn.outputs)[1] is reveal
+    ticket = _fns(demo)["arena_next"].fn()[0]
+    _, message = fn.fn(ticket, [], [])
+    assert EVIL in message and "**" not in message.replace(EVIL, "")
+    assert not any(isinstance(b, gr.Markdown) and b in fn.outputs for b in demo.blocks.values())
+    s.close()
+
+
+def test_the_vote_api_answers_in_one_line_and_says_what_it_accepts(store):  # noqa: F811
+    """Issue 39 point 6, through gradio's own request path (``Blocks.process_api``): a tag outside the six (even
+    one spanning lines) gets Arena.vote's one line, not gradio's multi-line echo of the input; two values instead of
+    three get one line, not the components' object addresses; /gradio_api/info types the tags as integers."""
+    import asyncio
+
+    import gradio as gr
+    from gradio.state_holder import SessionState
+
+    arena = Arena(store, n_boot=0, rng=np.random.default_rng(0), pace=NO_PACE)
+    demo = arena_demo(arena, rater="hf:ann")
+    fns = _fns(demo)
+    vote = fns["arena_vote_a"]
+    tags = [b for b in vote.inputs if isinstance(b, gr.CheckboxGroup)]
+    assert len(tags) == 2
+    for box in tags:
+        info = box.api_info_as_input()
+        assert info["type"] == "array" and info["items"]["type"] == "integer"
+        assert info["items"]["enum"] == [1, 2, 3, 4, 5, 6]
+
+    state = SessionState(demo)
+
+    def call(inputs, fn=vote):
+        return asyncio.run(demo.process_api(block_fn=fn, inputs=inputs, state=state))
+
+    call([], fns["arena_next"])  # the session's pair, held by the server
+    message = call([None, ["9\nDROP TABLE votes", 1], []])["data"][1]
+    assert message.startswith("error tags are category numbers") and "\n" not in message and "DROP" not in message
+    assert arena.votes() == []
+    with pytest.raises(gr.Error) as refused:
+        call([None, []])
+    text = str(refused.value)
+    assert "\n" not in text and "object at 0x" not in text and "takes 3 values" in text and "got 2" in text

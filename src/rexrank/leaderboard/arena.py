@@ -26,14 +26,19 @@ that never lost finite and centres the strengths (sum 0). Intervals: percentile 
 
 Pairing (``next_pair``): among the pairs of models with reports on a common study that this rater has not voted on
 there, pairs whose rank intervals overlap weigh 1 and others ``SEPARATED_WEIGHT``, divided by sqrt(1 + votes on the
-pair) so far; a pair is drawn by weight, then a study of it with the fewest votes (ties at random). The side A goes
-to the model of the pair shown on side A less often so far (votes and live tickets), a fair coin on a tie: every
-model is shown on each side equally often, whatever it is. The strengths the pairing reads are the last board fitted
-(``board``), which a vote does not wait for.
+pair) so far; a pair is drawn by weight, then a study of it with the fewest votes (ties at random), never a study
+where a model of the pair was revealed to this rater. Sides: a fair coin per ticket from a seed derived from its
+secret id (``side_seed``, ``sides``), logged with the vote for audit. The strengths the pairing reads are the last
+board fitted (``board``), which a vote does not wait for.
+
+Integrity (docs/arena.md, issue 39): the pace (``Pace``: a minimum time with a pair before its vote counts, pairs
+per minute with skipped ones counted) on the Arena's clock; per-rater signals and the rigging flag (``integrity``);
+boards without flagged raters' votes unless asked (``counted``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -60,11 +65,35 @@ TICKET_TTL_S = 3600.0
 MAX_TICKETS_PER_RATER = 5
 MAX_TICKET_CHARS = 64  # ours are 24; anything longer is not one of ours and is refused before it is hashed
 DEFAULT_QUOTA = 500  # votes per rater per day
+
+
+@dataclass(frozen=True)
+class Pace:
+    """The pace a person can keep (docs/arena.md "Pace"): the Arena's rate limits, owned here.
+
+    ``min_view_s``: a vote on a pair is refused (the pair kept) until the pair has been on offer this long: reading a
+    reference and two reports takes longer. ``pairs_per_minute``: pairs served to one rater in any rolling
+    ``window_s``, voted or skipped (a pair requested and not voted counts: skipping to a wanted pair is not free);
+    a vote counts from its time, a pair on offer from its issue. At most ``MAX_TICKETS_PER_RATER`` so that a pair
+    served within the window is never dropped to make room for another (the count would lose it)."""
+
+    min_view_s: float = 8.0
+    pairs_per_minute: int = 4
+    window_s: float = 60.0
+
+
+PACE = Pace()
+NO_PACE = Pace(min_view_s=0.0, pairs_per_minute=10 ** 9)  # tests of other rules; never the served default
+# The rigging flag (``Arena.integrity``): a rater whose preference for one model is this many standard deviations
+# above what the other raters' votes predict, over at least this many of their votes on that model.
+FLAG_Z = 4.0
+FLAG_MIN_VOTES = 15
 APP_VERSION_KEY = "arena"
 CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both unacceptable"}
 # The score of the model shown on side A for each choice: ties and "both unacceptable" are half a win each.
 SCORE_A = {"a": 1.0, "b": 0.0, "tie": 0.5, "both_bad": 0.5}
 assert set(SCORE_A) == set(VOTE_CHOICES) == set(CHOICE_LABELS)
+assert PACE.pairs_per_minute <= MAX_TICKETS_PER_RATER
 
 
 # -- Bradley-Terry ---------------------------------------------------------------------------------------------------
@@ -389,8 +418,38 @@ def image_source(spec: str) -> tuple[Callable[[str], list[str]], Path]:
 
 
 def rater_identity(username: str) -> str:
-    """A rater is a Hugging Face account (``hf:name``), as a submitter is (``records.hf_identity``)."""
-    return hf_identity(username)
+    """A rater is a Hugging Face account (``hf:name``), as a submitter is (``records.hf_identity``), named as the Hub
+    names one: ``huggingface_hub.utils.validate_repo_id``'s rule for a namespace (ASCII letters, digits, ``-``, ``_``,
+    ``.``; not starting or ending with ``-`` or ``.``; no ``--`` or ``..``; at most 96), which the CLI's
+    ``arena-rater`` and a server's ``--arena-rater`` meet too. Anything else is one InputError."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    name = str(username).strip()
+    try:
+        if "/" in name:
+            raise HFValidationError("a username has no slash")
+        validate_repo_id(name)
+    except HFValidationError:
+        raise InputError(f"{name[:40]!r} is not a Hugging Face username (letters, digits, '-', '_' and '.', at most "
+                         "96, not starting or ending with '-' or '.'): give the rater's Hub username") from None
+    return hf_identity(name)
+
+
+SIDE_SEED_CHARS = 32  # hex digits of a ticket's side seed (128 bits)
+
+
+def side_seed(ticket_id: str) -> str:
+    """The seed of a ticket's sides, derived from its secret id: unknown to anyone before the vote (the id is never
+    logged), written into the vote for audit (``sides``)."""
+    return hashlib.sha256(f"rexrank arena sides\n{ticket_id}".encode()).hexdigest()[:SIDE_SEED_CHARS]
+
+
+def sides(seed: str, pair: tuple[str, str] | list[str]) -> tuple[str, str]:
+    """(side A, side B) of ``pair`` under ``seed``: a fair coin per ticket. An auditor recomputes every logged vote's
+    sides from its ``seed`` and its models; the balance of sides over many votes is then a coin's, not a rule's."""
+    first, second = sorted(pair)
+    coin = hashlib.sha256(f"{seed}\n{first}\n{second}".encode()).digest()[0] & 1
+    return (first, second) if coin == 0 else (second, first)
 
 
 class Arena:
@@ -398,7 +457,7 @@ class Arena:
 
     def __init__(self, store: Store, dataset: str = "iu_xray", track: str = tracks.DEFAULT_TRACK, *,
                  experts_only: bool = False, quota: int | None = DEFAULT_QUOTA, images: Any = None,
-                 app_version: str = "dev",
+                 app_version: str = "dev", pace: Pace | None = None, clock: Callable[[], float] = time.time,
                  n_boot: int = N_BOOT, rng: np.random.Generator | None = None):
         dataset = catalog.canonical_dataset(dataset)
         self.dataset, self.split, self.track = canonical_names(dataset, catalog.leaderboard_split(dataset),
@@ -410,6 +469,10 @@ class Arena:
         self.images = images  # callable(study) -> list of image paths or URLs, or None
         self.n_boot = n_boot
         self._rng = rng  # tests: reproducible draws; None: the OS's randomness (sides are not guessable)
+        self.pace = PACE if pace is None else pace
+        self._clock = clock  # tests: a clock they move; every time the Arena reads comes from it
+        self._flags_key: tuple[str, bool] | None = None
+        self._flags: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._key = json.dumps([self.dataset, self.split, self.track])  # the store's name for this Arena's tickets
         self._pool_key: tuple[int, int] | None = None
@@ -421,6 +484,14 @@ class Arena:
     # -- randomness: a secret source unless a test gives a seeded one
     def _random(self) -> float:
         return float(self._rng.random()) if self._rng is not None else secrets.randbelow(2 ** 53) / 2 ** 53
+
+    def _token(self) -> str:
+        """A new ticket id (144 bits): secret, unless a test gave a seeded generator."""
+        if self._rng is None:
+            return secrets.token_urlsafe(18)
+        import base64
+
+        return base64.urlsafe_b64encode(self._rng.bytes(18)).decode()
 
     # -- what is on offer
     def _reports(self) -> dict[str, Any]:
@@ -446,7 +517,8 @@ class Arena:
                     shared = studies_of[first] & studies_of[second]
                     if shared:
                         pairs[(first, second)] = sorted(shared)
-            self._pool = {"reports": reports, "references": references, "metrics": metrics, "pairs": pairs}
+            self._pool = {"reports": reports, "references": references, "metrics": metrics, "pairs": pairs,
+                          "shared": {p: set(shared) for p, shared in pairs.items()}}
             self._pool_key = key
         return self._pool
 
@@ -462,6 +534,9 @@ class Arena:
         self._study_votes: dict[str, int] = {}
         self._on_a: dict[tuple[tuple[str, str], str], int] = {}
         self._rater_pairs: dict[str, dict[tuple[str, str], set[str]]] = {}
+        # per rater, per model: the studies where that model's report was revealed to the rater (never shown again)
+        self._revealed: dict[str, dict[str, set[str]]] = {}
+        self._vote_times: dict[str, list[float]] = {}
 
     def _follow(self) -> None:
         rows = self.store.log_rows(("vote", "rater"), self._last_id)
@@ -494,6 +569,9 @@ class Arena:
         self._study_votes[event["study"]] = self._study_votes.get(event["study"], 0) + 1
         self._on_a[(pair, event["models"][0])] = self._on_a.get((pair, event["models"][0]), 0) + 1
         self._rater_pairs.setdefault(event["rater"], {}).setdefault(pair, set()).add(event["study"])
+        for model in pair:
+            self._revealed.setdefault(event["rater"], {}).setdefault(model, set()).add(event["study"])
+        self._vote_times.setdefault(event["rater"], []).append(event["at"])
 
     def roles(self) -> dict[str, str]:
         """Each rater's role by the host's latest decision (``expert``, ``excluded``, ``rater``)."""
@@ -521,24 +599,43 @@ class Arena:
         return rater
 
     # -- pairing
+    def _pace_check(self, rater: str, now: float, live: list[Ticket]) -> None:
+        """Refuse a new pair past ``pace.pairs_per_minute`` in the window: votes (from their time) and pairs on offer
+        (from their issue) of this rater, i.e. every pair served in the window, voted or skipped."""
+        since = now - self.pace.window_s
+        times = [t for t in self._vote_times.get(rater, ()) if t > since]
+        times += [t.issued for t in live if t.rater == rater and t.issued > since]
+        if len(times) >= self.pace.pairs_per_minute:
+            wait = max(1, math.ceil(min(times) + self.pace.window_s - now))
+            raise InputError(f"slow down: at most {self.pace.pairs_per_minute} pairs per "
+                             f"{self.pace.window_s:g} s, voted or skipped; the next pair in {wait} s")
+
     def next_pair(self, rater: str | None) -> Pair:
-        """The most informative (study, pair) this rater has not voted on, under a new ticket (module docstring)."""
+        """The most informative (study, pair) this rater may still see, under a new ticket (module docstring): never a
+        study with a model whose report of it was revealed to this rater (a known text would name its side)."""
         rater = self.check_rater(rater)
         pool = self._reports()
         with self._lock:
             self._follow()
             board = self._board
-            live = self._live(time.time())
+            now = self._clock()
+            live = self._live(now)
+            self._pace_check(rater, now, live)
             mine = {pair: set(studies) for pair, studies in self._rater_pairs.get(rater, {}).items()}
-            pair_votes, study_votes, on_a = dict(self._pair_votes), dict(self._study_votes), dict(self._on_a)
+            revealed = self._revealed.get(rater, {})
+            pair_votes, study_votes = dict(self._pair_votes), dict(self._study_votes)
             for t in live:  # a pair on offer counts as shown
                 pair = tuple(sorted(t.models))
                 pair_votes[pair] = pair_votes.get(pair, 0) + 1
                 study_votes[t.study] = study_votes.get(t.study, 0) + 1
-                on_a[(pair, t.models[0])] = on_a.get((pair, t.models[0]), 0) + 1
                 if t.rater == rater:
                     mine.setdefault(pair, set()).add(t.study)
-            pairs = [p for p, shared in pool["pairs"].items() if len(mine.get(p, ())) < len(shared)]
+
+            def blocked(p: tuple[str, str]) -> set[str]:
+                shown = revealed.get(p[0], set()) | revealed.get(p[1], set())
+                return mine.get(p, set()) | (pool["shared"][p] & shown if shown else set())
+
+            pairs = [p for p, shared in pool["pairs"].items() if len(blocked(p)) < len(shared)]
             if not pairs:
                 raise InputError("no pair left for you to rate in this Arena: thank you! Come back when new "
                                  "models have been scored")
@@ -546,19 +643,14 @@ class Arena:
             weights = np.array([self._overlap(board, index, p) / math.sqrt(1 + pair_votes.get(p, 0)) for p in pairs])
             drawn = int(np.searchsorted(np.cumsum(weights), self._random() * weights.sum(), side="right"))
             pick = pairs[min(drawn, len(pairs) - 1)]
-            done = mine.get(pick, set())
+            done = blocked(pick)
             studies = [s for s in pool["pairs"][pick] if s not in done]
             fewest = min(study_votes.get(s, 0) for s in studies)
             studies = [s for s in studies if study_votes.get(s, 0) == fewest]
             study = studies[min(int(self._random() * len(studies)), len(studies) - 1)]
-            first, second = pick
-            a_first, a_second = on_a.get((pick, first), 0), on_a.get((pick, second), 0)
-            if a_first == a_second:
-                a_side = first if self._random() < 0.5 else second
-            else:
-                a_side = first if a_first < a_second else second
-            models = (a_side, second if a_side == first else first)
-            ticket = Ticket(secrets.token_urlsafe(18), rater, study, models, time.time())
+            ticket_id = self._token()
+            models = sides(side_seed(ticket_id), pick)  # a coin per ticket: no rule to learn from the log
+            ticket = Ticket(ticket_id, rater, study, models, now)
             self.store.issue_ticket(ticket.id, arena=self._key, rater=rater, study=study, models=models,
                                     issued=ticket.issued, ttl=TICKET_TTL_S, keep=MAX_TICKETS_PER_RATER)
         reports = pool["reports"][study]
@@ -580,7 +672,8 @@ class Arena:
 
     def ticket(self, ticket_id: str) -> Ticket | None:
         """The live ticket ``ticket_id`` (its pair and sides): for the host's code and tests, never sent to a page."""
-        found = self.store.ticket(ticket_id, arena=self._key, now=time.time()) if isinstance(ticket_id, str) else None
+        found = self.store.ticket(ticket_id, arena=self._key, now=self._clock()) \
+            if isinstance(ticket_id, str) and len(ticket_id) <= MAX_TICKET_CHARS else None
         return None if found is None else Ticket(ticket_id, found["rater"], found["study"], found["models"],
                                                  found["issued"])
 
@@ -599,40 +692,61 @@ class Arena:
         for side, given in (("a", tags_a), ("b", tags_b)):
             if given is None:
                 given = ()
-            if isinstance(given, (str, bytes)) or not all(isinstance(c, int) and not isinstance(c, bool)
+            if not isinstance(given, (list, tuple)) or not all(isinstance(c, int) and not isinstance(c, bool)
                                                           and c in codes for c in given):
                 raise InputError(f"error tags are category numbers among {sorted(codes)}")
             tags[side] = list(given)
+        now = self._clock()
+        held = self.ticket(ticket_id)
+        if held is not None and held.rater == rater and now - held.issued < self.pace.min_view_s:
+            # Refused before it is claimed: the pair stays on offer and the same click works a little later.
+            wait = max(1, math.ceil(held.issued + self.pace.min_view_s - now))
+            raise InputError(f"too quick: a vote counts after {self.pace.min_view_s:g} s with the pair (read the "
+                             f"reference and both reports); vote again in {wait} s")
         # Consumed here, whatever happens next: a ticket is used once.
-        ticket = self.store.claim_ticket(ticket_id, arena=self._key, rater=rater, now=time.time()) \
+        ticket = self.store.claim_ticket(ticket_id, arena=self._key, rater=rater, now=now) \
             if isinstance(ticket_id, str) and len(ticket_id) <= MAX_TICKET_CHARS else None
         if ticket is None:
+            if len([t for t in self._live(now) if t.rater == rater]) >= MAX_TICKETS_PER_RATER:
+                raise InputError(f"this pair was replaced: a rater holds at most {MAX_TICKETS_PER_RATER} pairs at a "
+                                 f"time, and {MAX_TICKETS_PER_RATER} newer ones were loaded for {rater} (on a server "
+                                 "without sign-in every page votes as that one rater); load the next pair")
             raise InputError("this pair was not shown to you, was already voted on, or has expired: load the "
                              "next pair")
         models = tuple(ticket["models"])
-        event = make_vote(at=time.time(), rater=rater, expert=self.roles().get(rater) == "expert",
+        event = make_vote(at=now, rater=rater, expert=self.roles().get(rater) == "expert",
                           dataset=self.dataset, split=self.split, track=self.track, study=ticket["study"],
-                          models=models, choice=choice, tags=tags, version=self.app_version)
-        self.store.add_vote(event, quota=self.quota)
+                          models=models, choice=choice, tags=tags, version=self.app_version,
+                          seed=side_seed(ticket_id))
+        self.store.add_vote(event, quota=self.quota, now=now)
         return {"a": models[0], "b": models[1], "study": ticket["study"], "choice": choice}
 
     # -- views
-    def board(self) -> Fit:
-        """The fit of the votes counted now (cached per store version)."""
-        key = self.store.version()
+    def counted(self, *, include_flagged: bool = False) -> list[dict[str, Any]]:
+        """The votes a board counts: ``votes()``, less those of flagged raters (``integrity``) unless asked."""
+        votes = self.votes()
+        if include_flagged:
+            return votes
+        flagged = {row["rater"] for row in self.integrity() if row["flagged"]}
+        return [v for v in votes if v["rater"] not in flagged] if flagged else votes
+
+    def board(self, *, include_flagged: bool = False) -> Fit:
+        """The fit of the votes counted now (cached per store version), by default without flagged raters' votes."""
+        key = f"{self.store.version()}|{include_flagged}"
         if key == self._board_key and self._board is not None:
             return self._board
-        votes = self.votes()
+        votes = self.counted(include_flagged=include_flagged)
         models = sorted({m for v in votes for m in v["models"]})
         result = fit(Votes.of(models, votes), n_boot=self.n_boot)
-        with self._lock:
-            self._board, self._board_key = result, key
+        if not include_flagged:  # the board the pairing reads
+            with self._lock:
+                self._board, self._board_key = result, key
         return result
 
-    def board_rows(self) -> list[dict[str, Any]]:
+    def board_rows(self, *, include_flagged: bool = False) -> list[dict[str, Any]]:
         """The Arena board: one row per model, strongest first, with votes and raters counted."""
-        result = self.board()
-        votes = self.votes()
+        result = self.board(include_flagged=include_flagged)
+        votes = self.counted(include_flagged=include_flagged)
         raters: dict[str, set[str]] = {}
         for v in votes:
             for m in v["models"]:
@@ -644,6 +758,101 @@ class Arena:
                  "rank interval": f"{result.rank_low[i]}-{result.rank_high[i]}",
                  "votes": int(result.n_votes[i]), "raters": len(raters.get(result.models[i], ()))}
                 for i in order]
+
+    def integrity(self) -> list[dict[str, Any]]:
+        """Per rater, what the host judges rigging by (docs/arena.md "Integrity"), most suspicious first: votes, share
+        of ties, median seconds between their votes, agreement with the other raters on the same (study, pair) and
+        with the metrics, and one-sidedness: for each model, the rater's score for it against what the Bradley-Terry
+        fit of everyone else's votes predicts, as a z-score (positive: toward it); the model with the highest is the
+        ``one-sided model``. ``flagged``: that z is at least ``FLAG_Z`` over at least ``FLAG_MIN_VOTES`` of their votes
+        on the model (the loop that votes for one model whenever it recognises its text), experts (the host's
+        allow-list) excepted. Only toward: a rigged model makes the honest raters' votes look one-sided against it
+        (their expectation includes the rigged votes), so flagging "against" would let a rigger get honest raters
+        flagged. Cost: one batched fit (a leave-one-rater-out fit per rater)."""
+        key = self.store.version()
+        if key == self._flags_key:
+            return [dict(row) for row in self._flags]
+        votes, roles, pool = self.votes(), self.roles(), self._reports()
+        models = sorted({m for v in votes for m in v["models"]})
+        raters = sorted({v["rater"] for v in votes})
+        m, n_raters = len(models), len(raters)
+        rater_index = {r: i for i, r in enumerate(raters)}
+        table = Votes.of(models, votes)
+        who = np.array([rater_index[v["rater"]] for v in votes], dtype=np.int64)
+        a, b, score = table.a, table.b, table.score_a
+        per_rater = np.zeros((n_raters, m, m))
+        np.add.at(per_rater, (who, a, b), score)
+        np.add.at(per_rater, (who, b, a), 1 - score)
+        # one batched fit: each rater left out in turn
+        total = per_rater.sum(0)
+        others = fit_wins(total - per_rater, start=fit_wins(total)) if n_raters else np.zeros((0, m))
+        p = _sigmoid(others[who, a] - others[who, b]) if len(votes) else np.zeros(0)
+        observed, expected, variance, count = (np.zeros((n_raters, m)) for _ in range(4))
+        for side, side_score, side_p in ((a, score, p), (b, 1 - score, 1 - p)):
+            np.add.at(observed, (who, side), side_score)
+            np.add.at(expected, (who, side), side_p)
+            np.add.at(variance, (who, side), side_p * (1 - side_p))
+            np.add.at(count, (who, side), 1)
+        z = np.where(variance > 0, (observed - expected) / np.sqrt(np.maximum(variance, 1e-12)), 0.0)
+        z = np.where(count > 0, z, 0.0)
+        # agreement with the others on the same (study, pair): the direction of their mean score for the pair's
+        # first model (by name)
+        item_of: dict[tuple, int] = {}
+        item = np.array([item_of.setdefault((v["study"], *sorted(v["models"])), len(item_of)) for v in votes],
+                        dtype=np.int64)
+        first_score = np.where(a < b, score, 1 - score)
+        item_sum = np.bincount(item, first_score, minlength=len(item_of))
+        item_n = np.bincount(item, minlength=len(item_of))
+        rest_n = item_n[item] - 1
+        rest_mean = np.divide(item_sum[item] - first_score, rest_n, out=np.full(len(votes), 0.5), where=rest_n > 0)
+        agrees = np.sign(first_score - 0.5) == np.sign(rest_mean - 0.5)
+        n_others = np.bincount(who, rest_n > 0, minlength=n_raters)
+        agree_others = np.bincount(who, agrees & (rest_n > 0), minlength=n_raters)
+        prefers = self._metrics_prefer(pool, votes)  # +1: side A, -1: side B, 0: no preference
+        decisive = (score != 0.5) & (prefers != 0)
+        n_metrics = np.bincount(who, decisive, minlength=n_raters)
+        agree_metrics = np.bincount(who, decisive & (prefers == np.where(score == 1.0, 1, -1)), minlength=n_raters)
+        n_votes = np.bincount(who, minlength=n_raters)
+        ties = np.bincount(who, score == 0.5, minlength=n_raters)
+        times: dict[int, list[float]] = {}
+        for r, v in zip(who.tolist(), votes):
+            times.setdefault(r, []).append(v["at"])
+        rows = []
+        for r, rater in enumerate(raters):
+            top = int(np.argmax(np.where(count[r] > 0, z[r], -np.inf)))  # toward: see the docstring
+            gaps = np.diff(sorted(times[r]))
+            flagged = (roles.get(rater) != "expert" and count[r, top] >= FLAG_MIN_VOTES
+                       and z[r, top] >= FLAG_Z)
+            rows.append({"rater": rater, "votes": int(n_votes[r]), "ties": float(ties[r] / n_votes[r]),
+                         "median s between votes": float(np.median(gaps)) if len(gaps) else float("nan"),
+                         "agreement with raters": float(agree_others[r] / n_others[r]) if n_others[r] else float("nan"),
+                         "agreement with metrics": float(agree_metrics[r] / n_metrics[r]) if n_metrics[r]
+                         else float("nan"),
+                         "one-sided model": models[top], "votes on it": int(count[r, top]),
+                         "one-sided z": round(float(z[r, top]), 2), "flagged": bool(flagged)})
+        rows.sort(key=lambda row: (not row["flagged"], -row["one-sided z"], row["rater"]))
+        self._flags, self._flags_key = rows, key
+        return [dict(row) for row in rows]
+
+    @staticmethod
+    def _metrics_prefer(pool: dict[str, Any], votes: list[dict[str, Any]]) -> np.ndarray:
+        """Per vote, the side most of the study's metrics prefer: +1 side A, -1 side B, 0 none (no metrics, or as many
+        each way). Metric directions from each metric's ``MetricSpec``."""
+        from rexrank.metrics import REGISTRY
+
+        names = sorted({k for values in pool["metrics"].values() for k in values})
+        if not names or not votes:
+            return np.zeros(len(votes), dtype=np.int64)
+        direction = np.array([1.0 if (REGISTRY.spec(n).higher_is_better if n in REGISTRY else True) else -1.0
+                              for n in names])
+        rows = {key: k for k, key in enumerate(pool["metrics"])}
+        values = np.array([[vals.get(n, np.nan) for n in names] for vals in pool["metrics"].values()] +
+                          [[np.nan] * len(names)])  # the last row: no metrics for that report
+        missing = len(rows)
+        ka = np.array([rows.get((v["models"][0], v["study"]), missing) for v in votes])
+        kb = np.array([rows.get((v["models"][1], v["study"]), missing) for v in votes])
+        balance = np.nan_to_num(np.sign((values[ka] - values[kb]) * direction)).sum(1)
+        return np.sign(balance).astype(np.int64)
 
     def humans_vs_metrics(self) -> list[dict[str, Any]]:
         """Per automatic metric: the share of decisive votes where the metric prefers the report the rater chose

@@ -6,7 +6,8 @@ What the page and its API see: before a vote, the study's reference, its images 
 an event chained after the texts, the previous pair's hidden meanwhile) and the two reports, never a model name
 (the ticket that binds the pair to the rater stays on the server in a ``gr.State``: a client sends only its clicks,
 i.e. its choice and its tags). After the vote, the two names. Every text is shown as plain text (read-only
-textboxes), never as Markdown or HTML. Who votes: the signed-in Hugging Face
+textboxes, the revealed names and every answer to a vote included), never as Markdown or HTML; the Markdown
+message above the pair holds only our own words and a study id of the public set. Who votes: the signed-in Hugging Face
 user (``oauth``: gradio injects the profile), or, on a host's own server without login, the ``rater`` the host
 named (``None``: voting is off). Refusals (not signed in, excluded, quota, a used ticket) are one-line messages.
 """
@@ -22,21 +23,66 @@ from rexrank.leaderboard.store import error_categories
 
 BOARD_HEADERS = ["rank", "model", "strength", "interval", "rank interval", "votes", "raters"]
 METRIC_HEADERS = ["metric", "decisive votes", "agreement", "95% interval", "Kendall tau"]
+INTEGRITY_HEADERS = ["rater", "votes", "ties", "median s between votes", "agreement with raters",
+                     "agreement with metrics", "one-sided model", "votes on it", "one-sided z", "flagged"]
+VOTE_API_NAMES = tuple(f"arena_vote_{choice}" for choice in CHOICE_LABELS)
 
 
-def _board(arena: Arena) -> tuple[list[list], list[list], str]:
-    rows = [[r[h] for h in BOARD_HEADERS] for r in arena.board_rows()]
+def _raw_api_in_one_line(gr, tags: list, codes: list[int]) -> None:
+    """gradio 6.31 workarounds for the vote endpoints' raw API (issue 39 point 6), tested in test_arena_tab.py:
+
+    - a CheckboxGroup refuses a value outside its choices before our code runs, in a multi-line message that echoes
+      the input, and /gradio_api/info types integer choices as strings: the tags boxes pass what they get on to
+      ``Arena.vote`` (which refuses anything but category numbers in one line) and describe themselves as what is
+      accepted, an array of category numbers;
+    - a call with fewer values than inputs gets a multi-line message listing the components' object addresses: for
+      the vote endpoints only, one line saying what to send."""
+    from gradio.context import Context
+
+    info = {"type": "array", "items": {"type": "integer", "enum": codes}, "title": "Error categories"}
+    for box in tags:
+        box.preprocess = lambda payload: payload
+        box.api_info = lambda: dict(info)
+    root = Context.root_block
+    original = root.validate_inputs
+
+    def validate_inputs(block_fn, inputs):
+        if getattr(block_fn, "api_name", None) in VOTE_API_NAMES and len(inputs) < len(block_fn.inputs):
+            raise gr.Error(f"the Arena's vote takes {len(block_fn.inputs)} values (null for the pair, which the "
+                           f"server holds, then the error categories of A and of B as lists of numbers); got "
+                           f"{len(inputs)}")
+        return original(block_fn, inputs)
+
+    root.validate_inputs = validate_inputs
+
+
+def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], list[list], str]:
+    rows = [[r[h] for h in BOARD_HEADERS] for r in arena.board_rows(include_flagged=include_flagged)]
     metrics = [[m["metric"], m["decisive votes"], _pct(m["agreement"]), f"{_pct(m['low'])} to {_pct(m['high'])}",
                 "n/a" if m["kendall tau"] != m["kendall tau"] else f"{m['kendall tau']:.2f}"]
                for m in arena.humans_vs_metrics()]
     agreement = arena.agreement()
     kappa = agreement["fleiss kappa"]
-    n = len(arena.votes())
-    note = (f"{n} vote{'' if n == 1 else 's'} counted. Inter-rater agreement: Fleiss' kappa "
+    n = len(arena.counted(include_flagged=include_flagged))
+    flagged = [r for r in arena.integrity() if r["flagged"]]
+    left_out = "" if include_flagged or not flagged else (
+        f" {len(flagged)} flagged rater{'' if len(flagged) == 1 else 's'} left out ({sum(r['votes'] for r in flagged)} "
+        "votes).")
+    note = (f"{n} vote{'' if n == 1 else 's'} counted.{left_out} Inter-rater agreement: Fleiss' kappa "
             f"{'n/a' if kappa != kappa else f'{kappa:.2f}'} on {agreement['items']} study-pairs voted by two raters "
             "or more. Strengths: Bradley-Terry log-odds against the average model (ties and 'both unacceptable' "
             "count as half a win each), 95% bootstrap intervals over votes.")
     return rows, metrics, note
+
+
+def _integrity(arena: Arena) -> list[list]:
+    return [[_fmt(r[h]) for h in INTEGRITY_HEADERS] for r in arena.integrity()]
+
+
+def _fmt(value: Any) -> Any:
+    if isinstance(value, float):
+        return "n/a" if value != value else round(value, 2)
+    return "yes" if value is True else ("" if value is False else value)
 
 
 def _codes(values: Any) -> Any:
@@ -54,6 +100,8 @@ def _pct(value: float) -> str:
 def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> None:
     """The Arena tab (see the module docstring). ``rater``: who votes on a server without login."""
     categories = [(f"{code}. {text}", code) for code, text in sorted(error_categories().items())]
+    if rater is not None:  # the host's --arena-rater: a Hub username too (one line otherwise)
+        rater = rater_identity(rater[3:] if rater.startswith("hf:") else rater)
 
     def who(profile) -> Optional[str]:
         if oauth:
@@ -79,17 +127,19 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
     def vote(choice: str, ticket: Optional[str], tags_a: list[int], tags_b: list[int],
              profile: Optional[gr.OAuthProfile] = None):
         if not ticket:
-            return ticket, "**Load a pair first (Next pair).**"
+            return ticket, "Load a pair first (Next pair)."
         try:
             revealed = arena.vote(who(profile), ticket, choice, _codes(tags_a), _codes(tags_b))
         except RexrankError as exc:
-            return None, f"**{exc}**"
-        return None, (f"Thank you: your vote ({CHOICE_LABELS[choice]}) is recorded. A was **{revealed['a']}**, B was "
-                      f"**{revealed['b']}**. Next pair: press Next pair.")
+            # a refusal before the ticket was used (too quick) keeps the pair: the same click works later
+            return (ticket if arena.ticket(ticket) is not None else None), str(exc)
+        # Plain text (the reveal is a Textbox): a model's name is shown as written, never as Markdown or HTML.
+        return None, (f"Thank you: your vote ({CHOICE_LABELS[choice]}) is recorded. A was: {revealed['a']}\n"
+                      f"B was: {revealed['b']}\nNext pair: press Next pair.")
 
-    def refresh():
-        rows, metrics, note = _board(arena)
-        return rows, metrics, note
+    def refresh(include_flagged: bool = False):
+        rows, metrics, note = _board(arena, include_flagged=bool(include_flagged))
+        return rows, metrics, note, _integrity(arena)
 
     with gr.Tab("Arena", id="arena") as tab:
         gr.Markdown("Compare two models' reports of one study against the reference, as ReXVal's radiologists "
@@ -114,14 +164,20 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
         with gr.Row():
             buttons = {choice: gr.Button(label, elem_id=f"arena-vote-{choice.replace('_', '-')}", min_width=140)
                        for choice, label in CHOICE_LABELS.items()}
-        reveal = gr.Markdown(elem_id="arena-reveal")
+        reveal = gr.Textbox(label="Result", interactive=False, lines=3, elem_id="arena-reveal")
         gr.Markdown("### Arena board")
         board_note = gr.Markdown(elem_id="arena-board-note")
         board = gr.Dataframe(headers=BOARD_HEADERS, interactive=False, elem_id="arena-board")
         metrics = gr.Dataframe(headers=METRIC_HEADERS, interactive=False, elem_id="arena-metrics",
                                label="Humans vs metrics: share of decisive votes where the metric prefers the "
                                      "same report")
-        refresh_button = gr.Button("Refresh the Arena board", elem_id="arena-refresh", size="sm")
+        with gr.Row():
+            include_flagged = gr.Checkbox(False, label="Count flagged raters' votes", elem_id="arena-flagged")
+            refresh_button = gr.Button("Refresh the Arena board", elem_id="arena-refresh", size="sm")
+        with gr.Accordion("Rater integrity (for the host)", open=False):
+            integrity = gr.Dataframe(headers=INTEGRITY_HEADERS, interactive=False, elem_id="arena-integrity",
+                                     label="Per rater: signals of rigging (docs/arena.md, Integrity)")
+        _raw_api_in_one_line(gr, [tags_a, tags_b], sorted(error_categories()))
 
         shown_images = gr.State([])  # the pair's image paths, between the two events below
         pair_outputs = [ticket, message, reference, report_a, report_b, shown_images, images, tags_a, tags_b, reveal]
@@ -141,8 +197,8 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
         for choice, button in buttons.items():
             button.click(guarded(caster(choice)), [ticket, tags_a, tags_b], [ticket, reveal],
                          api_name=f"arena_vote_{choice}")
-        for trigger in (refresh_button.click, tab.select):
-            trigger(guarded(refresh), None, [board, metrics, board_note], api_name=False)
+        for trigger in (refresh_button.click, tab.select, include_flagged.change):
+            trigger(guarded(refresh), include_flagged, [board, metrics, board_note, integrity], api_name=False)
 
 
 def arena_demo(arena: Arena, *, rater: Optional[str] = None, oauth: bool = False) -> Any:

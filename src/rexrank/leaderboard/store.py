@@ -336,15 +336,21 @@ def _check_time(event: dict[str, Any]) -> None:
 VOTE_FIELDS = ("kind", "at", "by", "rater", "expert", "dataset", "split", "track", "study", "models", "choice",
                "tags", "version")
 RATER_FIELDS = ("kind", "at", "by", "rater", "role", "reason")
+# A vote's side seed (``arena.side_seed``: 32 hex digits), from which an auditor recomputes its sides; votes cast
+# before it existed have none.
+VOTE_SEED = "seed"
 
 
 def make_vote(*, at: float, rater: str, expert: bool, dataset: str, split: str, track: str, study: str,
-              models: tuple[str, str] | list[str], choice: str, tags: dict[str, list[int]], version: str) -> dict:
+              models: tuple[str, str] | list[str], choice: str, tags: dict[str, list[int]], version: str,
+              seed: str | None = None) -> dict:
     """One Arena vote: ``models`` as shown (side A, side B), ``choice`` one of ``VOTE_CHOICES`` about those sides,
-    ``tags`` {"a": [...], "b": [...]} the error categories ticked for each side, ``version`` the app's."""
-    return {"kind": "vote", "at": float(at), "by": rater, "rater": rater, "expert": bool(expert), "dataset": dataset,
-            "split": split, "track": track, "study": study, "models": list(models), "choice": choice,
-            "tags": {side: sorted(set(tags.get(side, []))) for side in ("a", "b")}, "version": version}
+    ``tags`` {"a": [...], "b": [...]} the error categories ticked for each side, ``version`` the app's, ``seed`` the
+    ticket's side seed (``VOTE_SEED``)."""
+    return ({VOTE_SEED: seed} if seed is not None else {}) | {
+        "kind": "vote", "at": float(at), "by": rater, "rater": rater, "expert": bool(expert), "dataset": dataset,
+        "split": split, "track": track, "study": study, "models": list(models), "choice": choice,
+        "tags": {side: sorted(set(tags.get(side, []))) for side in ("a", "b")}, "version": version}
 
 
 def make_rater_event(rater: str, role: str, *, at: float, by: str = HOST, reason: str = "") -> dict[str, Any]:
@@ -362,6 +368,11 @@ def vote_key(event: dict[str, Any]) -> str:
 def _check_arena_event(event: dict[str, Any]) -> dict[str, Any]:
     kind = event["kind"]
     expected = set(VOTE_FIELDS if kind == "vote" else RATER_FIELDS)
+    if kind == "vote" and VOTE_SEED in event:
+        expected.add(VOTE_SEED)
+        seed = event[VOTE_SEED]
+        if not isinstance(seed, str) or len(seed) != 32 or not set(seed) <= set("0123456789abcdef"):
+            raise InputError("a vote's seed is 32 hex digits")
     if set(event) != expected:
         raise InputError(f"a {kind} event holds {', '.join(sorted(expected))} (got {', '.join(sorted(event))})")
     _check_time(event)
@@ -1050,10 +1061,12 @@ class Store:
         row = self._conn().execute("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM arena_reports").fetchone()
         return int(row[0]), int(row[1])
 
-    def add_vote(self, event: dict[str, Any], *, quota: int | None = None, window: float = 86400.0) -> str:
+    def add_vote(self, event: dict[str, Any], *, quota: int | None = None, window: float = 86400.0,
+                 now: float | None = None) -> str:
         """Append one vote (``make_vote``) to the log, in one transaction with its checks: ``DuplicateVote`` if this
         rater already voted on this study and pair (``vote_key``), ``QuotaExceeded`` past ``quota`` votes of the
-        rater in the last ``window`` seconds. Its time is the log's next. Returns its content hash."""
+        rater in the last ``window`` seconds before ``now`` (the Arena's clock; default the system's). Its time is the
+        log's next. Returns its content hash."""
         with self.transaction() as conn:
             check_event(event)
             if conn.execute("SELECT 1 FROM events WHERE kind = 'vote' AND model = ?", (vote_key(event),)).fetchone():
@@ -1063,7 +1076,8 @@ class Store:
                 # The rater's own votes only: their subjects (``vote_key``) start with the rater (an index range).
                 prefix = json.dumps([event["rater"]])[:-1] + ", "
                 count = conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'vote' AND model >= ? AND model < ?"
-                                     " AND at > ?", (prefix, prefix + "\uffff", time.time() - window)).fetchone()[0]
+                                     " AND at > ?", (prefix, prefix + "\uffff",
+                                                     (time.time() if now is None else now) - window)).fetchone()[0]
                 if count >= quota:
                     raise QuotaExceeded(f"quota reached: at most {quota} votes per {window / 3600:g} h; thank you, "
                                         "come back later")
