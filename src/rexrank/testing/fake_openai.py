@@ -83,3 +83,22 @@ class FakeJudgeServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m rexrank.testing.fake_openai N LATENCY``: N servers in this process, their base URLs printed one a
+    line, until stdin closes (bench/judge_farm.py runs them here so they do not share the client's interpreter)."""
+    import sys
+
+    count, latency = (argv or sys.argv[1:])[:2]
+    servers = [FakeJudgeServer(latency=float(latency)) for _ in range(int(count))]
+    try:
+        print("\n".join(s.base_url for s in servers), flush=True)
+        sys.stdin.read()
+    finally:
+        for server in servers:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
