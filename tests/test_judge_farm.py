@@ -9,6 +9,7 @@ sleep that only records the delay.
 from __future__ import annotations
 
 import contextlib
+import json
 
 import pytest
 
@@ -52,6 +53,35 @@ def test_a_farm_answers_what_one_endpoint_answers_in_input_order():
     assert sum(s.served for s in farm) == len(CONVERSATIONS) and all(s.served > 0 for s in farm)
     assert all(s.max_in_flight <= 3 for s in farm)
     assert client.last_answered == {s.base_url: s.served for s in farm}
+
+
+def test_a_call_smaller_than_the_farm_is_dealt_round_the_endpoints():
+    """Fewer requests than the farm's slots: each endpoint gets its share rather than the first taking them all."""
+    with _servers({}, {}, {}) as farm:
+        results = _client([s.base_url for s in farm], max_concurrency=8).complete_results(CONVERSATIONS[:6])
+    assert [r.text for r in results] == EXPECTED[:6]
+    assert [s.served for s in farm] == [2, 2, 2]
+
+
+def test_the_cli_option_names_a_farm(tmp_path, cli):
+    """`--option 'crimson.base_url=[...]'` (a JSON list) reaches the judge: both servers answer, results.json
+    records the list; a comma-joined string is one clear error line, before any input is read."""
+    preds = {f"s{i}": f"Small left effusion, {i} cm." for i in range(6)}
+    (tmp_path / "p.json").write_text(json.dumps(preds))
+    (tmp_path / "r.json").write_text(json.dumps({k: "No effusion." for k in preds}))
+    common = ["score", "-p", str(tmp_path / "p.json"), "-r", str(tmp_path / "r.json"), "-m", "crimson", "--option",
+              "crimson.backend=openai", "--option", "crimson.api_key_env=null", "--no-cache", "--resamples", "10",
+              "-q"]
+    with _servers({}, {}) as farm:
+        urls = [s.base_url for s in farm]
+        code, output = cli(*common, "--option", f"crimson.base_url={json.dumps(urls)}", "-o", str(tmp_path / "out"))
+        assert code == 0, output
+        assert all(s.served > 0 for s in farm)  # the fake's answers are no CRIMSON JSON: NaN, retried, counted
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["configs"]["crimson"]["judge"]["base_url"] \
+        == urls
+    code, output = cli(*common, "--option", f"crimson.base_url={','.join(urls)}", "-o", str(tmp_path / "bad"))
+    assert code == 2 and "not one URL; give several endpoints as a list" in output
+    assert "Traceback" not in output and not (tmp_path / "bad").exists()
 
 
 def test_an_endpoint_that_dies_mid_run_leaves_the_others_to_finish(caplog):

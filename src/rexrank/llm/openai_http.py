@@ -268,8 +268,10 @@ class OpenAIChatClient:
                 clients.append(await stack.enter_async_context(httpx.AsyncClient(
                     base_url=url, headers=self._headers(), timeout=self.timeout, limits=limits,
                     transport=self.transport)))
+            # Slot k of every endpoint before slot k+1 of any: a call smaller than the farm is dealt round the
+            # endpoints instead of filling the first one (the queue hands requests to workers in start order).
             workers = [asyncio.create_task(serve(url, client))
-                       for url, client in zip(self.base_urls, clients) for _ in range(self.max_concurrency)]
+                       for _ in range(self.max_concurrency) for url, client in zip(self.base_urls, clients)]
             try:
                 await finished.wait()
             finally:
