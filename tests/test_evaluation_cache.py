@@ -687,3 +687,50 @@ def test_run_memos_round_trip_are_checked_capped_and_purged(tmp_path, caplog, mo
     assert [cache.get_run(k) for k in kept] == [None, None, None]
     assert cache.get_pairs("fp", [("h", "r")]) == {("h", "r"): {"v": 1.0}}  # untagged, not one of its texts
     cache.close()
+
+
+def _model_options(standins, cache_dir: Path, metrics: tuple[str, ...]):
+    from rexrank.evaluation.harness import ScoreOptions
+
+    semb, ratescore = standins("semb"), standins("ratescore")
+    configs = {"semb": {"model": semb["semb"], "backbone": semb["semb_backbone"]},
+               "bertscore": {"model": standins("bertscore")["bertscore"]},
+               "ratescore": {"ner_model": ratescore["ratescore_ner"], "embed_model": ratescore["ratescore_embed"]},
+               "radgraph": {"model": standins("radgraph")["radgraph"]}}
+    return ScoreOptions(metrics=list(metrics), metric_configs={m: configs[m] for m in metrics}, device="cpu",
+                        batch_size=4, cache_dir=cache_dir, chunk_size=7, resamples=20)
+
+
+_MODEL_METRICS = ("bertscore", "semb", "ratescore", "radgraph")
+
+
+def test_warm_equals_cold_byte_for_byte_whatever_another_run_left_in_the_cache(tmp_path, standins, iu_xray_test):
+    """Issue 35 point 7. Model B scored in a fresh cache, and again in a cache where model A's run left some of the
+    same references' artefacts and some of B's pairs (A shares a few predictions with B): every per-study value,
+    detail columns included, has the same bytes. Encoders give a text slightly different floats beside other
+    texts in one forward pass, so a value computed from the cache misses only must not depend on its neighbours."""
+    from rexrank.evaluation.harness import evaluate
+    from rexrank.evaluation.inputs import Inputs
+
+    reports = list(dict.fromkeys(study["report"] for study in iu_xray_test.values()))[:24]
+    refs, b_hyps = reports[:12], reports[12:24]
+    ids = [f"s{i}" for i in range(12)]
+    # A: the first 7 studies, three of them with B's own prediction (pair rows B finds), four with another.
+    a_hyps = [b_hyps[i] if i % 2 else reports[(i + 5) % 12] for i in range(7)]
+
+    cold = evaluate(Inputs(ids, b_hyps, refs), model="B", track="findings",
+                    options=_model_options(standins, tmp_path / "cold", _MODEL_METRICS))
+    shared = _model_options(standins, tmp_path / "shared", _MODEL_METRICS)
+    evaluate(Inputs(ids[:7], a_hyps, refs[:7]), model="A", track="findings", options=shared)
+    warm = evaluate(Inputs(ids, b_hyps, refs), model="B", track="findings", options=shared)
+    assert all(0 < s["cached"] < s["pairs"] for s in warm.stats.values()), warm.stats  # partly warm, really
+    assert list(warm.per_study.columns) == list(cold.per_study.columns)
+    differ = [column for column in cold.per_study.columns if _column_bytes(warm.per_study[column])
+              != _column_bytes(cold.per_study[column])]
+    assert differ == []
+
+
+def _column_bytes(column: pd.Series) -> bytes:
+    """A column's values as bytes: a numeric column's IEEE bits, any other column's values as text."""
+    values = column.to_numpy()
+    return values.tobytes() if values.dtype.kind in "biufc" else json.dumps(values.tolist()).encode()
