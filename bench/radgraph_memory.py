@@ -1,10 +1,13 @@
 """Peak memory of RadGraph annotation on one long synthetic report (a report at the validation limit).
 
     .venv/bin/python bench/radgraph_memory.py [--words 1000 2000 5000] [--size small|real] [--standin DIR]
-                                              [--cap-gb 12] [--threads 1] [--all-pairs]
+                                              [--cap-gb 12] [--threads 1] [--all-pairs] [--text corpus|iu_xray]
 
-- Report: sentences of the built-in corpus (rexrank.testing.corpus) repeated up to N whitespace-separated words
-  (about 1.2 RadGraph words per word: punctuation is split off).
+- Report: sentences of the built-in corpus (rexrank.testing.corpus), or with ``--text iu_xray`` the IU-Xray test
+  split's findings sections in file order (../shared/data/iu_xray, issue 35 point 6's long report), repeated up to
+  N whitespace-separated words (about 1.2 RadGraph words per word: punctuation is split off).
+- Each line also gives a sha256 of the annotation (JSON, sorted keys): equal digests before and after a change of
+  the annotator mean it changed no entity, label or relation.
 - Model: the random-weight RadGraph stand-in (rexrank.testing.standin_radgraph), small (tests) or real (BERT-base)
   size; built into a temporary folder unless --standin names one.
 - Each length runs in a fresh process; peak = that process's own VmHWM (rexrank.testing.memory), baseline = its
@@ -31,10 +34,15 @@ import json, os, sys, time
 import torch
 torch.set_num_threads(int(sys.argv[3]))
 from rexrank.metrics.radgraph.inference import Annotator
+import hashlib
 from rexrank.testing.corpus import SENTENCES
 from rexrank.testing.memory import peak_rss_mib, rss_mib
 
-words = SENTENCES.split()
+if sys.argv[5] == "iu_xray":
+    studies = json.load(open(sys.argv[6]))
+    words = " ".join(s["section_findings"] for s in studies.values() if s.get("section_findings")).split()
+else:
+    words = SENTENCES.split()
 n = int(sys.argv[2])
 report = " ".join(words[i % len(words)] for i in range(n))
 annotator = Annotator(sys.argv[1], device="cpu")
@@ -49,7 +57,8 @@ peak = peak_rss_mib()
 n_relations = sum(len(e["relations"]) for e in out["entities"].values())
 print(json.dumps({"words": n, "radgraph_words": len(out["text"].split()), "baseline_mb": round(base),
                   "peak_mb": round(peak), "seconds": round(seconds, 1), "entities": len(out["entities"]),
-                  "relations": n_relations}))
+                  "relations": n_relations,
+                  "annotation_sha256": hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()[:16]}))
 """
 
 
@@ -64,9 +73,13 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def run(archive: str, words: int, threads: int, cap_mb: float, all_pairs: bool = False) -> dict:
+IU_XRAY = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "iu_xray" / "ReXRank_IUXray_test.json"
+
+
+def run(archive: str, words: int, threads: int, cap_mb: float, all_pairs: bool = False, text: str = "corpus") -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-c", CHILD, archive, str(words), str(threads), str(int(all_pairs))]
+    command = [sys.executable, "-c", CHILD, archive, str(words), str(threads), str(int(all_pairs)), text,
+               str(IU_XRAY)]
     proc = subprocess.Popen(command, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = 0.0
@@ -91,6 +104,7 @@ def main() -> None:
     parser.add_argument("--cap-gb", type=float, default=12.0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--all-pairs", action="store_true", help="score all relation pairs at once (the old way)")
+    parser.add_argument("--text", choices=("corpus", "iu_xray"), default="corpus")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = args.standin
@@ -100,7 +114,7 @@ def main() -> None:
             root = standins.build(Path(tmp) / "standins", args.size, ["radgraph"], seed=0)["radgraph"]
         archive = str(Path(root) / "radgraph") if (Path(root) / "radgraph").is_dir() else str(root)
         for n in args.words:
-            print(json.dumps(run(archive, n, args.threads, args.cap_gb * 1024, args.all_pairs)), flush=True)
+            print(json.dumps(run(archive, n, args.threads, args.cap_gb * 1024, args.all_pairs, args.text)), flush=True)
 
 
 if __name__ == "__main__":

@@ -71,8 +71,7 @@ def _rows(scores: Path) -> dict[str, set]:
     with sqlite3.connect(scores / "scores.sqlite") as conn:
         return {"pair_refs": {r for (r,) in conn.execute("SELECT ref FROM pairs")},
                 "text_keys": {k for (k,) in conn.execute("SELECT key FROM texts")},
-                "tags": {d for (d,) in conn.execute("SELECT dataset FROM text_origins UNION "
-                                                    "SELECT dataset FROM pair_origins")}}
+                "tags": {d for (d,) in conn.execute("SELECT dataset FROM origins")}}
 
 
 def _all_reference_texts(name: str, data_dir) -> set[str]:

@@ -355,7 +355,7 @@ def _tamper(path: Path, table: str, where: str, change) -> int:
     """Apply ``change(value, checksum) -> (value, checksum)`` to the rows of ``table`` matching ``where``, straight
     in SQLite; returns how many rows changed."""
     conn = sqlite3.connect(path)
-    key = "namespace, key" if table == "texts" else "fingerprint, hyp, ref"
+    key = "scope, key" if table == "text_rows" else "scope, hyp, ref"
     rows = conn.execute(f"SELECT {key}, value, checksum FROM {table} WHERE {where}").fetchall()
     for *ident, value, checksum in rows:
         value, checksum = change(value, checksum)
@@ -389,9 +389,9 @@ def test_a_tampered_pair_row_is_recomputed_never_used(tmp_path, fake_metrics, ca
     warning line naming the file, recomputed and replaced: the results equal a clean run's."""
     clean = _run(tmp_path)
     path = tmp_path / "cache" / "scores.sqlite"
-    bleu_rows = ("(fingerprint, hyp, ref) IN (SELECT fingerprint, hyp, ref FROM pairs "
+    bleu_rows = ("(scope, hyp, ref) IN (SELECT scope, hyp, ref FROM pair_rows "
                  "WHERE instr(value, CAST('bleu_score' AS BLOB)) > 0 ORDER BY hyp LIMIT 3)")
-    changed = _tamper(path, "pairs", bleu_rows, TAMPERING[how])
+    changed = _tamper(path, "pair_rows", bleu_rows, TAMPERING[how])
     assert changed == 3
     with caplog.at_level(logging.WARNING, logger="rexrank.evaluation"):
         again = _run(tmp_path)
@@ -410,10 +410,10 @@ def test_a_row_moved_to_another_key_is_not_used(tmp_path, fake_metrics, caplog):
     """The checksum covers the key: a sound row copied over another pair's row fails it."""
     clean = _run(tmp_path, metrics=("bleu2",))
     conn = sqlite3.connect(tmp_path / "cache" / "scores.sqlite")
-    rows = conn.execute("SELECT fingerprint, hyp, ref, value, checksum FROM pairs ORDER BY hyp").fetchall()
+    rows = conn.execute("SELECT scope, hyp, ref, value, checksum FROM pair_rows ORDER BY hyp").fetchall()
     (fp, _, _, value, checksum), (_, hyp, ref, _, _) = next(
         (a, b) for a, b in zip(rows, rows[1:]) if a[3] != b[3])  # two rows with different scores
-    conn.execute("UPDATE pairs SET value=?, checksum=? WHERE fingerprint=? AND hyp=? AND ref=?",
+    conn.execute("UPDATE pair_rows SET value=?, checksum=? WHERE scope=? AND hyp=? AND ref=?",
                  (value, checksum, fp, hyp, ref))
     conn.commit()
     conn.close()
@@ -429,7 +429,7 @@ def test_a_tampered_per_text_artefact_is_not_used(tmp_path, caplog):
     computes it again) and the warning names the file."""
     cache = ScoreCache(tmp_path)
     cache.put_many("fake_len:words:fp", {"k1": frozenset({"lungs"}), "k2": frozenset({"clear"})})
-    assert _tamper(cache.path, "texts", "key='k1'",
+    assert _tamper(cache.path, "text_rows", "key=(SELECT id FROM digests WHERE digest='k1')",
                    lambda value, checksum: (cache_module.encode_value(frozenset({"effusion"})), checksum)) == 1
     with caplog.at_level(logging.WARNING, logger="rexrank.evaluation"):
         assert cache.get_many("fake_len:words:fp", ["k1", "k2"]) == {"k2": frozenset({"clear"})}
@@ -512,7 +512,7 @@ def test_an_old_pickled_cache_is_dropped_unread(tmp_path, caplog):
     cache.close()
     conn = sqlite3.connect(folder / "scores.sqlite")
     assert conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == (cache_module.SCHEMA_VERSION,)
-    assert conn.execute("SELECT COUNT(*) FROM pair_origins").fetchone() == (0,)
+    assert conn.execute("SELECT COUNT(*) FROM tags").fetchone() == (0,)
     conn.close()
     stored = b"".join(p.read_bytes() for p in ScoreCache(folder).sidecars() if p.exists())
     assert str(marker).encode() not in stored  # the dropped rows' bytes were overwritten, not just unlinked
@@ -595,8 +595,8 @@ STORAGE_ERRORS = {  # SQLite's error, the statement it strikes, and what the one
                   ["cannot write", "disk is full", "--cache-dir", "--no-cache"]),
     "write error": ("INSERT OR REPLACE", "SQLITE_IOERR_WRITE", "disk I/O error",
                     ["cannot write", "ulimit -f", "--cache-dir", "--no-cache"]),
-    "read error": ("SELECT hyp", "SQLITE_IOERR_READ", "disk I/O error", ["cannot read", "failing", "--cache-dir"]),
-    "corrupt file": ("SELECT hyp", "SQLITE_CORRUPT", "database disk image is malformed",
+    "read error": ("SELECT h.digest", "SQLITE_IOERR_READ", "disk I/O error", ["cannot read", "failing", "--cache-dir"]),
+    "corrupt file": ("SELECT h.digest", "SQLITE_CORRUPT", "database disk image is malformed",
                      ["not a sound SQLite", "delete it"]),
 }
 
@@ -687,3 +687,158 @@ def test_run_memos_round_trip_are_checked_capped_and_purged(tmp_path, caplog, mo
     assert [cache.get_run(k) for k in kept] == [None, None, None]
     assert cache.get_pairs("fp", [("h", "r")]) == {("h", "r"): {"v": 1.0}}  # untagged, not one of its texts
     cache.close()
+
+
+def _model_options(standins, cache_dir: Path, metrics: tuple[str, ...]):
+    from rexrank.evaluation.harness import ScoreOptions
+
+    semb, ratescore = standins("semb"), standins("ratescore")
+    configs = {"semb": {"model": semb["semb"], "backbone": semb["semb_backbone"]},
+               "bertscore": {"model": standins("bertscore")["bertscore"]},
+               "ratescore": {"ner_model": ratescore["ratescore_ner"], "embed_model": ratescore["ratescore_embed"]},
+               "radgraph": {"model": standins("radgraph")["radgraph"]}}
+    return ScoreOptions(metrics=list(metrics), metric_configs={m: configs[m] for m in metrics}, device="cpu",
+                        batch_size=4, cache_dir=cache_dir, chunk_size=7, resamples=20)
+
+
+_MODEL_METRICS = ("bertscore", "semb", "ratescore", "radgraph")
+
+
+def test_warm_equals_cold_byte_for_byte_whatever_another_run_left_in_the_cache(tmp_path, standins, iu_xray_test):
+    """Issue 35 point 7. Model B scored in a fresh cache, and again in a cache where model A's run left some of the
+    same references' artefacts and some of B's pairs (A shares a few predictions with B): every per-study value,
+    detail columns included, has the same bytes. Encoders give a text slightly different floats beside other
+    texts in one forward pass, so a value computed from the cache misses only must not depend on its neighbours."""
+    from rexrank.evaluation.harness import evaluate
+    from rexrank.evaluation.inputs import Inputs
+
+    reports = list(dict.fromkeys(study["report"] for study in iu_xray_test.values()))[:24]
+    refs, b_hyps = reports[:12], reports[12:24]
+    ids = [f"s{i}" for i in range(12)]
+    # A: the first 7 studies, three of them with B's own prediction (pair rows B finds), four with another.
+    a_hyps = [b_hyps[i] if i % 2 else reports[(i + 5) % 12] for i in range(7)]
+
+    cold = evaluate(Inputs(ids, b_hyps, refs), model="B", track="findings",
+                    options=_model_options(standins, tmp_path / "cold", _MODEL_METRICS))
+    shared = _model_options(standins, tmp_path / "shared", _MODEL_METRICS)
+    evaluate(Inputs(ids[:7], a_hyps, refs[:7]), model="A", track="findings", options=shared)
+    warm = evaluate(Inputs(ids, b_hyps, refs), model="B", track="findings", options=shared)
+    assert all(0 < s["cached"] < s["pairs"] for s in warm.stats.values()), warm.stats  # partly warm, really
+    assert list(warm.per_study.columns) == list(cold.per_study.columns)
+    differ = [column for column in cold.per_study.columns if _column_bytes(warm.per_study[column])
+              != _column_bytes(cold.per_study[column])]
+    assert differ == []
+
+
+def _column_bytes(column: pd.Series) -> bytes:
+    """A column's values as bytes: a numeric column's IEEE bits, any other column's values as text."""
+    values = column.to_numpy()
+    return values.tobytes() if values.dtype.kind in "biufc" else json.dumps(values.tolist()).encode()
+
+
+def test_a_pair_row_is_three_integers_a_compact_value_and_one_checksum(tmp_path):
+    """Issue 35 point 12: text hashes and names are stored once and referred to by integer ids (no hex key in any
+    row), a row of one float is its 8 bytes plus 13 of framing, and one 8-byte checksum covers the row."""
+    from rexrank.metrics.base import text_key
+
+    hyp, ref = text_key("The lungs are clear."), text_key("No acute findings.")
+    cache = ScoreCache(tmp_path, dataset="iu_xray")
+    cache.put_pairs("0123456789abcdef", {(hyp, ref): {"bleu_score": 0.5}})
+    cache.put_many("bertscore:tokens:0123456789abcdef", {ref: np.arange(4, dtype=np.float32)})
+    assert cache.get_pairs("0123456789abcdef", [(hyp, ref)]) == {(hyp, ref): {"bleu_score": 0.5}}
+    cache.close()
+    conn = sqlite3.connect(tmp_path / "scores.sqlite")
+    assert conn.execute("SELECT typeof(scope), typeof(hyp), typeof(ref), length(value), length(checksum) "
+                        "FROM pair_rows").fetchall() == [("integer", "integer", "integer", 21, 8)]
+    assert conn.execute("SELECT typeof(scope), typeof(key), length(checksum) FROM text_rows").fetchall() == [
+        ("integer", "integer", 8)]
+    assert sorted(conn.execute("SELECT length(digest) FROM digests")) == [(32,), (32,)]
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    stored = (tmp_path / "scores.sqlite").read_bytes()
+    assert hyp.encode() not in stored and ref.encode() not in stored and bytes.fromhex(ref) in stored
+
+
+def _schema2_checksum(table: str, scope: str, key: tuple[str, ...], value: bytes) -> bytes:
+    """How schema 2 sealed a row: 16-byte BLAKE2b (person "rexrank-scores") over the framed table and scope, the
+    framed key parts (hex hashes) and the value bytes."""
+    import hashlib
+
+    def framed(parts):
+        return "".join(f"{len(part)}:{part}" for part in parts).encode()
+
+    h = hashlib.blake2b(framed((table, scope)), digest_size=16, person=b"rexrank-scores")
+    h.update(framed(key))
+    h.update(value)
+    return h.digest()
+
+
+def _schema2_cache(folder: Path, pairs: dict, texts: dict, tamper: tuple[str, str]) -> None:
+    """A cache as rexrank wrote it with hex keys (schema 2): every row tagged iu_xray; the pair row ``tamper`` gets
+    another row's checksum, and a run memo."""
+    folder.mkdir(mode=0o700)
+    conn = sqlite3.connect(folder / "scores.sqlite")
+    conn.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schema', '2');"
+        "CREATE TABLE texts (namespace TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, checksum BLOB NOT NULL, "
+        "PRIMARY KEY (namespace, key)) WITHOUT ROWID;"
+        "CREATE TABLE pairs (fingerprint TEXT NOT NULL, hyp TEXT NOT NULL, ref TEXT NOT NULL, value BLOB NOT NULL, "
+        "checksum BLOB NOT NULL, PRIMARY KEY (fingerprint, hyp, ref)) WITHOUT ROWID;"
+        "CREATE TABLE text_origins (dataset TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, "
+        "PRIMARY KEY (dataset, namespace, key)) WITHOUT ROWID;"
+        "CREATE TABLE pair_origins (dataset TEXT NOT NULL, fingerprint TEXT NOT NULL, hyp TEXT NOT NULL, "
+        "ref TEXT NOT NULL, PRIMARY KEY (dataset, fingerprint, hyp, ref)) WITHOUT ROWID;"
+        "CREATE TABLE runs (key TEXT PRIMARY KEY, value BLOB NOT NULL, checksum BLOB NOT NULL, written REAL NOT NULL);"
+        "INSERT INTO runs VALUES ('memo', x'00', x'00', 0);")
+    for (fingerprint, hyp, ref), row in pairs.items():
+        value = cache_module.encode_value(row)
+        checksum = _schema2_checksum("pairs", fingerprint, (hyp, ref), value)
+        if (hyp, ref) == tamper:
+            checksum = bytes(16)
+        conn.execute("INSERT INTO pairs VALUES (?, ?, ?, ?, ?)", (fingerprint, hyp, ref, value, checksum))
+        conn.execute("INSERT INTO pair_origins VALUES ('iu_xray', ?, ?, ?)", (fingerprint, hyp, ref))
+    for (namespace, key), item in texts.items():
+        value = cache_module.encode_value(item)
+        conn.execute("INSERT INTO texts VALUES (?, ?, ?, ?)",
+                     (namespace, key, value, _schema2_checksum("texts", namespace, (key,), value)))
+        conn.execute("INSERT INTO text_origins VALUES ('iu_xray', ?, ?)", (namespace, key))
+    conn.commit()
+    conn.close()
+
+
+def test_a_cache_with_hex_keys_is_converted_once_its_rows_checked(tmp_path, caplog):
+    """A schema-2 cache (hex keys, 16-byte checksums) is converted when opened, in one info line: every sound row
+    keeps its value under the compact layout, a row that fails its old checksum is dropped (recomputed when
+    needed), the dataset tags still let purge find the rows, and the old rows' bytes are overwritten."""
+    from rexrank.metrics.base import text_key
+
+    folder = tmp_path / "cache"
+    hyps = [text_key(f"prediction {i}") for i in range(3)]
+    ref = text_key("reference")
+    pairs = {("fp", h, ref): {"bleu_score": i / 4, "bleu_detail": float(i)} for i, h in enumerate(hyps)}
+    texts = {("bertscore:tokens:fp", ref): (np.arange(3, dtype=np.int32), np.ones((3, 2), np.float32))}
+    _schema2_cache(folder, pairs, texts, tamper=(hyps[2], ref))
+    cache = ScoreCache(folder)
+    with caplog.at_level(logging.INFO, logger="rexrank.evaluation"):
+        found = cache.get_pairs("fp", [(h, ref) for h in hyps])
+    assert found == {(h, ref): pairs[("fp", h, ref)] for h in hyps[:2]}
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and str(folder) in lines[0] and "\n" not in lines[0], lines
+    assert "converted 2 pair rows and 1 per-text artefacts of schema 2" in lines[0] and "1 rows failed" in lines[0]
+    (ids, vectors), = cache.get_many("bertscore:tokens:fp", [ref]).values()
+    assert ids.tolist() == [0, 1, 2] and vectors.dtype == np.float32 and vectors.shape == (3, 2)
+    assert cache.get_run("memo") is None
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="rexrank.evaluation"):
+        assert ScoreCache(folder).get_pairs("fp", [(hyps[0], ref)])  # converted once: no second line
+    assert not caplog.records
+    conn = sqlite3.connect(folder / "scores.sqlite")
+    assert conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == (cache_module.SCHEMA_VERSION,)
+    assert conn.execute("SELECT DISTINCT length(checksum) FROM pair_rows").fetchall() == [(8,)]
+    conn.close()
+    cache.close()
+    stored = b"".join(p.read_bytes() for p in ScoreCache(folder).sidecars() if p.exists())
+    assert hyps[0].encode() not in stored  # the hex rows were overwritten, not just unlinked
+    removed = cache.purge("iu_xray")
+    assert (removed["pairs"], removed["texts"]) == (2, 1)
+    assert cache.stats() == {"texts": 0, "pairs": 0}

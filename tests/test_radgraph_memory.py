@@ -41,7 +41,7 @@ def test_blocked_relation_scoring_changes_no_annotation(annotator, iu_xray_test,
     blocks of 1 or a few subject rows: identical annotations, relations included."""
     from rexrank.metrics.radgraph.inference import RELATION_BLOCK_FLOATS
 
-    reports = [synthetic_report(250), synthetic_report(600, offset=7), synthetic_report(420, offset=3)]
+    reports = [synthetic_report(600, offset=7), synthetic_report(800, offset=5), synthetic_report(1000, offset=11)]
     reports += [study["report"] for study in list(iu_xray_test.values())[:12]]
     calls = []
     original = annotator.heads.relation_score_rows
@@ -58,7 +58,8 @@ def test_blocked_relation_scoring_changes_no_annotation(annotator, iu_xray_test,
         assert calls == []
         results = {}
         for rows in (1, 7):
-            annotator.relation_block_floats = width * 160 * rows  # K is 150-360 for the long reports
+            # The long reports have 105-161 kept entity spans (the pairs scored): blocks of 1, or 4-6 rows.
+            annotator.relation_block_floats = width * 100 * rows
             results[rows] = annotator.annotate(reports, batch_size=4)
         assert len(calls) == 6 and set(calls) >= {1}
     finally:
@@ -66,6 +67,32 @@ def test_blocked_relation_scoring_changes_no_annotation(annotator, iu_xray_test,
     assert sum(len(e["relations"]) for a in whole[:3] for e in a["entities"].values()) > 100
     assert results[1] == whole
     assert results[7] == whole
+
+
+def test_only_pairs_of_kept_entity_spans_are_scored(annotator):
+    """Issue 35 point 6: relations are scored for pairs of kept spans that are entities only (the package's
+    decoding drops every other pair), the report's costliest step, which grows with the square of its length: a
+    600-word report scores fewer subject rows than it has entities, not its 361 kept spans."""
+    import torch
+
+    report = synthetic_report(600, offset=7)
+    keep = int(torch.ceil(torch.tensor([float(len(annotator.prepare([report])[1][0].words))]) * 0.5))
+    rows = []
+    for name in ("relation_scores", "relation_score_rows"):
+        original = getattr(annotator.heads, name)
+
+        def spy(*args, _original=original, _name=name):
+            tops = [top for top, _ in args[0]] if _name == "relation_scores" else [args[0]]
+            rows.extend(len(top) for top in tops)
+            return _original(*args)
+
+        setattr(annotator.heads, name, spy)
+    try:
+        annotation = annotator.annotate([report])[0]
+    finally:
+        del annotator.heads.relation_scores, annotator.heads.relation_score_rows
+    assert annotator.cfg.relation_spans_per_word == 0.5 and keep == 361
+    assert len(rows) == 1 and 0 < rows[0] <= len(annotation["entities"]) < keep
 
 
 MEASURE = r"""

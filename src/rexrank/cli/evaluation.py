@@ -116,6 +116,9 @@ def score_command(
                                          "count as words."),
     max_report_chars: int = typer.Option(DEFAULT_MAX_REPORT_CHARS, "--max-report-chars", help="Refuse reports "
                                          "over this many characters."),
+    max_model_tokens: Optional[int] = typer.Option(None, "--max-model-tokens", help="Per-study budget of "
+                                                   "model-backed metrics: refuse predictions over this many tokens "
+                                                   "(punctuation marks count) before any model runs. Default: none."),
     resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Bootstrap resamples for the CIs."),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the bootstrap."),
     confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="CI level."),
@@ -141,6 +144,7 @@ def score_command(
     options = ScoreOptions(metrics=names, model_paths=_model_paths(model_path), metric_configs=_metric_options(option),
                            device=device, batch_size=batch_size,
                            use_cache=not no_cache, cache_dir=cache_dir, chunk_size=chunk_size,
+                           max_model_tokens=max_model_tokens,
                            progress=_progress_default(progress, quiet), resamples=resamples,
                            seed=seed, confidence=confidence)
     if max_report_words < 1 or max_report_chars < 1:

@@ -1,6 +1,8 @@
 """The persistent scoring cache: one SQLite file that survives killed runs and is shared by concurrent ones.
 
-Two tables, both keyed by content hashes so nothing stale can ever be reused:
+Rows keyed by content hashes so nothing stale can ever be reused (the tables are ``text_rows`` and ``pair_rows``;
+each name and text hash is stored once, in ``names`` and ``digests``, and rows refer to them by integer ids: about
+60 bytes per cached float, bench/cache_size.py):
 
 - ``texts``: per-text artefacts that metrics store through ``Metric.per_text`` (CheXbert embeddings and labels,
   RadGraph annotations, BERTScore reference embeddings). The namespace a metric passes always contains its
@@ -27,7 +29,8 @@ scores, so it holds values, never code, and every row is checked before it is us
   infinities), arrays with their dtype and shape. Nothing is unpickled or imported by name when a row is read; a
   metric that stores any other type gets a TypeError when it stores it. Reading hostile bytes can at worst give
   a wrong value that passes the checks below; it never runs code.
-- Each row carries a checksum (BLAKE2b, 16 bytes) over its key and its value bytes. A row whose checksum or
+- Each row carries one checksum (BLAKE2b, 8 bytes) over its key (names and hex hashes, not the ids they are stored
+  under) and its value bytes. A row whose checksum or
   encoding does not match is never used: the read logs one "corrupt cache row" warning naming the file and the
   value is recomputed (and the row replaced). The checksum is not keyed: it catches corruption, a hand-edited value
   and a row moved to another key, not someone who recomputes it, which is why:
@@ -37,7 +40,8 @@ scores, so it holds values, never code, and every row is checked before it is us
 - SQLite itself reads the file with ``trusted_schema=OFF`` (no side-effecting SQL functions in a schema a file
   brings along).
 - Caches written before rows were checksummed (schema 1, pickled values) have their rows dropped, unread, the
-  first time they are opened (one info line); they are recomputed as runs need them.
+  first time they are opened (one info line); they are recomputed as runs need them. Caches with hex keys
+  (schema 2) are converted when opened (one info line), each row checked against its old checksum first.
 
 A full disk or a file-size limit (``ulimit -f``) while the cache is written is one error naming the folder and
 what to do (free space, another ``--cache-dir``, or ``--no-cache``); SQLite rolls the transaction back, so the
@@ -46,9 +50,10 @@ rows committed before stay sound. Only a file that is not a sound database is an
 Privacy: pair rows and artefacts hold (or are derived from) reference text, which is licensed for MIMIC-CXR,
 CheXpert Plus and ReXGradient; RadGraph annotations hold the whole report. So the folder is 0700 and the database
 with its -wal/-shm files 0600 (rexrank.data.private_files), and a cache opened for a dataset run tags every row
-it writes with the dataset (tables ``text_origins``/``pair_origins``), so ``rexrank data purge NAME`` can remove
-what came from that dataset: the tagged rows, and every row whose reference (or text) hash is one of the
-dataset's reference texts, which also finds rows written before tagging or by ``--references FILE`` runs.
+it stores something for with the dataset (table ``tags``: an artefact's key, a pair row's reference), so ``rexrank
+data purge NAME`` can remove what came from that dataset: the rows of tagged texts, and every row whose reference
+(or text) hash is one of the dataset's reference texts, which also finds rows written before tagging or by
+``--references FILE`` runs.
 """
 
 from __future__ import annotations
@@ -76,14 +81,21 @@ from rexrank.errors import ConfigError, RexrankError
 
 log = logging.getLogger("rexrank.evaluation")
 
-# 2: typed values with a checksum per row. 1: pickled values (dropped unread when such a cache is opened).
-SCHEMA_VERSION = "2"
+# 3: compact rows (integer ids for names and text hashes, binary hashes, one checksum per row). 2: the same typed
+# values and checksums under hex keys, converted when such a cache is opened. 1: pickled values (dropped unread).
+SCHEMA_VERSION = "3"
+_CONVERTED_SCHEMAS = ("2",)
 _PICKLED_SCHEMAS = ("1",)
 FILENAME = "scores.sqlite"
 # SQLite's host-parameter limit is 32766 on 3.32+, 999 before; stay far below either.
 _BATCH = 500
 _BUSY_TIMEOUT_MS = 120_000
-_CHECKSUM_BYTES = 16
+# 64 bits: the chance that a corrupted or edited row passes is 2^-64 (schema 2 kept 16 bytes, for 8 more per row).
+_CHECKSUM_BYTES = 8
+_SCHEMA2_CHECKSUM_BYTES = 16
+# A text key that is a sha256 in hex (``rexrank.metrics.base.text_key``, every key the metrics use) is stored as its
+# 32 bytes; any other key string as TEXT, which SQLite never finds equal to a BLOB.
+_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 # Run memos kept (newest first): each holds one run's per-study table, megabytes for a large test set.
 MAX_RUN_MEMOS = 32
 # I/O errors of reading, which a full disk does not cause (the others are mostly writes: full disk, ulimit -f).
@@ -150,30 +162,81 @@ class ScoreCache:
             stored = None if row is None else row[0]
             if stored in _PICKLED_SCHEMAS:
                 self._drop_pickled_rows(conn, stored)
-            elif stored is not None and stored != SCHEMA_VERSION:
+            elif stored is not None and stored not in _CONVERTED_SCHEMAS and stored != SCHEMA_VERSION:
                 raise _NewerSchema(stored)
-            conn.execute("CREATE TABLE IF NOT EXISTS texts (namespace TEXT NOT NULL, key TEXT NOT NULL, "
-                         "value BLOB NOT NULL, checksum BLOB NOT NULL, PRIMARY KEY (namespace, key)) WITHOUT ROWID")
-            conn.execute("CREATE TABLE IF NOT EXISTS pairs (fingerprint TEXT NOT NULL, hyp TEXT NOT NULL, "
-                         "ref TEXT NOT NULL, value BLOB NOT NULL, checksum BLOB NOT NULL, "
-                         "PRIMARY KEY (fingerprint, hyp, ref)) WITHOUT ROWID")
-            # Which dataset's run wrote a row (added in schema 1 without a bump: older readers ignore the tables).
-            conn.execute("CREATE TABLE IF NOT EXISTS text_origins (dataset TEXT NOT NULL, namespace TEXT NOT NULL, "
-                         "key TEXT NOT NULL, PRIMARY KEY (dataset, namespace, key)) WITHOUT ROWID")
-            conn.execute("CREATE TABLE IF NOT EXISTS pair_origins (dataset TEXT NOT NULL, fingerprint TEXT NOT NULL, "
-                         "hyp TEXT NOT NULL, ref TEXT NOT NULL, PRIMARY KEY (dataset, fingerprint, hyp, ref)) "
-                         "WITHOUT ROWID")
-            # Whole-run memos (added in schema 2 without a bump, like the origins tables). A rowid table: its rows
-            # are megabytes, which SQLite keeps poorly in a WITHOUT ROWID b-tree.
-            conn.execute("CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, value BLOB NOT NULL, "
-                         "checksum BLOB NOT NULL, written REAL NOT NULL)")
+            if stored != SCHEMA_VERSION:
+                for view in ("texts", "pairs", "origins"):
+                    if (view, "view") in _objects(conn):
+                        conn.execute(f"DROP VIEW {view}")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            if stored in _CONVERTED_SCHEMAS:
+                self._convert_hex_rows(conn, stored)
+            for statement in _VIEWS:
+                conn.execute(statement)
             if stored != SCHEMA_VERSION:
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)
             raise
-        return stored in _PICKLED_SCHEMAS
+        return stored in _PICKLED_SCHEMAS + _CONVERTED_SCHEMAS
+
+    def _convert_hex_rows(self, conn: sqlite3.Connection, schema: str) -> None:
+        """Schema 2 kept the same checked values under hex keys, with a dataset tag per row: each row is read, its
+        checksum checked as any read checks it, and stored in the compact tables (a row that fails is dropped and
+        will be recomputed); then the old tables are dropped and their pages overwritten (secure_delete)."""
+        tables = {name for name, kind in _objects(conn) if kind == "table"}
+        kept = {"texts": 0, "pairs": 0}
+        dropped = 0
+        if "texts" in tables:
+            rows = conn.execute("SELECT namespace, key, value, checksum FROM texts ORDER BY namespace, key")
+            for namespace, block in _by_scope(rows):
+                seal, old = _Seal("texts", namespace), _Seal("texts", namespace, _SCHEMA2_CHECKSUM_BYTES)
+                items = {}
+                for _, key, value, checksum in block:
+                    try:
+                        items[(key,)] = old.open((key,), value, checksum)
+                    except _CorruptRow:
+                        dropped += 1
+                _put_sealed_texts(conn, namespace, seal.close_all(items), None)
+                kept["texts"] += len(items)
+        if "pairs" in tables:
+            rows = conn.execute("SELECT fingerprint, hyp, ref, value, checksum FROM pairs "
+                                "ORDER BY fingerprint, hyp, ref")
+            for fingerprint, block in _by_scope(rows):
+                seal, old = _Seal("pairs", fingerprint), _Seal("pairs", fingerprint, _SCHEMA2_CHECKSUM_BYTES)
+                items = {}
+                for _, hyp, ref, value, checksum in block:
+                    try:
+                        row = old.open((hyp, ref), value, checksum)
+                    except _CorruptRow:
+                        row = None
+                    if type(row) is not dict:
+                        dropped += 1
+                        continue
+                    items[(hyp, ref)] = row
+                _put_sealed_pairs(conn, fingerprint, seal.close_all(items), None)
+                kept["pairs"] += len(items)
+        # The tags: a dataset's tag moves from each row to the text it keys (for pair rows: the reference).
+        if "text_origins" in tables:
+            for dataset, keys in _grouped(conn.execute("SELECT DISTINCT dataset, key FROM text_origins").fetchall()):
+                _tag(conn, dataset, _digest_ids(conn, keys).values())
+        if "pair_origins" in tables:
+            for dataset, refs in _grouped(conn.execute("SELECT DISTINCT dataset, ref FROM pair_origins").fetchall()):
+                _tag(conn, dataset, _digest_ids(conn, refs).values())
+        conn.execute("PRAGMA secure_delete=ON")
+        try:
+            # The memos were keyed by the older code (never a hit now) and sealed with the older checksum width.
+            conn.execute("DELETE FROM runs")
+            for table in ("texts", "pairs", "text_origins", "pair_origins"):
+                if table in tables:
+                    conn.execute(f"DROP TABLE {table}")
+        finally:
+            conn.execute("PRAGMA secure_delete=OFF")
+        log.info("scoring cache %s: converted %d pair rows and %d per-text artefacts of schema %s (hex keys) to the "
+                 "compact schema %s%s", self.path, kept["pairs"], kept["texts"], schema, SCHEMA_VERSION,
+                 f"; {dropped} rows failed their checksum and were dropped (recomputed when needed)" if dropped else "")
 
     def _drop_pickled_rows(self, conn: sqlite3.Connection, schema: str) -> None:
         """Schema 1 stored pickles, which only unpickling could check: drop the rows without reading them. Their
@@ -185,8 +248,8 @@ class ScoreCache:
             for table in ("texts", "pairs", "text_origins", "pair_origins"):
                 if table in tables:
                     conn.execute(f"DELETE FROM {table}")
-            conn.execute("DROP TABLE IF EXISTS texts")  # their columns changed: recreated by the caller
-            conn.execute("DROP TABLE IF EXISTS pairs")
+            for table in ("texts", "pairs", "text_origins", "pair_origins"):  # replaced by the compact tables
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
         finally:
             conn.execute("PRAGMA secure_delete=OFF")
         log.info("scoring cache %s: dropped %d pair rows and %d per-text artefacts written by an older rexrank "
@@ -243,24 +306,33 @@ class ScoreCache:
         found: dict[str, Any] = {}
         corrupt = 0
         seal = _Seal("texts", namespace)
-        for block in _blocks(list(dict.fromkeys(keys))):
-            marks = ",".join("?" * len(block))
-            rows = self._read(f"SELECT key, value, checksum FROM texts WHERE namespace=? AND key IN ({marks})",
-                              [namespace, *block])
-            for key, value, checksum in rows:
-                try:
-                    found[key] = seal.open((key,), value, checksum)
-                except _CorruptRow:
-                    corrupt += 1
+        wanted = list(dict.fromkeys(keys))
+
+        def read(conn: sqlite3.Connection) -> list[tuple]:
+            scope = _name_id(conn, _NAMESPACE, namespace)
+            if scope is None:
+                return []
+            rows = []
+            for block in _blocks(wanted):
+                marks = ",".join("?" * len(block))
+                rows += conn.execute(f"SELECT d.digest, t.value, t.checksum FROM digests d JOIN text_rows t ON "
+                                     f"t.scope=? AND t.key=d.id WHERE d.digest IN ({marks})",
+                                     [scope, *map(_stored_key, block)]).fetchall()
+            return rows
+
+        for key, value, checksum in self._query(read):
+            key = _key_of(key)
+            try:
+                found[key] = seal.open((key,), value, checksum)
+            except _CorruptRow:
+                corrupt += 1
         self._report_corrupt(corrupt, f"per-text artefacts ({namespace.split(':', 1)[0]})")
         return found
 
     def put_many(self, namespace: str, items: dict[str, Any]) -> None:
-        seal = _Seal("texts", namespace)
-        rows = [(namespace, key, *seal.close((key,), value)) for key, value in items.items()]
-        tags = [(self.dataset, namespace, key) for key in items] if self.dataset else []
-        self._write(("INSERT OR REPLACE INTO texts VALUES (?, ?, ?, ?)", rows),
-                    ("INSERT OR IGNORE INTO text_origins VALUES (?, ?, ?)", tags))
+        if items:
+            sealed = _Seal("texts", namespace).close_all({(key,): value for key, value in items.items()})
+            self._transaction(lambda conn: _put_sealed_texts(conn, namespace, sealed, self.dataset))
 
     # -- per-pair results ----------------------------------------------------------------------------------------
     def get_pairs(self, fingerprint: str, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -270,31 +342,41 @@ class ScoreCache:
         corrupt = 0
         seal = _Seal("pairs", fingerprint)
         hyps = sorted({h for h, _ in wanted})
-        for block in _blocks(hyps):
-            marks = ",".join("?" * len(block))
-            rows = self._read(f"SELECT hyp, ref, value, checksum FROM pairs WHERE fingerprint=? AND hyp IN ({marks})",
-                              [fingerprint, *block])
-            for hyp, ref, value, checksum in rows:
-                if (hyp, ref) in wanted:
-                    try:
-                        row = seal.open((hyp, ref), value, checksum)
-                    except _CorruptRow:
-                        corrupt += 1
-                        continue
-                    if type(row) is not dict:  # a sound encoding of the wrong shape is corrupt too
-                        corrupt += 1
-                        continue
-                    found[(hyp, ref)] = row
+        # The stored bytes of each wanted hash -> its hex (cheaper than hex() per row read).
+        names = {_stored_key(key): key for pair in wanted for key in pair}
+
+        def read(conn: sqlite3.Connection) -> list[tuple]:
+            scope = _name_id(conn, _FINGERPRINT, fingerprint)
+            if scope is None:
+                return []
+            rows = []
+            for block in _blocks(hyps):
+                marks = ",".join("?" * len(block))
+                rows += conn.execute(f"SELECT h.digest, r.digest, p.value, p.checksum FROM digests h JOIN pair_rows p "
+                                     f"ON p.scope=? AND p.hyp=h.id JOIN digests r ON r.id=p.ref "
+                                     f"WHERE h.digest IN ({marks})", [scope, *map(_stored_key, block)]).fetchall()
+            return rows
+
+        for hyp, ref, value, checksum in self._query(read):
+            key = (names.get(hyp), names.get(ref))
+            if key in wanted:
+                try:
+                    row = seal.open(key, value, checksum)
+                except _CorruptRow:
+                    corrupt += 1
+                    continue
+                if type(row) is not dict:  # a sound encoding of the wrong shape is corrupt too
+                    corrupt += 1
+                    continue
+                found[key] = row
         self._report_corrupt(corrupt, "pair rows")
         return found
 
     def put_pairs(self, fingerprint: str, rows: dict[tuple[str, str], dict[str, Any]]) -> None:
         """Store finished rows in one transaction (all or nothing)."""
-        seal = _Seal("pairs", fingerprint)
-        payload = [(fingerprint, hyp, ref, *seal.close((hyp, ref), row)) for (hyp, ref), row in rows.items()]
-        tags = [(self.dataset, fingerprint, hyp, ref) for hyp, ref in rows] if self.dataset else []
-        self._write(("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?, ?, ?)", payload),
-                    ("INSERT OR IGNORE INTO pair_origins VALUES (?, ?, ?, ?)", tags))
+        if rows:
+            sealed = _Seal("pairs", fingerprint).close_all(rows)
+            self._transaction(lambda conn: _put_sealed_pairs(conn, fingerprint, sealed, self.dataset))
 
     # -- whole-run memos -------------------------------------------------------------------------------------------
     def get_run(self, key: str) -> dict[str, Any] | None:
@@ -348,13 +430,13 @@ class ScoreCache:
 
         if not self.path.exists():  # never create a cache just to find it empty
             return {"pairs": 0, "texts": 0, "runs": 0, "bytes": 0}
-        keys = [(key,) for key in {text_key(text) for text in texts}]
-        pair_match = ("ref IN (SELECT key FROM temp.purge_keys) OR EXISTS (SELECT 1 FROM pair_origins o WHERE "
-                      "o.dataset=:d AND o.fingerprint=pairs.fingerprint AND o.hyp=pairs.hyp AND o.ref=pairs.ref)")
-        text_match = ("key IN (SELECT key FROM temp.purge_keys) OR (EXISTS (SELECT 1 FROM text_origins o WHERE "
-                      "o.dataset=:d AND o.namespace=texts.namespace AND o.key=texts.key) AND NOT EXISTS (SELECT 1 "
-                      "FROM text_origins o WHERE o.dataset<>:d AND o.namespace=texts.namespace AND o.key=texts.key))")
-        params = {"d": _canonical(dataset)}
+        keys = [(_stored_key(key),) for key in {text_key(text) for text in texts}]
+        # Text ids to remove: the dataset's texts, and the texts its runs tagged (as a reference of a pair row or as
+        # the key of an artefact). An artefact another dataset's run also tagged stays unless it is one of `texts`.
+        tagged = "SELECT digest FROM tags WHERE dataset=:d"
+        pair_match = f"ref IN (SELECT id FROM temp.purge_ids) OR ref IN ({tagged})"
+        text_match = (f"key IN (SELECT id FROM temp.purge_ids) OR (key IN ({tagged}) AND key NOT IN (SELECT digest "
+                      "FROM tags WHERE dataset<>:d))")
         with self._lock:
             conn = self._connect()
 
@@ -362,28 +444,34 @@ class ScoreCache:
                 conn.execute("PRAGMA secure_delete=ON")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    conn.execute("CREATE TEMP TABLE IF NOT EXISTS purge_keys (key TEXT PRIMARY KEY)")
+                    dataset_id = _name_id(conn, _DATASET, _canonical(dataset))
+                    params = {"d": -1 if dataset_id is None else dataset_id}
+                    conn.execute("CREATE TEMP TABLE IF NOT EXISTS purge_keys (key PRIMARY KEY)")
+                    conn.execute("CREATE TEMP TABLE IF NOT EXISTS purge_ids (id INTEGER PRIMARY KEY)")
                     conn.execute("DELETE FROM temp.purge_keys")
+                    conn.execute("DELETE FROM temp.purge_ids")
                     conn.executemany("INSERT OR IGNORE INTO temp.purge_keys VALUES (?)", keys)
+                    conn.execute("INSERT INTO temp.purge_ids SELECT d.id FROM digests d JOIN temp.purge_keys k ON "
+                                 "d.digest=k.key")
                     n_pairs, pair_bytes = conn.execute(
-                        f"SELECT COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM pairs WHERE {pair_match}", params
+                        f"SELECT COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM pair_rows WHERE {pair_match}", params
                     ).fetchone()
                     n_texts, text_bytes = conn.execute(
-                        f"SELECT COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM texts WHERE {text_match}", params
+                        f"SELECT COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM text_rows WHERE {text_match}", params
                     ).fetchone()
                     n_runs, run_bytes = conn.execute(
                         "SELECT COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM runs").fetchone()
                     if not dry_run:
                         conn.execute("DELETE FROM runs")
-                        conn.execute(f"DELETE FROM pairs WHERE {pair_match}", params)
-                        conn.execute(f"DELETE FROM texts WHERE {text_match}", params)
-                        # Tags of this dataset, and tags left pointing at rows that are gone.
-                        conn.execute("DELETE FROM pair_origins WHERE dataset=:d OR NOT EXISTS (SELECT 1 FROM pairs p "
-                                     "WHERE p.fingerprint=pair_origins.fingerprint AND p.hyp=pair_origins.hyp AND "
-                                     "p.ref=pair_origins.ref)", params)
-                        conn.execute("DELETE FROM text_origins WHERE dataset=:d OR NOT EXISTS (SELECT 1 FROM texts t "
-                                     "WHERE t.namespace=text_origins.namespace AND t.key=text_origins.key)", params)
+                        conn.execute(f"DELETE FROM pair_rows WHERE {pair_match}", params)
+                        conn.execute(f"DELETE FROM text_rows WHERE {text_match}", params)
+                        conn.execute("DELETE FROM tags WHERE dataset=:d", params)
+                        # The hashes no row keys any more, and tags left pointing at them.
+                        conn.execute("DELETE FROM digests WHERE id NOT IN (SELECT key FROM text_rows) AND id NOT IN "
+                                     "(SELECT hyp FROM pair_rows) AND id NOT IN (SELECT ref FROM pair_rows)")
+                        conn.execute("DELETE FROM tags WHERE digest NOT IN (SELECT id FROM digests)")
                     conn.execute("DELETE FROM temp.purge_keys")
+                    conn.execute("DELETE FROM temp.purge_ids")
                     conn.execute("COMMIT")
                 except BaseException:
                     _rollback(conn)
@@ -400,8 +488,8 @@ class ScoreCache:
         return removed
 
     def stats(self) -> dict[str, int]:
-        return {"texts": self._read("SELECT COUNT(*) FROM texts", [])[0][0],
-                "pairs": self._read("SELECT COUNT(*) FROM pairs", [])[0][0]}
+        return {"texts": self._read("SELECT COUNT(*) FROM text_rows", [])[0][0],
+                "pairs": self._read("SELECT COUNT(*) FROM pair_rows", [])[0][0]}
 
     def integrity_check(self) -> str:
         return self._read("PRAGMA integrity_check", [])[0][0]
@@ -415,15 +503,22 @@ class ScoreCache:
             raise self._storage_error(exc) from None
 
     def _read(self, sql: str, params: list[Any]) -> list[tuple]:
+        return self._query(lambda conn: conn.execute(sql, params).fetchall())
+
+    def _query(self, read):
+        """``read(connection)``, with lock retries and one-line storage errors."""
         with self._lock:
             conn = self._connect()
-            return self._run(lambda: conn.execute(sql, params).fetchall())
+            return self._run(lambda: read(conn))
 
     def _write(self, *statements: tuple[str, Iterable[tuple]]) -> None:
         """Run each (sql, rows) statement over its rows, all in one transaction."""
         statements = tuple((sql, list(rows)) for sql, rows in statements)
-        if not any(rows for _, rows in statements):
-            return
+        if any(rows for _, rows in statements):
+            self._transaction(lambda conn: [conn.executemany(sql, rows) for sql, rows in statements if rows])
+
+    def _transaction(self, fill) -> None:
+        """``fill(connection)`` in one write transaction: all of it or nothing."""
         with self._lock:
             conn = self._connect()
 
@@ -431,9 +526,7 @@ class ScoreCache:
                 # IMMEDIATE takes the write lock up front, so two writers queue instead of deadlocking on upgrade.
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    for sql, rows in statements:
-                        if rows:
-                            conn.executemany(sql, rows)
+                    fill(conn)
                     conn.execute("COMMIT")
                 except BaseException:
                     _rollback(conn)
@@ -535,6 +628,121 @@ def _retry(action, attempts: int = 20):
     return None  # pragma: no cover
 
 
+# -- schema 3: compact rows ----------------------------------------------------------------------------------------
+# Names (text namespaces, metric fingerprints, datasets) and text hashes are stored once each and referred to by
+# integer ids, so a pair row is three small integers, its value and its checksum. The checksum still covers the
+# names and the hex hashes (``_Seal``), so a row moved to another id, or an id whose hash was edited, fails it.
+_NAMESPACE, _FINGERPRINT, _DATASET = "namespace", "fingerprint", "dataset"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS names (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, "
+    "UNIQUE (kind, name))",
+    # sha256 digests as 32 bytes (a key that is no hex digest: its TEXT)
+    "CREATE TABLE IF NOT EXISTS digests (id INTEGER PRIMARY KEY, digest BLOB NOT NULL UNIQUE)",
+    "CREATE TABLE IF NOT EXISTS text_rows (scope INTEGER NOT NULL, key INTEGER NOT NULL, value BLOB NOT NULL, "
+    "checksum BLOB NOT NULL, PRIMARY KEY (scope, key)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS pair_rows (scope INTEGER NOT NULL, hyp INTEGER NOT NULL, ref INTEGER NOT NULL, "
+    "value BLOB NOT NULL, checksum BLOB NOT NULL, PRIMARY KEY (scope, hyp, ref)) WITHOUT ROWID",
+    # Which dataset's run stored something for a text (a pair row's reference, an artefact's key): for purge.
+    "CREATE TABLE IF NOT EXISTS tags (dataset INTEGER NOT NULL, digest INTEGER NOT NULL, "
+    "PRIMARY KEY (dataset, digest)) WITHOUT ROWID",
+    # Whole-run memos. A rowid table: its rows are megabytes, which SQLite keeps poorly in a WITHOUT ROWID b-tree.
+    "CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, value BLOB NOT NULL, checksum BLOB NOT NULL, "
+    "written REAL NOT NULL)",
+)
+_HEX_OF = "CASE WHEN typeof({0}) = 'blob' THEN lower(hex({0})) ELSE {0} END"
+# Views with the names and hex keys, for a person inspecting the file with sqlite3; rexrank never reads them.
+_VIEWS = (
+    f"CREATE VIEW IF NOT EXISTS texts AS SELECT n.name AS namespace, {_HEX_OF.format('d.digest')} AS key, t.value, "
+    "t.checksum FROM text_rows t JOIN names n ON n.id = t.scope JOIN digests d ON d.id = t.key",
+    f"CREATE VIEW IF NOT EXISTS pairs AS SELECT n.name AS fingerprint, {_HEX_OF.format('h.digest')} AS hyp, "
+    f"{_HEX_OF.format('r.digest')} AS ref, p.value, p.checksum FROM pair_rows p JOIN names n ON n.id = p.scope "
+    "JOIN digests h ON h.id = p.hyp JOIN digests r ON r.id = p.ref",
+    f"CREATE VIEW IF NOT EXISTS origins AS SELECT n.name AS dataset, {_HEX_OF.format('d.digest')} AS key "
+    "FROM tags g JOIN names n ON n.id = g.dataset JOIN digests d ON d.id = g.digest",
+)
+
+
+def _objects(conn: sqlite3.Connection) -> set[tuple[str, str]]:
+    return set(conn.execute("SELECT name, type FROM sqlite_master"))
+
+
+def _stored_key(key: str) -> bytes | str:
+    return bytes.fromhex(key) if _HEX_DIGEST.fullmatch(key) else key
+
+
+def _key_of(stored: bytes | str) -> str:
+    return stored.hex() if type(stored) is bytes else stored
+
+
+def _name_id(conn: sqlite3.Connection, kind: str, name: str, create: bool = False) -> int | None:
+    if create:
+        conn.execute("INSERT OR IGNORE INTO names (kind, name) VALUES (?, ?)", (kind, name))
+    row = conn.execute("SELECT id FROM names WHERE kind=? AND name=?", (kind, name)).fetchone()
+    return None if row is None else row[0]
+
+
+def _digest_ids(conn: sqlite3.Connection, keys: Iterable[str]) -> dict[str, int]:
+    """{key: id} of each text key, adding the ones the file does not hold yet (inside the caller's transaction)."""
+    stored = {key: _stored_key(key) for key in dict.fromkeys(keys)}
+    conn.executemany("INSERT OR IGNORE INTO digests (digest) VALUES (?)", [(v,) for v in stored.values()])
+    back = {v: k for k, v in stored.items()}
+    ids: dict[str, int] = {}
+    for block in _blocks(list(back)):
+        marks = ",".join("?" * len(block))
+        for digest, ident in conn.execute(f"SELECT digest, id FROM digests WHERE digest IN ({marks})", block):
+            ids[back[digest]] = ident
+    return ids
+
+
+def _tag(conn: sqlite3.Connection, dataset: str, ids: Iterable[int]) -> None:
+    tag = _name_id(conn, _DATASET, dataset, create=True)
+    conn.executemany("INSERT OR IGNORE INTO tags VALUES (?, ?)", [(tag, ident) for ident in set(ids)])
+
+
+def _put_sealed_texts(conn: sqlite3.Connection, namespace: str, sealed: dict, dataset: str | None) -> None:
+    """Store {(key,): (value bytes, checksum)} under ``namespace``; tag the keys with ``dataset`` if given."""
+    if not sealed:
+        return
+    scope = _name_id(conn, _NAMESPACE, namespace, create=True)
+    ids = _digest_ids(conn, [key for (key,) in sealed])
+    conn.executemany("INSERT OR REPLACE INTO text_rows VALUES (?, ?, ?, ?)",
+                     [(scope, ids[key], data, checksum) for (key,), (data, checksum) in sealed.items()])
+    if dataset:
+        _tag(conn, dataset, ids.values())
+
+
+def _put_sealed_pairs(conn: sqlite3.Connection, fingerprint: str, sealed: dict, dataset: str | None) -> None:
+    """Store {(hyp, ref): (value bytes, checksum)} under ``fingerprint``; tag the references with ``dataset``."""
+    if not sealed:
+        return
+    scope = _name_id(conn, _FINGERPRINT, fingerprint, create=True)
+    ids = _digest_ids(conn, [key for pair in sealed for key in pair])
+    conn.executemany("INSERT OR REPLACE INTO pair_rows VALUES (?, ?, ?, ?, ?)",
+                     [(scope, ids[hyp], ids[ref], data, checksum) for (hyp, ref), (data, checksum) in sealed.items()])
+    if dataset:
+        _tag(conn, dataset, (ids[ref] for _, ref in sealed))
+
+
+def _by_scope(rows: Iterable[tuple], size: int = _BATCH):
+    """(first column, up to ``size`` rows) of rows sorted by their first column."""
+    scope, block = None, []
+    for row in rows:
+        if block and (row[0] != scope or len(block) == size):
+            yield scope, block
+            block = []
+        scope = row[0]
+        block.append(row)
+    if block:
+        yield scope, block
+
+
+def _grouped(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    groups: dict[str, list[str]] = {}
+    for first, second in pairs:
+        groups.setdefault(first, []).append(second)
+    return list(groups.items())
+
+
 # -- rows: checksum + value encoding ------------------------------------------------------------------------------
 class _CorruptRow(ValueError):
     """A stored row whose checksum or encoding does not match: never used."""
@@ -544,8 +752,8 @@ class _Seal:
     """Checksums of one table's rows under one namespace/fingerprint: BLAKE2b over the table, every key part
     (length-prefixed, so no two keys share an encoding) and the value's bytes."""
 
-    def __init__(self, table: str, scope: str) -> None:
-        self._prefix = hashlib.blake2b(_framed((table, scope)), digest_size=_CHECKSUM_BYTES, person=b"rexrank-scores")
+    def __init__(self, table: str, scope: str, size: int = _CHECKSUM_BYTES) -> None:
+        self._prefix = hashlib.blake2b(_framed((table, scope)), digest_size=size, person=b"rexrank-scores")
 
     def _digest(self, key: tuple[str, ...], value: bytes) -> bytes:
         h = self._prefix.copy()
@@ -557,6 +765,9 @@ class _Seal:
         """(encoded value, checksum) to store."""
         data = encode_value(value)
         return data, self._digest(key, data)
+
+    def close_all(self, items: dict[tuple[str, ...], Any]) -> dict[tuple[str, ...], tuple[bytes, bytes]]:
+        return {key: self.close(key, value) for key, value in items.items()}
 
     def open(self, key: tuple[str, ...], data: Any, checksum: Any) -> Any:
         """The stored value, if its checksum and encoding hold; else _CorruptRow."""
@@ -590,6 +801,7 @@ _DTYPE = re.compile(r"[<>|][biufcSU][0-9]{1,6}")
 _NONE, _TRUE, _FALSE, _INT, _BIGINT, _FLOAT, _STR, _BYTES = b"N", b"T", b"F", b"i", b"I", b"f", b"s", b"b"
 _LIST, _TUPLE, _DICT, _SET, _FROZENSET, _ARRAY, _SCALAR, _NA = b"l", b"t", b"d", b"S", b"Z", b"a", b"g", b"A"
 _RECORD = b"r"  # a dict of str keys and float values, stored compactly
+_SHORT_RECORD = b"q"  # the same with its two counts in one byte each (under 256 columns and 256 bytes of names)
 _CONTAINERS = {list: _LIST, tuple: _TUPLE, set: _SET, frozenset: _FROZENSET}
 
 
@@ -643,9 +855,13 @@ def _encode(value: Any, out: bytearray, depth: int) -> None:
         # A row of float columns (most pair rows): its keys as one string and its numbers as one block, read
         # back in two calls instead of two per column.
         keys = "\0".join(value).encode("utf-8", "surrogatepass")
-        out += _RECORD
-        out += _U32.pack(len(value))
-        out += _U32.pack(len(keys))
+        if len(value) < 256 and len(keys) < 256:
+            out += _SHORT_RECORD
+            out += bytes((len(value), len(keys)))
+        else:
+            out += _RECORD
+            out += _U32.pack(len(value))
+            out += _U32.pack(len(keys))
         out += keys
         out += _floats(len(value)).pack(*value.values())
     elif kind is dict:
@@ -713,9 +929,13 @@ def _decode(data: bytes, pos: int, depth: int) -> tuple[Any, int]:
         raise _CorruptRow
     tag = data[pos]
     pos += 1
-    if tag == _T_RECORD:
-        count, size = _unpack_2u32(data, pos)
-        pos += 8
+    if tag == _T_SHORT_RECORD or tag == _T_RECORD:
+        if tag == _T_SHORT_RECORD:
+            count, size = data[pos], data[pos + 1]
+            pos += 2
+        else:
+            count, size = _unpack_2u32(data, pos)
+            pos += 8
         blob = data[pos : pos + size]
         keys = _record_keys.get(blob)
         if keys is None:
@@ -724,6 +944,8 @@ def _decode(data: bytes, pos: int, depth: int) -> tuple[Any, int]:
                 raise _CorruptRow
             if len(_record_keys) < 4096:  # the same few column sets over and over: decode each once
                 _record_keys[blob] = keys
+        elif len(keys) != count:
+            raise _CorruptRow
         pos += size
         return dict(zip(keys, _floats(count).unpack_from(data, pos))), pos + 8 * count
     # Floats and strings are most of what other values hold: containers read them inline, sparing a call per item.
@@ -807,6 +1029,7 @@ def _decode(data: bytes, pos: int, depth: int) -> tuple[Any, int]:
 _T_NONE, _T_TRUE, _T_FALSE, _T_INT, _T_BIGINT, _T_FLOAT, _T_STR, _T_BYTES = (
     _NONE[0], _TRUE[0], _FALSE[0], _INT[0], _BIGINT[0], _FLOAT[0], _STR[0], _BYTES[0])
 _T_DICT, _T_ARRAY, _T_SCALAR, _T_NA, _T_RECORD = _DICT[0], _ARRAY[0], _SCALAR[0], _NA[0], _RECORD[0]
+_T_SHORT_RECORD = _SHORT_RECORD[0]
 _SEQUENCES = {tag[0]: kind for kind, tag in _CONTAINERS.items()}
 _unpack_u32, _unpack_i64, _unpack_f64 = _U32.unpack_from, _I64.unpack_from, _F64.unpack_from
 _unpack_2u32 = struct.Struct("<II").unpack_from

@@ -38,7 +38,7 @@ from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, 
 from rexrank.evaluation.inputs import Inputs
 from rexrank.evaluation.predictions import megabytes
 from rexrank.evaluation.paths import check_writable  # noqa: F401 - its owner; imported from here by the CLIs
-from rexrank.evaluation.plan import plan
+from rexrank.evaluation.plan import check_model_budget, plan
 from rexrank.evaluation.runner import (
     DEFAULT_CHUNK_PAIRS,
     LABEL_PREFIX,
@@ -121,6 +121,8 @@ class ScoreOptions:
     use_cache: bool = True
     cache_dir: str | os.PathLike | None = None
     chunk_size: int = DEFAULT_CHUNK_PAIRS
+    # Per-study budget of model-backed metrics, in prediction tokens (plan.check_model_budget); None: none.
+    max_model_tokens: int | None = None
     progress: bool = False
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
@@ -133,6 +135,8 @@ class ScoreOptions:
             raise ConfigError(f"--chunk-size must be at least 1 (got {self.chunk_size})")
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"--batch-size must be at least 1 (got {self.batch_size})")
+        if self.max_model_tokens is not None and self.max_model_tokens < 1:
+            raise ConfigError(f"--max-model-tokens must be at least 1 (got {self.max_model_tokens})")
         check_device(self.device)
         if self.use_cache:
             from rexrank.evaluation.cache import default_cache_dir
@@ -233,6 +237,7 @@ def evaluate(inputs: Inputs, *, model: str, track: str, dataset: str | None = No
     min_group = disclosure.min_group_size() if private else None
     names = expand_metrics(options.metrics)
     base, composites = plan(names)
+    check_model_budget(inputs.study_ids, inputs.hyps, base, options.max_model_tokens)  # before any model runs
     ctx = parallel.context()
     created = parallel.setup(ctx)
     try:
@@ -547,7 +552,8 @@ class RunMemo:
                     "built": {name: describe(metric) for name, metric in metrics.items()},
                     "options": {"model_paths": options.model_paths, "metric_configs": options.metric_configs,
                                 "device": options.device, "batch_size": options.batch_size,
-                                "chunk_size": options.chunk_size, "resamples": options.resamples,
+                                "chunk_size": options.chunk_size, "max_model_tokens": options.max_model_tokens,
+                                "resamples": options.resamples,
                                 "seed": options.seed, "confidence": options.confidence}}
         # repr for what JSON cannot hold (a Path in a metric's options): at worst a key that never matches.
         text = json.dumps(settings, sort_keys=True, default=repr)

@@ -374,11 +374,14 @@ class Submissions:
     def _validate(self, path: Path, dataset: str, split: str, track: str):
         """The harness's checks (the same as `rexrank score`); the validated inputs."""
         from rexrank.evaluation.inputs import load_inputs
+        from rexrank.evaluation.plan import SUBMISSION_MAX_MODEL_TOKENS, check_model_budget
         from rexrank.evaluation.predictions import ValidationError
 
         try:
-            return load_inputs(path, track=track, dataset=dataset, split=split, data_dir=self._data_dir(dataset),
-                               max_file_size_mb=self.max_bytes / 1e6)
+            inputs = load_inputs(path, track=track, dataset=dataset, split=split, data_dir=self._data_dir(dataset),
+                                 max_file_size_mb=self.max_bytes / 1e6)
+            check_model_budget(inputs.study_ids, inputs.hyps, self.metrics, SUBMISSION_MAX_MODEL_TOKENS)
+            return inputs
         except ValidationError as exc:
             # Validation on a private set already reports id problems as one category without ids or counts
             # (evaluation/predictions.py); this layer still never echoes its text, in case a check ever does.
@@ -467,13 +470,14 @@ class Submissions:
         Also the Arena's rows for a public set (study, report, reference, per-study metric values), else None."""
         from rexrank.evaluation.harness import ScoreOptions, evaluate
         from rexrank.evaluation.inputs import load_inputs
+        from rexrank.evaluation.plan import SUBMISSION_MAX_MODEL_TOKENS
 
         if not job["predictions_path"] or not Path(job["predictions_path"]).is_file():
             raise InputError(LOST_UPLOAD)  # restored from the Hub's requests repo, which never holds the file
         inputs = load_inputs(job["predictions_path"], track=job["track"], dataset=job["dataset"], split=job["split"],
                              data_dir=self._data_dir(job["dataset"]))
         options = ScoreOptions(metrics=job["metrics"], model_paths=self.model_paths, resamples=self.n_resamples,
-                               cache_dir=self.upload_dir / "score-cache")
+                               cache_dir=self.upload_dir / "score-cache", max_model_tokens=SUBMISSION_MAX_MODEL_TOKENS)
         evaluation = evaluate(inputs, model=job["model"]["name"], track=job["track"], dataset=job["dataset"],
                               split=job["split"], options=options)
         results = dict(evaluation.results)

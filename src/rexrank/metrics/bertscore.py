@@ -41,7 +41,7 @@ import numpy as np
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, fingerprint_of
-from rexrank.metrics.batching import padded_batches
+from rexrank.metrics.batching import single_text_batches
 from rexrank.metrics.semb import _default_device, _digest
 from rexrank.metrics.weights import file_sha256, resolve, weight_digests
 
@@ -99,6 +99,8 @@ class BertScore(Metric):
     """``get("bertscore", model=<Hub id or folder>, device=, batch_size=, idf=False, num_layers=5)``.
 
     ``idf_sents``: sentences for idf weights (default: the references of each ``score`` call, as ReXrank does).
+    ``batch_size``: accepted with the run's shared ``--batch-size``; the encoder runs one text per pass
+    (rexrank.metrics.batching), so it changes nothing here.
     ``cache_refs``: keep reference-side token embeddings in the per-text cache (repeated scoring against the
     same references, e.g. a validation loop, then runs the encoder on hypotheses only).
     """
@@ -196,17 +198,16 @@ class BertScore(Metric):
         return out
 
     def _embed(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per text: (token ids int32, L2-normalised token vectors float32), in length-sorted batches."""
+        """Per text: (token ids int32, L2-normalised token vectors float32), one text per forward pass
+        (rexrank.metrics.batching: a text's vectors never depend on which texts a call embeds)."""
         import torch
 
         model, tokenizer = self._load()
         ids = self.encode(texts)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
         results: list[Any] = [None] * len(ids)
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         done = 0
         with torch.inference_mode():
-            for chunk, input_ids, mask in padded_batches(ids, order, self.batch_size, pad):
+            for chunk, input_ids, mask in single_text_batches(ids, range(len(ids))):
                 hidden = model(input_ids=input_ids.to(device=self.device),
                                attention_mask=mask.to(device=self.device))[0].float()
                 hidden = hidden / hidden.norm(dim=-1, keepdim=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rexrank.errors import ModelNotAvailableError
-from rexrank.metrics.batching import padded_batches
+from rexrank.metrics.batching import single_text_batches
 
 CONDITIONS = (
     "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion", "Edema", "Consolidation",
@@ -130,7 +130,8 @@ class TextOutputs:
 
 def run(model, tokenizer, texts: Sequence[str], batch_size: int = 32, device: str = "cpu",
         progress: Callable[[int, int], None] | None = None) -> list[TextOutputs]:
-    """Embed and label ``texts`` in length-sorted batches (one forward pass gives both).
+    """Embed and label ``texts``, one text per forward pass (rexrank.metrics.batching: a text's outputs never depend
+    on which texts a call runs; ``batch_size`` is kept for callers and changes nothing); one pass gives both.
 
     ``progress(done, total)``: called after each batch with the texts finished so far (display only)."""
     import torch
@@ -138,10 +139,9 @@ def run(model, tokenizer, texts: Sequence[str], batch_size: int = 32, device: st
     ids = encode_reports(tokenizer, texts)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
     results: list[TextOutputs | None] = [None] * len(ids)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     done = 0
     with torch.inference_mode():
-        for chunk, input_ids, mask in padded_batches(ids, order, batch_size, pad):
+        for chunk, input_ids, mask in single_text_batches(ids, order):
             cls = model.bert(input_ids.to(device), attention_mask=mask.to(device))[0][:, 0, :]
             classes = torch.stack([head(cls).argmax(dim=1) for head in model.linear_heads], dim=1)
             cls, classes = cls.float().cpu().numpy(), classes.cpu().numpy().astype(np.int8)

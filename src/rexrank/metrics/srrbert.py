@@ -32,7 +32,7 @@ import numpy as np
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, check_pairs, file_digest, fingerprint_of
-from rexrank.metrics.batching import padded_batches
+from rexrank.metrics.batching import single_text_batches
 from rexrank.metrics.semb import _default_device
 from rexrank.metrics.srrbert_labels import LABELS
 from rexrank.metrics.weights import resolve, weight_digests
@@ -229,7 +229,7 @@ class SRRBert(Metric):
         out: list[Any] = [None] * len(ids)
         done = 0
         with torch.inference_mode():
-            for chunk, input_ids, mask in padded_batches(ids, order, self.batch_size, tokenizer.pad_token_id or 0):
+            for chunk, input_ids, mask in single_text_batches(ids, order):
                 logits = model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
                 positive = (torch.sigmoid(logits.float()) > 0.5).cpu().numpy()
                 for row, i in enumerate(chunk):

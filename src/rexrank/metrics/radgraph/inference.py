@@ -5,9 +5,10 @@ Differences from radgraph 0.1.18 are only in how work is scheduled, never in wha
   spread that padding would exceed a tenth of the batch), padded to the longest encoder segment of the batch
   (attention masks keep padding out of every real position); every per-report step after the encoder (spans,
   NER, pruning, relations) runs on that report's own unpadded rows;
-- relation pairs of short reports share one matrix multiply; a long report's K x K pairs of kept spans are scored
-  in blocks of subject rows (``RELATION_BLOCK_FLOATS``), so memory grows linearly with report length, not with
-  its square; only pairs of two entities are listed (radgraph's decoding drops all others);
+- relations are scored only for pairs of two kept spans that are entities (radgraph's decoding drops every other
+  pair, and each pair's score is its own); pairs of short reports share one matrix multiply; a long report's pairs
+  are scored in blocks of subject rows (``RELATION_BLOCK_FLOATS``), so memory grows linearly with report length,
+  not with its square;
 - no autograd, no allennlp data pipeline; wordpieces of each distinct word are computed once.
 
 Long reports: allennlp's mismatched indexer/embedder with ``max_length`` (512 in the RadGraph configs) does not
@@ -302,47 +303,56 @@ class Annotator:
     def _relations(self, span_vectors, mentions, kept, spans, is_entity, budget: int = 4096) -> list[list[tuple]]:
         """(subject span, object span, label) per report, in the package's order (row-major over kept pairs).
 
-        Only pairs of two entity spans are listed: build_annotation drops every other relation (its subject or
-        object is no entity), so leaving them out early changes no annotation and keeps the list as small as the
-        output. Reports whose K * K pairs would hold more than ``relation_block_floats`` floats in the widest
-        intermediate are scored in blocks of subject rows (``DyGIEHeads.relation_score_rows``): memory linear in
-        the report.
+        Only pairs of two kept entity spans are scored: build_annotation drops every relation whose subject or
+        object is no entity, and each pair's score is the same formula on its own two vectors (no pair sees
+        another), so scoring the others could change no annotation. Pairs grow with the square of the report, so
+        on a long one this was most of the work: 4,900 words of IU-Xray findings took 55.6 s scoring all kept
+        pairs and 7.7 s scoring the entity pairs, the same annotation (small stand-in, 1 thread,
+        bench/radgraph_memory.py --text iu_xray). Reports whose pairs would hold more than ``relation_block_floats``
+        floats in the widest intermediate are scored in blocks of subject rows (``DyGIEHeads.relation_score_rows``):
+        memory linear in the report.
         """
         results: list[list[tuple]] = [[] for _ in kept]
+        # Per report: the kept spans that may take part in a relation, in kept (sentence) order. relation.py
+        # _predict_sentence masks columns beyond `keep`; rows equal `keep` whenever keep >= 1 (keep 0: none).
+        chosen = []
+        for (top, keep), entity in zip(kept, is_entity):
+            positions = top[:keep]
+            chosen.append(positions[entity[positions.cpu()].to(positions.device)])
         max_pairs = max(self.relation_block_floats // self.heads.relation_pair_width(), 1)
         b = 0
         while b < len(kept):
-            k = len(kept[b][0])
+            k = len(chosen[b])
+            if k == 0:
+                b += 1
+                continue
             if k * k > max(budget, max_pairs):
-                blocks = self.heads.relation_score_rows(span_vectors[b, kept[b][0]], mentions[b, kept[b][0]],
+                blocks = self.heads.relation_score_rows(span_vectors[b, chosen[b]], mentions[b, chosen[b]],
                                                         max(max_pairs // k, 1))
                 for start, scores in blocks:
-                    self._collect(results[b], scores, start, kept[b], spans[b], is_entity[b])
+                    self._collect(results[b], scores, start, chosen[b], spans[b])
                 b += 1
                 continue
             group, pairs = [], 0
-            while b < len(kept) and (not group or pairs + len(kept[b][0]) ** 2 <= budget):
-                group.append(b)
-                pairs += len(kept[b][0]) ** 2
+            while b < len(kept) and (not group or pairs + len(chosen[b]) ** 2 <= budget):
+                if len(chosen[b]):
+                    group.append(b)
+                    pairs += len(chosen[b]) ** 2
                 b += 1
-            scored = self.heads.relation_scores([(span_vectors[g, kept[g][0]], mentions[g, kept[g][0]]) for g in group])
+            scored = self.heads.relation_scores([(span_vectors[g, chosen[g]], mentions[g, chosen[g]]) for g in group])
             for g, scores in zip(group, scored):
-                self._collect(results[g], scores, 0, kept[g], spans[g], is_entity[g])
+                self._collect(results[g], scores, 0, chosen[g], spans[g])
         return results
 
-    def _collect(self, out: list[tuple], scores: torch.Tensor, start: int, kept: tuple[torch.Tensor, int],
-                 spans: list[tuple[int, int]], is_entity: torch.Tensor) -> None:
-        """Append the relations of score rows ``start..start + len(scores)`` of one report's kept-pair matrix."""
-        top, keep = kept
+    def _collect(self, out: list[tuple], scores: torch.Tensor, start: int, chosen: torch.Tensor,
+                 spans: list[tuple[int, int]]) -> None:
+        """Append the relations of score rows ``start..start + len(scores)`` of one report's matrix of pairs of
+        ``chosen`` spans (indices into ``spans``)."""
         labels = scores.max(dim=-1)[1].cpu() - 1  # scorer index 0 is "no relation"
-        # relation.py _predict_sentence masks columns beyond `keep` (rows equal `keep` whenever keep >= 1).
-        valid = labels >= 0
-        valid[:, keep:] = False
-        entity = is_entity[top.cpu()]
-        valid &= entity[start:start + len(labels)].unsqueeze(1) & entity.unsqueeze(0)
-        top_list = top.tolist()
-        for i, j in valid.nonzero().tolist():
-            out.append((spans[top_list[start + i]], spans[top_list[j]], self.cfg.relation_labels[int(labels[i, j])]))
+        chosen_list = chosen.tolist()
+        for i, j in (labels >= 0).nonzero().tolist():
+            out.append((spans[chosen_list[start + i]], spans[chosen_list[j]],
+                        self.cfg.relation_labels[int(labels[i, j])]))
 
 
 def build_annotation(words: list[str], entities: list[tuple[tuple[int, int], str]],

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rexrank.metrics.batching import padded_batches
+from rexrank.metrics.batching import single_text_batches
 from rexrank.metrics.ratescore.constants import EMBED_MAX_LENGTH
 
 
@@ -37,9 +37,8 @@ class EntityEncoder:
 
     def _encode(self, encoded: list[list[int]]) -> list[np.ndarray]:
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        pad_id = self.tokenizer.pad_token_id
         out: list[np.ndarray | None] = [None] * len(encoded)
-        for batch, ids, mask in padded_batches(encoded, order, self.batch_size, pad_id):
+        for batch, ids, mask in single_text_batches(encoded, order):
             with torch.inference_mode():
                 hidden = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
             cls = hidden[:, 0, :].float().cpu().numpy()
