@@ -222,3 +222,55 @@ def test_percentile_interval_is_nanquantile_per_column():
     low, high = bs.percentile_interval(holed, 0.9)
     np.testing.assert_array_equal(low[:3], np.nanquantile(holed[:, :3], alpha, axis=0))
     assert np.isnan(low[3]) and np.isnan(high[3])
+
+
+def _healthy_and_broken(n=200, seed=14):
+    """Two runs of n studies where the second holds 3 non-finite values (NaN, +inf, -inf), and a third run."""
+    rng = np.random.default_rng(seed)
+    ids = [f"s{i}" for i in range(n)]
+    base = rng.uniform(0.2, 0.6, n)
+    healthy = base - 0.05 + rng.normal(0, 0.02, n)
+    broken = healthy.copy()
+    bad = [3, 50, 120]
+    broken[bad] = [np.nan, np.inf, -np.inf]
+    runs = [Run(name, _frame(ids, {"bleu_score": values}), None, "mem")
+            for name, values in (("base", base), ("healthy", healthy), ("broken", broken))]
+    return runs, healthy, bad
+
+
+def test_non_finite_per_study_values_are_left_out_and_counted():
+    """Issue 35 point 8: NaN and +-inf per-study values are both "no value" (statistics.usable_studies). Before: inf
+    was summed, numpy warned, the broken run's value was NaN with the false "every value NaN" flag, its tests still
+    had p-values and no model was ranked."""
+    import warnings
+
+    runs, healthy, bad = _healthy_and_broken()
+    keep = np.setdiff1d(np.arange(len(healthy)), bad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy RuntimeWarning (inf - inf, all-NaN slice) fails the test
+        report = compare_runs(runs, resamples=200, permutations=200)
+    base_broken = report["pairwise"][1]["tests"]["bleu2"]
+    assert (report["pairwise"][1]["a"], report["pairwise"][1]["b"]) == ("base", "broken")
+    assert base_broken["n"] == 197 and base_broken["n_excluded"] == 3
+    assert base_broken["value_b"] == pytest.approx(healthy[keep].mean(), abs=1e-12)
+    assert base_broken["flags_b"] == [] and base_broken["better"] == "base"
+    assert report["pairwise"][0]["tests"]["bleu2"]["n_excluded"] == 0  # base vs healthy: every study
+    ranking = report["ranking"]["bleu2"]
+    assert ranking["n"] == 197
+    assert [ranking["models"][m]["rank"] for m in ("base", "healthy", "broken")] == [1, 2, 2]
+    assert all(ranking["models"][m]["rank_ci_low"] is not None for m in ranking["models"])
+    assert report["notes"] == ["broken: infinite per-study values (2 in bleu_score) were read as missing, like NaN: "
+                               "left out of every statistic (n_excluded counts them)"]
+    json.dumps(report, allow_nan=False)
+
+
+def test_infinite_values_count_as_nan_in_the_one_pass_statistics():
+    """The library path too: a table with +-inf gives the numbers of the same table with NaN there."""
+    a = np.random.default_rng(15).random(60)
+    b = a + 0.01
+    with_inf, with_nan = b.copy(), b.copy()
+    with_inf[[1, 7]], with_nan[[1, 7]] = [np.inf, -np.inf], np.nan
+    assert paired_test(a, with_inf, resamples=50, permutations=50) == paired_test(a, with_nan, resamples=50,
+                                                                                  permutations=50)
+    ranked = rank_intervals(np.column_stack([a, with_inf]), aggregation="mean", higher_is_better=True, resamples=50)
+    assert list(ranked["rank"]) == [2, 1] and ranked["n"] == 58
