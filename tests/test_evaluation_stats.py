@@ -274,3 +274,48 @@ def test_infinite_values_count_as_nan_in_the_one_pass_statistics():
                                                                                   permutations=50)
     ranked = rank_intervals(np.column_stack([a, with_inf]), aggregation="mean", higher_is_better=True, resamples=50)
     assert list(ranked["rank"]) == [2, 1] and ranked["n"] == 58
+
+
+def _first_place_at(k: int, n: int = 150, resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """(studies, 2) values of models A and B where A has the higher mean in exactly k of the seeded resamples.
+
+    Adding a constant to B's values adds it to B's mean in every resample (the counts sum to n), so B is shifted
+    to put exactly k resampled differences B - A below zero."""
+    rng = np.random.default_rng(16)
+    a = rng.random(n)
+    b = a + rng.normal(0.0, 0.05, n)
+    differences = np.sort(np.concatenate([c @ (b - a) / n for c in bs.count_blocks(n, resamples, seed)]))
+    assert differences[k - 1] < differences[k]
+    return np.column_stack([a, b - (differences[k - 1] + differences[k]) / 2.0])
+
+
+def _order_statistic_interval(values: np.ndarray, resamples: int, seed: int, confidence: float):
+    """The rank CI by its definition, computed apart from rexrank's rank and quantile code: each resample's rank
+    (1 + the models with a strictly higher mean), sorted per model; the ends are the ranks at the 0-based positions
+    floor(a (B - 1)) and ceil((1 - a) (B - 1)), a = (1 - confidence) / 2, in exact fractions (docs/harness.md)."""
+    import math
+    from fractions import Fraction
+
+    n, m = values.shape
+    per_model = [[] for _ in range(m)]
+    for counts in bs.count_blocks(n, resamples, seed):
+        for means in counts @ values / n:
+            for j in range(m):
+                per_model[j].append(1 + sum(1 for other in means if other > means[j]))
+    a = (1 - Fraction(str(confidence))) / 2
+    low_at, high_at = math.floor(a * (resamples - 1)), math.ceil((1 - a) * (resamples - 1))
+    firsts = [ranks.count(1) for ranks in per_model]
+    return [sorted(r)[low_at] for r in per_model], [sorted(r)[high_at] for r in per_model], firsts
+
+
+@pytest.mark.parametrize("k", [25, 20, 975, 13, 12])
+def test_rank_ci_at_the_quantile_boundary_equals_order_statistics(k):
+    """Issue 35 point 11: model A is first in exactly k of 1,000 resamples, so A's and B's rank CIs sit on the
+    boundary of the quantile rule: k = 25 is where position floor(0.025 x 999) = 24 starts holding rank 1 (rounding
+    to the nearest position, 25, would give 2), k = 12, 13 and 20 lie between that and the 0.0125 quantile's position
+    12 (a halved alpha), k = 975 the same at the upper end. Each must equal the order statistics above."""
+    values = _first_place_at(k)
+    low, high, firsts = _order_statistic_interval(values, 1000, 0, 0.95)
+    assert firsts[0] == k  # the input sits where it was built to
+    ours = rank_intervals(values, aggregation="mean", higher_is_better=True, resamples=1000, seed=0, confidence=0.95)
+    assert list(ours["rank_ci_low"]) == low and list(ours["rank_ci_high"]) == high
