@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,6 +16,43 @@ BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
+
+
+# The longest a test waits for a state of a server or a page (an answer shown, rows painted, a job done): a ceiling
+# against a hung server only, never a speed target. Tests wait on the state itself; on a 2-core machine at load
+# 10-19 a submission's "queued" took over a minute (issue 35 point 10), so the ceiling is ten times that.
+STATE_CEILING_S = 600
+STATE_CEILING_MS = STATE_CEILING_S * 1000
+
+
+def wait_until(check, what: str, poll_s: float = 0.2):
+    """Poll ``check()`` until it gives a true value, and return it; past STATE_CEILING_S fail naming ``what`` and the
+    last value seen (a hung server, not a slow machine)."""
+    deadline = time.monotonic() + STATE_CEILING_S
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting for {what} after {STATE_CEILING_S} s (last seen: {value!r}); "
+                                 "the server or page never reached that state")
+        time.sleep(poll_s)
+
+
+class _PatientBrowser:
+    """The browser, whose pages wait up to STATE_CEILING_MS wherever Playwright waits (a click on a control that
+    a busy server has not drawn yet, a locator's text) instead of its 30 s default."""
+
+    def __init__(self, browser):
+        self._browser = browser
+
+    def new_page(self, *args, **kwargs):
+        page = self._browser.new_page(*args, **kwargs)
+        page.set_default_timeout(STATE_CEILING_MS)
+        return page
+
+    def __getattr__(self, name):
+        return getattr(self._browser, name)
 
 
 def free_port() -> int:
@@ -57,7 +95,7 @@ def chromium():
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_FLAGS, headless=True)
         try:
-            yield browser
+            yield _PatientBrowser(browser)
         finally:
             browser.close()
 

@@ -10,13 +10,12 @@ REXRANK_SHOTS (default /tmp/shots), named arena_*.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from leaderboard_helpers import DESKTOP, PHONE, free_port
+from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, free_port
 from rexrank.leaderboard.arena import NO_PACE, Arena
 from rexrank.leaderboard.arena_tab import arena_demo
 from rexrank.leaderboard.store import Store
@@ -72,7 +71,7 @@ def _board_settled(page) -> None:
     """The Arena board's tables have their answer (no progress shown over them): a screenshot shows what a rater
     reads, not the loading state."""
     page.wait_for_function("() => !document.querySelector('#arena-board .progress-text, #arena-metrics .progress-text')"
-                           " && !!document.querySelector('#arena-board [role=grid]')", timeout=30_000)
+                           " && !!document.querySelector('#arena-board [role=grid]')", timeout=STATE_CEILING_MS)
 
 
 def _names_in(text: str) -> set[str]:
@@ -85,15 +84,15 @@ def test_vote_flow_keyboard_only(browser, space, size):
     before = len(arena.votes())
     page = browser.new_page(viewport=SIZES[size])
     page.goto(url, wait_until="load")
-    page.get_by_role("tab", name="Arena", exact=True).wait_for(timeout=60_000)
+    page.get_by_role("tab", name="Arena", exact=True).wait_for(timeout=STATE_CEILING_MS)
     page.get_by_role("tab", name="Arena", exact=True).focus()
     page.keyboard.press("Enter")
-    page.wait_for_selector("#arena-next", state="visible", timeout=30_000)
+    page.wait_for_selector("#arena-next", state="visible", timeout=STATE_CEILING_MS)
     _press_until_focused(page, "#arena-next")
     page.keyboard.press("Enter")
     page.wait_for_function("() => document.querySelector('#arena-report-a textarea').value.length > 0",
-                           timeout=30_000)
-    page.wait_for_selector("#arena-images img", state="visible", timeout=30_000)
+                           timeout=STATE_CEILING_MS)
+    page.wait_for_selector("#arena-images img", state="visible", timeout=STATE_CEILING_MS)
     # Nothing in the DOM names a model of the pair before the vote: not the page, not a hidden element or attribute.
     # (The Arena board below lists every model voted on so far, in no relation to the pair: left out here.)
     assert _names_in(page.evaluate("""() => { const root = document.documentElement.cloneNode(true);
@@ -111,7 +110,7 @@ def test_vote_flow_keyboard_only(browser, space, size):
     _press_until_focused(page, "#arena-vote-b")
     page.keyboard.press("Enter")
     page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('A was')",
-                           timeout=30_000)
+                           timeout=STATE_CEILING_MS)
     revealed = _value(page, "arena-reveal")
     assert len(_names_in(revealed)) == 2
     _board_settled(page)
@@ -127,7 +126,7 @@ def test_vote_flow_keyboard_only(browser, space, size):
     # The same ticket cannot be used again: a second click on a vote button is refused with a message.
     page.locator("#arena-vote-a").click()
     page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('Load a pair')",
-                           timeout=30_000)
+                           timeout=STATE_CEILING_MS)
     assert len(arena.votes()) == before + 1
     # The page fits the screen: no sideways scrolling at either size.
     assert page.evaluate("document.documentElement.scrollWidth") <= SIZES[size]["width"]
@@ -142,7 +141,7 @@ def test_next_pair_keeps_images_with_their_study_and_the_board(browser, space):
     page = browser.new_page(viewport=SIZES["desktop"])
     page.goto(url, wait_until="load")
     page.get_by_role("tab", name="Arena", exact=True).click()
-    page.wait_for_selector("#arena-next", state="visible", timeout=30_000)
+    page.wait_for_selector("#arena-next", state="visible", timeout=STATE_CEILING_MS)
     for _ in range(7):
         old = _value(page, "arena-report-a") + "|" + _value(page, "arena-reference")
         with page.expect_request_finished(lambda r: r.url.endswith("/run/predict")) as finished:
@@ -177,14 +176,15 @@ def test_next_pair_keeps_images_with_their_study_and_the_board(browser, space):
         assert finished.value.response() is not None  # the page's own request for the pair was answered
         page.locator("#arena-vote-tie").click()
         page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('A was')",
-                               timeout=30_000)
+                               timeout=STATE_CEILING_MS)
     page.locator("#arena-refresh").click()
     page.wait_for_function("() => document.querySelector('#arena-board [role=grid]') && "
                            "+document.querySelector('#arena-board [role=grid]').getAttribute('aria-rowcount') > 1",
-                           timeout=30_000)
-    time.sleep(0.5)
-    text = page.locator("#arena-board").inner_text()
+                           timeout=STATE_CEILING_MS)
     voted = {m for v in arena.votes() for m in v["models"]}
-    assert voted and all(m in text for m in voted)
+    assert voted
+    # The board's rows come with the refresh's answer: waited for (a fixed half second was assumed before).
+    page.wait_for_function("names => names.every(n => document.querySelector('#arena-board').innerText.includes(n))",
+                           arg=sorted(voted), timeout=STATE_CEILING_MS)
     page.screenshot(path=str(SHOTS / "arena_desktop_board.png"), full_page=True)
     page.close()

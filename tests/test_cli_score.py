@@ -153,6 +153,37 @@ def test_compare_two_score_runs(cli, tmp_path, files, fake_metrics):
     assert code == 2 and "expected a `rexrank score` results folder" in text
 
 
+@pytest.mark.parametrize(("flags", "env", "shown"), [
+    (["--no-progress"], None, False), (["--progress"], "0", True), ([], "0", False), ([], None, True)])
+def test_compare_progress_switch(cli, tmp_path, monkeypatch, flags, env, shown):
+    """Issue 35 point 8: the README lists --no-progress for compare, which answered "No such option". The flag
+    wins over REXRANK_PROGRESS, as in `score` (rexrank.progress.enabled, read when the paired tests start)."""
+    import rexrank.evaluation.statistics as statistics
+    from rexrank import progress
+
+    seen = []
+    real_task = progress.task
+
+    def recording_task(*args, **kwargs):
+        seen.append(progress.enabled())
+        return real_task(*args, **kwargs)
+
+    monkeypatch.setattr(statistics.progress, "task", recording_task)
+    if env is None:
+        monkeypatch.delenv(progress.PROGRESS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(progress.PROGRESS_ENV, env)
+    ids = [f"s{i}" for i in range(20)]
+    for name, shift in (("a", 0.0), ("b", 0.1)):
+        (tmp_path / name).mkdir()
+        pd.DataFrame({"study_id": ids, "bleu_score": np.linspace(0.1, 0.5, 20) + shift}).to_parquet(
+            tmp_path / name / "per_study.parquet")
+    code, text = cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--resamples", "20", "--permutations",
+                     "20", *flags)
+    assert code == 0, text
+    assert seen == [shown]
+
+
 def test_iu_xray_dataset_route(cli, tmp_path, shared_dir):
     """References from the IU-Xray builder (--dataset iu_xray --split test), predictions in ReXrank JSON."""
     data = json.loads((shared_dir / "data" / "iu_xray" / "ReXRank_IUXray_test.json").read_text())

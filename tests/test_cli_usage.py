@@ -109,6 +109,25 @@ def test_non_numbers_for_numeric_options_are_usage_errors(cli, path, command):
         _assert_usage_error(code, text, option)
 
 
+def _float_options(command) -> list[str]:
+    if command.callback is None:
+        return []
+    hints = typing.get_type_hints(inspect.unwrap(command.callback))
+    return [param.opts[0] for param in command.params if param.param_type_name == "option"
+            and float in {hints.get(param.name), *typing.get_args(hints.get(param.name))}]
+
+
+@pytest.mark.parametrize(("path", "command"), TREE, ids=IDS)
+def test_non_finite_values_for_float_options_are_usage_errors(cli, path, command):
+    """Issue 35 point 8: `score --max-file-size-mb inf` was a 50-line OverflowError (`leaderboard serve
+    --max-upload-mb inf` too). Every float option refuses inf, nan and 1e400 (an overflow to inf) as it is parsed
+    (rexrank.cli.values), before any other option or argument is looked at."""
+    for option in _float_options(command):
+        for value in ("inf", "-inf", "nan", "1e400"):
+            code, text = cli(*path, option, value)
+            _assert_usage_error(code, text, option, "finite")
+
+
 def test_numeric_options_are_found():
     """The walk above would pass vacuously if annotations were not read: pin a few known ones."""
     by_name = dict(zip(IDS, (command for _, command in TREE)))
@@ -116,6 +135,9 @@ def test_numeric_options_are_found():
         _numeric_options(by_name["score"]))
     assert {"--resamples", "--permutations"} <= set(_numeric_options(by_name["compare"]))
     assert "--port" in _numeric_options(by_name["leaderboard serve"])
+    floats = {name: set(_float_options(command)) for name, command in by_name.items()}
+    assert {"--max-file-size-mb", "--confidence"} <= floats["score"] and "--max-upload-mb" in floats[
+        "leaderboard serve"] and {"--temperature", "--top-p"} <= floats["generate"]
 
 
 ISSUE_EXAMPLES = [
@@ -244,6 +266,10 @@ BAD_VALUES = [
     (["--option", "bertscore.nonsense=1"], ["bertscore", "'nonsense'", "num_layers", "rescale_with_baseline"]),
     (["--option", "nometric.x=1"], ["Unknown metric 'nometric'"]),
     (["--model-path", "bleu2=/models/x"], ["--model-path", "bleu2"]),
+    # Issue 35 point 8: settings for a metric this run does not compute were silently ignored.
+    (["--model-path", "bertscore=/nonexist"], ["--model-path bertscore", "no metric of this run reads it", "bleu2"]),
+    (["--option", "semb.backbone=/x"], ["--option semb", "no metric of this run reads it"]),
+    (["--max-file-size-mb", "inf"], ["--max-file-size-mb", "finite"]),
 ]
 
 
@@ -377,6 +403,21 @@ def test_other_commands_check_options_first(cli, tmp_path):
         code, text = cli(*args)
         _assert_usage_error(code, text, *names)
     assert not Path(store).exists() and not (tmp_path / "o").exists()
+
+
+def test_settings_of_a_shared_or_component_metric_are_read():
+    """The refusal of unread --model-path/--option values (issue 35 point 8) knows what a run reads: CE F1 builds
+    its labeller from semb's settings (MetricSpec.shares) and RadCliQ-v1 computes its components."""
+    from rexrank.errors import ConfigError
+    from rexrank.evaluation.plan import check_settings_read, settings_readers
+    from rexrank.metrics import REGISTRY
+
+    assert {"ce_f1", "semb"} <= settings_readers(["ce_f1"])
+    assert set(REGISTRY.spec("radcliq_v1").components) <= settings_readers(["radcliq_v1"])
+    check_settings_read(["ce_f1"], {"semb": "--model-path"})
+    check_settings_read(["radcliq_v1"], {"bertscore": "--option"})
+    with pytest.raises(ConfigError, match="--model-path semb: no metric of this run reads it"):
+        check_settings_read(["bleu2", "bertscore"], {"semb": "--model-path"})
 
 
 def test_metric_options_come_from_the_constructor():

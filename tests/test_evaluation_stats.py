@@ -222,3 +222,100 @@ def test_percentile_interval_is_nanquantile_per_column():
     low, high = bs.percentile_interval(holed, 0.9)
     np.testing.assert_array_equal(low[:3], np.nanquantile(holed[:, :3], alpha, axis=0))
     assert np.isnan(low[3]) and np.isnan(high[3])
+
+
+def _healthy_and_broken(n=200, seed=14):
+    """Two runs of n studies where the second holds 3 non-finite values (NaN, +inf, -inf), and a third run."""
+    rng = np.random.default_rng(seed)
+    ids = [f"s{i}" for i in range(n)]
+    base = rng.uniform(0.2, 0.6, n)
+    healthy = base - 0.05 + rng.normal(0, 0.02, n)
+    broken = healthy.copy()
+    bad = [3, 50, 120]
+    broken[bad] = [np.nan, np.inf, -np.inf]
+    runs = [Run(name, _frame(ids, {"bleu_score": values}), None, "mem")
+            for name, values in (("base", base), ("healthy", healthy), ("broken", broken))]
+    return runs, healthy, bad
+
+
+def test_non_finite_per_study_values_are_left_out_and_counted():
+    """Issue 35 point 8: NaN and +-inf per-study values are both "no value" (statistics.usable_studies). Before: inf
+    was summed, numpy warned, the broken run's value was NaN with the false "every value NaN" flag, its tests still
+    had p-values and no model was ranked."""
+    import warnings
+
+    runs, healthy, bad = _healthy_and_broken()
+    keep = np.setdiff1d(np.arange(len(healthy)), bad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy RuntimeWarning (inf - inf, all-NaN slice) fails the test
+        report = compare_runs(runs, resamples=200, permutations=200)
+    base_broken = report["pairwise"][1]["tests"]["bleu2"]
+    assert (report["pairwise"][1]["a"], report["pairwise"][1]["b"]) == ("base", "broken")
+    assert base_broken["n"] == 197 and base_broken["n_excluded"] == 3
+    assert base_broken["value_b"] == pytest.approx(healthy[keep].mean(), abs=1e-12)
+    assert base_broken["flags_b"] == [] and base_broken["better"] == "base"
+    assert report["pairwise"][0]["tests"]["bleu2"]["n_excluded"] == 0  # base vs healthy: every study
+    ranking = report["ranking"]["bleu2"]
+    assert ranking["n"] == 197
+    assert [ranking["models"][m]["rank"] for m in ("base", "healthy", "broken")] == [1, 2, 2]
+    assert all(ranking["models"][m]["rank_ci_low"] is not None for m in ranking["models"])
+    assert report["notes"] == ["broken: infinite per-study values (2 in bleu_score) were read as missing, like NaN: "
+                               "left out of every statistic (n_excluded counts them)"]
+    json.dumps(report, allow_nan=False)
+
+
+def test_infinite_values_count_as_nan_in_the_one_pass_statistics():
+    """The library path too: a table with +-inf gives the numbers of the same table with NaN there."""
+    a = np.random.default_rng(15).random(60)
+    b = a + 0.01
+    with_inf, with_nan = b.copy(), b.copy()
+    with_inf[[1, 7]], with_nan[[1, 7]] = [np.inf, -np.inf], np.nan
+    assert paired_test(a, with_inf, resamples=50, permutations=50) == paired_test(a, with_nan, resamples=50,
+                                                                                  permutations=50)
+    ranked = rank_intervals(np.column_stack([a, with_inf]), aggregation="mean", higher_is_better=True, resamples=50)
+    assert list(ranked["rank"]) == [2, 1] and ranked["n"] == 58
+
+
+def _first_place_at(k: int, n: int = 150, resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """(studies, 2) values of models A and B where A has the higher mean in exactly k of the seeded resamples.
+
+    Adding a constant to B's values adds it to B's mean in every resample (the counts sum to n), so B is shifted
+    to put exactly k resampled differences B - A below zero."""
+    rng = np.random.default_rng(16)
+    a = rng.random(n)
+    b = a + rng.normal(0.0, 0.05, n)
+    differences = np.sort(np.concatenate([c @ (b - a) / n for c in bs.count_blocks(n, resamples, seed)]))
+    assert differences[k - 1] < differences[k]
+    return np.column_stack([a, b - (differences[k - 1] + differences[k]) / 2.0])
+
+
+def _order_statistic_interval(values: np.ndarray, resamples: int, seed: int, confidence: float):
+    """The rank CI by its definition, computed apart from rexrank's rank and quantile code: each resample's rank
+    (1 + the models with a strictly higher mean), sorted per model; the ends are the ranks at the 0-based positions
+    floor(a (B - 1)) and ceil((1 - a) (B - 1)), a = (1 - confidence) / 2, in exact fractions (docs/harness.md)."""
+    import math
+    from fractions import Fraction
+
+    n, m = values.shape
+    per_model = [[] for _ in range(m)]
+    for counts in bs.count_blocks(n, resamples, seed):
+        for means in counts @ values / n:
+            for j in range(m):
+                per_model[j].append(1 + sum(1 for other in means if other > means[j]))
+    a = (1 - Fraction(str(confidence))) / 2
+    low_at, high_at = math.floor(a * (resamples - 1)), math.ceil((1 - a) * (resamples - 1))
+    firsts = [ranks.count(1) for ranks in per_model]
+    return [sorted(r)[low_at] for r in per_model], [sorted(r)[high_at] for r in per_model], firsts
+
+
+@pytest.mark.parametrize("k", [25, 20, 975, 13, 12])
+def test_rank_ci_at_the_quantile_boundary_equals_order_statistics(k):
+    """Issue 35 point 11: model A is first in exactly k of 1,000 resamples, so A's and B's rank CIs sit on the
+    boundary of the quantile rule: k = 25 is where position floor(0.025 x 999) = 24 starts holding rank 1 (rounding
+    to the nearest position, 25, would give 2), k = 12, 13 and 20 lie between that and the 0.0125 quantile's position
+    12 (a halved alpha), k = 975 the same at the upper end. Each must equal the order statistics above."""
+    values = _first_place_at(k)
+    low, high, firsts = _order_statistic_interval(values, 1000, 0, 0.95)
+    assert firsts[0] == k  # the input sits where it was built to
+    ours = rank_intervals(values, aggregation="mean", higher_is_better=True, resamples=1000, seed=0, confidence=0.95)
+    assert list(ours["rank_ci_low"]) == low and list(ours["rank_ci_high"]) == high

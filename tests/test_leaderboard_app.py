@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from leaderboard_helpers import iu_predictions, running_space
+from leaderboard_helpers import STATE_CEILING_MS, STATE_CEILING_S, iu_predictions, running_space, wait_until
 from rexrank.errors import InputError
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.submissions import Submissions
@@ -22,14 +22,14 @@ from rexrank.leaderboard.submissions import Submissions
 pytestmark = pytest.mark.slow
 
 
-def _wait_done(store: Store, n: int, timeout: float = 120) -> list[dict]:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+def _wait_done(store: Store, n: int) -> list[dict]:
+    """Until n submissions are done or failed (a state; STATE_CEILING_S only against a hung worker)."""
+    def finished():
         jobs = store.submissions(100)
-        if len(jobs) >= n and all(j["status"] in ("done", "failed") for j in jobs):
-            return jobs
-        time.sleep(0.2)
-    raise AssertionError(f"submissions not finished: {[(j['id'], j['status']) for j in store.submissions(100)]}")
+        return jobs if len(jobs) >= n and all(j["status"] in ("done", "failed") for j in jobs) else None
+
+    return wait_until(finished, f"{n} finished submissions (now: "
+                      f"{[(j['id'], j['status']) for j in store.submissions(100)]})")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_api_lists_the_named_endpoints_and_nothing_else(client, space):
 
     api = client.view_api(return_format="dict", print_info=False)
     assert set(api["named_endpoints"]) == PUBLIC and api["unnamed_endpoints"] == {}
-    info = httpx.get(f"{space[0]}gradio_api/info", timeout=30).json()
+    info = httpx.get(f"{space[0]}gradio_api/info", timeout=STATE_CEILING_S).json()
     assert set(info["named_endpoints"]) == PUBLIC and not info["unnamed_endpoints"]
     board = client.predict(api_name="/leaderboard")
     assert {(b["dataset"], b["track"]) for b in board["boards"]} >= {("iu_xray", "findings"), ("mimic_cxr", "findings")}
@@ -101,7 +101,7 @@ def test_first_page_holds_one_table_per_view_and_leaves_out_models_and_submit(sp
 
     from rexrank.leaderboard.records import DATASETS, TRACKS
 
-    components = httpx.get(f"{space[0]}config", timeout=30).json()["components"]
+    components = httpx.get(f"{space[0]}config", timeout=STATE_CEILING_S).json()["components"]
     types = Counter(c["type"] for c in components)
     assert not {"file", "checkboxgroup", "button", "plot", "code", "html"} & set(types), types
     assert types["dataframe"] == len(TRACKS) * (1 + len(DATASETS))
@@ -121,10 +121,10 @@ def test_a_submit_naming_a_server_path_gets_a_message(space, tmp_path):
 
     secret = tmp_path / "refs.json"
     secret.write_text(json.dumps({"secret-study": "PRIVATE"}))
-    response = httpx.post(f"{space[0]}gradio_api/call/submit", timeout=60, json={"data": [
+    response = httpx.post(f"{space[0]}gradio_api/call/submit", timeout=STATE_CEILING_S, json={"data": [
         {"path": str(secret), "meta": {"_type": "gradio.FileData"}}, "Probe", "", "", None, "", [], "iu_xray",
         "findings"]})
-    answer = httpx.get(f"{space[0]}gradio_api/call/submit/{response.json()['event_id']}", timeout=60).text
+    answer = httpx.get(f"{space[0]}gradio_api/call/submit/{response.json()['event_id']}", timeout=STATE_CEILING_S).text
     assert "event: error" in answer and "not uploaded by a user" in answer, answer
     assert "PRIVATE" not in answer and secret.exists()
 
@@ -133,8 +133,8 @@ def _raw_call(url: str, api: str, data: list) -> str:
     """The SSE answer of a raw HTTP call to a gr.api endpoint (what any client, not only gradio_client, may send)."""
     import httpx
 
-    response = httpx.post(f"{url}gradio_api/call/{api}", timeout=60, json={"data": data})
-    return httpx.get(f"{url}gradio_api/call/{api}/{response.json()['event_id']}", timeout=60).text
+    response = httpx.post(f"{url}gradio_api/call/{api}", timeout=STATE_CEILING_S, json={"data": data})
+    return httpx.get(f"{url}gradio_api/call/{api}/{response.json()['event_id']}", timeout=STATE_CEILING_S).text
 
 
 def test_table_api_refuses_wrong_types_with_a_message(space):
@@ -331,7 +331,7 @@ def test_worker_killed_mid_write_leaves_store_intact_and_job_retried(tmp_path):
     script.write_text(WORKER_SCRIPT)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     run = lambda mode: subprocess.run([sys.executable, str(script), str(store_path), str(uploads), "1", mode],  # noqa
-                                      capture_output=True, text=True, env=env, timeout=300)
+                                      capture_output=True, text=True, env=env, timeout=STATE_CEILING_S)
     died = run("die")
     assert died.returncode == 9, died.stderr[-2000:]
     assert store.integrity_check() == "ok"
@@ -593,10 +593,10 @@ def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
             page = browser.new_page(viewport=DESKTOP)
             page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
             page.get_by_role("tab", name="About", exact=True).click()
-            page.wait_for_selector("#about-text", state="visible", timeout=60_000)
+            page.wait_for_selector("#about-text", state="visible", timeout=STATE_CEILING_MS)
             assert META_EVAL_EMPTY in page.locator("#about-text").inner_text()
             store.add_meta_eval(json.loads(_meta_eval_json(tmp_path / "meta_eval.json").read_text()))
-            page.wait_for_selector("#about-text #meta-radgraph", state="attached", timeout=60_000)
+            page.wait_for_selector("#about-text #meta-radgraph", state="attached", timeout=STATE_CEILING_MS)
             assert META_EVAL_EMPTY not in page.locator("#about-text").inner_text()
             ids = page.evaluate("() => [...document.querySelectorAll('#about-text [id^=meta-]')].map(e => e.id)")
             hrefs = page.evaluate("() => [...document.querySelectorAll('#about-text a[href^=\"#meta-\"]')]"
@@ -605,7 +605,7 @@ def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
             page.locator('#about-text a[href="#meta-radgraph"]').click()
             page.wait_for_function("() => { const r = document.getElementById('meta-radgraph').parentElement"
                                    ".getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }",
-                                   timeout=10_000)
+                                   timeout=STATE_CEILING_MS)
             assert page.url.endswith("#meta-radgraph")
             assert "RadGraph" in page.evaluate("() => document.getElementById('meta-radgraph').parentElement.innerText")
     finally:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard_helpers import DESKTOP, PHONE, add_scored_result, iu_predictions, running_space
+from leaderboard_helpers import (DESKTOP, PHONE, STATE_CEILING_MS, STATE_CEILING_S, add_scored_result, iu_predictions,
+                                 running_space, wait_until)
 from rexrank.leaderboard import board
 
 # REXRANK_SHOTS: another folder for the screenshots (a review saves them outside the repository).
@@ -38,19 +39,19 @@ def space(tmp_path_factory):
 def _open(browser, url: str, viewport: dict):
     page = browser.new_page(viewport=viewport)
     page.goto(url, wait_until="load")
-    page.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=60_000)
+    page.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=STATE_CEILING_MS)
     return page
 
 
 def _row_count(page, elem_id: str) -> int:
     """Gradio 6's Dataframe is virtualised: the grid's aria-rowcount (header included) counts every row."""
-    page.wait_for_selector(f"#{elem_id} [role=grid]", state="attached", timeout=60_000)
+    page.wait_for_selector(f"#{elem_id} [role=grid]", state="attached", timeout=STATE_CEILING_MS)
     return int(page.get_attribute(f"#{elem_id} [role=grid]", "aria-rowcount")) - 1
 
 
 def _table_rows(page, elem_id: str) -> list[str]:
     """Texts of the rendered body rows (all of them for short tables)."""
-    page.wait_for_selector(f"#{elem_id} div[role=row]", state="attached", timeout=60_000)
+    page.wait_for_selector(f"#{elem_id} div[role=row]", state="attached", timeout=STATE_CEILING_MS)
     return [row.inner_text().replace("\n", " ") for row in page.query_selector_all(f"#{elem_id} div[role=row]")]
 
 
@@ -65,11 +66,10 @@ def _search(page, key: str, text: str) -> None:
         box.press_sequentially(text)
 
 
-def _wait_rows(page, elem_id: str, n: int, timeout: float = 30) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline and _row_count(page, elem_id) != n:
-        time.sleep(0.2)
-    assert _row_count(page, elem_id) == n
+def _wait_rows(page, elem_id: str, n: int) -> None:
+    """Until the table holds n rows (a server answer: waited for as a state, up to STATE_CEILING_S)."""
+    wait_until(lambda: _row_count(page, elem_id) == n,
+               f"{n} rows in #{elem_id} (has {_row_count(page, elem_id)} at the start of the wait)")
 
 
 def _rows_now(space, dataset: str = "iu_xray", track: str = "findings") -> int:
@@ -104,7 +104,7 @@ def test_first_table_is_in_the_page_and_a_dataset_tab_needs_no_request(browser, 
     url = space[0]
     # The freshness check (on load and every FRESH_SECONDS: the one event a gr.Timer ticks) is left out, and the
     # refresh it starts when the store changed since the page was built (the fixture adds a result).
-    deps = httpx.get(f"{url}config", timeout=30).json()["dependencies"]
+    deps = httpx.get(f"{url}config", timeout=STATE_CEILING_S).json()["dependencies"]
     fresh = {d["id"] for d in deps if any(t[1] == "tick" for t in d["targets"])}
     assert len(fresh) == 1
     stale = {o for d in deps if d["id"] in fresh for o in d["outputs"]}
@@ -120,7 +120,7 @@ def test_first_table_is_in_the_page_and_a_dataset_tab_needs_no_request(browser, 
 
     page.on("request", record)
     page.goto(url, wait_until="load")
-    page.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=60_000)
+    page.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=STATE_CEILING_MS)
     assert _row_count(page, "overview-table") == len(board.overview(space[1], "findings"))
     assert calls == [], calls
     _tab(page, "IU-Xray")
@@ -204,7 +204,7 @@ def test_phone_layout(browser, space):
 
     _tab(page, "Overview")
     page.locator("#overview-plot").get_by_text("Rank across datasets").click()
-    page.wait_for_selector("#overview-plot .nsewdrag", state="attached", timeout=60_000)
+    page.wait_for_selector("#overview-plot .nsewdrag", state="attached", timeout=STATE_CEILING_MS)
     plot_area = page.locator("#overview-plot .nsewdrag").first.bounding_box()
     assert plot_area["height"] > 200 and plot_area["width"] > 250, plot_area  # was squeezed to 40 px
     _shot(page, "phone_overview")
@@ -221,7 +221,7 @@ def test_overview_tracks_are_tabs_each_with_its_table(browser, space):
     both = _table_rows(page, key)[:5]
     assert both and both != findings
     page.locator("#overview-plot-findings_impression").get_by_text("Rank across datasets").click()
-    page.wait_for_selector("#overview-plot-findings_impression .nsewdrag", state="attached", timeout=60_000)
+    page.wait_for_selector("#overview-plot-findings_impression .nsewdrag", state="attached", timeout=STATE_CEILING_MS)
     _shot(page, "desktop_overview_findings_impression")
     page.close()
 
@@ -254,7 +254,7 @@ def test_filters_use_the_data_and_say_when_nothing_matches(browser, space):
     _wait_rows(page, f"table-{key}", _rows_now(space, "mimic_cxr"))
     page.locator(f"#filters-{key}").get_by_text("Filters, columns and sorting").click()
     page.locator(f"#inst-{key} input").first.click()
-    page.get_by_role("option", name="Late Lab").wait_for(timeout=30_000)
+    page.get_by_role("option", name="Late Lab").wait_for(timeout=STATE_CEILING_MS)
     page.close()
 
 
@@ -266,7 +266,7 @@ def _check_sorting(page) -> None:
     page.locator(f"#sort-{IU} input").first.click()
     page.get_by_role("option", name="CRIMSON ↑").click()
     page.wait_for_function(f"""() => {{ const r = document.querySelector('#table-{IU} tbody tr');
-        return r && !r.innerText.includes('UniRG-CXR') && !r.innerText.includes('Scored-CI'); }}""", timeout=30_000)
+        return r && !r.innerText.includes('UniRG-CXR') && !r.innerText.includes('Scored-CI'); }}""", timeout=STATE_CEILING_MS)
     first = _table_rows(page, f"table-{IU}")[0].split()
     assert first[2] != "–"  # a row with the value comes first
 
@@ -278,13 +278,13 @@ def test_plots_follow_the_metric_and_show_cis_only_where_there_are_some(browser,
     _tab(page, "IU-Xray")
     _wait_rows(page, f"table-{IU}", _rows_now(space))
     page.locator(f"#plots-{IU} input").check()
-    page.wait_for_selector(f"#bars-{IU} .nsewdrag", state="attached", timeout=60_000)
-    page.wait_for_selector(f"#heat-{IU} .nsewdrag", state="attached", timeout=60_000)
+    page.wait_for_selector(f"#bars-{IU} .nsewdrag", state="attached", timeout=STATE_CEILING_MS)
+    page.wait_for_selector(f"#heat-{IU} .nsewdrag", state="attached", timeout=STATE_CEILING_MS)
     assert "Scored-CI" not in page.locator(f"#bars-{IU}").inner_text()  # no 1/RadCliQ-v1 value: not in this chart
     page.locator(f"#metric-{IU} input").first.click()
     page.get_by_role("option", name="BLEU ↑").click()
     page.wait_for_function(f"() => document.querySelector('#bars-{IU}').textContent.includes('Scored-CI')",
-                           timeout=30_000)
+                           timeout=STATE_CEILING_MS)
     bars = page.locator(f"#bars-{IU}")
     assert bars.locator("g.errorbar").count() == 1  # the one row with a CI; the published bars: none
     _shot(page, "desktop_iu_xray_plots")
@@ -299,12 +299,12 @@ def test_shown_plots_follow_the_search(browser, space):
     _tab(page, "IU-Xray")
     _wait_rows(page, f"table-{IU}", _rows_now(space))
     page.locator(f"#plots-{IU} input").check()
-    page.wait_for_selector(f"#bars-{IU} .nsewdrag", state="attached", timeout=60_000)
+    page.wait_for_selector(f"#bars-{IU} .nsewdrag", state="attached", timeout=STATE_CEILING_MS)
     assert "UniRG-CXR" in page.locator(f"#bars-{IU}").inner_text()
     _search(page, IU, "MAIRA-2")
     _wait_rows(page, f"table-{IU}", 1)
     page.wait_for_function(f"() => document.querySelector('#bars-{IU}').textContent.includes('top 1 of the table')",
-                           timeout=30_000)
+                           timeout=STATE_CEILING_MS)
     bars = page.locator(f"#bars-{IU}").inner_text()
     assert "MAIRA-2" in bars and "UniRG-CXR" not in bars
     page.close()
@@ -328,7 +328,7 @@ def test_models_tab_opens_on_a_model_and_shows_subgroups(browser, space):
     page.get_by_role("option", name="Scored-CI").click()
     _wait_rows(page, "model-table", 1)
     details = page.locator("#model-details")
-    details.locator("table").first.wait_for(timeout=30_000)
+    details.locator("table").first.wait_for(timeout=STATE_CEILING_MS)
     text = details.inner_text()
     assert "normal vs abnormal: abnormal" in text and "cache" not in text
     page.close()
@@ -345,17 +345,17 @@ def test_submit_form_clears_after_a_submission_and_lists_problems(browser, space
     bad = iu_predictions(tmp_path / "bad.json", corrupt={"not-a-study": "x", "CXR3030_IM-1405": ""})
     _submit(page, bad, "Bad file", "QA")
     status = page.locator("#submit-status")
-    status.get_by_text("Submission rejected", exact=False).wait_for(timeout=60_000)
+    status.get_by_text("Submission rejected", exact=False).wait_for(timeout=STATE_CEILING_MS)
     assert status.locator("li").count() >= 2 and "--" not in status.inner_text()
 
     # A name with markup is refused (records.markup_characters); the institution keeps its text, made harmless.
     _submit(page, iu_predictions(tmp_path / "browser.json", n_shift=5), "Browser", "QA <img src=x onerror=alert(1)>")
-    status.get_by_text("queued", exact=False).wait_for(timeout=60_000)
+    status.get_by_text("queued", exact=False).wait_for(timeout=STATE_CEILING_MS)
     page.wait_for_function("() => { const e = document.querySelector('#submit-name textarea, #submit-name input');"
-                           " return e && e.value === ''; }", timeout=30_000)  # the form clears itself
+                           " return e && e.value === ''; }", timeout=STATE_CEILING_MS)  # the form clears itself
     _shot(page, "desktop_submit")
     queue = "#queue-table"
-    page.wait_for_function(f"() => document.querySelector('{queue}').innerText.includes('done')", timeout=120_000)
+    page.wait_for_function(f"() => document.querySelector('{queue}').innerText.includes('done')", timeout=STATE_CEILING_MS)
     assert "IU-Xray" in page.locator(queue).inner_text()
     assert page.evaluate("() => window.__pwned === undefined")
 
@@ -374,7 +374,9 @@ def _submit(page, preds, name: str, institution: str) -> None:
     page.locator("#submit-file input[type=file]").set_input_files(str(preds))
     page.locator("#submit-name textarea, #submit-name input").first.fill(name)
     page.locator("#submit-institution textarea, #submit-institution input").first.fill(institution)
-    page.wait_for_timeout(500)
+    # The upload is done when the file's row links to the server's copy (it says "Uploading..." until then). A fixed
+    # half second was assumed before (issue 35 point 10): on a loaded machine the form went without its file.
+    page.locator(f'#submit-file a[href][download="{preds.name}"]').wait_for(state="attached")
     page.locator("#submit-button").click()
 
 
@@ -385,7 +387,7 @@ def test_submission_under_a_taken_name_is_refused_with_a_clear_message(browser, 
     page = _open(browser, url, DESKTOP)
     _submit(page, iu_predictions(tmp_path / "taken.json", n_shift=9), "MedVersa", "Evil Corp")
     status = page.locator("#submit-status")
-    status.get_by_text("already registered", exact=False).wait_for(timeout=60_000)
+    status.get_by_text("already registered", exact=False).wait_for(timeout=STATE_CEILING_MS)
     text = status.inner_text()
     assert "Submission rejected" in text and "'MedVersa' is already registered by the leaderboard host" in text
     assert "Choose another name, or log in with Hugging Face as its owner" in text
@@ -419,7 +421,7 @@ def test_models_and_submit_tabs_are_built_when_opened_and_keep_what_was_chosen(b
     phone = _open(browser, space[0], PHONE)
     _tab(phone, "Submit")
     name = phone.locator("#submit-name textarea, #submit-name input").first
-    phone.locator("#queue-table").wait_for(timeout=30_000)
+    phone.locator("#queue-table").wait_for(timeout=STATE_CEILING_MS)
     _shot(phone, "phone_submit")
     name.fill("Kept name")
     _tab(phone, "About")
@@ -449,7 +451,7 @@ def test_an_empty_search_shows_no_rows_says_what_to_clear_and_keeps_the_controls
     _wait_rows(page, f"table-{IU}", 0)
     message = page.locator(f"#empty-{IU}")
     # The message for the whole search (an earlier keystroke's answer may show first).
-    message.get_by_text("Clear Search “zzz no such model” to see rows again", exact=False).wait_for(timeout=30_000)
+    message.get_by_text("Clear Search “zzz no such model” to see rows again", exact=False).wait_for(timeout=STATE_CEILING_MS)
     assert page.locator(f"#table-{IU} tbody tr").count() == 0 and _visible_grids(page) == [
         page.get_attribute(f"#table-{IU} [role=grid]", "aria-label")]
     for element in (f"#search-{IU}", f"#empty-{IU}"):
@@ -489,8 +491,9 @@ def test_a_resize_during_a_tab_switch_shows_one_table_in_place(browser, space):
     key = "mimic_cxr-findings"
     _tab(page, "MIMIC-CXR")
     page.set_viewport_size(PHONE)
-    page.wait_for_selector(f"#table-{key} div[role=row]", state="visible", timeout=60_000)
-    page.wait_for_timeout(500)
+    page.wait_for_selector(f"#table-{key} div[role=row]", state="visible", timeout=STATE_CEILING_MS)
+    # Settled: one grid on screen (two for ever is the bug this test pins; the wait fails at the ceiling then).
+    wait_until(lambda: len(_visible_grids(page)) == 1, f"one visible grid (now: {_visible_grids(page)})")
     assert _visible_grids(page) == ["MIMIC-CXR · Findings: ranked by 1/RadCliQ-v1 ↑ (change it in Filters, columns "
                                     "and sorting)"]
     headers = _headers(page, f"table-{key}")
@@ -517,13 +520,13 @@ def test_sorting_by_a_hidden_column_ranks_like_a_shown_one(browser, space):
     page.locator(f"#sort-{IU} input").first.click()
     page.get_by_role("option", name="BLEU ↑").click()
     page.wait_for_function(f"""() => document.querySelector('#table-{IU} [role=grid]').getAttribute('aria-label')
-        .includes('BLEU')""", timeout=30_000)
+        .includes('BLEU')""", timeout=STATE_CEILING_MS)
     page.wait_for_timeout(500)
     shown = ranks_and_models()
     # Hide BLEU: remove its chip, the first, from the Columns choice (gradio names the chips' buttons by index).
     page.locator(f"#columns-{IU}").get_by_role("button", name="Remove 0", exact=True).click()
     page.wait_for_function(f"""() => ![...document.querySelectorAll('#table-{IU} thead th')]
-        .some(th => th.innerText.startsWith('BLEU'))""", timeout=30_000)
+        .some(th => th.innerText.startsWith('BLEU'))""", timeout=STATE_CEILING_MS)
     hidden = ranks_and_models()
     # The grid renders the rows in view (32 rows no longer all fit): compare the rows both reads rendered.
     both = min(len(shown), len(hidden))
@@ -534,10 +537,9 @@ def test_sorting_by_a_hidden_column_ranks_like_a_shown_one(browser, space):
 
 def test_an_open_page_follows_the_store(browser, space):
     """Issue 24 point 6: an open page showed stale counts and "last updated". Now, after an `edit-model` and a new
-    result, the open page shows both within the freshness period, without a reload: the dataset table (with its
-    search still applied), the overview's count and the header's last-updated time."""
-    from rexrank.leaderboard.wiring import FRESH_SECONDS
-
+    result, the open page shows both without a reload (its timer checks the store every wiring.FRESH_SECONDS; how
+    soon is not timed here, issue 35 point 10): the dataset table (with its search still applied), the overview's
+    count and the header's last-updated time."""
     url, store, _ = space
     key = "chexpert_plus-findings"  # other tests count the IU-Xray rows
     page = _open(browser, url, DESKTOP)
@@ -562,9 +564,7 @@ def test_an_open_page_follows_the_store(browser, space):
         patch.setattr(store_module, "time", _Ahead())
         store.edit_model("MAIRA-2", institution="Edited Lab")
         add_scored_result(store, "Fresh MAIRA result", bleu=0.3, institution="Fresh Lab", dataset="chexpert_plus")
-    deadline = time.time() + FRESH_SECONDS + 15
-    while time.time() < deadline and _row_count(page, f"table-{key}") != 2:
-        time.sleep(0.3)
+    _wait_rows(page, f"table-{key}", 2)
     rows = _table_rows(page, f"table-{key}")
     assert len(rows) == 2 and any("Edited Lab" in r for r in rows) and any("Fresh MAIRA" in r for r in rows), rows
     assert page.locator("#board-header").inner_text() != header_before
@@ -582,7 +582,7 @@ def test_tables_are_named_for_their_view(browser, space):
     _tab(page, "ReXGradient")
     page.get_by_role("tab", name="Findings + Impression").first.click()
     grid = page.get_by_role("grid", name="ReXGradient · Findings + Impression", exact=False)
-    grid.wait_for(timeout=30_000)
+    grid.wait_for(timeout=STATE_CEILING_MS)
     assert grid.count() == 1
     page.close()
 
@@ -601,7 +601,7 @@ def test_arrow_keys_move_between_tabs(browser, space):
         assert page.evaluate(focused) == expected, (key, expected)
     page.keyboard.press("ArrowRight")
     page.keyboard.press("Enter")
-    page.wait_for_selector("#table-rexgradient-findings div[role=row]", state="visible", timeout=30_000)
+    page.wait_for_selector("#table-rexgradient-findings div[role=row]", state="visible", timeout=STATE_CEILING_MS)
     track = page.locator('[role="tab"]:visible', has_text="Findings").first  # the open dataset's first track
     assert track.inner_text().strip() == "Findings"
     track.focus()
@@ -643,7 +643,7 @@ def test_gradio_paints_the_built_value_before_a_value_callable_answers(browser):
             if (!window.__painted.includes('new')) requestAnimationFrame(tick); };
           requestAnimationFrame(tick); })();""")
         page.goto(f"http://127.0.0.1:{port}/")
-        page.wait_for_function("() => window.__painted.includes('new')", timeout=60_000)
+        page.wait_for_function("() => window.__painted.includes('new')", timeout=STATE_CEILING_MS)
         assert page.evaluate("() => window.__painted[0]") == "old"  # the launch-time rows were painted first
         page.close()
     finally:
@@ -664,7 +664,7 @@ def test_every_tab_in_both_themes(browser, space, viewport, theme):
         _shot(page, f"{name}_{tab.replace(' ', '_')}")
     _tab(page, "IU-Xray")
     page.locator(f"#plots-{IU} input").check()
-    page.wait_for_selector(f"#bars-{IU} .main-svg", state="attached", timeout=60_000)
+    page.wait_for_selector(f"#bars-{IU} .main-svg", state="attached", timeout=STATE_CEILING_MS)
     page.locator(f"#bars-{IU}").scroll_into_view_if_needed()
     assert page.evaluate(f"""() => getComputedStyle(document.querySelector('#bars-{IU} .main-svg'))
         .backgroundColor""") in ("rgba(0, 0, 0, 0)", "transparent")
@@ -686,10 +686,10 @@ def test_plot_title_csv_link_and_plots_label_fit_a_phone(browser, space):
     wrapped to five lines beside the metric dropdown."""
     narrow = browser.new_page(viewport={"width": 312, "height": 700})
     narrow.goto(space[0], wait_until="load")
-    narrow.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=60_000)
+    narrow.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=STATE_CEILING_MS)
     _tab(narrow, "IU-Xray")
     link = narrow.locator(f"#csv-{IU} a")
-    link.wait_for(state="visible", timeout=30_000)
+    link.wait_for(state="visible", timeout=STATE_CEILING_MS)
     box = link.bounding_box()
     line = narrow.evaluate(f"() => parseFloat(getComputedStyle(document.querySelector('#csv-{IU} a')).lineHeight)")
     assert box["x"] >= 0 and box["x"] + box["width"] <= 312 and box["height"] < 1.5 * line, box  # whole, one line
@@ -698,7 +698,7 @@ def test_plot_title_csv_link_and_plots_label_fit_a_phone(browser, space):
     page = _open(browser, space[0] + DARK, PHONE)
     _tab(page, "IU-Xray")
     label = page.locator(f"#plots-{IU} label").first
-    label.wait_for(state="visible", timeout=30_000)
+    label.wait_for(state="visible", timeout=STATE_CEILING_MS)
     text_height = page.evaluate(f"""() => {{ const r = document.createRange();
         const l = document.querySelector('#plots-{IU} label');
         r.selectNodeContents(l); const rects = [...r.getClientRects()];
@@ -706,7 +706,7 @@ def test_plot_title_csv_link_and_plots_label_fit_a_phone(browser, space):
     line = page.evaluate(f"() => parseFloat(getComputedStyle(document.querySelector('#plots-{IU} label')).lineHeight)")
     assert text_height <= 2.5 * line, (text_height, line)  # at most two lines (five before)
     page.locator(f"#plots-{IU} input").check()
-    page.wait_for_selector(f"#bars-{IU} .main-svg", state="attached", timeout=60_000)
+    page.wait_for_selector(f"#bars-{IU} .main-svg", state="attached", timeout=STATE_CEILING_MS)
     page.locator(f"#bars-{IU}").scroll_into_view_if_needed()
     title = page.locator(f"#bars-{IU} .gtitle").bounding_box()
     top_bar = page.evaluate(f"""() => Math.min(...[...document.querySelectorAll('#bars-{IU} .bars .point path')]
@@ -721,13 +721,13 @@ def test_overview_uses_the_screen_and_the_ranking_fits_312_px(browser, space):
     at 312 CSS px (a phone zoomed) the ranking column's header was cut."""
     page = browser.new_page(viewport={"width": 1920, "height": 1080})
     page.goto(space[0], wait_until="load")
-    page.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=60_000)
+    page.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=STATE_CEILING_MS)
     grid = page.locator("#overview-table [role=grid]").bounding_box()
     assert grid["height"] >= 700, grid
     page.close()
     narrow = browser.new_page(viewport={"width": 312, "height": 700})
     narrow.goto(space[0], wait_until="load")
-    narrow.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=60_000)
+    narrow.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=STATE_CEILING_MS)
     _tab(narrow, "IU-Xray")
     _wait_rows(narrow, f"table-{IU}", _rows_now(space))
     headers = _headers(narrow, f"table-{IU}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard_helpers import iu_predictions, running_space
+from leaderboard_helpers import STATE_CEILING_S, iu_predictions, running_space, wait_until
 from rexrank.errors import InputError
 from rexrank.leaderboard import board
 from rexrank.leaderboard.published import bundled_tables, import_published
@@ -554,9 +554,7 @@ def test_worker_start_deletes_leftovers_of_handled_jobs_only(tmp_path):
     other.write_text("the host's")
 
     service.start_worker()
-    deadline = time.time() + 120
-    while store.submissions(None)[0]["status"] != "done" and time.time() < deadline:  # "Waiting" gets scored
-        time.sleep(0.1)
+    wait_until(lambda: store.submissions(None)[0]["status"] == "done", '"Waiting" scored', poll_s=0.1)
     service.stop_worker()
     assert not files["Done"].exists() and not files["Failed"].exists() and not orphan_old.exists()
     assert orphan_new.exists() and cache.exists() and other.exists()
@@ -595,10 +593,10 @@ def test_oversized_upload_is_refused_and_nothing_is_left(space):
 
     url, _, _, uploads = space
     response = httpx.post(f"{url}gradio_api/upload", files={"files": ("big.json", b"{" + b" " * (3 * LIMIT) + b"}")},
-                          timeout=60)
+                          timeout=STATE_CEILING_S)
     assert response.status_code == 413 and "maximum allowed size" in response.text
     assert _files(uploads) == []
-    small = httpx.post(f"{url}gradio_api/upload", files={"files": ("small.json", b"{}")}, timeout=60)
+    small = httpx.post(f"{url}gradio_api/upload", files={"files": ("small.json", b"{}")}, timeout=STATE_CEILING_S)
     assert small.status_code == 200 and len(_files(uploads)) == 1  # under the limit: accepted (deleted when used)
     for leftover in _files(uploads):
         leftover.unlink()
@@ -728,10 +726,10 @@ def test_submit_never_reads_a_server_side_path(space, tmp_path):
     secret.write_text(json.dumps({"secret-study-id": "PRIVATE GROUND TRUTH"}))
     queued = len(service.queue())
     for file in (str(secret), {"path": str(secret), "meta": {"_type": "gradio.FileData"}}):
-        response = httpx.post(f"{url}gradio_api/call/submit", timeout=60,
+        response = httpx.post(f"{url}gradio_api/call/submit", timeout=STATE_CEILING_S,
                               json={"data": [file, "Probe", "", "", None, "", [], "iu_xray", "findings"]})
         assert response.status_code == 200
-        answer = httpx.get(f"{url}gradio_api/call/submit/{response.json()['event_id']}", timeout=60).text
+        answer = httpx.get(f"{url}gradio_api/call/submit/{response.json()['event_id']}", timeout=STATE_CEILING_S).text
         assert "secret-study-id" not in answer and "PRIVATE" not in answer
         assert "never read" in answer or "event: error" in answer  # ours, or gradio's own refusal of FileData
     assert secret.exists() and store.model("Probe") is None and len(service.queue()) == queued

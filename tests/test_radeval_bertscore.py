@@ -56,6 +56,66 @@ class TestRadEvalBertScoreParity(FPRParityTester):
         self.assert_close(ours["score"].mean(), reference["mean"], "mean F1")
 
 
+# The stand-in's tokenizer with a short maximum length, so truncation (8,192 tokens with the real model's tokenizer,
+# never reached by a report) happens on report-length texts; the model itself still takes 8,192 positions, so a run
+# that did not truncate would score the whole texts and differ.
+SHORT_MAX_LENGTH = 24
+
+
+@pytest.fixture(scope="module")
+def short_model_dir(model_dir, tmp_path_factory) -> str:
+    import json
+    import shutil
+
+    folder = tmp_path_factory.mktemp("radeval_bertscore_short") / "model"
+    shutil.copytree(model_dir, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["model_max_length"] = SHORT_MAX_LENGTH
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+def _past_the_limit(refs: list[str]) -> list[tuple[str, str]]:
+    """Pairs that only truncation makes what they are: the same opening and different tails beyond the limit (1
+    when truncated), one side cut and the other whole."""
+    pairs = []
+    for i in range(0, 40, 4):
+        head = " ".join(refs[i:i + 3])
+        pairs.append((head + " " + refs[i + 3], head + " " + refs[i + 4]))
+        pairs.append((refs[i + 1][:40], head))
+    return pairs
+
+
+class TestRadEvalBertScoreTruncationParity(FPRParityTester):
+    """Issue 35 point 11: truncation at the tokenizer's model_max_length, which the 8,192-token limit never lets the
+    class above reach: the stand-in with a 24-token limit, on 120 IU-Xray pairs of several reports joined (most over
+    the limit) and built pairs whose tails differ only past it, against radeval 2.2.1 on the same folder."""
+
+    metric = "radeval_bertscore"
+    reference_script = "radeval_bertscore_ref.py"
+    versions = {"radeval": "2.2.1", "transformers": "4."}
+
+    def make_pairs(self, iu_xray_test):
+        refs = iu_reports(iu_xray_test, n=240)
+        joined = [" ".join(refs[i:i + 2]) for i in range(0, 240, 2)]
+        return Pairs.with_edges(shifted(joined), joined, _past_the_limit(refs))
+
+    @pytest.fixture(scope="class")
+    def options(self, short_model_dir):
+        return {"model": short_model_dir, "device": "cpu", "batch_size": 16}
+
+    def reference_payload(self, pairs, options):
+        return {"model": options["model"], "hyps": pairs.hyps, "refs": pairs.refs}
+
+    def test_truncation_is_reached(self, scorer, pairs, ours):
+        """The inputs exceed the limit (else this class would prove nothing), and the pairs that differ only past
+        it score 1 (their tokens up to the limit are equal)."""
+        lengths = [len(ids) for ids in scorer.encode(pairs.refs)]
+        assert max(lengths) == SHORT_MAX_LENGTH and sum(n == SHORT_MAX_LENGTH for n in lengths) > len(lengths) // 2
+        same_opening = slice(len(pairs.hyps) - pairs.n_edge, None, 2)
+        np.testing.assert_allclose(ours["score"][same_opening], 1.0, atol=1e-6)
+
+
 def test_spaces_matter_and_empty_scores_zero(model_dir):
     """radeval strips but does not collapse spaces (the byte-level BPE sees them); an empty side scores 0."""
     metric = RadEvalBertScore(model=model_dir, device="cpu")

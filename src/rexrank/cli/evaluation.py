@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from rexrank.cli.values import finite_float
 from rexrank.data.tracks import DEFAULT_TRACK, TRACKS
 from rexrank.errors import ConfigError
 from rexrank.evaluation.defaults import DEFAULT_CONFIDENCE, DEFAULT_PERMUTATIONS, DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -58,6 +59,20 @@ def _metric_options(values: list[str] | None) -> dict[str, dict[str, object]]:
             value = raw
         out.setdefault(REGISTRY.canonical(metric.strip()), {})[key.strip()] = value
     return out
+
+
+def _metric_settings(metrics: list[str], model_path: list[str] | None,
+                     option: list[str] | None) -> tuple[dict[str, str], dict[str, dict[str, object]]]:
+    """--model-path and --option values; one that no metric of the run reads is refused (not silently ignored),
+    after its keys are checked (a misspelt key is named as such, whatever the run computes)."""
+    from rexrank.evaluation.plan import check_settings_read
+    from rexrank.metrics import REGISTRY
+
+    paths, configs = _model_paths(model_path), _metric_options(option)
+    for name, config in configs.items():
+        REGISTRY.check_options(name, config, flag="--option")
+    check_settings_read(metrics, {**{name: "--option" for name in configs}, **{name: "--model-path" for name in paths}})
+    return paths, configs
 
 
 def _progress_default(flag: bool | None, quiet: bool) -> bool:
@@ -109,7 +124,7 @@ def score_command(
     chunk_size: int = typer.Option(256, "--chunk-size", help="Pairs scored between cache commits."),
     allow_missing: bool = typer.Option(False, "--allow-missing", help="Score the studies present on both sides "
                                        "instead of failing on missing or extra ids."),
-    max_file_size_mb: float = typer.Option(DEFAULT_MAX_FILE_SIZE_MB, "--max-file-size-mb",
+    max_file_size_mb: float = typer.Option(DEFAULT_MAX_FILE_SIZE_MB, "--max-file-size-mb", parser=finite_float,
                                            help="Refuse input files above this size."),
     max_report_words: int = typer.Option(DEFAULT_MAX_REPORT_WORDS, "--max-report-words", help="Refuse reports "
                                          "(predictions or references) over this many words; punctuation marks "
@@ -121,7 +136,7 @@ def score_command(
                                                    "(punctuation marks count) before any model runs. Default: none."),
     resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Bootstrap resamples for the CIs."),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the bootstrap."),
-    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="CI level."),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", parser=finite_float, help="CI level."),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress with ETA: a bar "
                                             "on a terminal, else a log line every REXRANK_PROGRESS_INTERVAL_S "
                                             "(default 10) s. Default: on unless --quiet or REXRANK_PROGRESS=0."),
@@ -141,7 +156,8 @@ def score_command(
     out_dir = out or _results_folder(model)
     check_writable(out_dir, "--out")
     names = expand_metrics(metrics)
-    options = ScoreOptions(metrics=names, model_paths=_model_paths(model_path), metric_configs=_metric_options(option),
+    paths, configs = _metric_settings(names, model_path, option)
+    options = ScoreOptions(metrics=names, model_paths=paths, metric_configs=configs,
                            device=device, batch_size=batch_size,
                            use_cache=not no_cache, cache_dir=cache_dir, chunk_size=chunk_size,
                            max_model_tokens=max_model_tokens,
@@ -245,8 +261,12 @@ def compare_command(
     permutations: int = typer.Option(DEFAULT_PERMUTATIONS, "--permutations",
                                      help="Approximate-randomization permutations."),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of both tests."),
-    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", help="CI level."),
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", parser=finite_float, help="CI level."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write compare.json and compare.md here."),
+    progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="Progress of the paired tests "
+                                            "with ETA: a bar on a terminal, else a log line every "
+                                            "REXRANK_PROGRESS_INTERVAL_S (default 10) s. Default: on unless "
+                                            "REXRANK_PROGRESS=0."),
 ) -> None:
     """Paired bootstrap and approximate-randomization tests, rankings with rank CIs, subgroups, metric agreement."""
     import json
@@ -255,6 +275,7 @@ def compare_command(
 
     from rexrank.evaluation.compare import compare_runs, load_run, markdown, print_report
     from rexrank.evaluation.harness import check_statistics, check_writable, write_files
+    from rexrank.progress import switched
 
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs")
@@ -262,8 +283,9 @@ def compare_command(
     if out is not None:
         check_writable(out, "--out")
     names = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
-    report = compare_runs([load_run(p) for p in runs], names, resamples=resamples, permutations=permutations,
-                          seed=seed, confidence=confidence)
+    with switched(progress):  # None: REXRANK_PROGRESS, else on (rexrank.progress)
+        report = compare_runs([load_run(p) for p in runs], names, resamples=resamples, permutations=permutations,
+                              seed=seed, confidence=confidence)
     print_report(report, Console(width=max(120, Console().width)))
     if out is not None:
         paths = write_files(out, {"compare.json": (json.dumps(report, indent=2, allow_nan=False) + "\n").encode(),

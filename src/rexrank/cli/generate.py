@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from rexrank.cli.values import finite_float
 from rexrank.data.tracks import DEFAULT_TRACK, TRACKS
 
 EXIT_STUDIES_FAILED = 3
@@ -46,8 +47,8 @@ def generate_command(
     max_new_tokens: int | None = typer.Option(None, help="Most tokens to generate per report (default 256)."),
     num_beams: int | None = typer.Option(None, help="Beam search width (default 1: greedy)."),
     do_sample: bool = typer.Option(False, "--do-sample", help="Sample instead of greedy decoding."),
-    temperature: float | None = typer.Option(None, help="Sampling temperature (with --do-sample)."),
-    top_p: float | None = typer.Option(None, help="Nucleus sampling (with --do-sample)."),
+    temperature: float | None = typer.Option(None, parser=finite_float, help="Sampling temperature (with --do-sample)."),
+    top_p: float | None = typer.Option(None, parser=finite_float, help="Nucleus sampling (with --do-sample)."),
     gen_arg: list[str] = typer.Option([], "--gen-arg", help="Extra generate() argument KEY=VALUE (JSON value), "
                                       "repeatable, e.g. repetition_penalty=1.1."),
     dtype: str = typer.Option("auto", help="auto (the checkpoint's), float32, bfloat16 or float16."),

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from rexrank.cli.values import finite_float
 from rexrank.leaderboard.limits import (DEFAULT_ANONYMOUS_LIMIT, DEFAULT_MAX_UPLOAD_MB, DEFAULT_PRIVATE_QUOTA,
                                         DEFAULT_RATE_LIMIT, upload_bytes)
 
@@ -34,7 +35,7 @@ def serve(
     model_path: Optional[list[str]] = typer.Option(None, "--model-path", help="metric=PATH for the worker."),
     references_dir: Optional[Path] = typer.Option(None, "--references-dir",
                                                   help="Local dataset copies (NAME subfolders) for scoring."),
-    max_upload_mb: float = typer.Option(float(DEFAULT_MAX_UPLOAD_MB), "--max-upload-mb",
+    max_upload_mb: float = typer.Option(float(DEFAULT_MAX_UPLOAD_MB), "--max-upload-mb", parser=finite_float,
                                         help="Largest predictions file (decimal MB): larger uploads are refused "
                                         "while they stream in."),
     private_quota: int = typer.Option(DEFAULT_PRIVATE_QUOTA, "--private-quota", help="Submissions per user per "

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from rexrank.cli.values import finite_float
 from rexrank.evaluation.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
 
@@ -32,7 +33,7 @@ def meta_eval_command(
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Batch size of model-backed metrics."),
     resamples: int = typer.Option(DEFAULT_RESAMPLES, "--resamples", help="Bootstrap resamples of studies."),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the bootstrap."),
-    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence",
+    confidence: float = typer.Option(DEFAULT_CONFIDENCE, "--confidence", parser=finite_float,
                                      help="CI level (alpha of the paired tests: 1 - it)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write meta_eval.json, meta_eval.md and the plot "
                                        "here."),
@@ -40,9 +41,10 @@ def meta_eval_command(
     """Kendall tau-b of each metric against radiologists' error counts, with bootstrap CIs, paired tests and the
     inter-rater ceiling."""
     from rexrank import parallel
-    from rexrank.cli.evaluation import _metric_options, _model_paths
+    from rexrank.cli.evaluation import _metric_settings
     from rexrank.data.expert_sets import canonical_expert_set
     from rexrank.evaluation.harness import check_device, check_statistics, check_writable, write_files
+    from rexrank.evaluation.harness import expand_metrics
     from rexrank.evaluation.meta_eval import markdown, meta_eval, output_files
 
     # Every option is checked before the set is read or a metric loaded.
@@ -51,9 +53,10 @@ def meta_eval_command(
     check_device(device)
     if out is not None:
         check_writable(out, "--out")
+    paths, configs = _metric_settings(expand_metrics(metrics), model_path, option)
     report = meta_eval(name, metrics, data_dir=data_dir, from_hub=from_hub, resamples=resamples, seed=seed,
-                       confidence=confidence, model_paths=_model_paths(model_path),
-                       metric_configs=_metric_options(option), device=device, batch_size=batch_size)
+                       confidence=confidence, model_paths=paths, metric_configs=configs, device=device,
+                       batch_size=batch_size)
     if not parallel.context().is_main:
         return
     typer.echo(markdown(report))

@@ -34,7 +34,7 @@ from rexrank.errors import InputError
 from rexrank.evaluation.aggregate import corpus_metrics, json_safe, metric_columns
 from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rexrank.evaluation.disclosure import REFERENCE_KEY_COLUMNS
-from rexrank.evaluation.statistics import DEFAULT_PERMUTATIONS, compare_tables, ranks
+from rexrank.evaluation.statistics import DEFAULT_PERMUTATIONS, compare_tables, ranks, usable_studies
 from rexrank.evaluation.subgroups import ERROR_FREE_COLUMN, SITE_COLUMN, normal_mask, site_masks
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.aggregation import MEAN, SumRule, aggregate, leaderboard_higher_is_better, sum_rule
@@ -141,10 +141,28 @@ def align(runs: list[Run]) -> tuple[list[str], list[pd.DataFrame], list[str]]:
             if differ:
                 raise InputError(f"{run.name} and {runs[0].name} were scored against different references for "
                                  f"{differ} shared studies: compare runs on the same ground truth")
+    notes += _infinite_as_missing(runs, frames)
     sizes = [len(r.frame) for r in runs]
     if any(s != len(ids) for s in sizes):
         notes.append(f"compared on the {len(ids)} studies every run scored (runs had {', '.join(map(str, sizes))})")
     return ids, frames, notes
+
+
+def _infinite_as_missing(runs: list[Run], frames: list[pd.DataFrame]) -> list[str]:
+    """+-inf in a per-study table is read as no value, as NaN is (``statistics.usable_studies``, the rule of the
+    tests and rankings), so subgroups, error-free rates and agreement follow that rule too. No metric gives inf: a
+    note names each run and column that held some."""
+    notes = []
+    for run, frame in zip(runs, frames):
+        columns = frame.select_dtypes("floating").columns
+        infinite = np.isinf(frame[columns].to_numpy())
+        counts = {column: int(n) for column, n in zip(columns, infinite.sum(axis=0)) if n}
+        if counts:
+            frame[list(counts)] = frame[list(counts)].mask(np.isinf(frame[list(counts)]))
+            listed = ", ".join(f"{n} in {column}" for column, n in counts.items())
+            notes.append(f"{run.name}: infinite per-study values ({listed}) were read as missing, like NaN: left "
+                         "out of every statistic (n_excluded counts them)")
+    return notes
 
 
 def paired_test(a: np.ndarray, b: np.ndarray, *, aggregation: str = "mean", resamples: int = DEFAULT_RESAMPLES,
@@ -404,7 +422,7 @@ def _group_values(aligned: _Aligned, mask: np.ndarray, with_rank: bool = False) 
     for name in aligned.names:
         rule = sum_rule(name)
         table = aligned.table(name, mask)  # (models, studies, columns)
-        usable = ~np.isnan(table).any(axis=2, keepdims=True)
+        usable = usable_studies(table)[:, :, None]
         every = rule.values(np.where(usable, table, 0.0).sum(axis=1), usable.sum(axis=1)[:, 0])
         point = every[:, 0]
         entry: dict[str, Any] = {model: {"value": float(point[j])} for j, model in enumerate(aligned.models)}

@@ -78,8 +78,9 @@ def load_inputs(predictions: str | os.PathLike, *, track: str, references: str |
     for name, limit in (("max_report_words", max_report_words), ("max_report_chars", max_report_chars)):
         if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1:
             raise ConfigError(f"{name} must be a whole number of at least 1, got {limit!r}")
-    if not max_file_size_mb > 0:  # NaN too
-        raise ConfigError(f"max_file_size_mb (--max-file-size-mb) must be more than 0, got {max_file_size_mb!r}")
+    if not 0 < max_file_size_mb < float("inf"):  # NaN too; inf is no byte count (megabytes() would overflow)
+        raise ConfigError(f"max_file_size_mb (--max-file-size-mb) must be a finite number more than 0, got "
+                          f"{max_file_size_mb!r}")
     limits = {"max_words": max_report_words, "max_chars": max_report_chars}
     from rexrank.evaluation.disclosure import is_private
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rexrank.errors import InputError
+from rexrank.errors import ConfigError, InputError
 from rexrank.evaluation.predictions import count_words
 from rexrank.metrics import REGISTRY
 
@@ -85,3 +85,27 @@ def check_model_budget(study_ids: Sequence[str], hyps: Sequence[str], metrics: S
                          f"letters or digits and each punctuation mark counting one: {shown}{more}. Shorten "
                          f"{'them' if len(over) > 1 else 'it'}, or score without the model-backed metrics; "
                          "`rexrank score --max-model-tokens N` sets the budget")
+
+
+def settings_readers(metrics: Sequence[str]) -> set[str]:
+    """The metrics whose ``--model-path`` / ``--option`` settings a run of ``metrics`` reads: its base metrics and
+    those they share settings with (``MetricSpec.shares``: CE F1 builds SembScore's labeller from semb's)."""
+    readers: set[str] = set()
+    pending = list(plan(metrics)[0])
+    while pending:
+        name = pending.pop()
+        if name not in readers:
+            readers.add(name)
+            pending.extend(REGISTRY.spec(name).shares)
+    return readers
+
+
+def check_settings_read(metrics: Sequence[str], settings: Mapping[str, str]) -> None:
+    """Refuse a setting no metric of the run reads (``settings``: metric -> the option that gave it), so that
+    ``--model-path bertscore=DIR -m bleu2`` is not silently ignored."""
+    readers = settings_readers(metrics)
+    unread = {name: flag for name, flag in settings.items() if REGISTRY.canonical(name) not in readers}
+    if unread:
+        given = ", ".join(f"{flag} {name}" for name, flag in unread.items())
+        raise ConfigError(f"{given}: no metric of this run reads it (computed: {', '.join(sorted(readers))}); "
+                          "add the metric to --metrics or drop the setting")

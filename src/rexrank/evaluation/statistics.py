@@ -11,9 +11,12 @@ table before the function:
   product of a block of swap vectors with every model's columns gives every pair's permuted sums.
 
 The streams (``bootstrap.count_blocks``, ``bootstrap.swap_blocks``) depend only on (studies, draws, seed), so the
-numbers are those of testing each pair on its own with the same seed, which is how the tests check them. A test of
-A and B uses the studies where neither has a NaN; a ranking uses those where no model has one. Work over the same
-number of usable studies shares one draw (without NaNs: every metric, pair and ranking of a comparison).
+numbers are those of testing each pair on its own with the same seed, which is how the tests check them. A study is
+usable for a model when every column of its row is finite (``usable_studies``): NaN (no value, e.g. an unparsable
+GREEN answer) and +-inf (which no metric gives: a damaged or edited table) alike are left out, never summed. A test
+of A and B uses the studies usable for both (``n_excluded`` counts the others); a ranking uses those usable for
+every model. Work over the same number of usable studies shares one draw (when all are usable: every metric, pair
+and ranking of a comparison).
 
 Memory, in 8-byte cells, whatever the number of models M and of studies n:
 - one draw block of about ``bootstrap._BLOCK_CELLS`` cells (its shape is part of the stream: a function of n);
@@ -100,12 +103,18 @@ def _pair_block(rows: int, statistics: int) -> int:
     return block_rows(rows * statistics, _BLOCK_CELLS)
 
 
+def usable_studies(table: np.ndarray) -> np.ndarray:
+    """(models, studies) mask of a (models, studies, columns) table: True where every column is a finite number.
+    The one rule for which per-study values the statistics use (``compare`` reads its subgroups by it too)."""
+    return np.isfinite(table).all(axis=2)
+
+
 def _units(tables: Mapping[str, np.ndarray], rules: Mapping[str, SumRule], pairs: Sequence[tuple[int, int]],
            rank: bool) -> list[_Unit]:
-    """Group each metric's work by its usable studies (one unit per metric when no value is NaN)."""
+    """Group each metric's work by its usable studies (one unit per metric when every value is usable)."""
     units = []
     for name, table in tables.items():
-        usable = ~np.isnan(table).any(axis=2)  # (models, studies)
+        usable = usable_studies(table)
         by_mask: dict[bytes, _Unit] = {}
 
         def unit_for(mask: np.ndarray) -> _Unit:
@@ -335,10 +344,11 @@ def compare_tables(tables: Mapping[str, np.ndarray | Sequence[np.ndarray]], rule
     test, A = i and B = j (default: every pair i < j); ``rank``: also rank the models.
 
     Returns ``{name: {"ranking": {value, rank, rank_ci_low, rank_ci_high, n} or None, "tests": {(i, j): test}}}``.
-    A test holds n (studies used), n_excluded (left out: a NaN for either model), value_a/value_b and their flags,
-    the difference A - B of the headline value, its percentile CI, p_bootstrap (resamples with
-    ``|d* - d| >= |d|``) and p_randomization (permutations with ``|d'| >= |d|``), both (k + 1) / (draws + 1); a
-    metric with named outputs (a corpus metric) also ``headline`` and ``outputs`` with each output's figures.
+    A test holds n (studies used), n_excluded (left out: NaN or +-inf for either model, ``usable_studies``),
+    value_a/value_b and their flags, the difference A - B of the headline value, its percentile CI, p_bootstrap
+    (resamples with ``|d* - d| >= |d|``) and p_randomization (permutations with ``|d'| >= |d|``), both
+    (k + 1) / (draws + 1); a metric with named outputs (a corpus metric) also ``headline`` and ``outputs`` with each
+    output's figures.
     Memory: see the module docstring. Progress: one task, moving with every block of draws.
     """
     stacked = {name: np.asarray(np.stack(t) if not isinstance(t, np.ndarray) else t, dtype=np.float64)
