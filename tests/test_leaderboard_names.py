@@ -190,11 +190,12 @@ def test_a_store_keyed_by_the_old_rule_is_keyed_again_when_opened(tmp_path):
 # -- markup (issue 39 point 3) ---------------------------------------------------------------------------------------
 EVIL_REVEAL = "Evil [claim your prize](https://evil.example/x) **B was MedVersa**"
 REAL_NAMES = ["CheXpertPlus-CheX-MIMIC", "MedGemma 1.5 4B", "RadPhi3.5Vision", "zzy-RGv2-2b", "Cvt2distilgpt2-IU",
-              "GPT4V", "CheXagent*", "CheXpertPlus_CheX_MIMIC", "Llama-3/8B+LoRA", "Model v2.1"]
+              "GPT4V", "CheXagent*", "CheXpertPlus_CheX_MIMIC", "Llama-3/8B+LoRA", "Model v2.1",
+              "Shuffled-reference baseline (rexrank demo)", "Qwen2-VL (7B)"]
 
 
 @pytest.mark.parametrize("name, shown", [
-    (EVIL_REVEAL, "[ ] ( ) *"), ("![x](https://evil.example/p.png)", "! [ ] ( )"), ("A <b>bold</b>", "< >"),
+    (EVIL_REVEAL, "[ ] *"), ("![x](https://evil.example/p.png)", "! [ ]"), ("A <b>bold</b>", "< >"),
     ("&lt;script&gt;", "< >"), ("Fish &amp; Chips", "&"), ("`code`", "`"), ("a | b | c", "|"), ("# Heading", "#"),
     ("~~struck~~", "~"), ("back\\slash", "\\"), ("$$x$$", "$"), ("{x}", "{ }"), ("*lead", "*"), ("in*side", "*"),
     ("_under_", "_"), ("snake__case", "_"), ("end_", "_"), ("MedVersa **", "*")])

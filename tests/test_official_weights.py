@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rexrank.leaderboard import board
+from rexrank.metrics.boards import edition
 from rexrank.leaderboard.store import Store
 from rexrank.metrics import REGISTRY, official, weights
 from rexrank.metrics.official import OFFICIAL, OfficialWeights, check_results
@@ -127,7 +128,7 @@ def test_allow_unofficial_weights_stores_and_labels_the_row(cli, tmp_path, stand
                                         "label": label}
     table = board.numeric_table(store, "iu_xray", "findings")
     assert table.loc[0, "weights"] == label
-    shown = board.display_table(table)
+    shown = board.display_table(table, edition().metrics("findings"))
     # (the row has no 1/RadCliQ-v1: the board also says what it was scored on)
     assert shown.loc[0, "Model"] == "Standin ⚠ (no 1/RadCliQ-v1: 3 of 8 metrics)"
     assert shown.loc[0, "Source"] == f"rexrank · {label} · scored on BLEU, BertScore, SembScore"
@@ -145,7 +146,7 @@ def test_results_matching_the_registry_are_added_unlabelled(cli, tmp_path, monke
     store = Store(store_path)
     [item] = store.results("iu_xray", "findings")
     assert item["extra"]["weights"]["official"] == ["semb", "bertscore"] and item["extra"]["weights"]["label"] == ""
-    shown = board.display_table(board.numeric_table(store, "iu_xray", "findings"))
+    shown = board.display_table(board.numeric_table(store, "iu_xray", "findings"), edition().metrics("findings"))
     assert shown.loc[0, "Model"] == "Fine (no 1/RadCliQ-v1: 3 of 8 metrics)"
     assert shown.loc[0, "Source"] == "rexrank · scored on BLEU, BertScore, SembScore"
     assert board.model_page(store, "Fine").loc[0, "Weights"] == "official"

@@ -51,11 +51,12 @@ def hidden_characters(text: str) -> list[str]:
 
 
 # Characters a model name may not hold: Markdown's and HTML's own (links, images, emphasis, code, tables, headings,
-# strike-through, escapes, entities, tags, math delimiters of gradio's Markdown), so a name is plain text wherever it
+# strike-through, escapes, entities, tags, math delimiters of gradio's Markdown; parentheses stay allowed, as in
+# "Qwen2-VL (7B)": without "[" they open no link), so a name is plain text wherever it
 # lands (the Arena's reveal, a table, a log line) even if some view forgot to escape it. "*" and "_" are refused
 # too, except where CommonMark cannot open emphasis with them and the published tables use them: "*" as a closing
 # mark after a letter or digit ("CheXagent*"), "_" between letters or digits ("CheXpertPlus_CheX").
-NAME_MARKUP = frozenset("[]()<>`|#!~\\{}$&*_")
+NAME_MARKUP = frozenset("[]<>`|#!~\\{}$&*_")
 _NAME_STAR_OR_UNDERSCORE_OK = re.compile(r"(?<=[^\W_])_(?=[^\W_])|(?<=[^\W_])\*+$")
 _LINE_BREAKS = re.compile(r"[\n\r\v\f\u0085\u2028\u2029]")
 
