@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import sqlite3
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,17 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CHUNK = 256  # the harness's default --chunk-size (pairs between commits)
 
-
-def use_cache_module(rev: str) -> None:
-    """Import git revision `rev`'s cache.py as rexrank.evaluation.cache."""
-    source = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:src/rexrank/evaluation/cache.py"],
-                            capture_output=True, text=True, check=True).stdout
-    path = Path(tempfile.mkdtemp(prefix="rexrank-cache-before-")) / "cache.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("rexrank.evaluation.cache", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["rexrank.evaluation.cache"] = module
-    spec.loader.exec_module(module)
+sys.path.insert(0, str(REPO / "bench"))
+from score_cache import use_cache_module  # noqa: E402  (one way to load an older cache.py: score_cache owns it)
 
 
 def digest(label: str) -> str:
