@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.arena import CHOICE_LABELS, Arena, rater_identity
-from rexrank.leaderboard.gradio_compat import guarded
+from rexrank.leaderboard.gradio_compat import guarded, one_line_input_count, pass_values_through
 from rexrank.leaderboard.store import error_categories
 
 BOARD_HEADERS = ["rank", "model", "strength", "interval", "rank interval", "votes", "raters"]
@@ -26,34 +26,6 @@ METRIC_HEADERS = ["metric", "decisive votes", "agreement", "95% interval", "Kend
 INTEGRITY_HEADERS = ["rater", "votes", "ties", "median s between votes", "agreement with raters",
                      "agreement with metrics", "one-sided model", "votes on it", "one-sided z", "flagged"]
 VOTE_API_NAMES = tuple(f"arena_vote_{choice}" for choice in CHOICE_LABELS)
-
-
-def _raw_api_in_one_line(gr, tags: list, codes: list[int]) -> None:
-    """gradio 6.31 workarounds for the vote endpoints' raw API (issue 39 point 6), tested in test_arena_tab.py:
-
-    - a CheckboxGroup refuses a value outside its choices before our code runs, in a multi-line message that echoes
-      the input, and /gradio_api/info types integer choices as strings: the tags boxes pass what they get on to
-      ``Arena.vote`` (which refuses anything but category numbers in one line) and describe themselves as what is
-      accepted, an array of category numbers;
-    - a call with fewer values than inputs gets a multi-line message listing the components' object addresses: for
-      the vote endpoints only, one line saying what to send."""
-    from gradio.context import Context
-
-    info = {"type": "array", "items": {"type": "integer", "enum": codes}, "title": "Error categories"}
-    for box in tags:
-        box.preprocess = lambda payload: payload
-        box.api_info = lambda: dict(info)
-    root = Context.root_block
-    original = root.validate_inputs
-
-    def validate_inputs(block_fn, inputs):
-        if getattr(block_fn, "api_name", None) in VOTE_API_NAMES and len(inputs) < len(block_fn.inputs):
-            raise gr.Error(f"the Arena's vote takes {len(block_fn.inputs)} values (null for the pair, which the "
-                           f"server holds, then the error categories of A and of B as lists of numbers); got "
-                           f"{len(inputs)}")
-        return original(block_fn, inputs)
-
-    root.validate_inputs = validate_inputs
 
 
 def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], list[list], str]:
@@ -177,7 +149,12 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
         with gr.Accordion("Rater integrity (for the host)", open=False):
             integrity = gr.Dataframe(headers=INTEGRITY_HEADERS, interactive=False, elem_id="arena-integrity",
                                      label="Per rater: signals of rigging (docs/arena.md, Integrity)")
-        _raw_api_in_one_line(gr, [tags_a, tags_b], sorted(error_categories()))
+        # The vote endpoints' raw API in one line (issue 39 point 6; gradio_compat says why and how).
+        pass_values_through([tags_a, tags_b], {"type": "array", "title": "Error categories",
+                                               "items": {"type": "integer", "enum": sorted(error_categories())}})
+        one_line_input_count(VOTE_API_NAMES, lambda expected, got: (
+            f"the Arena's vote takes {expected} values (null for the pair, which the server holds, then the error "
+            f"categories of A and of B as lists of numbers); got {got}"))
 
         shown_images = gr.State([])  # the pair's image paths, between the two events below
         pair_outputs = [ticket, message, reference, report_a, report_b, shown_images, images, tags_a, tags_b, reveal]

@@ -1,6 +1,6 @@
 """The leaderboard's workarounds for gradio limitations, all in one place, with the gradio range they were tested on.
 
-Each one is CSS on our own classes, for a gap in gradio 6.31's public API; tests/test_leaderboard_app.py fails when
+Each one fills a gap in gradio 6.31's public API (CSS, a head script, or one wrapped method: listed below); tests/test_leaderboard_app.py fails when
 the installed gradio leaves ``TESTED`` (then re-check each item here and the browser tests that pin them), and
 pyproject.toml pins the same range.
 
@@ -29,6 +29,14 @@ pyproject.toml pins the same range.
   those four keys on a tab (gradio handles none of them there) and prevents their default (scrolling). In ``<head>``
   (``launch(head=...)``): gradio's public way to add a script. Browser test: each key moves exactly one step (a
   gradio that adds its own handling would move two, or break the roles, and fail it).
+- The Arena's vote endpoints on the raw API (issue 39 point 6): a CheckboxGroup refuses a value outside its choices
+  before our code runs, in a multi-line message echoing the input, and /gradio_api/info types integer choices as
+  strings; ``pass_values_through`` makes the boxes hand on what they get (``Arena.vote`` refuses anything but
+  category numbers in one line) and describe themselves as what is accepted. A call with fewer values than inputs
+  gets gradio's multi-line list of the components' object addresses; ``one_line_input_count`` answers it in one
+  line for the named endpoints only, by wrapping the root Blocks' ``validate_inputs`` (the only ones not public
+  API here: gradio.context.Context.root_block and that method). Test: tests/test_arena_tab.py, through
+  ``Blocks.process_api``.
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
   docs/leaderboard.md and pinned by a browser test).
 """
@@ -108,3 +116,28 @@ def guarded(fn: Callable) -> Callable:
             raise gr.Error(UNEXPECTED) from None
 
     return call
+
+
+def pass_values_through(boxes: list, schema: dict) -> None:
+    """Make each CheckboxGroup of ``boxes`` hand its raw value on to the callback (which must check it) and describe
+    itself on the API by ``schema`` (JSON schema of what the callback accepts): see the module docstring."""
+    for box in boxes:
+        box.preprocess = lambda payload: payload
+        box.api_info = lambda: dict(schema)
+
+
+def one_line_input_count(api_names: tuple[str, ...], message: Callable[[int, int], str]) -> None:
+    """Answer a call of one of ``api_names`` with too few values by ``gr.Error(message(expected, got))`` instead of
+    gradio's multi-line message; call inside the ``gr.Blocks`` context (see the module docstring)."""
+    import gradio as gr
+    from gradio.context import Context
+
+    root = Context.root_block
+    original = root.validate_inputs
+
+    def validate_inputs(block_fn, inputs):
+        if getattr(block_fn, "api_name", None) in api_names and len(inputs) < len(block_fn.inputs):
+            raise gr.Error(message(len(block_fn.inputs), len(inputs)))
+        return original(block_fn, inputs)
+
+    root.validate_inputs = validate_inputs
