@@ -175,6 +175,9 @@ _SEARCH_SEPARATOR = "\n"
 INTERNAL_COLUMNS = ("url", "note", "search_key")
 # What separates alternatives in a search ("MAIRA-2|MedGemma"); spaces separate words (see ``search_terms``).
 _ALTERNATIVES = re.compile(r"[|,;]")
+# What of a search is read: a person types far less; a longer one (the API takes any string) would cost a scan of the
+# keys per word.
+SEARCH_CHARS = 200
 
 
 def search_terms(query: str, keys: Iterable[str]) -> list[str]:
@@ -182,10 +185,11 @@ def search_terms(query: str, keys: Iterable[str]) -> list[str]:
     institution's key. ``|``, ``,`` and ``;`` separate alternatives ("MAIRA-2|MedGemma"); within one, words are
     alternatives too ("maira medgemma") except where consecutive words read together as part of some row's key
     ("maira 2" is one term, "maira2", when a name like MAIRA-2 is on the board: a person spaces what the name
-    hyphenates). Words are joined greedily, left to right. A query with no letter or digit has no terms."""
+    hyphenates). Words are joined greedily, left to right. A query with no letter or digit has no terms; only its first
+    ``SEARCH_CHARS`` characters are read."""
     every = _SEARCH_SEPARATOR.join(keys)  # one string: a word pair is looked up in C, not row by row
     terms = []
-    for alternative in _ALTERNATIVES.split(str(query)):
+    for alternative in _ALTERNATIVES.split(str(query)[:SEARCH_CHARS]):
         words = [key for key in map(search_key, alternative.split()) if key]
         at = 0
         while at < len(words):
