@@ -16,6 +16,8 @@ import pytest
 
 from leaderboard_helpers import STATE_CEILING_MS, STATE_CEILING_S, iu_predictions, running_space, wait_until
 from rexrank.errors import InputError
+from rexrank.leaderboard import board
+from rexrank.leaderboard.records import search_key
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.submissions import Submissions
 
@@ -424,8 +426,75 @@ def test_search_matches_the_name_as_shown_not_its_markdown(tmp_path):
     views = Views(_with(tmp_path / "s.sqlite", ("h_space", "Lab *one*"), ("Other", "QA")))
     assert views.page_table("iu_xray", "findings").frame["Model"].str.contains("h\\_space", regex=False).any()
     assert [m for m in views.page_table("iu_xray", "findings", search="h_space").shown["model"]] == ["h_space"]
-    assert views.page_table("iu_xray", "findings", search="h\\_space").shown.empty
     assert list(views.page_table("iu_xray", "findings", search="LAB *ONE").shown["model"]) == ["h_space"]
+
+
+# Names with digits, hyphens, dots and brackets as the board has them (issue 37 point 4).
+_NAMES = ("MAIRA-2", "MedGemma", "MedVersa", "RadPhi3.5Vision", "Qwen2-VL (7B)", "CheXpertPlus-CheX-MIMIC",
+          "GPT-4V", "LLaVA-Rad", "Cvt2distilgpt2-IU")
+
+
+def _found(query: str, names=_NAMES) -> list[str]:
+    """The names a search finds among ``names`` (each with institution "Lab"), by the board's own filter."""
+    frame = pd.DataFrame({"model": list(names), "institution": ["Lab"] * len(names)})
+    frame["search_key"] = [board._SEARCH_SEPARATOR.join(map(search_key, (n, "Lab"))) for n in names]
+    return list(board.filter_table(frame, search=query)["model"])
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("maira 2", ["MAIRA-2"]), ("MAIRA-2", ["MAIRA-2"]), ("maira2", ["MAIRA-2"]), ("Maira_2", ["MAIRA-2"]),
+    ("medgemma", ["MedGemma"]), ("med gemma", ["MedGemma"]), ("MAIRA-2|MedGemma", ["MAIRA-2", "MedGemma"]),
+    ("maira medgemma", ["MAIRA-2", "MedGemma"]), ("MAIRA-2, MedGemma", ["MAIRA-2", "MedGemma"]),
+    ("radphi 3.5", ["RadPhi3.5Vision"]), ("radphi35", ["RadPhi3.5Vision"]), ("qwen2 vl 7b", ["Qwen2-VL (7B)"]),
+    ("Qwen2-VL (7B)", ["Qwen2-VL (7B)"]), ("gpt 4v", ["GPT-4V"]), ("chexpert plus mimic", ["CheXpertPlus-CheX-MIMIC"]),
+    ("cvt2 distilgpt2", ["Cvt2distilgpt2-IU"]), ("llava rad", ["LLaVA-Rad"]), ("  MEDVERSA  ", ["MedVersa"]),
+    ("no such model", []), ("maira|", ["MAIRA-2"]),
+])
+def test_search_ignores_case_spaces_and_punctuation_and_takes_several_terms(query, expected):
+    """Issue 37 point 4: search like a person types: case, spaces and punctuation ignored, several terms at once
+    (``|``, ``,`` or words that are not one name together); words that read together in a name stay one term
+    ("maira 2" is not "maira" or "2", which would find every name with a 2)."""
+    assert _found(query) == expected
+
+
+def test_search_terms_join_words_only_where_a_name_has_them_together():
+    assert board.search_terms("maira 2", ["malra2\nlab"]) == ["malra2"]
+    assert board.search_terms("maira 2", ["malra1\nlab"]) == ["malra", "2"]
+    assert board.search_terms("maira medgemma", ["malra2", "medgemma"]) == ["malra", "medgemma"]
+    assert board.search_terms(" - | ; ", ["malra2"]) == []  # nothing to search for: every row stays
+    assert _found(" - ") == list(_NAMES)
+    # hostile input: a huge query is read up to SEARCH_CHARS (one key scan per word, never a million)
+    assert len(board.search_terms("a " * 1_000_000 + "medgemma", ["medgemma"])) == board.SEARCH_CHARS // 2
+    # one owner of the folding: the key of a search and of a name come from records.search_key (name_key's rule)
+    assert search_key("MAIRA\u20112") == search_key("maira 2") == search_key("MAIRA_2") == "malra2"
+
+
+def test_the_views_memo_holds_one_generation_and_recomputes_when_it_changes(tmp_path):
+    """Issue 36 point 2: one memo, keyed by the store's generation: a value is computed once per generation and key,
+    only the current generation is kept, and a change to the store is seen at once."""
+    from leaderboard_helpers import add_scored_result
+
+    from rexrank.leaderboard.views import Views
+
+    store = _with(tmp_path / "m.sqlite", ("First", "QA"))
+    views = Views(store)
+    calls = []
+    compute = lambda: calls.append(1) or len(calls)  # noqa: E731
+    assert views.memoized(("k",), compute) == views.memoized(("k",), compute) == 1
+    assert list(views.page_table("iu_xray", "findings").shown["model"]) == ["First"]
+    held = len(views._memo[1])
+    views.page_table("iu_xray", "findings", search="fir")  # a search is not a key: the memo does not grow
+    views.page_table("iu_xray", "findings", search="other")
+    assert len(views._memo[1]) == held
+    add_scored_result(store, "Second", bleu=0.9)
+    assert views.memoized(("k",), compute) == 2 and len(views._memo[1]) == 1  # the old generation is dropped
+    assert sorted(views.page_table("iu_xray", "findings").shown["model"]) == ["First", "Second"]
+    assert json.loads(views.results_json("iu_xray", "findings"))["results"][0].keys().isdisjoint(
+        board.INTERNAL_COLUMNS)
+    # the frame handed out is a copy: changing it leaves the memo's
+    views.numeric("iu_xray", "findings").drop(index=0, inplace=True)
+    assert len(views.numeric("iu_xray", "findings")) == 2
+    assert not hasattr(board, "_CACHE") and not hasattr(views, "_json_cache")
 
 
 def test_csv_cells_a_spreadsheet_would_evaluate_are_prefixed(tmp_path):

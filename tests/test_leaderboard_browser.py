@@ -466,7 +466,8 @@ def test_an_empty_search_shows_no_rows_says_what_to_clear_and_keeps_the_controls
 
 def test_search_matches_the_name_as_shown(browser, space):
     """Issue 24 point 7: a model named h_space is shown as h_space (its cell is escaped Markdown); searching
-    "h_space" found nothing and "h\\_space" found it. Search now goes to the server and matches the name."""
+    "h_space" found nothing and "h\\_space" found it. Search now goes to the server and matches the name, as a
+    person types it (issue 37 point 4: "H SPACE" and "zzz|h-space" find it too)."""
     url, store, _ = space
     key = "chexpert_plus-findings"  # other tests count the IU-Xray rows
     add_scored_result(store, "h_space", bleu=0.2, institution="Underscore Lab", dataset="chexpert_plus")
@@ -475,7 +476,15 @@ def test_search_matches_the_name_as_shown(browser, space):
     _search(page, key, "h_space")
     _wait_rows(page, f"table-{key}", 1)
     assert _table_rows(page, f"table-{key}")[0].split()[1] == "h_space"
-    _search(page, key, "h\\_space")
+    # Issue 37 point 4: as a person types, case, spaces and punctuation ignored, several terms at once.
+    _search(page, key, "zzz")
+    _wait_rows(page, f"table-{key}", 0)
+    _search(page, key, "H SPACE")
+    _wait_rows(page, f"table-{key}", 1)
+    assert _table_rows(page, f"table-{key}")[0].split()[1] == "h_space"
+    _search(page, key, "zzz|h-space")
+    _wait_rows(page, f"table-{key}", 1)
+    _search(page, key, "zzz")
     _wait_rows(page, f"table-{key}", 0)
     _search(page, key, "underscore lab")  # and the institution
     _wait_rows(page, f"table-{key}", 1)

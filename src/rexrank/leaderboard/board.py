@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from typing import Any, Iterable
 
 import numpy as np
@@ -27,7 +28,7 @@ from rexrank.errors import UnknownNameError
 from rexrank.evaluation import disclosure
 from rexrank.leaderboard.editions import edition_of
 from rexrank.leaderboard.published import bundled_tables
-from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS, name_key
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS, name_key, search_key
 from rexrank.leaderboard.store import META_EVAL_KIND, MODEL_EVENT_KINDS, Store
 from rexrank.metrics import REGISTRY, boards
 from rexrank.metrics.aggregation import leaderboard_higher_is_better, leaderboard_interval, leaderboard_values
@@ -126,23 +127,16 @@ def fmt(value: float, low: float, high: float, digits: int = 3) -> str:
     return text
 
 
-_CACHE: dict[tuple, pd.DataFrame] = {}
-
-
 def numeric_table(store: Store, dataset: str, track: str, metrics: Iterable[str] | None = None) -> pd.DataFrame:
     """One row per (model, source) with numeric value/low/high columns per metric (default: the board's columns of
     ``track``), ranked by 1/RadCliQ-v1 among the rows scored with official weights (``official``): a result added
-    with unofficial weights is shown, labelled, but never ranked among them.
+    with unofficial weights is shown, labelled, but never ranked among them. ``search_key``: what a search compares
+    (``search_terms``); the API and the CSV leave it out (``INTERNAL_COLUMNS``).
 
-    Cached per store version: a page load asks for every tab's table, and nothing changes between results.
+    Computed on each call: the page's one memo, per store generation, is ``views.Views``'s.
     """
     metrics = tuple(board_metrics(store, track) if metrics is None else metrics)
-    key = (str(store.path), store.version(), dataset, track, metrics)
-    if key not in _CACHE:
-        if len(_CACHE) > 256:
-            _CACHE.clear()
-        _CACHE[key] = _numeric_table(store, dataset, track, metrics)
-    return _CACHE[key].copy()
+    return _numeric_table(store, dataset, track, metrics)
 
 
 def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -158,7 +152,9 @@ def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, .
                                # a published 1/RadCliQ-v1 that its own components contradict: their value, found
                                # when the table was imported (published.radcliq_check)
                                "radcliq_components": ((item.get("extra") or {}).get("radcliq_components")
-                                                      if item["source"] == "published" else None)}
+                                                      if item["source"] == "published" else None),
+                               "search_key": _SEARCH_SEPARATOR.join(
+                                   search_key(text) for text in (item["model_name"], item["institution"] or ""))}
         for metric in metrics:
             value, low, high = shown_value(metric, item["metrics"].get(metric), private)
             row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = value, low, high
@@ -172,16 +168,47 @@ def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, .
     return df
 
 
+# Between a row's model key and its institution key: never in a key (``search_key`` keeps letters and digits), so
+# no term matches across the two.
+_SEARCH_SEPARATOR = "\n"
+# numeric_table's columns for the page's own use, left out of the /results API and the CSV.
+INTERNAL_COLUMNS = ("url", "note", "search_key")
+# What separates alternatives in a search ("MAIRA-2|MedGemma"); spaces separate words (see ``search_terms``).
+_ALTERNATIVES = re.compile(r"[|,;]")
+# What of a search is read: a person types far less; a longer one (the API takes any string) would cost a scan of the
+# keys per word.
+SEARCH_CHARS = 200
+
+
+def search_terms(query: str, keys: Iterable[str]) -> list[str]:
+    """The terms a search matches, each a ``search_key``: a row matches when any term is part of its model's or
+    institution's key. ``|``, ``,`` and ``;`` separate alternatives ("MAIRA-2|MedGemma"); within one, words are
+    alternatives too ("maira medgemma") except where consecutive words read together as part of some row's key
+    ("maira 2" is one term, "maira2", when a name like MAIRA-2 is on the board: a person spaces what the name
+    hyphenates). Words are joined greedily, left to right. A query with no letter or digit has no terms; only its first
+    ``SEARCH_CHARS`` characters are read."""
+    every = _SEARCH_SEPARATOR.join(keys)  # one string: a word pair is looked up in C, not row by row
+    terms = []
+    for alternative in _ALTERNATIVES.split(str(query)[:SEARCH_CHARS]):
+        words = [key for key in map(search_key, alternative.split()) if key]
+        at = 0
+        while at < len(words):
+            term, at = words[at], at + 1
+            while at < len(words) and term + words[at] in every:
+                term, at = term + words[at], at + 1
+            terms.append(term)
+    return terms
+
+
 def filter_table(df: pd.DataFrame, *, search: str = "", institutions: list[str] | None = None,
                  years: list[int] | None = None, model_types: list[str] | None = None,
                  trained: str = "all", sources: list[str] | None = None) -> pd.DataFrame:
     if df.empty:
         return df
     mask = pd.Series(True, index=df.index)
-    if search:
-        needle = search.strip().lower()
-        mask &= df["model"].str.lower().str.contains(needle, regex=False) | df["institution"].str.lower().str.contains(
-            needle, regex=False)
+    terms = search_terms(search, df["search_key"]) if search else []
+    if terms:
+        mask &= df["search_key"].str.contains("|".join(map(re.escape, terms)), regex=True)
     if institutions:
         mask &= df["institution"].isin(institutions)
     if years:
@@ -488,4 +515,4 @@ def is_private(dataset: str) -> bool:
 __all__ = ["DATASETS", "TRACKS", "board_metrics", "column_label", "display_columns", "display_table", "filter_table",
            "fmt",
            "last_updated", "metric_agreement", "model_analyses", "model_page", "numeric_table", "overview",
-           "published_trained_on", "ranks_across_datasets", "shown_value", "sort_table", "trained_on"]
+           "published_trained_on", "ranks_across_datasets", "search_terms", "shown_value", "sort_table", "trained_on"]

@@ -155,6 +155,13 @@ def name_key(name: str) -> str:
     return _SPACES.sub("", unicodedata.normalize("NFC", text))
 
 
+def search_key(text: str) -> str:
+    """What a search compares: ``name_key`` (case, look-alikes, accents and spacing folded) with every character
+    that is neither a letter nor a digit dropped, so that punctuation does not tell a search apart from a name
+    ("maira 2", "MAIRA_2" and "maira2" all have the key of "MAIRA-2"). For comparing only; never shown."""
+    return "".join(c for c in name_key(text) if c.isalnum())
+
+
 # The rule ``name_key`` computes, by number: stored keys of another version are recomputed when a store opens.
 # 1: whitespace collapsed (until issue 35 point 5); 2: whitespace removed.
 NAME_KEY_VERSION = 2

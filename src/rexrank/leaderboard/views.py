@@ -18,7 +18,7 @@ import io
 import json
 import re
 import time
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import pandas as pd
 
@@ -200,8 +200,27 @@ class Views:
     def __init__(self, store: Store, submissions=None):
         self.store = store
         self.submissions = submissions
-        self._json_cache: dict[tuple, str] = {}
-        self._updated: tuple[Any, float | None] | None = None
+        # The one memo: what was computed for the store's generation it holds, reused until the generation changes
+        # (then dropped whole). Its keys are views, never a visitor's search, so it holds at most one entry per view.
+        self._memo: tuple[Any, dict[tuple, Any]] = (None, {})
+
+    def memoized(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()`` for the store's current generation, computed once per generation and ``key``; a table comes
+        back as a copy (callers may change theirs). Values read the store at or after the generation they are
+        filed under, never before. Callbacks run in worker threads: the memo is replaced whole, never emptied in
+        place, and two threads computing one key at once both get a correct value."""
+        generation = self.generation()
+        memo = self._memo
+        if memo[0] != generation:
+            memo = self._memo = (generation, {})
+        if key not in memo[1]:
+            memo[1][key] = compute()
+        value = memo[1][key]
+        return value.copy() if isinstance(value, pd.DataFrame) else value
+
+    def numeric(self, dataset: str, track: str) -> pd.DataFrame:
+        """``board.numeric_table`` of one dataset/track with the board's columns (memoized per generation)."""
+        return self.memoized(("numeric", dataset, track), lambda: board.numeric_table(self.store, dataset, track))
 
     def edition(self) -> str:
         """The board edition this store shows (``editions.edition_of``)."""
@@ -226,7 +245,7 @@ class Views:
     def _filtered(self, dataset, track, search="", institutions=None, years=None, model_types=None, trained="all",
                   sources=None, sort_by=PRIMARY) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(the filtered rows sorted as asked, every row of the dataset/track)."""
-        full = board.numeric_table(self.store, dataset, track)
+        full = self.numeric(dataset, track)
         df = board.filter_table(full, search=search or "", institutions=institutions or None, years=years or None,
                                 model_types=model_types or None, trained=trained or "all", sources=sources or None)
         return board.sort_table(df, sort_by or PRIMARY), full
@@ -269,7 +288,10 @@ class Views:
 
     def filter_choices(self, dataset: str, track: str) -> FilterChoices:
         """The filter choices the rows there now allow (a filter with one choice filters nothing)."""
-        full = board.numeric_table(self.store, dataset, track)
+        return self.memoized(("choices", dataset, track), lambda: self._filter_choices(dataset, track))
+
+    def _filter_choices(self, dataset: str, track: str) -> FilterChoices:
+        full = self.numeric(dataset, track)
         if full.empty:
             return FilterChoices([], [], [], False)
         n_trained = int(full["trained_on_this"].sum())
@@ -282,7 +304,9 @@ class Views:
         return plots.metric_bars(board.sort_table(rows, metric), metric, board.column_label(metric))
 
     def agreement_view(self, dataset: str, track: str):
-        return plots.agreement_heatmap(board.metric_agreement(self.store, dataset, track),
+        agreement = self.memoized(("agreement", dataset, track),
+                                  lambda: board.metric_agreement(self.store, dataset, track))
+        return plots.agreement_heatmap(agreement,
                                        f"Kendall tau between metric rankings,<br>{DATASET_LABELS[dataset]}")
 
     # -- API payloads -----------------------------------------------------------------------------------------
@@ -291,19 +315,14 @@ class Views:
         """Aggregates only (means and CIs), never per-study data. A private test set's values come from
         ``board.numeric_table``, which discloses them (3 decimals: the JSON shows no more digits than that).
 
-        The serialised text is cached per store generation: under load the API's cost is mostly this JSON.
+        The serialised text is memoized per store generation: under load the API's cost is mostly this JSON.
         """
-        key = (self.generation(), dataset, track)
-        if key not in self._json_cache:
-            if len(self._json_cache) > 64:
-                self._json_cache.clear()
-            self._json_cache[key] = json.dumps({"dataset": dataset, "track": track,
-                                                "results": self.results_records(dataset, track)})
-        return self._json_cache[key]
+        return self.memoized(("results", dataset, track), lambda: json.dumps(
+            {"dataset": dataset, "track": track, "results": self.results_records(dataset, track)}))
 
     def results_records(self, dataset: str, track: str) -> list[dict[str, Any]]:
-        df = board.numeric_table(self.store, dataset, track)
-        return [] if df.empty else json.loads(df.drop(columns=["url", "note"]).to_json(orient="records"))
+        df = self.numeric(dataset, track)
+        return [] if df.empty else json.loads(df.drop(columns=list(board.INTERNAL_COLUMNS)).to_json(orient="records"))
 
     def leaderboard(self) -> dict[str, Any]:
         return {"updated": self.updated(),
@@ -313,7 +332,9 @@ class Views:
     def csv_text(self, dataset: str, track: str) -> str:
         """Every row of one dataset/track as CSV: numeric values and CI bounds as shown on the board; text cells a
         spreadsheet would evaluate are prefixed with ``'`` (``csv_safe``)."""
-        df = board.numeric_table(self.store, dataset, track).drop(columns=["note"], errors="ignore")
+        # The URL stays (a reader of the CSV follows it); the other internal columns go.
+        df = self.numeric(dataset, track).drop(columns=[c for c in board.INTERNAL_COLUMNS if c != "url"],
+                                               errors="ignore")
         for column in df.columns:
             if not pd.api.types.is_numeric_dtype(df[column]):
                 df[column] = df[column].map(csv_safe)
@@ -324,10 +345,7 @@ class Views:
     # -- header, overview, models ----------------------------------------------------------------------------
 
     def updated(self) -> float | None:
-        generation = self.generation()
-        if self._updated is None or self._updated[0] != generation:
-            self._updated = (generation, board.last_updated(self.store))
-        return self._updated[1]
+        return self.memoized(("updated",), lambda: board.last_updated(self.store))
 
     def about_markdown(self) -> str:
         """The About tab's text: ``about.markdown`` (each metric with a meta-evaluation row linking to it), then the
@@ -343,12 +361,12 @@ class Views:
                 f"Last updated: {when(self.updated())}")
 
     def overview_view(self, track: str = DEFAULT_TRACK) -> pd.DataFrame:
-        return board.overview(self.store, track)
+        return self.memoized(("overview", track), lambda: board.overview(self.store, track))
 
     def ranks_view(self, track: str):
         overview = self.overview_view(track)
         top = list(overview["Model"][:plots.RANK_LINES]) if not overview.empty else []
-        long = board.ranks_across_datasets(self.store, track)
+        long = self.memoized(("ranks", track), lambda: board.ranks_across_datasets(self.store, track))
         return plots.rank_lines(long[long["model"].isin(top)],
                                 f"Rank by 1/RadCliQ-v1 across datasets<br>(top {len(top)} by mean rank)")
 

@@ -5,7 +5,9 @@ Every value comes from ``rexrank.leaderboard.views`` (pure functions of the stor
 One table per view: each dataset/track table and each overview table is a ``gr.Dataframe`` built into the page,
 and what it shows is always the current state of its search, filters and sort (each of them is a server event that
 replaces the table; an empty result shows no rows and a message naming what to clear). Search matches the model
-name as shown and the institution, on the server.
+name as shown and the institution, on the server, ignoring case, spaces and punctuation, several terms at once
+(``board.search_terms``): gradio's own in-browser table search matches raw substrings only ("maira 2" would not find
+MAIRA-2), so it is not used.
 
 Freshness: the page holds the store generation its values were built from (``gr.State``); on page load and every
 ``FRESH_SECONDS`` (``gr.Timer``) one small request compares it with the store's, and only when it changed are the
