@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` (set up + main job) and `make test` (set up + whole suite).
-.PHONY: setup setup-ref setup-browser setup-java setup-bwrap demo test bench
+.PHONY: setup setup-ref setup-browser setup-java setup-bwrap demo test
 
 setup:
 	bash scripts/setup.sh
@@ -22,6 +22,3 @@ demo: setup
 test: setup setup-ref setup-browser setup-java setup-bwrap
 	.venv/bin/lint-imports --no-cache
 	HF_HUB_OFFLINE=1 HF_EVALUATE_OFFLINE=1 .venv/bin/python -m pytest -q -p no:cacheprovider tests
-
-bench: setup setup-ref
-	HF_HUB_OFFLINE=1 .venv/bin/python bench/run_all.py

@@ -244,7 +244,7 @@ def test_model_page_shows_ce_f1_outside_the_ranking_columns(tmp_path):
     from rexrank.evaluation.aggregate import metric_summary
     from rexrank.leaderboard import board
     from rexrank.metrics.boards import edition
-    from rexrank.leaderboard.app import _corpus_markdown
+    from rexrank.leaderboard.views import corpus_markdown as _corpus_markdown
     from rexrank.leaderboard.records import ModelInfo, from_results_json
     from rexrank.leaderboard.store import Store
 

@@ -756,7 +756,7 @@ def test_login_button_and_profile_identity(seeded, tmp_path, monkeypatch):
     def profile(user):
         return gr.OAuthProfile({"name": user, "preferred_username": user, "profile": "", "picture": ""})
 
-    from rexrank.leaderboard.app import _upload_root
+    from rexrank.leaderboard.uploads import upload_root as _upload_root
 
     # Where gradio puts uploads (one folder per upload): the only files /submit reads; each is deleted once handled.
     uploads = _upload_root() / f"test-{tmp_path.name}"

@@ -195,7 +195,7 @@ def test_model_page_shows_each_corpus_metric_in_its_own_section(tmp_path):
     from rexrank.evaluation.aggregate import metric_summary
     from rexrank.leaderboard import board
     from rexrank.metrics.boards import edition
-    from rexrank.leaderboard.app import _corpus_markdown, _md_text
+    from rexrank.leaderboard.views import corpus_markdown as _corpus_markdown, md_text as _md_text
     from rexrank.leaderboard.records import ModelInfo, from_results_json
     from rexrank.leaderboard.store import Store
     from rexrank.metrics import ce_f1

@@ -129,7 +129,7 @@ def _store_with(tmp_path, name: str, results_list):
 def test_every_board_view_is_identical(pair, tmp_path):
     """The store's views, /results, /table and /model (the page's functions) for A and for B: the same."""
     from rexrank.leaderboard import board
-    from rexrank.leaderboard.app import _Views
+    from rexrank.leaderboard.views import Views as _Views
 
     (a, b), _ = pair
     shown = []
@@ -151,7 +151,7 @@ def test_every_board_view_is_identical(pair, tmp_path):
 def test_full_precision_rows_are_disclosed_when_shown(tmp_path):
     """A private row stored with full precision (an older store, a results.json from elsewhere) is shown rounded:
     /results JSON, the page table and the model page carry no more than 3 decimals."""
-    from rexrank.leaderboard.app import _Views
+    from rexrank.leaderboard.views import Views as _Views
 
     results = {"dataset": PRIVATE, "split": "test", "track": "findings", "n_studies": N,
                "metrics": {"bleu2": {"mean": 0.1234567891, "ci_low": 0.1200000001, "ci_high": 0.1299999999},
@@ -475,7 +475,7 @@ def test_hub_sync_pushes_disclosed_records(tmp_path):
 def test_api_check_resolves_aliases():
     import gradio as gr
 
-    from rexrank.leaderboard.app import _check
+    from rexrank.leaderboard.wiring import check as _check
 
     spec = catalog.get_dataset_spec(PRIVATE)
     for alias in (*spec.aliases, spec.label, spec.published_table, PRIVATE.upper()):

@@ -248,10 +248,6 @@ def get_expert_set(name: str) -> ExpertSetSpec:
     return EXPERT_SETS[canonical_expert_set(name)]
 
 
-def expert_set_names() -> list[str]:
-    return list(EXPERT_SETS)
-
-
 def hub_repo_id(name: str, org: str | None = None) -> str:
     """The Hub repo the Hub route reads: the publisher's own (``hub_repo``) where the set is published on the Hub,
     else ReXrank's gated copy, <REXRANK_HUB_ORG or rexrank>/<hub_name>."""

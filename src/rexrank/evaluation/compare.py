@@ -18,7 +18,6 @@ normal/abnormal subgroups, GREEN error-free rates, and agreement between metrics
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import os
@@ -208,15 +207,6 @@ def rank_intervals(values: np.ndarray, *, aggregation: str, higher_is_better: bo
     """
     values = np.asarray(values, dtype=np.float64)
     return _ranking(values.T[:, :, None], SumRule.of_aggregation(aggregation, higher_is_better), resamples=resamples,
-                    seed=seed, confidence=confidence)
-
-
-def corpus_rank_intervals(tables: Sequence[np.ndarray], metric, *, higher_is_better: bool,
-                          resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                          confidence: float = DEFAULT_CONFIDENCE) -> dict[str, np.ndarray]:
-    """``rank_intervals`` for a corpus metric's headline output: each model's (n, statistics) table, same studies."""
-    rule = dataclasses.replace(sum_rule(metric), higher_is_better=higher_is_better)
-    return _ranking(np.stack([np.asarray(t, dtype=np.float64) for t in tables]), rule, resamples=resamples,
                     seed=seed, confidence=confidence)
 
 

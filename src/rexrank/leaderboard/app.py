@@ -11,14 +11,6 @@ The page is split by job:
 from __future__ import annotations
 
 from rexrank.leaderboard.serve import serve
-from rexrank.leaderboard.views import Views, corpus_markdown, md_text
-from rexrank.leaderboard.wiring import build_app, check, oauth_configured, upload_root
-
-# The names other modules' tests import from here (kept so they need not know the split).
-_Views = Views
-_check = check
-_corpus_markdown = corpus_markdown
-_md_text = md_text
-_upload_root = upload_root
+from rexrank.leaderboard.wiring import build_app, oauth_configured
 
 __all__ = ["build_app", "oauth_configured", "serve"]

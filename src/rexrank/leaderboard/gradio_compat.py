@@ -9,11 +9,11 @@ pyproject.toml pins the same range.
   fixed so that Model can sit right after it). Browser test: Rank and Model stay put while the table scrolls.
 - The header sort menu: gradio's Dataframe header sorts the shown strings ("–" above numbers, "0.5 [0.4, 0.6]"
   compared as text, sorts stacking up) and cannot be turned off; the board sorts by value on the server (*Sort by*,
-  and Rank follows it), so the menu is hidden (``HEADER_MENU_CSS``, the one rule naming a gradio class) and the
+  and Rank follows it), so the menu is hidden (``HEADER_MENU_CSS``: it names gradio's ``.cell-menu-button`` class) and the
   table's label says where the sort is chosen. Browser test: no menu button shows on a header.
 - The page margin on a phone: gradio pads its main column 32 px each side at every width, which leaves a 312 px
   screen (a 390 px phone zoomed to 125%) no room for Rank, Model and 1/RadCliQ-v1; ``PHONE_HEAD`` narrows it to 8 px
-  under 640 px. In ``<head>`` (``launch(head=...)``), not in ``css=``: gradio scopes the ``css=`` @media rules to
+  under 640 px (the other rule naming gradio's classes: ``.main.fillable``). In ``<head>`` (``launch(head=...)``), not in ``css=``: gradio scopes the ``css=`` @media rules to
   its content box. Browser test: the three columns fit at 312 px.
 - Error text: gradio's ``show_error`` is all or nothing. Off, its own refusal of a request (a /submit whose FileData
   names a file nobody uploaded, refused before our code runs) reaches the caller as ``{"error": null}``; on, so does
