@@ -45,6 +45,7 @@ from typing import Any, Callable, Iterator
 
 from rexrank.data import catalog, tracks
 from rexrank.evaluation.disclosure import disclose_record
+from rexrank.evaluation.meta_eval import SIGNIFICANT, TOTAL
 from rexrank.errors import InputError, RexrankError, UnknownNameError
 from rexrank.leaderboard.records import (
     HOST,
@@ -402,7 +403,7 @@ def _check_arena_event(event: dict[str, Any]) -> dict[str, Any]:
 
 # -- the published meta-evaluation: aggregates only -------------------------------------------------------------
 META_EVAL_FIELDS = ("kind", "at", "by", "meta_eval")
-META_EVAL_GOALS = ("total", "significant")  # meta_eval.TOTAL, SIGNIFICANT: all errors, clinically significant ones
+META_EVAL_GOALS = (TOTAL, SIGNIFICANT)  # all errors, clinically significant ones: meta_eval owns the names
 META_EVAL_KEYS = ("dataset", "n_pairs", "n_studies", "n_raters", "confidence", "metrics", "raters", "pairwise",
                   "notes")
 # What a meta_eval.json holds besides those and that is left out of the board: its settings (text describing the
