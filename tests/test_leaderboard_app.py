@@ -642,6 +642,33 @@ def test_the_gradio_workarounds_are_for_the_installed_gradio():
     assert pins and all(p.endswith(f">={major}.{minor},<{major}.{minor + 1}") for p in pins), pins
 
 
+def test_the_gradio_version_is_written_once_and_agrees_everywhere():
+    """Issue 36 point 4: ``gradio_compat.TESTED`` owns the gradio version; every other place that must name it (the
+    Space's requirements and card, each metric card's ``sdk_version``, the lock in constraints.txt) agrees with it,
+    so a bump that misses one fails here, naming the file."""
+    import re
+    from pathlib import Path
+
+    from rexrank.leaderboard import gradio_compat
+
+    major, minor = gradio_compat.TESTED
+    root = Path(__file__).resolve().parents[1]
+    cards = sorted(root.glob("metrics/*/README.md")) + [root / "spaces/leaderboard/README.md"]
+    assert len(cards) > 10
+    wrong = []
+    for card in cards:
+        found = re.findall(r"^sdk_version:\s*(\S+)\s*$", card.read_text(), re.M)
+        if len(found) != 1 or not found[0].startswith(f"{major}.{minor}."):
+            wrong.append(f"{card.relative_to(root)}: sdk_version {found}")
+    requirement = re.findall(r"^gradio(?:\[[^]]*\])?(\S+)$", (root / "spaces/leaderboard/requirements.txt").read_text(), re.M)
+    if requirement != [f">={major}.{minor},<{major}.{minor + 1}"]:
+        wrong.append(f"spaces/leaderboard/requirements.txt: gradio{requirement}")
+    lock = re.findall(r"^gradio==(\S+)$", (root / "constraints.txt").read_text(), re.M)
+    if len(lock) != 1 or not lock[0].startswith(f"{major}.{minor}."):
+        wrong.append(f"constraints.txt: gradio=={lock}")
+    assert not wrong, f"gradio {major}.{minor} (gradio_compat.TESTED) is not what these say: {wrong}"
+
+
 @pytest.mark.browser
 def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
     """Issue 27 point 4 in Chromium: a page opened before any meta-evaluation shows the empty state; one published
