@@ -347,6 +347,7 @@ def test_submit_form_clears_after_a_submission_and_lists_problems(browser, space
     status = page.locator("#submit-status")
     status.get_by_text("Submission rejected", exact=False).wait_for(timeout=STATE_CEILING_MS)
     assert status.locator("li").count() >= 2 and "--" not in status.inner_text()
+    _status_in_view(page, status)
 
     # A name with markup is refused (records.markup_characters); the institution keeps its text, made harmless.
     _submit(page, iu_predictions(tmp_path / "browser.json", n_shift=5), "Browser", "QA <img src=x onerror=alert(1)>")
@@ -365,6 +366,25 @@ def test_submit_form_clears_after_a_submission_and_lists_problems(browser, space
     [mine] = _table_rows(page, f"table-{IU}")
     assert "Browser" in mine and "submission" in mine
     assert page.evaluate("() => document.querySelectorAll('img[src=x]').length") == 0
+    page.close()
+
+
+def _status_in_view(page, status) -> None:
+    """Issue 37 point 3: the submission's message is on screen where the button was clicked, without scrolling (at
+    1440x900 it started at y=882 below the form), and a live region a screen reader announces."""
+    box, height = status.bounding_box(), page.viewport_size["height"]
+    assert box and 0 <= box["y"] and box["y"] + min(box["height"], 60) <= height, (box, height)
+    assert status.get_attribute("role") == "status" and status.get_attribute("aria-live") == "polite"
+
+
+def test_a_rejected_submission_is_seen_on_a_phone(browser, space, tmp_path):
+    """Issue 37 point 3 at 390x844: the rejection shows under the Submit button, on screen, as a live region."""
+    page = _open(browser, space[0], PHONE)
+    _submit(page, iu_predictions(tmp_path / "bad.json", corrupt={"not-a-study": "x"}), "Phone bad", "QA")
+    status = page.locator("#submit-status")
+    status.get_by_text("Submission rejected", exact=False).wait_for(timeout=STATE_CEILING_MS)
+    _status_in_view(page, status)
+    _shot(page, "phone_submit_rejected")
     page.close()
 
 

@@ -10,4 +10,4 @@ CSS = """
 .board-links { align-self: center; }
 .board-csv a { white-space: nowrap; }
 """ + gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS
-HEAD = gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD
+HEAD = gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD + gradio_compat.LIVE_REGION_HEAD

@@ -37,6 +37,10 @@ pyproject.toml pins the same range.
   line for the named endpoints only, by wrapping the root Blocks' ``validate_inputs`` (the only ones not public
   API here: gradio.context.Context.root_block and that method). Test: tests/test_arena_tab.py, through
   ``Blocks.process_api``.
+- Live regions: gradio's Markdown takes no ARIA attributes, so a status message that replaces its text is not
+  announced by a screen reader. ``LIVE_REGION_HEAD`` gives every element of rexrank's own class ``board-live``
+  ``role="status"`` and ``aria-live="polite"`` as it appears (the Submit form is built when its tab opens). In
+  ``<head>`` (``launch(head=...)``). Browser test: the submit status carries both attributes after a rejection.
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
   docs/leaderboard.md and pinned by a browser test).
 """
@@ -64,6 +68,13 @@ HEADER_MENU_CSS = ".board-table .cell-menu-button { display: none !important; }\
 PHONE_HEAD = """<style>@media (max-width: 640px) {
   .main.fillable { padding-left: 8px !important; padding-right: 8px !important; }
 }</style>"""
+LIVE_REGION_HEAD = """<script>
+(() => {
+  const mark = () => document.querySelectorAll(".board-live:not([aria-live])").forEach((e) => {
+    e.setAttribute("role", "status"); e.setAttribute("aria-live", "polite"); });
+  new MutationObserver(mark).observe(document.documentElement, {childList: true, subtree: true});
+})();
+</script>"""
 TAB_KEYS_HEAD = """<script>
 document.addEventListener("keydown", (event) => {
   const moves = {ArrowLeft: -1, ArrowRight: 1, Home: "first", End: "last"};

@@ -577,7 +577,10 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
             sub_track = gr.Radio([(TRACK_LABELS[t], t) for t in TRACKS], value=DEFAULT_TRACK, label="Track",
                                  key="submit-track", interactive=True)
             sub_button = gr.Button("Submit", variant="primary", elem_id="submit-button", key="submit-button")
-    sub_status = gr.Markdown(views.submit_status(*last) if last else "", elem_id="submit-status", key="submit-status")
+            # Under the button, where the eye is after a click (issue 37 point 3), and a live region for screen
+            # readers (gradio_compat.LIVE_REGION_HEAD gives ``board-live`` elements role=status).
+            sub_status = gr.Markdown(views.submit_status(*last) if last else "", elem_id="submit-status",
+                                     elem_classes=["board-live"], key="submit-status")
     queue_note = gr.Markdown(views.queue_note(), elem_id="queue-note")
     queue_table = gr.Dataframe(value=views.queue_view(), interactive=False, elem_id="queue-table", wrap=True,
                                label="Submission queue", show_label=True)
