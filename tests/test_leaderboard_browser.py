@@ -369,6 +369,20 @@ def test_submit_form_clears_after_a_submission_and_lists_problems(browser, space
     page.close()
 
 
+def test_the_phone_header_leaves_the_table_on_the_first_screen(browser, space):
+    """Issue 37 point 7: at 390x844 the main tabs are one row that scrolls sideways (gradio wrapped them to 2-3 rows),
+    so the overview's first rows are on the first screen; a tab scrolled out of view still opens."""
+    page = _open(browser, space[0], PHONE)
+    tabs = page.locator("[role=tablist]").first.locator("[role=tab]")
+    tops = {round(tabs.nth(i).bounding_box()["y"]) for i in range(tabs.count())}
+    assert tabs.count() >= 8 and len(tops) == 1, tops
+    first_row = page.locator("#overview-table [role=gridcell]").first
+    first_row.wait_for(timeout=STATE_CEILING_MS)
+    assert first_row.bounding_box()["y"] < 600
+    _tab(page, "About")
+    page.close()
+
+
 def _status_in_view(page, status) -> None:
     """Issue 37 point 3: the submission's message is on screen where the button was clicked, without scrolling (at
     1440x900 it started at y=882 below the form), and a live region a screen reader announces."""
