@@ -413,6 +413,9 @@ def test_humans_vs_metrics_and_agreement(store):
     (row,) = arena.humans_vs_metrics()
     assert row["metric"] == "bleu2" and row["decisive votes"] == 48 and row["agreement"] == 1.0
     assert row["low"] > 0.9 and row["kendall tau"] == pytest.approx(1.0)
+    from rexrank.leaderboard import arena_tab  # the page shows the board's name of the metric, as every view does
+
+    assert [shown[0] for shown in arena_tab._board(arena)[1]] == ["BLEU"]
     agreement = arena.agreement()
     assert agreement["items"] == 24 and agreement["fleiss kappa"] == pytest.approx(1.0)
     assert fleiss_kappa(np.array([[2, 0, 0], [0, 2, 0], [1, 1, 0], [0, 1, 1]])) < 0.5

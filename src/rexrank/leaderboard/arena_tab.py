@@ -17,6 +17,7 @@ named (``None``: voting is off). Refusals (not signed in, excluded, quota, a use
 from typing import Any, Optional
 
 from rexrank.errors import RexrankError
+from rexrank.leaderboard import board
 from rexrank.leaderboard.arena import CHOICE_LABELS, Arena, rater_identity
 from rexrank.leaderboard.gradio_compat import guarded, one_line_input_count, pass_values_through
 from rexrank.leaderboard.store import error_categories
@@ -30,7 +31,8 @@ VOTE_API_NAMES = tuple(f"arena_vote_{choice}" for choice in CHOICE_LABELS)
 
 def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], list[list], str]:
     rows = [[r[h] for h in BOARD_HEADERS] for r in arena.board_rows(include_flagged=include_flagged)]
-    metrics = [[m["metric"], m["decisive votes"], _pct(m["agreement"]), f"{_pct(m['low'])} to {_pct(m['high'])}",
+    # Shown by the name every other view uses (BLEU, not bleu2); the API keeps the registry's name.
+    metrics = [[board.metric_name(m["metric"]) if board.is_metric(m["metric"]) else m["metric"], m["decisive votes"], _pct(m["agreement"]), f"{_pct(m['low'])} to {_pct(m['high'])}",
                 "n/a" if m["kendall tau"] != m["kendall tau"] else f"{m['kendall tau']:.2f}"]
                for m in arena.humans_vs_metrics()]
     agreement = arena.agreement()
