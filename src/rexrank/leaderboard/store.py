@@ -45,7 +45,6 @@ from typing import Any, Callable, Iterator
 
 from rexrank.data import catalog, tracks
 from rexrank.evaluation.disclosure import disclose_record
-from rexrank.evaluation.meta_eval import SIGNIFICANT, TOTAL
 from rexrank.errors import InputError, RexrankError, UnknownNameError
 from rexrank.leaderboard.records import (
     HOST,
@@ -403,7 +402,6 @@ def _check_arena_event(event: dict[str, Any]) -> dict[str, Any]:
 
 # -- the published meta-evaluation: aggregates only -------------------------------------------------------------
 META_EVAL_FIELDS = ("kind", "at", "by", "meta_eval")
-META_EVAL_GOALS = (TOTAL, SIGNIFICANT)  # all errors, clinically significant ones: meta_eval owns the names
 META_EVAL_KEYS = ("dataset", "n_pairs", "n_studies", "n_raters", "confidence", "metrics", "raters", "pairwise",
                   "notes")
 # What a meta_eval.json holds besides those and that is left out of the board: its settings (text describing the
@@ -482,6 +480,11 @@ def meta_eval_summary(report: Any) -> dict[str, Any]:
         # A meta_eval.json: its confidence level is among the settings, the rest of which stays out.
         settings = _only(report["settings"], {"confidence"}, "settings", _META_EVAL_SETTINGS)
         report = {**{k: v for k, v in report.items() if k != "settings"}, "confidence": settings["confidence"]}
+    # meta_eval owns the goals' names (all errors, clinically significant ones); imported here, not at the top,
+    # because meta_eval brings numpy and `leaderboard add` must not (test_add_imports_no_scoring_stack).
+    from rexrank.evaluation.meta_eval import SIGNIFICANT, TOTAL
+
+    goals = (TOTAL, SIGNIFICANT)
     top = _only(report, set(META_EVAL_KEYS), "file", _META_EVAL_DROPPED)
     out: dict[str, Any] = {"dataset": _label(top["dataset"], "dataset", _MAX_LABEL)}
     for key in ("n_pairs", "n_studies", "n_raters"):
@@ -497,13 +500,13 @@ def meta_eval_summary(report: Any) -> dict[str, Any]:
         targets = fields["targets"]
         extra = {k for k in targets if isinstance(k, str) and k.startswith("category_")} \
             if isinstance(targets, dict) else set()
-        targets = _only(targets, set(META_EVAL_GOALS), f"{where}.targets", extra)
+        targets = _only(targets, set(goals), f"{where}.targets", extra)
         out["metrics"][name] = {"label": _label(fields["label"], f"{where}.label", _MAX_LABEL),
                                 "targets": {goal: _estimate(targets[goal], f"{where}.targets.{goal}", "tau")
-                                            for goal in META_EVAL_GOALS}}
-    raters = _only(top["raters"], set(META_EVAL_GOALS), "raters")
+                                            for goal in goals}}
+    raters = _only(top["raters"], set(goals), "raters")
     out["raters"] = {goal: None if raters[goal] is None else
-                     _estimate(raters[goal], f"raters.{goal}", "mean", {"per_rater"}) for goal in META_EVAL_GOALS}
+                     _estimate(raters[goal], f"raters.{goal}", "mean", {"per_rater"}) for goal in goals}
     pairwise = top["pairwise"]
     if not isinstance(pairwise, list) or len(pairwise) > _MAX_META_METRICS ** 2:
         raise _meta_fail("pairwise", "must be a list of the metrics' paired tests")
@@ -514,9 +517,9 @@ def meta_eval_summary(report: Any) -> dict[str, Any]:
         a, b = (_metric_name(fields[side], f"{where}.{side}") for side in ("a", "b"))
         if a == b or a not in out["metrics"] or b not in out["metrics"]:
             raise _meta_fail(where, "must compare two different metrics of the file")
-        tests = _only(fields["tests"], set(META_EVAL_GOALS), f"{where}.tests")
+        tests = _only(fields["tests"], set(goals), f"{where}.tests")
         checked = {}
-        for goal in META_EVAL_GOALS:
+        for goal in goals:
             at = f"{where}.tests.{goal}"
             test = _only(tests[goal], set(_TEST_KEYS), at)
             if test["significant"] not in (None, True, False) or test["better"] not in (None, a, b):
