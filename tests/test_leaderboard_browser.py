@@ -371,7 +371,8 @@ def test_submit_form_clears_after_a_submission_and_lists_problems(browser, space
 
 def test_the_phone_header_leaves_the_table_on_the_first_screen(browser, space):
     """Issue 37 point 7: at 390x844 the main tabs are one row that scrolls sideways (gradio wrapped them to 2-3 rows),
-    so the overview's first rows are on the first screen; a tab scrolled out of view still opens."""
+    so the overview's first rows are on the first screen; a tab scrolled out of view still opens, and the page does
+    not slide sideways to show it."""
     page = _open(browser, space[0], PHONE)
     tabs = page.locator("[role=tablist]").first.locator("[role=tab]")
     tops = {round(tabs.nth(i).bounding_box()["y"]) for i in range(tabs.count())}
@@ -380,6 +381,10 @@ def test_the_phone_header_leaves_the_table_on_the_first_screen(browser, space):
     first_row.wait_for(timeout=STATE_CEILING_MS)
     assert first_row.bounding_box()["y"] < 600
     _tab(page, "About")
+    # The tab bar scrolls, not the page: with the bar unable to scroll (a gradio rule beat ours), opening a tab off
+    # screen slid gradio's whole (overflow: hidden) container sideways, cutting the tables' left edge.
+    slid = page.evaluate("() => [...document.querySelectorAll('.gradio-container')].map(e => e.scrollLeft)")
+    assert set(slid) == {0}, slid
     page.close()
 
 

@@ -15,8 +15,10 @@ pyproject.toml pins the same range.
   screen (a 390 px phone zoomed to 125%) no room for Rank, Model and 1/RadCliQ-v1; ``PHONE_HEAD`` narrows it to 8 px
   under 640 px (the other rule naming gradio's classes: ``.main.fillable``). In ``<head>`` (``launch(head=...)``), not in ``css=``: gradio scopes the ``css=`` @media rules to
   its content box. Browser test: the three columns fit at 312 px. The same block keeps each tab bar one row that
-  scrolls sideways (gradio wraps it: the main tabs took 2-3 rows of a phone's first screen), by ARIA roles only.
-  Browser test: every main tab's top is the same at 390 px.
+  scrolls sideways (gradio wraps it: the main tabs took 2-3 rows of a phone's first screen), by ARIA roles only;
+  its overflow needs ``!important`` (gradio's tab-container class sets ``overflow: hidden`` and wins otherwise, and
+  opening an off-screen tab then slid gradio's whole container sideways). Browser test: every main tab's top is the
+  same at 390 px, and opening the last tab leaves the container unscrolled.
 - Error text: gradio's ``show_error`` is all or nothing. Off, its own refusal of a request (a /submit whose FileData
   names a file nobody uploaded, refused before our code runs) reaches the caller as ``{"error": null}``; on, so does
   the text of any exception our code did not expect (paths, SQL, internals). The Space launches with it on and every
@@ -69,7 +71,7 @@ PINNED_CSS = """
 HEADER_MENU_CSS = ".board-table .cell-menu-button { display: none !important; }\n"
 PHONE_HEAD = """<style>@media (max-width: 640px) {
   .main.fillable { padding-left: 8px !important; padding-right: 8px !important; }
-  [role=tablist] { flex-wrap: nowrap !important; overflow-x: auto; scrollbar-width: none; }
+  [role=tablist] { flex-wrap: nowrap !important; overflow-x: auto !important; scrollbar-width: none; }
   [role=tablist] > [role=tab] { flex: none; }
 }</style>"""
 LIVE_REGION_HEAD = """<script>
