@@ -41,7 +41,7 @@ def test_oauth_profile_is_the_rater(store, monkeypatch):  # noqa: F811
     (vote,) = arena.votes()
     assert vote["rater"] == "hf:alice" and vote["tags"] == {"a": [2], "b": []} and vote["choice"] == "b"
     assert "not shown to you" in fns["arena_vote_b"](ticket, [], [], profile("alice"))[1]
-    assert "Load a pair" in fns["arena_vote_a"](None, [], [], profile("alice"))[1]
+    assert "No pair to vote on" in fns["arena_vote_a"](None, [], [], profile("alice"))[1]
 
 
 def test_next_pair_sends_texts_first_and_images_after(store, tmp_path):  # noqa: F811
@@ -60,15 +60,15 @@ def test_next_pair_sends_texts_first_and_images_after(store, tmp_path):  # noqa:
     (then,) = [f for f in fns if f.trigger_after == first._id]
     gallery = [b for b in demo.blocks.values() if isinstance(b, gr.Gallery)]
     assert first.show_progress == "hidden" and then.show_progress == "hidden" and not first.queue
-    assert gallery and list(then.outputs) == gallery and gallery[0] in first.outputs
+    assert gallery and list(then.outputs)[0] == gallery[0] and gallery[0] in first.outputs
     out = first.fn()
     index = list(first.outputs).index(gallery[0])
     assert out[index].constructor_args == {"visible": False}  # what the update sends: hidden, no image
     (paths,) = [v for v in out if isinstance(v, list) and v and str(v[0]).endswith(".png")]
     study = out[1].split("Study ")[1].split(":")[0]
     assert paths == [str(tmp_path / f"{study}-1001.png")]
-    shown = then.fn(paths)
-    assert shown.constructor_args == {"value": paths, "visible": True}
+    shown = then.fn(paths, out[0])
+    assert shown[0].constructor_args == {"value": paths, "visible": True}
 
 
 EVIL = "Evil [claim your prize](https://evil.example/x) **B was MedVersa** <b>x</b>"
