@@ -35,7 +35,8 @@ assert set(KEYS.values()) >= {f"arena-vote-{c.replace('_', '-')}" for c in CHOIC
 # views one per row, ARENA_HEAD, so each takes the screen's width).
 IMAGE_HEIGHT_PX = 560
 # The vote bar stays at the bottom of the screen while the pair above it is read (issue 37: on a phone the buttons
-# sat ~1,330 px below the first report). Rules on the Arena's own ids only (``arena-*``); assets.CSS includes them.
+# sat ~1,330 px below the first report; it sticks thanks to gradio_compat.STICKY_CSS). Rules on the Arena's own ids
+# only (``arena-*``); assets.CSS includes them.
 ARENA_CSS = """
 #arena-vote-bar { position: sticky; bottom: 0; z-index: 20; background: var(--background-fill-primary);
   border-top: 1px solid var(--border-color-primary); padding: 4px 0; gap: 4px; }
@@ -145,10 +146,11 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         return (gr.Gallery(value=paths or None, visible=bool(paths)), True if ticket_id else gr.skip(),
                 *locked(bool(ticket_id)))
 
-    def voted(ticket_id: Optional[str], include_flagged: bool = False):
-        """After a vote: the buttons locked unless the pair is still on offer (a vote refused as too quick), and the
-        board with that vote counted."""
-        return (*locked(bool(ticket_id)), *refresh(include_flagged))
+    def voted(ticket_id: Optional[str]):
+        """After a vote: the buttons locked unless the pair is still on offer (a vote refused as too quick). Its own
+        quick event, before the board's: were it answered with the board (a bootstrap fit), a next pair asked for
+        meanwhile would be shown first and then get its buttons locked."""
+        return locked(bool(ticket_id))
 
     def vote(choice: str, ticket: Optional[str], tags_a: list[int], tags_b: list[int],
              profile: Optional[gr.OAuthProfile] = None):
@@ -188,7 +190,7 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         # The study's images first and large: what a radiologist reads before the reports (columns=1 on a phone
         # through ARENA_CSS's rules would need gradio's grid classes: one view per row at every width instead).
         images = gr.Gallery(label="Images", visible=False, elem_id="arena-images", height=IMAGE_HEIGHT_PX,
-                            object_fit="contain", columns=2, allow_preview=True)
+                            object_fit="contain", preview=True, allow_preview=True)
         reference = gr.Textbox(label="Reference report", interactive=False, lines=3, elem_id="arena-reference")
         with gr.Row(equal_height=True):
             with gr.Column(min_width=300):
@@ -202,7 +204,9 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         # The vote bar: sticky at the bottom of the screen (ARENA_CSS) while the pair is read, so the buttons, the
         # answer to a vote (pace messages included) and the next pair stay in reach of both reports on a phone.
         with gr.Column(elem_id="arena-vote-bar", elem_classes=["arena-vote-bar"]):
-            reveal = gr.Textbox(label="Result", interactive=False, lines=2, max_lines=4, elem_id="arena-reveal")
+            reveal = gr.Textbox(label="Result", show_label=False, interactive=False, lines=1, max_lines=4,
+                                placeholder="Keys: a, b, t (tie), u (both unacceptable); n: next pair",
+                                elem_id="arena-reveal")
             with gr.Row(elem_classes=["arena-vote-buttons"]):
                 buttons = {choice: gr.Button(label, elem_id=f"arena-vote-{choice.replace('_', '-')}", min_width=80,
                                              interactive=False, size="sm")
@@ -253,8 +257,9 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         for choice, button in buttons.items():
             # the board follows the vote at once: this page's vote is counted in what it shows next
             button.click(guarded(caster(choice)), [ticket, tags_a, tags_b], [ticket, reveal],
-                         api_name=f"arena_vote_{choice}").then(guarded(voted), [ticket, include_flagged],
-                                                                [*buttons.values(), *board_outputs], api_name=False)
+                         api_name=f"arena_vote_{choice}").then(
+                guarded(voted), ticket, list(buttons.values()), api_name=False, queue=False,
+                show_progress="hidden").then(guarded(refresh), include_flagged, board_outputs, api_name=False)
         for trigger in (refresh_button.click, tab.select, include_flagged.change):
             trigger(guarded(refresh), include_flagged, board_outputs, api_name=False)
         if refresh_s:  # other visitors' votes: within the page's own refresh period
