@@ -36,9 +36,10 @@ assert set(KEYS.values()) >= {f"arena-vote-{c.replace('_', '-')}" for c in CHOIC
 IMAGE_HEIGHT_PX = 560
 # The vote bar stays at the bottom of the screen while the pair above it is read (issue 37: on a phone the buttons
 # sat ~1,330 px below the first report; it sticks thanks to gradio_compat.STICKY_CSS). Rules on the Arena's own ids
-# only (``arena-*``); assets.CSS includes them.
+# only (``arena-*``); assets.CSS includes them. z-index: above gradio's block labels (they showed through the bar),
+# below its toasts.
 ARENA_CSS = """
-#arena-vote-bar { position: sticky; bottom: 0; z-index: 20; background: var(--background-fill-primary);
+#arena-vote-bar { position: sticky; bottom: 0; z-index: 60; background: var(--background-fill-primary);
   border-top: 1px solid var(--border-color-primary); padding: 4px 0; gap: 4px; }
 #arena-vote-bar textarea { min-height: 0; }
 """
