@@ -780,9 +780,10 @@ class Arena:
             return [dict(row) for row in rows]
 
     def views_key(self) -> tuple[int, tuple[int, int]]:
-        """What the votes' views (board, integrity, humans vs metrics) read, as a key for caches and pages: the last vote or rater event of the log followed (a new vote, a
-        host's decision, an event pulled from the Hub: each a new row) and the kept reports' version (the metrics).
-        Unlike ``store.version()`` it stays put when a result, a submission or the queue changes the store."""
+        """What the votes' views (board, integrity, humans vs metrics) read, as a key for caches and pages: the last
+        vote or rater event of the log followed (a new vote, a host's decision, an event pulled from the Hub: each a
+        new row) and the kept reports' version (the metrics). Unlike ``store.version()`` it stays put when a result,
+        a submission or the queue changes the store."""
         with self._lock:
             self._follow()
             last = self._last_id
