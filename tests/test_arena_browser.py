@@ -1,6 +1,7 @@
-"""The Arena tab in a real browser (issue 28): the whole vote flow at 1440x900 and 390x844, keyboard only, nothing
-naming a model in the DOM before the vote, the names after it, each next pair's images with its own study, the board
-after votes.
+"""The Arena tab in a real browser (issue 28, issue 37 point 1): the whole vote flow at 1440x900 and 390x844, light
+and dark, keyboard only: the first pair on opening the tab, nothing naming a model in the DOM before the vote, the
+names after it, the buttons locked and the board counting the vote at once, the next pair by key and by click, the
+phone's vote bar on screen beside each report; each next pair's images with its own study.
 
 Debian Chromium driven by Playwright; the page is a gr.Blocks with gr.Tabs holding the Arena tab
 (``arena_tab.arena_demo``), the rater injected as the host's own server names it (no login). Screenshots go to
@@ -17,12 +18,16 @@ import pytest
 
 from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, free_port
 from rexrank.leaderboard.arena import NO_PACE, Arena
-from rexrank.leaderboard.arena_tab import arena_demo
+from rexrank.leaderboard.arena_tab import CHOICE_LABELS, arena_demo
+from rexrank.leaderboard.assets import CSS, HEAD
 from rexrank.leaderboard.store import Store
 from test_arena import MODELS, _keep
 
 SHOTS = Path(os.environ.get("REXRANK_SHOTS") or "/tmp/shots")
 SIZES = {"desktop": DESKTOP, "phone": PHONE}
+THEMES = {"light": "", "dark": "?__theme=dark"}
+VOTE_BUTTONS = [f"#arena-vote-{c.replace('_', '-')}" for c in CHOICE_LABELS]
+N_STUDIES = 24  # enough pairs for one rater through every test of this module (a revealed study is not re-shown)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -34,18 +39,18 @@ def space(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("arena")
     store = Store(root / "board.sqlite")
-    _keep(store)
+    _keep(store, n_studies=N_STUDIES)
     images = root / "images"
     images.mkdir()
-    for k in range(12):
-        Image.new("L", (64, 64), color=40 + 15 * k).save(images / f"s{k:03d}.png")
+    for k in range(N_STUDIES):  # a chest film's proportions at a small size
+        Image.new("L", (400, 480), color=40 + 8 * k).save(images / f"s{k:03d}.png")
     # NO_PACE: the page votes at once (the pace has its own tests: test_arena_integrity.py)
     arena = Arena(store, n_boot=200, rng=np.random.default_rng(0), pace=NO_PACE,
                   images=lambda study: [str(images / f"{study}.png")])
-    demo = arena_demo(arena, rater="hf:ann")
+    demo = arena_demo(arena, rater="hf:ann", refresh_s=1)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                allowed_paths=[str(images)])
+                allowed_paths=[str(images)], css=CSS, head=HEAD)  # the Space's stylesheet and keys
     try:
         yield f"http://127.0.0.1:{port}/", store, arena
     finally:
@@ -78,21 +83,58 @@ def _names_in(text: str) -> set[str]:
     return {m for m in MODELS if m in text}
 
 
+def _counted(page) -> int:
+    """The number the board's note says it counts ("N votes counted")."""
+    text = page.locator("#arena-board-note").inner_text()
+    return int(text.split(" vote")[0].strip()) if " vote" in text else -1
+
+
+def _buttons_enabled(page) -> list[bool]:
+    return page.evaluate("ids => ids.map(s => !document.querySelector(s + ', ' + s + ' button').disabled)",
+                         VOTE_BUTTONS)
+
+
+def _wait_buttons(page, enabled: bool) -> None:
+    page.wait_for_function("([ids, on]) => ids.every(s => { const b = document.querySelector(s);"
+                           " return !!b && b.disabled === !on; })", arg=[VOTE_BUTTONS, enabled],
+                           timeout=STATE_CEILING_MS)
+
+
+def _box(page, selector: str) -> dict:
+    return page.locator(selector).first.bounding_box()
+
+
+def _bar_beside(page, selector: str, height: int) -> dict:
+    """Scroll ``selector`` to the top of the screen; the vote bar's box then, asserted on screen below it."""
+    page.locator(selector).evaluate("el => el.scrollIntoView({block: 'start'})")
+    page.wait_for_function("s => { const r = document.querySelector(s).getBoundingClientRect();"
+                           " return Math.abs(r.top) < 2 || window.scrollY + innerHeight >= "
+                           "document.documentElement.scrollHeight - 2; }", arg=selector, timeout=STATE_CEILING_MS)
+    bar, report = _box(page, "#arena-vote-bar"), _box(page, selector)
+    assert 0 <= bar["y"] and bar["y"] + bar["height"] <= height + 1, (selector, bar)
+    assert report["y"] + 40 < bar["y"], (selector, report, bar)  # the report's first lines show above the bar
+    for button in VOTE_BUTTONS:
+        box = _box(page, button)
+        assert bar["y"] - 1 <= box["y"] and box["y"] + box["height"] <= height + 1, (button, box)
+    return bar
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
 @pytest.mark.parametrize("size", ["desktop", "phone"])
-def test_vote_flow_keyboard_only(browser, space, size):
+def test_vote_flow_keyboard_only(browser, space, size, theme):
     url, store, arena = space
     before = len(arena.votes())
-    page = browser.new_page(viewport=SIZES[size])
-    page.goto(url, wait_until="load")
+    viewport = SIZES[size]
+    page = browser.new_page(viewport=viewport)
+    page.goto(url + THEMES[theme], wait_until="load")
     page.get_by_role("tab", name="Arena", exact=True).wait_for(timeout=STATE_CEILING_MS)
     page.get_by_role("tab", name="Arena", exact=True).focus()
     page.keyboard.press("Enter")
-    page.wait_for_selector("#arena-next", state="visible", timeout=STATE_CEILING_MS)
-    _press_until_focused(page, "#arena-next")
-    page.keyboard.press("Enter")
-    page.wait_for_function("() => document.querySelector('#arena-report-a textarea').value.length > 0",
+    # Opening the tab shows the first pair, with live vote buttons (no "Next pair" needed).
+    page.wait_for_function("() => document.querySelector('#arena-report-a textarea')?.value.length > 0",
                            timeout=STATE_CEILING_MS)
     page.wait_for_selector("#arena-images img", state="visible", timeout=STATE_CEILING_MS)
+    _wait_buttons(page, True)
     # Nothing in the DOM names a model of the pair before the vote: not the page, not a hidden element or attribute.
     # (The Arena board below lists every model voted on so far, in no relation to the pair: left out here.)
     assert _names_in(page.evaluate("""() => { const root = document.documentElement.cloneNode(true);
@@ -101,20 +143,41 @@ def test_vote_flow_keyboard_only(browser, space, size):
         return root.outerHTML; }""")) == set()
     assert _value(page, "arena-reference").startswith("reference ")
     shown_a = _value(page, "arena-report-a")
-    # Tag an error in A with the keyboard: Tab to the first category and tick it with Space.
+    _board_settled(page)
+    page.wait_for_function("() => / votes? counted/.test(document.querySelector('#arena-board-note').innerText)",
+                           timeout=STATE_CEILING_MS)
+    counted = _counted(page)
+    assert counted == before
+    # The film as painted (object-fit: contain inside the img's box): the width of a phone, 400 px high or more on a
+    # laptop (the test's films are 400x480).
+    width, height = page.evaluate("""() => { const i = [...document.querySelectorAll('#arena-images img')]
+        .find(i => i.offsetParent !== null); const r = i.getBoundingClientRect();
+        const k = Math.min(r.width / i.naturalWidth, r.height / i.naturalHeight);
+        return [i.naturalWidth * k, i.naturalHeight * k]; }""")
+    print(f"\n{size} {theme}: film painted {width:.0f}x{height:.0f} px")
+    assert width >= 0.8 * viewport["width"] if size == "phone" else height >= 400, (width, height)
+    if size == "phone":  # the vote bar within the screen, below each report, while that report is read
+        _bar_beside(page, "#arena-report-a", viewport["height"])
+        _bar_beside(page, "#arena-report-b", viewport["height"])
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"arena_{size}_{theme}_1pair.png"))
+    # Tag an error in A with the keyboard: Tab to the first category and tick it with Space; then vote with "b"
+    # (the key works with the focus on the checkbox).
     _press_until_focused(page, "#arena-tags-a input")
     page.keyboard.press("Space")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    _board_settled(page)
-    page.screenshot(path=str(SHOTS / f"arena_{size}_pair.png"), full_page=True)
-    _press_until_focused(page, "#arena-vote-b")
-    page.keyboard.press("Enter")
+    page.screenshot(path=str(SHOTS / f"arena_{size}_{theme}_2tagged.png"))
+    page.keyboard.press("b")
     page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('A was')",
                            timeout=STATE_CEILING_MS)
     revealed = _value(page, "arena-reveal")
     assert len(_names_in(revealed)) == 2
+    # The buttons lock and the board counts the vote, without "Refresh".
+    _wait_buttons(page, False)
+    page.wait_for_function("n => document.querySelector('#arena-board-note').innerText.startsWith(n + ' vote')",
+                           arg=str(counted + 1), timeout=STATE_CEILING_MS)
     _board_settled(page)
-    page.screenshot(path=str(SHOTS / f"arena_{size}_revealed.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"arena_{size}_{theme}_3revealed.png"))
+    page.screenshot(path=str(SHOTS / f"arena_{size}_{theme}_3revealed_full.png"), full_page=True)
     votes = arena.votes()
     assert len(votes) == before + 1
     vote = votes[-1]
@@ -123,13 +186,37 @@ def test_vote_flow_keyboard_only(browser, space, size):
     # The text shown as A is the kept report of the model revealed as A, for the study shown.
     kept = {(r["model"], r["study"]): r["report"] for r in store.arena_reports()}
     assert kept[(vote["models"][0], vote["study"])] == shown_a
-    # The same ticket cannot be used again: a second click on a vote button is refused with a message.
-    page.locator("#arena-vote-a").click()
-    page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('Load a pair')",
-                           timeout=STATE_CEILING_MS)
+    # The voted pair cannot be voted again: its keys do nothing, its buttons are off.
+    page.locator("body").press("a")
+    assert _buttons_enabled(page) == [False] * 4 and len(arena.votes()) == before + 1
+    # The next pair by key ("n"), then by a click: new texts each time, the buttons live again.
+    for go in (lambda: page.locator("body").press("n"), lambda: page.locator("#arena-next").click()):
+        old = _value(page, "arena-report-a") + "|" + page.locator("#arena-message").inner_text()
+        go()
+        page.wait_for_function("old => document.querySelector('#arena-report-a textarea').value + '|' + "
+                               "document.querySelector('#arena-message').innerText !== old "
+                               "&& !document.querySelector('#arena-reveal textarea').value",
+                               arg=old, timeout=STATE_CEILING_MS)
+        _wait_buttons(page, True)
     assert len(arena.votes()) == before + 1
     # The page fits the screen: no sideways scrolling at either size.
-    assert page.evaluate("document.documentElement.scrollWidth") <= SIZES[size]["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+    page.close()
+
+
+def test_other_visitors_votes_reach_the_board(browser, space):
+    """A vote cast elsewhere (the API, another page) shows on an open page's board within its refresh period."""
+    url, store, arena = space
+    page = browser.new_page(viewport=SIZES["desktop"])
+    page.goto(url, wait_until="load")
+    page.get_by_role("tab", name="Arena", exact=True).click()
+    page.wait_for_function("() => / votes? counted/.test(document.querySelector('#arena-board-note').innerText)",
+                           timeout=STATE_CEILING_MS)
+    counted = _counted(page)
+    pair = arena.next_pair("hf:bob")
+    arena.vote("hf:bob", pair.ticket, "tie")
+    page.wait_for_function("n => document.querySelector('#arena-board-note').innerText.startsWith(n + ' vote')",
+                           arg=str(counted + 1), timeout=STATE_CEILING_MS)
     page.close()
 
 

@@ -216,3 +216,33 @@ def test_pace_limits_are_documented():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "arena.md").read_text()
     for fact in (f"{PACE.min_view_s:g} s", f"{PACE.pairs_per_minute} pairs", f"FLAG_Z = {FLAG_Z:g}", "Pace"):
         assert fact in doc, fact
+
+
+def test_integrity_and_the_board_are_computed_once_per_change_of_the_votes(store, monkeypatch):  # noqa: F811
+    """The known debt of issue 37: ``integrity()`` (3.5 s at 100,000 votes) was keyed by the store's generation, so
+    every result, submission or queue change recomputed it at the next board refresh. Now keyed by the Arena's votes
+    (and the kept reports): a store change elsewhere reuses it, a new vote or a host's decision does not."""
+    import rexrank.leaderboard.arena as arena_module
+
+    fits = []
+    real = arena_module.fit_wins
+    monkeypatch.setattr(arena_module, "fit_wins", lambda *a, **k: fits.append(1) or real(*a, **k))
+    arena = Arena(store, n_boot=0, rng=np.random.default_rng(0), pace=NO_PACE)
+    for _ in range(3):
+        pair = arena.next_pair("hf:ann")
+        arena.vote("hf:ann", pair.ticket, "a")
+    first = arena.integrity()
+    arena.board()
+    done = len(fits)
+    store.set_meta("unrelated", 1)  # a change of the store that is not a vote (the generation moves)
+    again = arena.integrity()
+    assert len(fits) == done and repr(again) == repr(first)  # repr: NaN cells
+    arena.board()
+    assert len(fits) == done
+    pair = arena.next_pair("hf:bob")
+    arena.vote("hf:bob", pair.ticket, "b")
+    assert sum(r["votes"] for r in arena.integrity()) == 4 and len(fits) > done
+    done = len(fits)
+    store.add_rater_event("hf:bob", "expert")
+    arena.integrity()
+    assert len(fits) > done

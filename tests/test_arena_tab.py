@@ -41,7 +41,7 @@ def test_oauth_profile_is_the_rater(store, monkeypatch):  # noqa: F811
     (vote,) = arena.votes()
     assert vote["rater"] == "hf:alice" and vote["tags"] == {"a": [2], "b": []} and vote["choice"] == "b"
     assert "not shown to you" in fns["arena_vote_b"](ticket, [], [], profile("alice"))[1]
-    assert "Load a pair" in fns["arena_vote_a"](None, [], [], profile("alice"))[1]
+    assert "No pair to vote on" in fns["arena_vote_a"](None, [], [], profile("alice"))[1]
 
 
 def test_next_pair_sends_texts_first_and_images_after(store, tmp_path):  # noqa: F811
@@ -60,15 +60,15 @@ def test_next_pair_sends_texts_first_and_images_after(store, tmp_path):  # noqa:
     (then,) = [f for f in fns if f.trigger_after == first._id]
     gallery = [b for b in demo.blocks.values() if isinstance(b, gr.Gallery)]
     assert first.show_progress == "hidden" and then.show_progress == "hidden" and not first.queue
-    assert gallery and list(then.outputs) == gallery and gallery[0] in first.outputs
+    assert gallery and list(then.outputs)[0] == gallery[0] and gallery[0] in first.outputs
     out = first.fn()
     index = list(first.outputs).index(gallery[0])
     assert out[index].constructor_args == {"visible": False}  # what the update sends: hidden, no image
     (paths,) = [v for v in out if isinstance(v, list) and v and str(v[0]).endswith(".png")]
     study = out[1].split("Study ")[1].split(":")[0]
     assert paths == [str(tmp_path / f"{study}-1001.png")]
-    shown = then.fn(paths)
-    assert shown.constructor_args == {"value": paths, "visible": True}
+    shown = then.fn(paths, out[0])
+    assert shown[0].constructor_args == {"value": paths, "visible": True}
 
 
 EVIL = "Evil [claim your prize](https://evil.example/x) **B was MedVersa** <b>x</b>"
@@ -132,3 +132,51 @@ def test_the_vote_api_answers_in_one_line_and_says_what_it_accepts(store):  # no
         call([None, []])
     text = str(refused.value)
     assert "\n" not in text and "object at 0x" not in text and "takes 3 values" in text and "got 2" in text
+
+
+def test_humans_vs_metrics_shows_display_names(store):  # noqa: F811
+    """Issue 37 point 7: the table said ``bleu2`` where every other view says BLEU (the MetricSpec's leaderboard
+    column)."""
+    arena = Arena(store, n_boot=0, rng=np.random.default_rng(0), pace=NO_PACE)
+    demo = arena_demo(arena, rater="hf:ann")
+    fns = _fns(demo)
+    ticket = fns["arena_next"].fn()[0]
+    fns["arena_vote_a"].fn(ticket, [], [])
+    (refresh,) = [f for f in demo.fns.values() if f.trigger_after == fns["arena_vote_a"]._id]
+    (board,) = [f for f in demo.fns.values() if f.trigger_after == refresh._id]
+    rows = board.fn(False)[1]
+    assert [row[0] for row in rows] == ["BLEU"]
+    assert [m["label"] for m in arena.humans_vs_metrics()] == ["BLEU"]
+
+
+def test_a_vote_locks_the_buttons_and_the_board_counts_it(store):  # noqa: F811
+    """Issue 37 point 1: after a vote the buttons lock (until the next pair's images event makes them live) and the
+    board, redrawn by the events chained after the vote, counts it; a vote refused as too quick keeps them live.
+    Opening the tab loads the first pair once: opening it again keeps what is shown."""
+    import gradio as gr
+
+    clock = [1000.0]
+    arena = Arena(store, n_boot=0, rng=np.random.default_rng(0), clock=lambda: clock[0])
+    demo = arena_demo(arena, rater="hf:ann")
+    fns = _fns(demo)
+    buttons = [b for b in demo.blocks.values() if isinstance(b, gr.Button)
+               and (b.elem_id or "").startswith("arena-vote-")]
+    assert len(buttons) == 4 and all(isinstance(b, gr.Button) and not b.interactive for b in buttons)
+    (lock,) = [f for f in demo.fns.values() if f.trigger_after == fns["arena_vote_a"]._id]
+    (board,) = [f for f in demo.fns.values() if f.trigger_after == lock._id]
+    assert list(lock.outputs) == buttons
+    (first,) = [f for f in demo.fns.values() if f.fn is not None and f.fn.__name__ == "first"]
+    out = first.fn(False)
+    ticket = out[0]
+    assert ticket and out[1].startswith("Study ")
+    assert all(isinstance(v, type(gr.skip())) for v in first.fn(True))  # opened again: nothing replaced
+    (show,) = [f for f in demo.fns.values() if f.trigger_after == first._id]
+    assert all(b.constructor_args == {"interactive": True} for b in show.fn([], ticket)[2:])
+    state, message = fns["arena_vote_a"].fn(ticket, [], [])  # too quick: refused, pair kept
+    assert state == ticket and "too quick" in message
+    assert all(b.constructor_args == {"interactive": True} for b in lock.fn(state))
+    clock[0] += 10
+    state, message = fns["arena_vote_a"].fn(ticket, [], [])
+    assert state is None and "A was" in message
+    assert all(b.constructor_args == {"interactive": False} for b in lock.fn(state))
+    assert board.fn(False)[2].startswith("1 vote counted.")

@@ -471,13 +471,14 @@ class Arena:
         self._rng = rng  # tests: reproducible draws; None: the OS's randomness (sides are not guessable)
         self.pace = PACE if pace is None else pace
         self._clock = clock  # tests: a clock they move; every time the Arena reads comes from it
-        self._flags_key: tuple[str, bool] | None = None
+        self._flags_key: tuple[int, tuple[int, int]] | None = None
+        self._flags_lock = threading.Lock()
         self._flags: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._key = json.dumps([self.dataset, self.split, self.track])  # the store's name for this Arena's tickets
         self._pool_key: tuple[int, int] | None = None
         self._pool: dict[str, Any] = {}
-        self._board_key: str | None = None
+        self._board_key: tuple | None = None
         self._board: Fit | None = None
         self._reset_log()
 
@@ -731,8 +732,8 @@ class Arena:
         return [v for v in votes if v["rater"] not in flagged] if flagged else votes
 
     def board(self, *, include_flagged: bool = False) -> Fit:
-        """The fit of the votes counted now (cached per store version), by default without flagged raters' votes."""
-        key = f"{self.store.version()}|{include_flagged}"
+        """The fit of the votes counted now (cached per ``views_key``), by default without flagged raters' votes."""
+        key = (self.views_key(), include_flagged)
         if key == self._board_key and self._board is not None:
             return self._board
         votes = self.counted(include_flagged=include_flagged)
@@ -768,10 +769,27 @@ class Arena:
         on the model (the loop that votes for one model whenever it recognises its text), experts (the host's
         allow-list) excepted. Only toward: a rigged model makes the honest raters' votes look one-sided against it
         (their expectation includes the rigged votes), so flagging "against" would let a rigger get honest raters
-        flagged. Cost: one batched fit (a leave-one-rater-out fit per rater)."""
-        key = self.store.version()
-        if key == self._flags_key:
-            return [dict(row) for row in self._flags]
+        flagged. Cost: one batched fit (a leave-one-rater-out fit per rater), once per change of what it reads
+        (``views_key``): 3.5 s at 100,000 votes (bench/arena.py --serve), so a board refresh must not redo it."""
+        with self._flags_lock:  # one computation per change, however many pages refresh at once
+            key = self.views_key()
+            if key == self._flags_key:
+                return [dict(row) for row in self._flags]
+            rows = self._integrity_rows()
+            self._flags, self._flags_key = rows, key
+            return [dict(row) for row in rows]
+
+    def views_key(self) -> tuple[int, tuple[int, int]]:
+        """What the votes' views (board, integrity, humans vs metrics) read, as a key for caches and pages: the last
+        vote or rater event of the log followed (a new vote, a host's decision, an event pulled from the Hub: each a
+        new row) and the kept reports' version (the metrics). Unlike ``store.version()`` it stays put when a result,
+        a submission or the queue changes the store."""
+        with self._lock:
+            self._follow()
+            last = self._last_id
+        return last, self.store.reports_version()
+
+    def _integrity_rows(self) -> list[dict[str, Any]]:
         votes, roles, pool = self.votes(), self.roles(), self._reports()
         models = sorted({m for v in votes for m in v["models"]})
         raters = sorted({v["rater"] for v in votes})
@@ -831,8 +849,7 @@ class Arena:
                          "one-sided model": models[top], "votes on it": int(count[r, top]),
                          "one-sided z": round(float(z[r, top]), 2), "flagged": bool(flagged)})
         rows.sort(key=lambda row: (not row["flagged"], -row["one-sided z"], row["rater"]))
-        self._flags, self._flags_key = rows, key
-        return [dict(row) for row in rows]
+        return rows
 
     @staticmethod
     def _metrics_prefer(pool: dict[str, Any], votes: list[dict[str, Any]]) -> np.ndarray:
@@ -857,7 +874,8 @@ class Arena:
     def humans_vs_metrics(self) -> list[dict[str, Any]]:
         """Per automatic metric: the share of decisive votes where the metric prefers the report the rater chose
         (Wilson 95% interval; a metric tie counts as disagreement), and Kendall's tau between the Arena's strengths
-        and the metric's mean over the Arena's studies, per model."""
+        and the metric's mean over the Arena's studies, per model. ``label``: the name every view shows (the
+        MetricSpec's leaderboard column, e.g. BLEU for bleu2), ``metric`` the registry's."""
         from rexrank.metrics import REGISTRY
 
         pool = self._reports()
@@ -885,7 +903,9 @@ class Arena:
             means = np.array(means)
             ok = ~np.isnan(means)
             low, high = wilson(agree, n)
-            out.append({"metric": name, "decisive votes": n, "agreement": agree / n if n else float("nan"),
+            spec = REGISTRY.spec(name) if name in REGISTRY else None
+            out.append({"metric": name, "label": (spec.leaderboard_column if spec else None) or name,
+                        "decisive votes": n, "agreement": agree / n if n else float("nan"),
                         "low": low, "high": high,
                         "kendall tau": kendall_tau(fit_now.strength[ok], means[ok]) if ok.sum() > 1 else float("nan")})
         return out

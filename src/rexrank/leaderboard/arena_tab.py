@@ -14,10 +14,10 @@ named (``None``: voting is off). Refusals (not signed in, excluded, quota, a use
 
 # No ``from __future__ import annotations``: gradio reads the event functions' real annotations (the injected
 # gr.OAuthProfile).
+import json
 from typing import Any, Optional
 
 from rexrank.errors import RexrankError
-from rexrank.leaderboard import board
 from rexrank.leaderboard.arena import CHOICE_LABELS, Arena, rater_identity
 from rexrank.leaderboard.gradio_compat import guarded, one_line_input_count, pass_values_through
 from rexrank.leaderboard.store import error_categories
@@ -27,12 +27,46 @@ METRIC_HEADERS = ["metric", "decisive votes", "agreement", "95% interval", "Kend
 INTEGRITY_HEADERS = ["rater", "votes", "ties", "median s between votes", "agreement with raters",
                      "agreement with metrics", "one-sided model", "votes on it", "one-sided z", "flagged"]
 VOTE_API_NAMES = tuple(f"arena_vote_{choice}" for choice in CHOICE_LABELS)
+# The page's keys (ARENA_HEAD), each naming its button's elem_id: a vote per choice, n for the next pair.
+KEYS = {"a": "arena-vote-a", "b": "arena-vote-b", "t": "arena-vote-tie", "u": "arena-vote-both-bad",
+        "n": "arena-next"}
+assert set(KEYS.values()) >= {f"arena-vote-{c.replace('_', '-')}" for c in CHOICE_LABELS}
+# The images' box: a chest film's lines and tubes need a few hundred pixels of height to be read (a phone shows the
+# views one per row, ARENA_HEAD, so each takes the screen's width).
+IMAGE_HEIGHT_PX = 560
+# The vote bar stays at the bottom of the screen while the pair above it is read (issue 37: on a phone the buttons
+# sat ~1,330 px below the first report; it sticks thanks to gradio_compat.STICKY_CSS). Rules on the Arena's own ids
+# only (``arena-*``); assets.CSS includes them. z-index: above gradio's block labels (they showed through the bar),
+# below its toasts.
+ARENA_CSS = """
+#arena-vote-bar { position: sticky; bottom: 0; z-index: 60; background: var(--background-fill-primary);
+  border-top: 1px solid var(--border-color-primary); padding: 4px 0; gap: 4px; }
+#arena-vote-bar textarea { min-height: 0; }
+"""
+# In <head> (gradio scopes css='s @media rules, gradio_compat.PHONE_HEAD says why): a phone's gallery one view per
+# row; and the keys, which act only while the Arena is on screen and never while text is being typed (a checkbox
+# keeps them: a rater ticks an error type, then votes).
+ARENA_HEAD = """<style>@media (max-width: 640px) {
+  #arena-images .grid-container { grid-template-columns: 1fr !important; }
+}</style>
+<script>
+document.addEventListener("keydown", (event) => {
+  const keys = %s;
+  const target = event.target instanceof Element ? event.target : null;
+  if (event.altKey || event.ctrlKey || event.metaKey || !(event.key in keys)) return;
+  if (target && (target.isContentEditable || target.closest("textarea, select") ||
+      (target.matches("input") && !["checkbox", "radio", "button"].includes(target.type)))) return;
+  const button = document.getElementById(keys[event.key]);
+  if (!button || button.disabled || !button.checkVisibility()) return;
+  event.preventDefault();
+  button.click();
+});
+</script>""" % json.dumps(KEYS)
 
 
 def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], list[list], str]:
     rows = [[r[h] for h in BOARD_HEADERS] for r in arena.board_rows(include_flagged=include_flagged)]
-    # Shown by the name every other view uses (BLEU, not bleu2); the API keeps the registry's name.
-    metrics = [[board.metric_name(m["metric"]) if board.is_metric(m["metric"]) else m["metric"], m["decisive votes"], _pct(m["agreement"]), f"{_pct(m['low'])} to {_pct(m['high'])}",
+    metrics = [[m["label"], m["decisive votes"], _pct(m["agreement"]), f"{_pct(m['low'])} to {_pct(m['high'])}",
                 "n/a" if m["kendall tau"] != m["kendall tau"] else f"{m['kendall tau']:.2f}"]
                for m in arena.humans_vs_metrics()]
     agreement = arena.agreement()
@@ -71,8 +105,10 @@ def _pct(value: float) -> str:
     return "n/a" if value != value else f"{100 * value:.0f}%"
 
 
-def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> None:
-    """The Arena tab (see the module docstring). ``rater``: who votes on a server without login."""
+def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, refresh_s: Optional[float] = None) -> None:
+    """The Arena tab (see the module docstring). ``rater``: who votes on a server without login. ``refresh_s``: how
+    often an open page redraws the board when the store changed (the page's freshness period; None: on its events
+    only)."""
     categories = [(f"{code}. {text}", code) for code, text in sorted(error_categories().items())]
     if rater is not None:  # the host's --arena-rater: a Hub username too (one line otherwise)
         rater = rater_identity(rater[3:] if rater.startswith("hf:") else rater)
@@ -83,48 +119,79 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
             return rater_identity(name) if name else None
         return rater
 
+    def locked(live: bool) -> list:
+        """The vote buttons' state: live only while the page holds a pair that is not voted yet."""
+        return [gr.Button(interactive=live) for _ in buttons]
+
     def load(profile: Optional[gr.OAuthProfile] = None):
         """A new pair: (ticket state, message, reference, report A, report B, its images' paths (state), the gallery
-        hidden, tags A, tags B, reveal). The gallery is filled by the event chained after this one (``show``)."""
+        hidden, tags A, tags B, reveal). The gallery and the vote buttons follow in the event chained after this one
+        (``show``). A refusal (pace, sign-in) goes to the reveal too: it sits in the vote bar, where the eye is when
+        "Next pair" was pressed."""
         hidden = gr.Gallery(visible=False)
         try:
             pair = arena.next_pair(who(profile))
         except RexrankError as exc:
-            return (None, f"**{exc}**", "", "", "", [], hidden, [], [], "")
+            return (None, f"**{exc}**", "", "", "", [], hidden, [], [], str(exc))
         return (pair.ticket, f"Study {pair.study}: which report is better? Vote to see the models' names.",
                 pair.reference, pair.report_a, pair.report_b, list(pair.images), hidden, [], [], "")
 
-    def show(paths: list[str]):
-        """The new pair's images, once its texts are on screen."""
-        return gr.Gallery(value=paths or None, visible=bool(paths))
+    def first(started: bool, profile: Optional[gr.OAuthProfile] = None):
+        """The tab opened: its first pair, unless this page already has one (a vote's reveal stays until "Next
+        pair")."""
+        return [gr.skip()] * len(pair_outputs) if started else load(profile)
+
+    def show(paths: list[str], ticket_id: Optional[str]):
+        """The new pair's images, once its texts are on screen; the vote buttons live while it is there, and the page
+        marked as started (opening the tab again keeps the pair)."""
+        return (gr.Gallery(value=paths or None, visible=bool(paths)), True if ticket_id else gr.skip(),
+                *locked(bool(ticket_id)))
+
+    def voted(ticket_id: Optional[str]):
+        """After a vote: the buttons locked unless the pair is still on offer (a vote refused as too quick). Its own
+        quick event, before the board's: were it answered with the board (a bootstrap fit), a next pair asked for
+        meanwhile would be shown first and then get its buttons locked."""
+        return locked(bool(ticket_id))
 
     def vote(choice: str, ticket: Optional[str], tags_a: list[int], tags_b: list[int],
              profile: Optional[gr.OAuthProfile] = None):
+        """(ticket state, reveal). The ticket is gone once used, so the event chained after it (``voted``) locks the
+        buttons; a refusal that keeps the pair (too quick) keeps the ticket: the same click works a little later."""
         if not ticket:
-            return ticket, "Load a pair first (Next pair)."
+            return ticket, "No pair to vote on: press Next pair (or the n key)."
         try:
             revealed = arena.vote(who(profile), ticket, choice, _codes(tags_a), _codes(tags_b))
         except RexrankError as exc:
-            # a refusal before the ticket was used (too quick) keeps the pair: the same click works later
             return (ticket if arena.ticket(ticket) is not None else None), str(exc)
         # Plain text (the reveal is a Textbox): a model's name is shown as written, never as Markdown or HTML.
         return None, (f"Thank you: your vote ({CHOICE_LABELS[choice]}) is recorded. A was: {revealed['a']}\n"
-                      f"B was: {revealed['b']}\nNext pair: press Next pair.")
+                      f"B was: {revealed['b']}\nNext pair: press Next pair (or the n key).")
 
     def refresh(include_flagged: bool = False):
         rows, metrics, note = _board(arena, include_flagged=bool(include_flagged))
-        return rows, metrics, note, _integrity(arena)
+        return rows, metrics, note, _integrity(arena), arena.views_key()
+
+    def follow(shown_version: Optional[str], include_flagged: bool = False):
+        """The page's periodic check (``refresh_s``): the board again only when the votes changed since it was
+        drawn (another visitor's vote, a host's decision), nothing sent otherwise."""
+        if shown_version == arena.views_key():
+            return [gr.skip()] * 5
+        return refresh(include_flagged)
 
     with gr.Tab("Arena", id="arena") as tab:
         gr.Markdown("Compare two models' reports of one study against the reference, as ReXVal's radiologists "
-                    "did. The models stay anonymous until you vote; sides are random. One vote per study and pair.",
+                    "did. The models stay anonymous until you vote; sides are random. One vote per study and pair. "
+                    "Keys: a, b, t (tie), u (both unacceptable), n (next pair).",
                     elem_id="arena-intro")
         if oauth:
             gr.LoginButton(elem_id="arena-login")
         ticket = gr.State(None)  # server-side: the page never holds the ticket's pair or names
-        next_button = gr.Button("Next pair", variant="primary", elem_id="arena-next")
+        started = gr.State(False)  # this page has been given a pair (opening the tab again keeps what is shown)
         message = gr.Markdown(elem_id="arena-message")
-        images = gr.Gallery(label="Images", visible=False, elem_id="arena-images", height=260)
+        # The study's images first and large: what a radiologist reads before the reports (columns=1 on a phone
+        # through ARENA_CSS's rules would need gradio's grid classes: one view per row at every width instead).
+        images = gr.Gallery(label="Images", visible=False, elem_id="arena-images", height=IMAGE_HEIGHT_PX,
+                            object_fit="contain", preview=True, allow_preview=True)
         reference = gr.Textbox(label="Reference report", interactive=False, lines=3, elem_id="arena-reference")
         with gr.Row(equal_height=True):
             with gr.Column(min_width=300):
@@ -135,10 +202,18 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
                 report_b = gr.Textbox(label="Report B", interactive=False, lines=4, elem_id="arena-report-b")
                 tags_b = gr.CheckboxGroup(categories, label="Clinically significant errors in B (optional)",
                                           elem_id="arena-tags-b")
-        with gr.Row():
-            buttons = {choice: gr.Button(label, elem_id=f"arena-vote-{choice.replace('_', '-')}", min_width=140)
-                       for choice, label in CHOICE_LABELS.items()}
-        reveal = gr.Textbox(label="Result", interactive=False, lines=3, elem_id="arena-reveal")
+        # The vote bar: sticky at the bottom of the screen (ARENA_CSS) while the pair is read, so the buttons, the
+        # answer to a vote (pace messages included) and the next pair stay in reach of both reports on a phone.
+        with gr.Column(elem_id="arena-vote-bar", elem_classes=["arena-vote-bar"]):
+            reveal = gr.Textbox(label="Result", show_label=False, interactive=False, lines=1, max_lines=4,
+                                placeholder="Keys: a, b, t (tie), u (both unacceptable); n: next pair",
+                                elem_id="arena-reveal")
+            with gr.Row(elem_classes=["arena-vote-buttons"]):
+                buttons = {choice: gr.Button(label, elem_id=f"arena-vote-{choice.replace('_', '-')}", min_width=80,
+                                             interactive=False, size="sm")
+                           for choice, label in CHOICE_LABELS.items()}
+                next_button = gr.Button("Next pair", variant="primary", elem_id="arena-next", min_width=80,
+                                        size="sm")
         gr.Markdown("### Arena board")
         board_note = gr.Markdown(elem_id="arena-board-note")
         board = gr.Dataframe(headers=BOARD_HEADERS, interactive=False, elem_id="arena-board")
@@ -151,6 +226,7 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
         with gr.Accordion("Rater integrity (for the host)", open=False):
             integrity = gr.Dataframe(headers=INTEGRITY_HEADERS, interactive=False, elem_id="arena-integrity",
                                      label="Per rater: signals of rigging (docs/arena.md, Integrity)")
+        board_version = gr.State(None)  # the Arena's views_key the board was drawn from
         # The vote endpoints' raw API in one line (issue 39 point 6; gradio_compat says why and how).
         pass_values_through([tags_a, tags_b], {"type": "array", "title": "Error categories",
                                                "items": {"type": "integer", "enum": sorted(error_categories())}})
@@ -160,13 +236,19 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
 
         shown_images = gr.State([])  # the pair's image paths, between the two events below
         pair_outputs = [ticket, message, reference, report_a, report_b, shown_images, images, tags_a, tags_b, reveal]
+        shown_outputs = [images, started, *buttons.values()]
+        board_outputs = [board, metrics, board_note, integrity, board_version]
         # The next pair in the page (bench/results/arena.md): no queue (its round trips would triple the latency), no
         # progress overlay on the outputs (drawing and removing it cost more than the answer), and the texts first:
         # filling the gallery in the same update held the new texts back until its images were laid out. The old
         # pair's images are hidden by the first event, so a study's text is never shown beside another's images.
         next_button.click(guarded(load), None, pair_outputs, api_name="arena_next", queue=False,
-                          show_progress="hidden").then(guarded(show), shown_images, images, api_name=False,
-                                                       queue=False, show_progress="hidden")
+                          show_progress="hidden").then(guarded(show), [shown_images, ticket], shown_outputs,
+                                                       api_name=False, queue=False, show_progress="hidden")
+        # Opening the tab: the first pair (the same two steps) and the board as of now.
+        tab.select(guarded(first), started, pair_outputs, api_name=False, queue=False, show_progress="hidden").then(
+            guarded(show), [shown_images, ticket], shown_outputs, api_name=False, queue=False, show_progress="hidden")
+
         def caster(choice: str):
             def cast(ticket_id: Optional[str], chosen_a: list[int], chosen_b: list[int],
                      profile: Optional[gr.OAuthProfile] = None):
@@ -174,19 +256,27 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None) -> 
             return cast
 
         for choice, button in buttons.items():
+            # the board follows the vote at once: this page's vote is counted in what it shows next
             button.click(guarded(caster(choice)), [ticket, tags_a, tags_b], [ticket, reveal],
-                         api_name=f"arena_vote_{choice}")
+                         api_name=f"arena_vote_{choice}").then(
+                guarded(voted), ticket, list(buttons.values()), api_name=False, queue=False,
+                show_progress="hidden").then(guarded(refresh), include_flagged, board_outputs, api_name=False)
         for trigger in (refresh_button.click, tab.select, include_flagged.change):
-            trigger(guarded(refresh), include_flagged, [board, metrics, board_note, integrity], api_name=False)
+            trigger(guarded(refresh), include_flagged, board_outputs, api_name=False)
+        if refresh_s:  # other visitors' votes: within the page's own refresh period
+            gr.Timer(refresh_s).tick(guarded(follow), [board_version, include_flagged], board_outputs,
+                                     api_name=False, queue=False, show_progress="hidden")
 
 
-def arena_demo(arena: Arena, *, rater: Optional[str] = None, oauth: bool = False) -> Any:
-    """A page of its own holding the Arena tab (tests; a host trying the Arena out)."""
+def arena_demo(arena: Arena, *, rater: Optional[str] = None, oauth: bool = False,
+               refresh_s: Optional[float] = None) -> Any:
+    """A page of its own holding the Arena tab (tests; a host trying the Arena out). Launch it with
+    ``assets.CSS``/``assets.HEAD`` for the vote bar and the keys."""
     import gradio as gr
 
     with gr.Blocks(title="ReXrank Arena") as demo:
         with gr.Tabs():
             with gr.Tab("Board", id="board"):
                 gr.Markdown("The board's other tabs go here.")
-            arena_tab(gr, arena, oauth=oauth, rater=rater)
+            arena_tab(gr, arena, oauth=oauth, rater=rater, refresh_s=refresh_s)
     return demo

@@ -1,13 +1,15 @@
 """The page's stylesheet: rules on the board's own classes and ids only (``board-*``), plus the gradio workarounds
-of ``gradio_compat`` (the one place that depends on gradio's DOM)."""
+of ``gradio_compat`` (the one place that depends on gradio's DOM) and the Arena's rules (``arena-*``, owned by
+``arena_tab``)."""
 
 from __future__ import annotations
 
 from rexrank.leaderboard import gradio_compat
+from rexrank.leaderboard.arena_tab import ARENA_CSS, ARENA_HEAD
 
 CSS = """
 .board-links p { margin: 0; }
 .board-links { align-self: center; }
 .board-csv a { white-space: nowrap; }
-""" + gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS
-HEAD = gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD + gradio_compat.LIVE_REGION_HEAD
+""" + gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS + gradio_compat.STICKY_CSS + ARENA_CSS
+HEAD = gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD + gradio_compat.LIVE_REGION_HEAD + ARENA_HEAD

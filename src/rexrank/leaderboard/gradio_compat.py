@@ -45,6 +45,10 @@ pyproject.toml pins the same range.
   announced by a screen reader. ``LIVE_REGION_HEAD`` gives every element of rexrank's own class ``board-live``
   ``role="status"`` and ``aria-live="polite"`` as it appears (the Submit form is built when its tab opens). In
   ``<head>`` (``launch(head=...)``). Browser test: the submit status carries both attributes after a rejection.
+- Sticky elements: gradio's ``.gradio-container`` has ``overflow: hidden``, which makes it the scroll box every
+  ``position: sticky`` inside the page sticks to, so nothing sticks to the screen (the Arena's vote bar stayed
+  ~1,000 px below a phone's screen). ``STICKY_CSS`` sets it to ``clip``: the same clipping, no scroll box. Browser
+  test: tests/test_arena_browser.py, the phone's vote bar within the screen beside each report.
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
   docs/leaderboard.md and pinned by a browser test).
 """
@@ -69,6 +73,7 @@ PINNED_CSS = """
 .pin2 table :is(th, td):nth-child(2) { left: 52px; box-shadow: 2px 0 0 var(--border-color-primary); }
 """
 HEADER_MENU_CSS = ".board-table .cell-menu-button { display: none !important; }\n"
+STICKY_CSS = ".gradio-container { overflow: clip !important; }\n"
 PHONE_HEAD = """<style>@media (max-width: 640px) {
   .main.fillable { padding-left: 8px !important; padding-right: 8px !important; }
   [role=tablist] { flex-wrap: nowrap !important; overflow-x: auto !important; scrollbar-width: none; }

@@ -323,7 +323,7 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
             if arena is not None:
                 from rexrank.leaderboard.arena_tab import arena_tab
 
-                arena_tab(gr, arena, oauth=oauth, rater=arena_rater)
+                arena_tab(gr, arena, oauth=oauth, rater=arena_rater, refresh_s=FRESH_SECONDS)
             about_text = _about_tab(gr, views, shown)
         _api_endpoints(gr, views)
         _freshness(gr, demo, views, shown, generation, header, overview_tables, dataset_views, about_text)
