@@ -441,6 +441,55 @@ def test_the_scan_catches_single_literal_restatements_of_owned_values(tmp_path, 
     assert _restatements(fine) == []
 
 
+
+# The meta-evaluation's goals (all errors, clinically significant ones) are spelled once, in evaluation/meta_eval.py.
+GOALS_OWNER = "src/rexrank/evaluation/meta_eval.py"
+
+
+def _goal_collections(path: Path) -> list[str]:
+    """Collections of string literals that list both meta-evaluation goals (the goals declared again)."""
+    from rexrank.evaluation.meta_eval import SIGNIFICANT, TOTAL
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{path.relative_to(REPO)}:{node.lineno}" for node in ast.walk(tree)
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+            and {TOTAL, SIGNIFICANT} <= {e.value for e in node.elts if isinstance(e, ast.Constant)}]
+
+
+def test_the_meta_eval_goals_are_read_from_their_owner(tmp_path, monkeypatch):
+    found = [item for folder in SCANNED for path in sorted((REPO / folder).rglob("*.py"))
+             if path.relative_to(REPO).as_posix() != GOALS_OWNER for item in _goal_collections(path)]
+    assert not found, f"the meta-evaluation goals belong to {GOALS_OWNER} (TOTAL, SIGNIFICANT); read them:\n" + \
+        "\n".join(found)
+    monkeypatch.setattr(f"{__name__}.REPO", tmp_path)  # the line store.py had before issue 36 point 4 is caught
+    old = tmp_path / "old.py"
+    old.write_text('META_EVAL_GOALS = ("total", "significant")\n')
+    assert _goal_collections(old) == ["old.py:1"]
+
+
+# A published 1/RadCliQ-v1 is checked against its components once, when the table is imported (issue 34); the views
+# read the stored result. These are the functions that compute it, and the one leaderboard module that may call them.
+RADCLIQ_FROM_COMPONENTS = {"radcliq_check", "radcliq_interval", "radcliq_v1", "radcliq_v0"}
+RADCLIQ_CHECKER = "src/rexrank/leaderboard/published.py"
+
+
+def _radcliq_recomputes(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [f"{path.relative_to(REPO)}:{node.lineno} {name}" for node in ast.walk(tree)
+            if isinstance(node, (ast.Name, ast.Attribute))
+            and (name := getattr(node, "id", None) or getattr(node, "attr", None)) in RADCLIQ_FROM_COMPONENTS]
+
+
+def test_the_board_never_recomputes_radcliq_from_published_components(tmp_path, monkeypatch):
+    found = [item for path in sorted((REPO / "src/rexrank/leaderboard").rglob("*.py"))
+             if path.relative_to(REPO).as_posix() != RADCLIQ_CHECKER for item in _radcliq_recomputes(path)]
+    assert not found, f"1/RadCliQ-v1 from published components is computed at import ({RADCLIQ_CHECKER}); the " \
+        "board reads the stored 'radcliq_components':\n" + "\n".join(found)
+    monkeypatch.setattr(f"{__name__}.REPO", tmp_path)  # a view that recomputes on each table build is caught
+    old = tmp_path / "old.py"
+    old.write_text("from rexrank.leaderboard import published\nx = published.radcliq_check(cells)\n")
+    assert _radcliq_recomputes(old) == ["old.py:2 radcliq_check"]
+
 # The ReXrank JSON field holding a model's report: written by `rexrank generate`, read by the scoring harness, and
 # spelled once, in the module that owns the ReXrank JSON format (generate may not import evaluation: a later stage).
 FIELD_OWNER = "src/rexrank/data/rexrank_json.py"
