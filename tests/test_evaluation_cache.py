@@ -496,26 +496,20 @@ def _pickled_cache(folder: Path, marker: Path) -> None:
     conn.close()
 
 
-def test_an_old_pickled_cache_is_dropped_unread(tmp_path, caplog):
-    """Opening a schema-1 cache drops its rows without unpickling them (one info line), overwrites their bytes, and
-    the cache works on."""
+def test_an_unreleased_pickled_cache_is_refused_unread_and_untouched(tmp_path):
+    """A schema-1 cache (pickles, only ever written by development versions) is refused in one line naming the
+    folder and the fix; nothing is unpickled and its rows are kept."""
     folder, marker = tmp_path / "cache", tmp_path / "unpickled"
     _pickled_cache(folder, marker)
-    cache = ScoreCache(folder)
-    with caplog.at_level(logging.INFO, logger="rexrank.evaluation"):
-        assert cache.get_pairs("fp", [("h", "r")]) == {} and cache.get_many("ns", ["k"]) == {}
+    with pytest.raises(ConfigError, match="cache schema 1") as err:
+        ScoreCache(folder).get_many("ns", ["k"])
+    assert "\n" not in str(err.value) and str(folder) in str(err.value) and "--cache-dir" in str(err.value)
     assert not marker.exists()
-    lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 1 and "dropped 1 pair rows and 1 per-text artefacts" in lines[0] and str(folder) in lines[0]
-    cache.put_many("ns", {"k": 1.5})
-    assert cache.get_many("ns", ["k"]) == {"k": 1.5} and cache.integrity_check() == "ok"
-    cache.close()
-    conn = sqlite3.connect(folder / "scores.sqlite")
-    assert conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == (cache_module.SCHEMA_VERSION,)
-    assert conn.execute("SELECT COUNT(*) FROM tags").fetchone() == (0,)
+    conn = sqlite3.connect(folder / "scores.sqlite")  # its rows and schema as they were (opening set WAL mode only)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone() == ("1",)
+    counts = [conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("texts", "pairs", "pair_origins")]
+    assert counts == [1, 1, 1]
     conn.close()
-    stored = b"".join(p.read_bytes() for p in ScoreCache(folder).sidecars() if p.exists())
-    assert str(marker).encode() not in stored  # the dropped rows' bytes were overwritten, not just unlinked
 
 
 def test_a_cache_from_a_newer_rexrank_is_refused_without_advice_to_delete_it(tmp_path):

@@ -39,9 +39,9 @@ scores, so it holds values, never code, and every row is checked before it is us
   Parent folders are not checked.
 - SQLite itself reads the file with ``trusted_schema=OFF`` (no side-effecting SQL functions in a schema a file
   brings along).
-- Caches written before rows were checksummed (schema 1, pickled values) have their rows dropped, unread, the
-  first time they are opened (one info line); they are recomputed as runs need them. Caches with hex keys
-  (schema 2) are converted when opened (one info line), each row checked against its old checksum first.
+- A cache of schema 1 (pickled values, written only by development versions, never released) is refused in one
+  line, unread and untouched. Caches with hex keys (schema 2) are converted when opened (one info line), each row
+  checked against its old checksum first.
 
 A full disk or a file-size limit (``ulimit -f``) while the cache is written is one error naming the folder and
 what to do (free space, another ``--cache-dir``, or ``--no-cache``); SQLite rolls the transaction back, so the
@@ -82,10 +82,11 @@ from rexrank.errors import ConfigError, RexrankError
 log = logging.getLogger("rexrank.evaluation")
 
 # 3: compact rows (integer ids for names and text hashes, binary hashes, one checksum per row). 2: the same typed
-# values and checksums under hex keys, converted when such a cache is opened. 1: pickled values (dropped unread).
+# values and checksums under hex keys, converted when such a cache is opened. 1: pickled values, never released
+# (refused unread).
 SCHEMA_VERSION = "3"
 _CONVERTED_SCHEMAS = ("2",)
-_PICKLED_SCHEMAS = ("1",)
+_UNRELEASED_SCHEMAS = ("1",)
 FILENAME = "scores.sqlite"
 # SQLite's host-parameter limit is 32766 on 3.32+, 999 before; stay far below either.
 _BATCH = 500
@@ -144,7 +145,7 @@ class ScoreCache:
             # last ones, never corrupt the file) and commits stay cheap.
             conn.execute("PRAGMA synchronous=NORMAL")
             if _retry(lambda: self._create_schema(conn)):
-                # The dropped rows' old page versions: copied back over (zeroed) and the WAL emptied, as purge does.
+                # Rows a conversion dropped: their old page versions copied back over, the WAL emptied (as purge).
                 _retry(lambda: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
         except (sqlite3.DatabaseError, OSError) as exc:
             if conn is not None:
@@ -154,15 +155,15 @@ class ScoreCache:
         return conn
 
     def _create_schema(self, conn: sqlite3.Connection) -> bool:
-        """Create the tables, or check the file's schema; True when rows of an older schema were dropped."""
+        """Create the tables, or check the file's schema; True when rows of an older schema were converted."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             stored = None if row is None else row[0]
-            if stored in _PICKLED_SCHEMAS:
-                self._drop_pickled_rows(conn, stored)
-            elif stored is not None and stored not in _CONVERTED_SCHEMAS and stored != SCHEMA_VERSION:
+            if stored in _UNRELEASED_SCHEMAS:
+                raise _UnreleasedSchema(stored)
+            if stored is not None and stored not in _CONVERTED_SCHEMAS and stored != SCHEMA_VERSION:
                 raise _NewerSchema(stored)
             if stored != SCHEMA_VERSION:
                 for view in ("texts", "pairs", "origins"):
@@ -180,7 +181,7 @@ class ScoreCache:
         except BaseException:
             _rollback(conn)
             raise
-        return stored in _PICKLED_SCHEMAS + _CONVERTED_SCHEMAS
+        return stored in _CONVERTED_SCHEMAS
 
     def _convert_hex_rows(self, conn: sqlite3.Connection, schema: str) -> None:
         """Schema 2 kept the same checked values under hex keys, with a dataset tag per row: each row is read, its
@@ -238,28 +239,14 @@ class ScoreCache:
                  "compact schema %s%s", self.path, kept["pairs"], kept["texts"], schema, SCHEMA_VERSION,
                  f"; {dropped} rows failed their checksum and were dropped (recomputed when needed)" if dropped else "")
 
-    def _drop_pickled_rows(self, conn: sqlite3.Connection, schema: str) -> None:
-        """Schema 1 stored pickles, which only unpickling could check: drop the rows without reading them. Their
-        content is overwritten (secure_delete), as purge does, since the rows derive from licensed text."""
-        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        counts = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("texts", "pairs") if t in tables}
-        conn.execute("PRAGMA secure_delete=ON")
-        try:
-            for table in ("texts", "pairs", "text_origins", "pair_origins"):
-                if table in tables:
-                    conn.execute(f"DELETE FROM {table}")
-            for table in ("texts", "pairs", "text_origins", "pair_origins"):  # replaced by the compact tables
-                conn.execute(f"DROP TABLE IF EXISTS {table}")
-        finally:
-            conn.execute("PRAGMA secure_delete=OFF")
-        log.info("scoring cache %s: dropped %d pair rows and %d per-text artefacts written by an older rexrank "
-                 "(schema %s, pickled values, never read); they are recomputed when a run needs them",
-                 self.path, counts.get("pairs", 0), counts.get("texts", 0), schema)
-
     def _storage_error(self, exc: BaseException) -> RexrankError:
         """One line for a failed open/read/write of the cache: the problem, the folder and the fix."""
         if isinstance(exc, RexrankError):
             return exc
+        if isinstance(exc, _UnreleasedSchema):
+            return ConfigError(f"the scoring cache {self.path} has cache schema {exc.args[0]} (pickled values, written "
+                               "only by unreleased development versions; never read): give this run another "
+                               "--cache-dir, or run with --no-cache")
         if isinstance(exc, _NewerSchema):
             return ConfigError(f"the scoring cache {self.path} was written by a newer rexrank (cache schema "
                                f"{exc.args[0]}; this version reads schema {SCHEMA_VERSION}): run that version, give "
@@ -596,6 +583,10 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 class _NewerSchema(sqlite3.DatabaseError):
     """The file's schema is newer than this version reads (args[0]: its schema)."""
+
+
+class _UnreleasedSchema(sqlite3.DatabaseError):
+    """The file's schema was only ever written by development versions (args[0]: its schema)."""
 
 
 def _canonical(dataset: str | None) -> str | None:
