@@ -1,24 +1,25 @@
 """The leaderboard's workarounds for gradio limitations, all in one place, with the gradio range they were tested on.
 
-Each one fills a gap in gradio 6.31's public API (CSS, a head script, or one wrapped method: listed below); tests/test_leaderboard_app.py fails when
-the installed gradio leaves ``TESTED`` (then re-check each item here and the browser tests that pin them), and
-pyproject.toml pins the same range.
+Each one fills a gap in gradio 6.31's public API (CSS, a head script, or one wrapped method: listed below);
+tests/test_leaderboard_app.py fails when the installed gradio leaves ``TESTED`` (then re-check each item here and
+the browser tests that pin them), and pyproject.toml pins the same range.
 
 - Pinned columns: ``gr.Dataframe(pinned_columns=2)`` is accepted but does not keep the columns on screen when the
   table scrolls sideways; sticky cells in the grid's own scrolling box do (``PINNED_CSS``; the width of Rank is
   fixed so that Model can sit right after it). Browser test: Rank and Model stay put while the table scrolls.
 - The header sort menu: gradio's Dataframe header sorts the shown strings ("–" above numbers, "0.5 [0.4, 0.6]"
   compared as text, sorts stacking up) and cannot be turned off; the board sorts by value on the server (*Sort by*,
-  and Rank follows it), so the menu is hidden (``HEADER_MENU_CSS``: it names gradio's ``.cell-menu-button`` class) and the
-  table's label says where the sort is chosen. Browser test: no menu button shows on a header.
+  and Rank follows it), so the menu is hidden (``HEADER_MENU_CSS``: it names gradio's ``.cell-menu-button`` class)
+  and the table's label says where the sort is chosen. Browser test: no menu button shows on a header.
 - The page margin on a phone: gradio pads its main column 32 px each side at every width, which leaves a 312 px
   screen (a 390 px phone zoomed to 125%) no room for Rank, Model and 1/RadCliQ-v1; ``PHONE_HEAD`` narrows it to 8 px
-  under 640 px (the other rule naming gradio's classes: ``.main.fillable``). In ``<head>`` (``launch(head=...)``), not in ``css=``: gradio scopes the ``css=`` @media rules to
-  its content box. Browser test: the three columns fit at 312 px. The same block keeps each tab bar one row that
-  scrolls sideways (gradio wraps it: the main tabs took 2-3 rows of a phone's first screen), by ARIA roles only;
-  its overflow needs ``!important`` (gradio's tab-container class sets ``overflow: hidden`` and wins otherwise, and
-  opening an off-screen tab then slid gradio's whole container sideways). Browser test: every main tab's top is the
-  same at 390 px, and opening the last tab leaves the container unscrolled.
+  under 640 px (a rule naming gradio's ``.main.fillable``; ``HEADER_MENU_CSS`` and ``STICKY_CSS`` are the others
+  that name its classes). In ``<head>`` (``launch(head=...)``), not in ``css=``: gradio scopes the ``css=`` @media
+  rules to its content box. Browser test: the three columns fit at 312 px. The same block keeps each tab bar one
+  row that scrolls sideways (gradio wraps it: the main tabs took 2-3 rows of a phone's first screen), by ARIA roles
+  only; its overflow needs ``!important`` (gradio's tab-container class sets ``overflow: hidden`` and wins
+  otherwise, and opening an off-screen tab then slid gradio's whole container sideways). Browser test: every main
+  tab's top is the same at 390 px, and opening the last tab leaves the container unscrolled.
 - Error text: gradio's ``show_error`` is all or nothing. Off, its own refusal of a request (a /submit whose FileData
   names a file nobody uploaded, refused before our code runs) reaches the caller as ``{"error": null}``; on, so does
   the text of any exception our code did not expect (paths, SQL, internals). The Space launches with it on and every
