@@ -789,8 +789,13 @@ def test_the_load_event_carries_the_generation_only_and_a_stale_page_is_refreshe
     import_published(store, bundled_tables())
     demo = build_app(store)
     config = demo.get_config_file()
-    load = [d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"])]
+    on_load = [d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"])]
+    load = [d for d in on_load if d["backend_fn"]]
     assert len(load) == 1 and len(load[0]["inputs"]) == 1 and len(load[0]["outputs"]) == 1, load
+    # The one other load event reads a shared link's query in the browser and sends nothing for a plain visit.
+    from rexrank.leaderboard import links
+
+    assert [(d["js"], d["inputs"]) for d in on_load if not d["backend_fn"]] == [(links.READ_JS, [])]
     assert {t[1] for t in load[0]["targets"]} == {"load", "tick"}
     check = next(f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "check_generation")
     refresh_id = next(k for k, f in demo.fns.items() if getattr(f.fn, "__name__", "") == "refresh")

@@ -105,10 +105,10 @@ def _pct(value: float) -> str:
     return "n/a" if value != value else f"{100 * value:.0f}%"
 
 
-def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, refresh_s: Optional[float] = None) -> None:
-    """The Arena tab (see the module docstring). ``rater``: who votes on a server without login. ``refresh_s``: how
-    often an open page redraws the board when the store changed (the page's freshness period; None: on its events
-    only)."""
+def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, refresh_s: Optional[float] = None):
+    """The Arena tab (see the module docstring), returned. ``rater``: who votes on a server without login.
+    ``refresh_s``: how often an open page redraws the board when the store changed (the page's freshness period;
+    None: on its events only)."""
     categories = [(f"{code}. {text}", code) for code, text in sorted(error_categories().items())]
     if rater is not None:  # the host's --arena-rater: a Hub username too (one line otherwise)
         rater = rater_identity(rater[3:] if rater.startswith("hf:") else rater)
@@ -266,6 +266,7 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         if refresh_s:  # other visitors' votes: within the page's own refresh period
             gr.Timer(refresh_s).tick(guarded(follow), [board_version, include_flagged], board_outputs,
                                      api_name=False, queue=False, show_progress="hidden")
+    return tab
 
 
 def arena_demo(arena: Arena, *, rater: Optional[str] = None, oauth: bool = False,

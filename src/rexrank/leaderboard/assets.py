@@ -4,7 +4,7 @@ of ``gradio_compat`` (the one place that depends on gradio's DOM) and the Arena'
 
 from __future__ import annotations
 
-from rexrank.leaderboard import gradio_compat
+from rexrank.leaderboard import gradio_compat, links
 from rexrank.leaderboard.arena_tab import ARENA_CSS, ARENA_HEAD
 
 CSS = """
@@ -12,4 +12,5 @@ CSS = """
 .board-links { align-self: center; }
 .board-csv a { white-space: nowrap; }
 """ + gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS + gradio_compat.STICKY_CSS + ARENA_CSS
-HEAD = gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD + gradio_compat.LIVE_REGION_HEAD + ARENA_HEAD
+HEAD = (gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD + gradio_compat.LIVE_REGION_HEAD + ARENA_HEAD
+        + links.HEAD)

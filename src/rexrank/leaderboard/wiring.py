@@ -32,7 +32,7 @@ from typing import Optional
 
 from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import RexrankError
-from rexrank.leaderboard import about, clients
+from rexrank.leaderboard import about, clients, links
 from rexrank.leaderboard.gradio_compat import guarded
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
@@ -174,7 +174,9 @@ class _DatasetView:
                                   elem_classes=["board-table", "pin2"], column_widths=page.widths,
                                   max_height=TABLE_HEIGHT)
         self.controls = [self.search, self.inst, self.year, self.mtype, self.trained, self.source, self.columns,
-                         self.sort]
+                         self.sort]  # links.ViewLink's order
+        # What a link leaves out for this table (its track's columns, ranked by the board's metric).
+        self.link_defaults = links.ViewLink(columns=tuple(views.metrics(track)), sort=PRIMARY)
         # Per page (gradio session): the control values of the newest table request (see ``asked``/``current``).
         self._asked: OrderedDict[str, list] = OrderedDict()
         self._plots(gr, views)
@@ -252,6 +254,20 @@ class _DatasetView:
         inputs, outputs = [*self.controls, self.plots_shown], [self.table, self.empty, self.redraw]
         gr.on(self.triggers(), guarded(rows), inputs, outputs, **_PRIVATE)
         gr.on([self.columns.input, self.sort.input], guarded(shape), inputs, outputs, **_PRIVATE)
+        # The page's URL follows the controls (in the browser only: no request).
+        gr.on([c.change for c in self.controls], None, self.controls, None,
+              js=links.view_js(self.dataset, self.track, self.link_defaults), **_PRIVATE)
+
+    def restored(self, gr, views: Views, view: links.ViewLink, request) -> list:
+        """[each control, table, empty message] for a link's ``view`` of this table."""
+        values = [list(v) if isinstance(v, tuple) else v for v in view]
+        values[6] = values[6] if values[6] is not None else list(self.link_defaults.columns)
+        values[7] = values[7] or self.link_defaults.sort
+        self.asked(request, values)
+        return [*values, *self.table_update(gr, views, values, shape=True, request=request)]
+
+    def restore_outputs(self) -> list:
+        return [*self.controls, self.table, self.empty]
 
     def _plots(self, gr, views: Views) -> None:
         """The bar chart (the table's rows, best first by a metric) and the agreement heatmap, drawn while "Plots" is
@@ -312,20 +328,22 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         header = gr.Markdown(views.header_markdown(), elem_classes=["board-header", "board-links"],
                              elem_id="board-header")
         # A phone shows every tab (rows of tabs), none behind a menu.
-        with gr.Tabs(overflow_behavior="wrap", elem_id="board-tabs"):
+        with gr.Tabs(overflow_behavior="wrap", elem_id="board-tabs") as tabs:
             shown = _Shown()  # what each page was sent: the freshness refresh sends only what differs
-            overview_tables = _overview_tab(gr, views, shown)
-            dataset_views = _dataset_tabs(gr, views, shown)
-            _models_tab(gr, views)
+            track_tabs: dict = {}  # tab id -> (its tracks' gr.Tabs, the id of a track's tab)
+            overview_tables = _overview_tab(gr, views, shown, track_tabs)
+            dataset_views = _dataset_tabs(gr, views, shown, track_tabs)
+            chosen_model = _models_tab(gr, views)
             if submissions is not None:
-                _submit_tab(gr, views, submissions, oauth=oauth, upload_ttl=upload_ttl,
-                            proxies=clients.trusted_proxies(trusted_proxies))
+                _linked(_submit_tab(gr, views, submissions, oauth=oauth, upload_ttl=upload_ttl,
+                                    proxies=clients.trusted_proxies(trusted_proxies)), "submit")
             if arena is not None:
                 from rexrank.leaderboard.arena_tab import arena_tab
 
-                arena_tab(gr, arena, oauth=oauth, rater=arena_rater, refresh_s=FRESH_SECONDS)
+                _linked(arena_tab(gr, arena, oauth=oauth, rater=arena_rater, refresh_s=FRESH_SECONDS), "arena")
             about_text = _about_tab(gr, views, shown)
         _api_endpoints(gr, views)
+        _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model)
         _freshness(gr, demo, views, shown, generation, header, overview_tables, dataset_views, about_text)
     return demo
 
@@ -375,7 +393,61 @@ def _freshness(gr, demo, views: Views, shown: _Shown, generation, header, overvi
     stale.change(guarded(refresh), [generation, *controls], outputs, **_PRIVATE)
 
 
-def _overview_tab(gr, views: Views, shown: _Shown) -> dict:
+def _linked(tab, tab_id: str, track_of: Optional[str] = None):
+    """``tab`` (a main tab, or a track's tab in main tab ``track_of``) writes itself into the page's URL when
+    selected (``links.HEAD``; in the browser only). Returns ``tab``."""
+    js = links.tab_js(tab_id) if track_of is None else links.track_js(track_of, tab_id)
+    tab.select(None, None, None, js=js, **_PRIVATE)
+    return tab
+
+
+def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, chosen_model) -> None:
+    """Shareable links (``links``): a page opened with a query shows what it names.
+
+    The query goes to the server only when there is one (``links.READ_JS`` gives nothing otherwise, so a plain
+    visit costs no request); it is checked against the board (``links.parse``/``checked``), then one answer selects
+    the tab and track, sets the table's controls and rows (or the Models tab's model), and resets the page's URL
+    writer to the link as understood. What was not understood is left out and named in one warning."""
+    query = gr.Textbox(visible=False, elem_id="board-link")
+    state = gr.Textbox(visible=False, elem_id="board-link-state")
+    by_key = {(v.dataset, v.track): v for v in dataset_views}
+    tab_ids = [links.DEFAULT_TAB, *DATASETS, links.MODELS_TAB, *_tab_ids(tabs)]
+    outputs = [tabs, chosen_model, state, *(t for t, _ in track_tabs.values())] + [
+        o for v in dataset_views for o in v.restore_outputs()]
+
+    def restore(request: gr.Request, text: str):
+        link = links.parse(text, tab_ids, DATASETS)
+        view = by_key.get((link.tab, link.track))
+        choices = views.filter_choices(link.tab, link.track) if view else None
+        link = links.checked(link, institutions=choices.institutions if choices else (),
+                             years=choices.years if choices else (),
+                             model_types=choices.model_types if choices else (),
+                             metrics=views.metrics(link.track), models=views.models_list())
+        if link.ignored:
+            gr.Warning(links.notice(link))
+        out = [gr.Tabs(selected=link.tab), link.model or gr.skip(),
+               links.state_json(link, view.link_defaults if view else None)]
+        for tab_id, (track_tabs_of, track_id) in track_tabs.items():
+            out.append(gr.Tabs(selected=track_id(link.track)) if tab_id == link.tab else gr.skip())
+        for v in dataset_views:
+            out += (v.restored(gr, views, link.view, request) if v is view
+                    else [gr.skip()] * len(v.restore_outputs()))
+        return out
+
+    demo.load(None, None, [query], js=links.READ_JS, **_PRIVATE)
+    # Queued (unlike the board's other private events): gradio shows a gr.Warning only for a queued event; one
+    # request per opened link.
+    query.change(guarded(restore), [query], outputs, api_visibility="private", show_progress="hidden")
+    state.change(None, [state], None, js=links.RESET_JS, **_PRIVATE)
+
+
+def _tab_ids(tabs) -> list[str]:
+    """The ids of ``tabs``' tabs that a link may name besides the board's own (Submit, Arena, About, ...)."""
+    return [child.id for child in tabs.children if getattr(child, "id", None) and child.id not in (
+        links.DEFAULT_TAB, links.MODELS_TAB, *DATASETS)]
+
+
+def _overview_tab(gr, views: Views, shown: _Shown, track_tabs: dict) -> dict:
     """The overview: one sub-tab per track, each a table built into the page; /overview is an API endpoint."""
     payload = _frame_payload(gr)
 
@@ -384,11 +456,12 @@ def _overview_tab(gr, views: Views, shown: _Shown) -> dict:
         return payload(views.overview_view(check_track(track)))
 
     tables = {}
-    with gr.Tab("Overview", id="overview"):
-        with gr.Tabs(elem_id="overview-tracks"):
+    with _linked(gr.Tab("Overview", id=links.DEFAULT_TAB), links.DEFAULT_TAB):
+        with gr.Tabs(elem_id="overview-tracks") as tracks:
+            track_tabs[links.DEFAULT_TAB] = (tracks, lambda track: f"overview-{track}")
             for track in TRACKS:
                 suffix = "" if track == TRACKS[0] else f"-{track}"
-                with gr.Tab(TRACK_LABELS[track], id=f"overview-{track}"):
+                with _linked(gr.Tab(TRACK_LABELS[track], id=f"overview-{track}"), track, links.DEFAULT_TAB):
                     table = views.overview_view(track)
                     shown.initial[f"overview-{track}"] = digest(table)
                     tables[track] = gr.Dataframe(
@@ -410,14 +483,15 @@ def _overview_tab(gr, views: Views, shown: _Shown) -> dict:
     return tables
 
 
-def _dataset_tabs(gr, views: Views, shown: _Shown) -> list:
+def _dataset_tabs(gr, views: Views, shown: _Shown, track_tabs: dict) -> list:
     """One tab per dataset, one sub-tab per track, each with its own table, controls and plots."""
     built = []
     for dataset in DATASETS:
-        with gr.Tab(DATASET_LABELS[dataset], id=dataset):
-            with gr.Tabs():
+        with _linked(gr.Tab(DATASET_LABELS[dataset], id=dataset), dataset):
+            with gr.Tabs() as tracks:
+                track_tabs[dataset] = (tracks, lambda track, dataset=dataset: view_key(dataset, track))
                 for track in TRACKS:
-                    with gr.Tab(TRACK_LABELS[track], id=view_key(dataset, track)):
+                    with _linked(gr.Tab(TRACK_LABELS[track], id=view_key(dataset, track)), track, dataset):
                         view = _DatasetView(gr, views, dataset, track, shown)
                         view.wire(gr, views)
                         built.append(view)
@@ -431,9 +505,10 @@ def _frame_payload(gr):
     return lambda df: frame.postprocess(df).model_dump()
 
 
-def _models_tab(gr, views: Views) -> None:
+def _models_tab(gr, views: Views):
     """The Models tab, built by ``gr.render`` each time it is opened (so it shows the store as it is then); /model
-    is an API endpoint of its own, so it answers without the tab."""
+    is an API endpoint of its own, so it answers without the tab. Returns the State of the model shown (a link sets
+    it)."""
     payload = _frame_payload(gr)
 
     def model_api(model: str) -> tuple[dict, str]:
@@ -442,7 +517,7 @@ def _models_tab(gr, views: Views) -> None:
         table, text = views.model_view(model)
         return payload(table), text
 
-    with gr.Tab("Models", id="models") as tab:
+    with _linked(gr.Tab("Models", id=links.MODELS_TAB), links.MODELS_TAB) as tab:
         # Each opening rebuilds the tab on the model chosen last, else the overview's first (never empty). Any name
         # is accepted (the API may ask for a newer model).
         chosen = gr.State(None)
@@ -466,8 +541,10 @@ def _models_tab(gr, views: Views) -> None:
 
             # .input: a choice by the user; the value set when the tab is built fires no second request.
             model_pick.input(guarded(pick), model_pick, [model_table, model_text, chosen], **_PRIVATE)
+            model_pick.input(None, model_pick, None, js=links.MODEL_JS, **_PRIVATE)  # the URL follows
         # In the tab: gr.Tabs takes only tabs as children.
         gr.api(guarded(model_api), api_name="model", concurrency_limit=None)
+    return chosen
 
 
 def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False, upload_ttl: float = 3600,
@@ -549,6 +626,7 @@ def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False, upload_tt
         # In the tab: gr.Tabs takes only tabs as children.
         gr.api(guarded(submit), api_name="submit")
         gr.api(guarded(queue_api), api_name="queue")
+    return tab
 
 
 def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
@@ -614,7 +692,7 @@ def _about_tab(gr, views: Views, shown: _Shown):
     """The About tab: for readers (``about``), with the "Metrics vs radiologists" section of the published
     meta-evaluation (``views.meta_eval_markdown``; Markdown, already in the first page: no new component type).
     Returns the text's component (the freshness refresh rewrites it)."""
-    with gr.Tab("About", id="about"):
+    with _linked(gr.Tab("About", id="about"), "about"):
         about_text = views.about_markdown()
         shown.initial["about"] = digest(about_text)
         text = gr.Markdown(about_text, elem_id="about-text")

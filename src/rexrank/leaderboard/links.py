@@ -1,0 +1,297 @@
+"""Shareable links: what a page shows, in its URL's query (issue 37 point 5).
+
+A link names the tab, the track, one dataset table's search, filters, columns and ranking metric, the model open on
+the Models tab and the models on the Compare tab, e.g. ``?tab=mimic_cxr&track=findings_impression&sort=green``.
+This module owns the parameter names, their defaults and limits, reads a query (``parse``, ``checked``) and writes
+one (``pairs``, ``query``); the page writes its URL as a visitor goes (``HEAD``: ``history.replaceState``, no new
+history entries and no request) and restores a link when it opens (``wiring``). Pure: no gradio here.
+
+A query is hostile input: it is bounded (``MAX_QUERY`` characters, ``MAX_VALUES`` values of ``MAX_VALUE``
+characters), every value is checked against the names the board knows, and what is not understood is left out and
+counted, never echoed (``Link.ignored`` holds this module's own parameter names only).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable, NamedTuple, Optional, Sequence
+from urllib.parse import parse_qsl, urlencode
+
+from rexrank.data.tracks import DEFAULT_TRACK
+from rexrank.leaderboard.records import SOURCES, TRACKS
+
+DEFAULT_TAB, MODELS_TAB, COMPARE_TAB = "overview", "models", "compare"  # the tabs' ids (wiring reads them)
+TAB, TRACK, MODEL, COMPARE = "tab", "track", "model", "compare"
+MAX_QUERY = 4000  # characters: a link a person shares is far shorter
+MAX_VALUES = 60  # parameters in one query
+MAX_VALUE = 200  # characters of one value (the search box's own cap: records.MAX_QUERY)
+MAX_COMPARED = 4  # models on the Compare tab
+# gradio's own parameters ("__theme=dark"): passed through untouched, never part of a link's state.
+GRADIO_PREFIX = "__"
+
+
+class ViewLink(NamedTuple):
+    """One dataset table's controls, in the order of the page's controls (``wiring._DatasetView.controls``)."""
+
+    search: str = ""
+    institutions: tuple[str, ...] = ()
+    years: tuple[int, ...] = ()
+    model_types: tuple[str, ...] = ()
+    trained: str = "all"
+    sources: tuple[str, ...] = ()
+    columns: Optional[tuple[str, ...]] = None  # None: the track's default columns
+    sort: Optional[str] = None  # None: the board's ranking metric
+
+
+# Each control's parameter in a link, in ViewLink's order.
+PARAMS = {"search": "q", "institutions": "inst", "years": "year", "model_types": "type", "trained": "trained",
+          "sources": "source", "columns": "cols", "sort": "sort"}
+_LISTS = {"institutions", "years", "model_types", "sources", "columns"}
+TRAINED = ("all", "exclude", "only")  # views.TRAINED_CHOICES' values (a test holds them equal)
+
+
+class Link(NamedTuple):
+    tab: str = DEFAULT_TAB
+    track: str = DEFAULT_TRACK
+    view: ViewLink = ViewLink()
+    model: Optional[str] = None
+    compare: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()  # parameters left out (this module's names; "other" for unknown ones)
+
+
+def parse(query: str, tabs: Sequence[str], datasets: Sequence[str]) -> Link:
+    """The link in ``query`` (with or without its "?"), syntax only: tabs, tracks, lengths and kinds. Values that
+    name things on the board (institutions, metrics, models) are checked by ``checked`` against the board."""
+    text = (query or "").lstrip("?")
+    if len(text) > MAX_QUERY:
+        return Link(ignored=("the whole link (too long)",))
+    try:
+        items = parse_qsl(text, keep_blank_values=False, max_num_fields=MAX_VALUES)
+    except ValueError:
+        return Link(ignored=("the whole link (too many parameters)",))
+    ignored: list[str] = []
+    known = {TAB, TRACK, MODEL, COMPARE, *PARAMS.values()}
+    values: dict[str, list[str]] = {}
+    for key, value in items:
+        if key.startswith(GRADIO_PREFIX):
+            continue
+        if key not in known:
+            _note(ignored, "other")
+        elif len(value) > MAX_VALUE:
+            _note(ignored, key)
+        else:
+            values.setdefault(key, []).append(value)
+
+    def one(key: str, allowed: Iterable[str]) -> Optional[str]:
+        got = values.get(key, [])
+        if not got:
+            return None
+        if len(got) > 1 or got[0] not in allowed:
+            _note(ignored, key)
+            return None
+        return got[0]
+
+    tab = one(TAB, tabs) or DEFAULT_TAB
+    track = one(TRACK, TRACKS) or DEFAULT_TRACK
+    fields = {}
+    for field, key in PARAMS.items():
+        got = values.get(key, [])
+        if not got:
+            continue
+        if field in _LISTS:
+            if field == "years":
+                if not all(v.isdigit() and len(v) == 4 for v in got):
+                    _note(ignored, key)
+                    continue
+                got = [int(v) for v in got]
+            if field == "sources" and not set(got) <= set(SOURCES):
+                _note(ignored, key)
+                continue
+            fields[field] = tuple(dict.fromkeys(got))
+        elif field == "trained":
+            chosen = one(key, TRAINED)
+            if chosen:
+                fields[field] = chosen
+        elif len(got) > 1:
+            _note(ignored, key)
+        else:
+            fields[field] = got[0]
+    if fields and tab not in datasets:  # a table's controls belong to a dataset tab
+        for field in fields:
+            _note(ignored, PARAMS[field])
+        fields = {}
+    model = values.get(MODEL, [None])[-1] if tab == MODELS_TAB else None
+    if values.get(MODEL) and tab != MODELS_TAB:
+        _note(ignored, MODEL)
+    compare = tuple(dict.fromkeys(values.get(COMPARE, []))) if tab == COMPARE_TAB else ()
+    if values.get(COMPARE) and tab != COMPARE_TAB:
+        _note(ignored, COMPARE)
+    if len(compare) > MAX_COMPARED:
+        _note(ignored, COMPARE)
+        compare = compare[:MAX_COMPARED]
+    return Link(tab, track, ViewLink(**fields), model, compare, tuple(ignored))
+
+
+def checked(link: Link, *, institutions: Iterable[str] = (), years: Iterable[int] = (),
+            model_types: Iterable[str] = (), metrics: Iterable[str] = (), models: Iterable[str] = ()) -> Link:
+    """``link`` with every value the board does not know left out (and named in ``ignored``): the institutions,
+    years and model types of its table's filters, the metric names of its track, the model names of the board."""
+    ignored = list(link.ignored)
+    view = link.view
+    allowed = {"institutions": set(institutions), "years": set(years), "model_types": set(model_types)}
+    metric_names = set(metrics)
+    changes = {}
+    for field, names in allowed.items():
+        value = getattr(view, field)
+        if value and not set(value) <= names:
+            _note(ignored, PARAMS[field])
+            changes[field] = tuple(v for v in value if v in names)
+    if view.columns is not None and not set(view.columns) <= metric_names:
+        _note(ignored, PARAMS["columns"])
+        kept = tuple(c for c in view.columns if c in metric_names)
+        changes["columns"] = kept or None
+    if view.sort is not None and view.sort not in metric_names:
+        _note(ignored, PARAMS["sort"])
+        changes["sort"] = None
+    model_names = set(models)
+    model = link.model
+    if model is not None and model not in model_names:
+        _note(ignored, MODEL)
+        model = None
+    compare = tuple(m for m in link.compare if m in model_names)
+    if compare != link.compare:
+        _note(ignored, COMPARE)
+    return link._replace(view=view._replace(**changes), model=model, compare=compare, ignored=tuple(ignored))
+
+
+def pairs(link: Link, defaults: Optional[ViewLink] = None) -> list[tuple[str, str]]:
+    """The link's parameters in their order, each value that differs from its default (``defaults``: the view's
+    own, with its track's columns and ranking metric) written, lists as repeated parameters."""
+    defaults = defaults or ViewLink()
+    out: list[tuple[str, str]] = []
+    if link.tab != DEFAULT_TAB:
+        out.append((TAB, link.tab))
+    if link.track != DEFAULT_TRACK:
+        out.append((TRACK, link.track))
+    for field, key in PARAMS.items():
+        value, default = getattr(link.view, field), getattr(defaults, field)
+        if value is None or value == default or value == "":
+            continue
+        out.extend((key, str(v)) for v in value) if field in _LISTS else out.append((key, str(value)))
+    if link.model:
+        out.append((MODEL, link.model))
+    out.extend((COMPARE, m) for m in link.compare)
+    return out
+
+
+def query(link: Link, defaults: Optional[ViewLink] = None) -> str:
+    """The link's query, without its "?" ("" for the default page)."""
+    return urlencode(pairs(link, defaults))
+
+
+def state_json(link: Link, defaults: Optional[ViewLink] = None) -> str:
+    """What the page's URL writer (``HEAD``) is reset to after a link was restored: the link as understood."""
+    view_pairs = [p for p in pairs(link._replace(tab=DEFAULT_TAB, track=DEFAULT_TRACK, model=None, compare=()),
+                                   defaults)]
+    return json.dumps({"tab": link.tab, "track": link.track, "view": view_pairs, "model": link.model,
+                       "compare": list(link.compare)})
+
+
+def notice(link: Link) -> str:
+    """One line for a link with parts left out ("" when all of it was understood)."""
+    if not link.ignored:
+        return ""
+    names = ", ".join(link.ignored)
+    return (f"Part of this link was not understood and is left out ({names}): the page shows the rest. "
+            "Copy the address again from a page set up as you want it.")
+
+
+def _note(ignored: list[str], name: str) -> None:
+    if name not in ignored:
+        ignored.append(name)
+
+
+def view_js(tab: str, track: str, defaults: ViewLink) -> str:
+    """The js of one dataset table's controls' change: the URL takes their values (the page's own writer)."""
+    names = list(PARAMS.values())
+    default_values = [list(v) if isinstance(v, tuple) else v for v in defaults]
+    return (f"(...v) => {{ window.rexrankLink && window.rexrankLink.view({json.dumps(tab)}, {json.dumps(track)}, "
+            f"{json.dumps(names)}, {json.dumps(default_values)}, v); }}")
+
+
+def tab_js(tab: str) -> str:
+    return f"() => {{ window.rexrankLink && window.rexrankLink.tab({json.dumps(tab)}); }}"
+
+
+def track_js(tab: str, track: str) -> str:
+    return f"() => {{ window.rexrankLink && window.rexrankLink.track({json.dumps(tab)}, {json.dumps(track)}); }}"
+
+
+MODEL_JS = "(m) => { window.rexrankLink && window.rexrankLink.model(m); }"
+COMPARE_JS = "(ms) => { window.rexrankLink && window.rexrankLink.compare(ms); }"
+RESET_JS = "(state) => { window.rexrankLink && state && window.rexrankLink.reset(state); }"
+# The link's own part of the query; nothing (no request at all) for a page opened without one.
+READ_JS = """() => {
+  const p = new URLSearchParams(location.search);
+  [...p.keys()].filter((k) => k.startsWith(%s)).forEach((k) => p.delete(k));
+  return p.toString() || undefined;
+}""" % json.dumps(GRADIO_PREFIX)
+
+# The page's URL writer: the state of the tab shown, written with history.replaceState (no request, no new history
+# entry) whenever a tab, a track, a table's control, the Models tab's model or the Compare tab's models change.
+# Each table's parameters are kept per dataset and track, so coming back to a tab writes what it shows.
+HEAD = """<script>
+window.rexrankLink = (() => {
+  const DEFAULT_TAB = %(tab)s, DEFAULT_TRACK = %(track)s, TAB = %(tab_key)s, TRACK = %(track_key)s;
+  const MODEL = %(model_key)s, COMPARE = %(compare_key)s, MODELS_TAB = %(models_tab)s, COMPARE_TAB = %(compare_tab)s;
+  const GRADIO = %(gradio)s;
+  const S = {tab: DEFAULT_TAB, tracks: {}, views: {}, model: null, compare: []};
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  function write() {
+    const p = new URLSearchParams();
+    new URLSearchParams(location.search).forEach((v, k) => { if (k.startsWith(GRADIO)) p.append(k, v); });
+    const track = S.tracks[S.tab] || DEFAULT_TRACK;
+    if (S.tab !== DEFAULT_TAB) p.append(TAB, S.tab);
+    if (track !== DEFAULT_TRACK) p.append(TRACK, track);
+    (S.views[S.tab + "/" + track] || []).forEach(([k, v]) => p.append(k, v));
+    if (S.tab === MODELS_TAB && S.model) p.append(MODEL, S.model);
+    if (S.tab === COMPARE_TAB) S.compare.forEach((m) => p.append(COMPARE, m));
+    const q = p.toString();
+    history.replaceState(history.state, "", location.pathname + (q ? "?" + q : "") + location.hash);
+  }
+  function load(state) {
+    S.tab = state.tab || DEFAULT_TAB;
+    S.tracks[S.tab] = state.track || DEFAULT_TRACK;
+    S.views[S.tab + "/" + S.tracks[S.tab]] = state.view || [];
+    S.model = state.model || null;
+    S.compare = state.compare || [];
+  }
+  function fromQuery(search) {
+    const p = new URLSearchParams(search), view = [];
+    p.forEach((v, k) => { if (![TAB, TRACK, MODEL, COMPARE].includes(k) && !k.startsWith(GRADIO)) view.push([k, v]); });
+    load({tab: p.get(TAB), track: p.get(TRACK), view, model: p.get(MODEL), compare: p.getAll(COMPARE)});
+  }
+  fromQuery(location.search);  // until the server has checked the link (reset), keep it as it was opened
+  return {
+    tab(id) { S.tab = id; write(); },
+    track(tab, track) { S.tracks[tab] = track; if (S.tab === tab) write(); },
+    view(tab, track, names, defaults, values) {
+      const out = [];
+      names.forEach((name, i) => {
+        const v = values[i];
+        if (v === null || v === undefined || v === "" || same(v, defaults[i])) return;
+        (Array.isArray(v) ? v : [v]).forEach((x) => out.push([name, String(x)]));
+      });
+      S.views[tab + "/" + track] = out;
+      if (S.tab === tab && (S.tracks[tab] || DEFAULT_TRACK) === track) write();
+    },
+    model(m) { S.model = m || null; if (S.tab === MODELS_TAB) write(); },
+    compare(ms) { S.compare = ms || []; if (S.tab === COMPARE_TAB) write(); },
+    reset(json) { load(JSON.parse(json)); write(); },
+  };
+})();
+</script>
+""" % {"tab": json.dumps(DEFAULT_TAB), "track": json.dumps(DEFAULT_TRACK), "tab_key": json.dumps(TAB),
+       "track_key": json.dumps(TRACK), "model_key": json.dumps(MODEL), "compare_key": json.dumps(COMPARE),
+       "models_tab": json.dumps(MODELS_TAB), "compare_tab": json.dumps(COMPARE_TAB),
+       "gradio": json.dumps(GRADIO_PREFIX)}

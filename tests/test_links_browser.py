@@ -1,0 +1,166 @@
+"""Shareable links in Chromium (issue 37 point 5): a link opens the view it names (tab, track, search, ranking
+metric, the Models tab's model) at 1440x900 and 390x844, light and dark; the URL follows a visitor; a broken link
+shows the rest of the page and says, in one line, what was left out."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, running_space
+from rexrank.leaderboard import links
+from rexrank.leaderboard.records import DATASETS
+
+SHOTS = Path(os.environ.get("REXRANK_SHOTS") or Path(__file__).resolve().parents[1] / "artifacts" / "screenshots")
+DATASET, TRACK = "mimic_cxr", "findings_impression"  # not the default track: the link must carry it
+KEY = f"{DATASET}-{TRACK}"
+SORT = "green"
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory):
+    with running_space(tmp_path_factory.mktemp("links") / "board.sqlite", worker=False) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def page_views(space):
+    from rexrank.leaderboard.views import Views
+
+    return Views(space[1])
+
+
+def _term(page_views) -> tuple[str, int]:
+    """A search as a person types it (a model's name cut short, lower case) and how many rows the board gives it."""
+    cell = page_views.page_table(DATASET, TRACK).frame["Model"].iloc[1]  # "[name](url)" or the name
+    name = re.sub(r"^\[(.*?)\]\(.*\)$", r"\1", cell)
+    term = name[:4].lower()
+    return term, len(page_views.page_table(DATASET, TRACK, term).frame)
+
+
+def _new_page(browser, viewport: dict, theme: str):
+    return browser.new_page(viewport=viewport, color_scheme=theme)
+
+
+def _query(page) -> str:
+    return urlsplit(page.url).query
+
+
+def _wait_search(page, value: str) -> None:
+    page.wait_for_function(
+        """([key, value]) => { const box = document.querySelector(`#search-${key} textarea, #search-${key} input`);
+            return box && box.value === value; }""", arg=[KEY, value], timeout=STATE_CEILING_MS)
+
+
+def _selected_tabs(page) -> list[str]:
+    return [t.strip() for t in page.locator("button[role=tab][aria-selected=true]:visible").all_inner_texts()]
+
+
+def _rows(page) -> int:
+    page.wait_for_selector(f"#table-{KEY} [role=grid]", state="attached", timeout=STATE_CEILING_MS)
+    return int(page.get_attribute(f"#table-{KEY} [role=grid]", "aria-rowcount")) - 1
+
+
+def _shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_link_opens_the_table_it_names(browser, space, page_views, viewport, theme):
+    term, n_rows = _term(page_views)
+    link = links.Link(DATASET, TRACK, links.ViewLink(search=term, sort=SORT))
+    page = _new_page(browser, viewport, theme)
+    try:
+        page.goto(space[0] + "?" + links.query(link), wait_until="load")
+        _wait_search(page, term)
+        page.wait_for_function("([key, n]) => { const g = document.querySelector(`#table-${key} [role=grid]`);"
+                               " return g && Number(g.getAttribute('aria-rowcount')) - 1 === n; }",
+                               arg=[KEY, n_rows], timeout=STATE_CEILING_MS)
+        assert {"MIMIC-CXR", "Findings + Impression"} <= set(_selected_tabs(page))
+        assert page.locator(f"#table-{KEY}").is_visible()
+        assert "ranked by GREEN" in page.locator(f"#table-{KEY}").inner_text()
+        # The address stays the link as understood (the writer was reset to it, not emptied).
+        assert links.parse(_query(page), [links.DEFAULT_TAB, *DATASETS], DATASETS) == link
+        assert not page.locator(".toast-body").count()
+        _shot(page, f"link_restored_{'desktop' if viewport is DESKTOP else 'phone'}_{theme}")
+    finally:
+        page.close()
+
+
+def test_the_url_follows_a_visitor_and_reopens_the_same_view(browser, space, page_views):
+    term, n_rows = _term(page_views)
+    page = _new_page(browser, DESKTOP, "light")
+    try:
+        page.goto(space[0], wait_until="load")
+        page.wait_for_selector("#overview-table div[role=row]", state="attached", timeout=STATE_CEILING_MS)
+        assert _query(page) == ""
+        page.get_by_role("tab", name="MIMIC-CXR", exact=True).click()
+        page.wait_for_function("() => location.search === '?tab=mimic_cxr'", timeout=STATE_CEILING_MS)
+        page.locator("button[role=tab]:visible", has_text="Findings + Impression").click()
+        page.locator(f"#search-{KEY} textarea, #search-{KEY} input").first.press_sequentially(term)
+        page.locator(f"#filters-{KEY}").get_by_text("Filters, columns and sorting").click()
+        page.locator(f"#sort-{KEY} input").first.click()
+        page.get_by_role("option", name="GREEN ↑").click()
+        expected = links.Link(DATASET, TRACK, links.ViewLink(search=term, sort=SORT))
+        page.wait_for_function("(q) => location.search === '?' + q", arg=links.query(expected),
+                               timeout=STATE_CEILING_MS)
+        shared = page.url
+    finally:
+        page.close()
+    again = _new_page(browser, DESKTOP, "light")
+    try:
+        again.goto(shared, wait_until="load")
+        _wait_search(again, term)
+        again.wait_for_function("([key, n]) => { const g = document.querySelector(`#table-${key} [role=grid]`);"
+                                " return g && Number(g.getAttribute('aria-rowcount')) - 1 === n; }",
+                                arg=[KEY, n_rows], timeout=STATE_CEILING_MS)
+        assert "ranked by GREEN" in again.locator(f"#table-{KEY}").inner_text()
+        # Back on the overview the address names the overview only; the table's state returns with its tab.
+        again.get_by_role("tab", name="Overview", exact=True).click()
+        again.wait_for_function("() => location.search === ''", timeout=STATE_CEILING_MS)
+        again.get_by_role("tab", name="MIMIC-CXR", exact=True).click()
+        again.wait_for_function("(q) => location.search === '?' + q", arg=links.query(expected),
+                                timeout=STATE_CEILING_MS)
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("viewport, theme", [(DESKTOP, "dark"), (PHONE, "light")], ids=["desktop-dark", "phone"])
+def test_a_link_opens_a_model_page(browser, space, page_views, viewport, theme):
+    name = page_views.models_list()[3]
+    page = _new_page(browser, viewport, theme)
+    try:
+        page.goto(space[0] + "?" + links.query(links.Link(links.MODELS_TAB, model=name)), wait_until="load")
+        page.wait_for_function("(name) => document.querySelector('#model-pick input')?.value === name", arg=name,
+                               timeout=STATE_CEILING_MS)
+        page.locator("#model-table").get_by_text(f"Results of {name}").wait_for(timeout=STATE_CEILING_MS)
+        assert "Models" in _selected_tabs(page)
+        assert links.parse(_query(page), [links.MODELS_TAB], DATASETS).model == name
+        _shot(page, f"link_model_{'desktop' if viewport is DESKTOP else 'phone'}_{theme}")
+    finally:
+        page.close()
+
+
+def test_a_broken_link_shows_the_rest_and_says_what_was_left_out(browser, space):
+    page = _new_page(browser, DESKTOP, "light")
+    try:
+        page.goto(space[0] + "?tab=nowhere&model=%3Cimg%20src%3Dx%3E&%3Cb%3Eoops%3C%2Fb%3E=1&track=findings_impression",
+                  wait_until="load")
+        toast = page.locator(".toast-body")
+        toast.first.wait_for(timeout=STATE_CEILING_MS)
+        text = toast.first.inner_text()
+        assert "not understood" in text and "tab" in text and "other" in text
+        assert "<img" not in text and "oops" not in text and page.locator("img[src=x]").count() == 0
+        assert "Overview" in _selected_tabs(page)
+        # What was understood stays (the track), the rest leaves the address.
+        page.wait_for_function("() => location.search === '?track=findings_impression'", timeout=STATE_CEILING_MS)
+    finally:
+        page.close()
