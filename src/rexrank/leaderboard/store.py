@@ -1281,11 +1281,9 @@ class Store:
         provenance = provenance or Provenance()
         # A private set's result is stored as it may be disclosed (rounded, small groups suppressed): the store is
         # synced to the Hub and read by the Space, so full precision must never enter it.
-        # Rows stored before disclosure existed carry the undisclosed record's hash: either one means "stored".
-        as_given = record.content_hash()
         record = ResultRecord.from_json(disclose_record(record.to_json()))
         digest = record.content_hash()
-        found = conn.execute("SELECT id FROM results WHERE content_hash IN (?, ?)", (digest, as_given)).fetchone()
+        found = conn.execute("SELECT id FROM results WHERE content_hash = ?", (digest,)).fetchone()
         if found:
             return found["id"], False
         same = self._same_result(conn, record, provenance.submitted_by)
