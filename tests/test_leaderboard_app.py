@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import json
 import os
 import subprocess
@@ -626,6 +628,36 @@ def test_the_queue_says_when_it_is_empty_and_a_status_follows_its_job(tmp_path):
     assert views.submit_status(job).startswith(f"{QUEUED}{job} done")
 
 
+@pytest.mark.browser
+def test_an_unqueued_answer_fires_a_signals_change_and_not_a_states():
+    """gradio_compat.signal: the reason the board's events hand on through hidden Textboxes. An unqueued event sets
+    a gr.State and a signal; in gradio 6.31 only the signal's change fires. When this fails, gradio fires State
+    changes after unqueued events too: replace ``signal`` by gr.State and drop the rule."""
+    import gradio as gr
+
+    from leaderboard_helpers import chromium, free_port
+    from rexrank.leaderboard.gradio_compat import signal
+
+    with gr.Blocks() as demo:
+        state, bus = gr.State(0), signal(gr, "bus")
+        button = gr.Button("go", elem_id="go")
+        button.click(lambda: (1, "1"), None, [state, bus], queue=False)
+        state.change(None, None, None, js="() => { window.stateFired = true; }")
+        bus.change(None, None, None, js="() => { window.busFired = true; }")
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        with chromium() as browser:
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
+            page.locator("#go").click()
+            page.wait_for_function("() => window.busFired === true", timeout=STATE_CEILING_MS)
+            # The State was set by the same answer, before the signal's change ran: its change had its chance.
+            assert page.evaluate("() => window.stateFired === true") is False
+    finally:
+        demo.close()
+
+
 def test_the_gradio_workarounds_are_for_the_installed_gradio():
     """gradio_compat's workarounds were checked on one gradio minor version; pyproject pins that range. When gradio
     changes, this fails: re-check each workaround (and the browser tests that pin them) before widening it."""
@@ -719,16 +751,17 @@ def test_a_freshness_answer_never_overwrites_rows_the_page_asked_for_since(store
     from leaderboard_helpers import add_scored_result
     from rexrank.leaderboard.published import bundled_tables, import_published
     from rexrank.leaderboard.views import Views
-    from rexrank.leaderboard.wiring import _DatasetView, _Shown
+    from rexrank.leaderboard.wiring import _DatasetView
 
     import_published(store, bundled_tables())
     views = Views(store)
+    built: dict = {}
     with gr.Blocks():
-        view = _DatasetView(gr, views, "iu_xray", "findings", _Shown())
+        view = _DatasetView(gr, views, "iu_xray", "findings", built)
     add_scored_result(store, "Fresh model", bleu=0.3, institution="Fresh lab")  # what the refresh brings
     defaults = [c.value for c in view.controls]
     searched = ["MAIRA-2", *defaults[1:]]
-    page, other = type("Request", (), {"session_hash": "page"})(), type("Request", (), {"session_hash": "other"})()
+    page, other = dict(built), dict(built)  # two pages' ``sent`` states, as gradio copies them per session
 
     view.asked(page, searched)  # the page typed "MAIRA-2" ...
     view.asked(page, defaults)  # ... then emptied the box again, and that answer came back first
@@ -755,12 +788,12 @@ def test_a_refresh_sends_only_the_outputs_whose_values_changed(store):
     import_published(store, bundled_tables())
     demo = build_app(store)
     refresh = next(f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "refresh")
-    generation, *controls = refresh.inputs
+    generation, sent_state, *controls = refresh.inputs
     values = [c.value for c in controls]
-    page = type("Request", (), {"session_hash": "page"})()
+    page = copy.deepcopy(sent_state.value)  # this page's own state, as gradio gives each session
 
     add_scored_result(store, "Fresh model", bleu=0.3, institution="Fresh lab")
-    out = refresh.fn(page, generation.value, *values)
+    out = refresh.fn(generation.value, page, *values)
     assert len(out) == len(refresh.outputs)
     sent = [getattr(o, "elem_id", None) or type(o).__name__ for o, v in zip(refresh.outputs, out) if v != gr.skip()]
     tables = [name for name in sent if name.startswith("table-")]
@@ -769,8 +802,13 @@ def test_a_refresh_sends_only_the_outputs_whose_values_changed(store):
     assert "about-text" not in sent and not [name for name in sent if "-" in name and "iu_xray-findings" not in name
                                               and not name.startswith("overview") and name != "board-header"], sent
     now = out[0]
-    assert refresh.fn(page, now, *values) == [gr.skip()] * len(out)  # nothing changed since: nothing is sent
-    assert sum(v != gr.skip() for v in refresh.fn(page, generation.value, *values)) == 2  # generation and header
+    assert refresh.fn(now, page, *values) == [gr.skip()] * len(out)  # nothing changed since: nothing is sent
+    # The generation, the page's state and the header: the rest was sent already.
+    assert sum(v != gr.skip() for v in refresh.fn(generation.value, page, *values)) == 3
+    # Another page built before the change still gets the new rows: what one page was sent is its own.
+    other = copy.deepcopy(sent_state.value)
+    assert refresh.fn(generation.value, other, *values)[refresh.outputs.index(
+        next(o for o in refresh.outputs if getattr(o, "elem_id", None) == "table-iu_xray-findings"))] != gr.skip()
 
 
 def test_the_load_event_carries_the_generation_only_and_a_stale_page_is_refreshed(store):

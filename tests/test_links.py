@@ -105,7 +105,7 @@ def test_the_page_and_the_link_agree_on_names_and_order():
         with gr.Blocks():
             with gr.Tabs():
                 with gr.Tab("x"):
-                    view = wiring._DatasetView(gr, page_views, "iu_xray", "findings", wiring._Shown())
+                    view = wiring._DatasetView(gr, page_views, "iu_xray", "findings", {})
         labels = [c.label for c in view.controls]
         assert labels == ["Search models and institutions", "Institution", "Year", "Model type",
                           "Trained on this dataset", "Source", "Columns", "Sort by (best first; Rank follows)"]

@@ -50,6 +50,12 @@ the browser tests that pin them), and pyproject.toml pins the same range.
   ``position: sticky`` inside the page sticks to, so nothing sticks to the screen (the Arena's vote bar stayed
   ~1,000 px below a phone's screen). ``STICKY_CSS`` sets it to ``clip``: the same clipping, no scroll box. Browser
   test: tests/test_arena_browser.py, the phone's vote bar within the screen beside each report.
+- Signals: gradio 6.31's frontend fires a ``gr.State``'s change only after a queued event (an unqueued answer
+  carries no changed-state ids), and the board's small events are unqueued (their round trips would add up). A
+  component whose change starts the next event is therefore a hidden Textbox (``signal``: never mounted, its type
+  already in the page), not a State: the freshness check's ``stale``, the plots' ``redraw``, a link's query and
+  state. Browser test: in a small page an unqueued answer fires a signal's change and not a State's (a gradio that
+  fires both fails it: then use gr.State).
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
   docs/leaderboard.md and pinned by a browser test).
 """
@@ -118,6 +124,11 @@ def tested() -> bool:
 
 UNEXPECTED = ("The board could not answer this request (an unexpected error, logged for the host). Try again; if it "
               "persists, please report it.")
+
+
+def signal(gr, elem_id: str):
+    """A hidden component whose change starts an event, also after an unqueued one (see the module docstring)."""
+    return gr.Textbox(visible=False, elem_id=elem_id)
 
 
 def guarded(fn: Callable) -> Callable:

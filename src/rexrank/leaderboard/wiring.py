@@ -12,8 +12,8 @@ MAIRA-2), so it is not used.
 Freshness: the page holds the store generation its values were built from (``gr.State``); on page load and every
 ``FRESH_SECONDS`` (``gr.Timer``) one small request compares it with the store's, and only when it changed are the
 header, the overview and every dataset table (with the filters as set) recomputed; of these only the ones that
-differ from what that page was last sent go out (``_Shown``: a digest per output and page), so a new result on one
-dataset resends that dataset's table, not all ten. The Models tab and the
+differ from what that page was last sent go out (the page's ``sent`` state: a digest per output, held by gradio per
+session like any ``gr.State``), so a new result on one dataset resends that dataset's table, not all ten. The Models tab and the
 Submit form are built when opened (``gr.render``), so they are current when opened; the submission status and the
 queue follow the job while it waits.
 
@@ -24,16 +24,14 @@ defined here with real annotations (no ``from __future__ import annotations`` in
 
 import hashlib
 import os
-import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import Optional
 
 from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import RexrankError
 from rexrank.leaderboard import about, clients, links
-from rexrank.leaderboard.gradio_compat import guarded
+from rexrank.leaderboard.gradio_compat import guarded, signal
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.uploads import ReceivedUploads, upload_root
@@ -41,8 +39,6 @@ from rexrank.leaderboard.views import (PRIMARY, QUEUED, SERVER_PATH_REFUSED, TIT
                                        Views, form_message, model_page_widths, overview_label, overview_widths,
                                        view_key)
 
-# Pages whose last table request each dataset view remembers (the freshness check's guard), newest kept.
-_SESSIONS_KEPT = 10_000
 FRESH_SECONDS = 5  # how often an open page asks whether the store changed (one tiny request when it has not)
 QUEUE_SECONDS = 3  # the queue's own poll while a submission waits or is scored
 # Table heights (px): a large screen sees most of the overview (~20 rows at 1920x1080, not gradio's default 500 px
@@ -101,49 +97,27 @@ def digest(value) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-class _Shown:
-    """What each page (gradio session) was last sent, by output: a digest per output key, for the newest
-    ``_SESSIONS_KEPT`` pages. A page not known here shows what the page was built with (``initial``). Callbacks run
-    in gradio's worker threads, hence the lock."""
-
-    def __init__(self):
-        self.initial: dict[str, str] = {}
-        self._pages: OrderedDict[str, dict[str, str]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def note(self, request, key: str, value_digest: str) -> None:
-        session = getattr(request, "session_hash", None)
-        if not session:
-            return
-        with self._lock:
-            self._pages.setdefault(session, {})[key] = value_digest
-            self._pages.move_to_end(session)
-            while len(self._pages) > _SESSIONS_KEPT:
-                self._pages.popitem(last=False)
-
-    def changed(self, request, key: str, value_digest: str) -> bool:
-        """Whether the page shows something else under ``key`` than ``value_digest``; if so, it is noted as sent."""
-        with self._lock:
-            page = self._pages.get(getattr(request, "session_hash", None) or "", {})
-            before = page.get(key, self.initial.get(key))
-        if before == value_digest:
-            return False
-        self.note(request, key, value_digest)
-        return True
+def changed(sent: dict, key: str, value_digest: str) -> bool:
+    """Whether the page whose ``sent`` state this is shows something else under ``key`` than ``value_digest``; if
+    so, it is noted as sent. ``sent``: the page's ``gr.State`` (gradio keeps one per session, copied from the
+    digests of what the page was built with), returned as an output by every event that changes it."""
+    if sent.get(key) == value_digest:
+        return False
+    sent[key] = value_digest
+    return True
 
 
 class _DatasetView:
     """One dataset/track view's components: its controls (the inputs of every update) and what they drive."""
 
-    def __init__(self, gr, views: Views, dataset: str, track: str, shown: _Shown):
+    def __init__(self, gr, views: Views, dataset: str, track: str, built: dict):
         self.dataset, self.track, self.key = dataset, track, view_key(dataset, track)
-        self.shown = shown
         key = self.key
         self.metric_choices = views.metric_choices(track)  # the board edition's columns of this track
         page = views.page_table(dataset, track)
         choices = views.filter_choices(dataset, track)
-        shown.initial[f"rows-{key}"] = digest(page.frame)
-        shown.initial[f"choices-{key}"] = digest(choices)
+        built[f"rows-{key}"] = digest(page.frame)  # what the page is built with (its ``sent`` state's start)
+        built[f"choices-{key}"] = digest(choices)
         with gr.Row(equal_height=True):
             # The link keeps its words on one line (board-csv) in a column wide enough for them; where the row has
             # no room for both minimum widths (a narrow phone) it wraps below the box instead of being cut. (A
@@ -177,23 +151,17 @@ class _DatasetView:
                          self.sort]  # links.ViewLink's order
         # What a link leaves out for this table (its track's columns, ranked by the board's metric).
         self.link_defaults = links.ViewLink(columns=tuple(views.metrics(track)), sort=PRIMARY)
-        # Per page (gradio session): the control values of the newest table request (see ``asked``/``current``).
-        self._asked: OrderedDict[str, list] = OrderedDict()
         self._plots(gr, views)
 
-    def asked(self, request, values) -> None:
-        """Note the control values a page last asked this table for. The freshness check may have been sent before
-        (with older values) and answer after: ``current`` then tells it not to overwrite the newer rows."""
-        session = getattr(request, "session_hash", None)
-        if session:
-            self._asked[session] = list(values)
-            self._asked.move_to_end(session)
-            while len(self._asked) > _SESSIONS_KEPT:
-                self._asked.popitem(last=False)
+    def asked(self, sent: dict, values) -> None:
+        """Note in the page's ``sent`` state the control values it last asked this table for. The freshness check
+        may have been sent before (with older values) and answer after: ``current`` then tells it not to overwrite
+        the newer rows."""
+        sent[f"asked-{self.key}"] = list(values)
 
-    def current(self, request, values) -> bool:
+    def current(self, sent: dict, values) -> bool:
         """Whether ``values`` are still what this page last asked the table for (or it never asked)."""
-        latest = self._asked.get(getattr(request, "session_hash", None) or "")
+        latest = sent.get(f"asked-{self.key}")
         return latest is None or latest == list(values)
 
     def triggers(self) -> list:
@@ -202,7 +170,7 @@ class _DatasetView:
         choices must not refill the table)."""
         return [self.search.change] + [c.input for c in (self.inst, self.year, self.mtype, self.trained, self.source)]
 
-    def table_update(self, gr, views: Views, values, shape: bool = False, request=None,
+    def table_update(self, gr, views: Views, values, sent: dict, shape: bool = False,
                      only_if_changed: bool = False) -> list:
         """[table, empty message] for the controls' ``values`` (in ``controls`` order), noted as this page's rows.
         Only the rows change unless ``shape`` (the columns or the sort were chosen): then the column types, widths
@@ -212,23 +180,23 @@ class _DatasetView:
         page = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source, columns, sort)
         rows_digest = digest(page.frame)
         if only_if_changed:
-            if not self.shown.changed(request, f"rows-{self.key}", rows_digest):
+            if not changed(sent, f"rows-{self.key}", rows_digest):
                 return [gr.skip(), gr.skip()]
         else:
-            self.shown.note(request, f"rows-{self.key}", rows_digest)
+            sent[f"rows-{self.key}"] = rows_digest
         table = (gr.Dataframe(value=page.frame, datatype=page.datatypes, column_widths=page.widths, label=page.label)
                  if shape else gr.Dataframe(value=page.frame))
         return [table, gr.Markdown(page.empty, visible=bool(page.empty))]
 
-    def refresh(self, gr, views: Views, values, request=None) -> list:
+    def refresh(self, gr, views: Views, values, sent: dict) -> list:
         """[table, empty, institution, year, model type, trained] after the store changed, each skipped when this
         page already shows it. The freshness check sends the controls as they were; if the page has asked for other
         rows since (a search typed meanwhile, answered first), these rows would overwrite the newer ones, so the
         table and its message are left to that answer."""
-        rows = (self.table_update(gr, views, values, request=request, only_if_changed=True)
-                if self.current(request, values) else [gr.skip(), gr.skip()])
+        rows = (self.table_update(gr, views, values, sent, only_if_changed=True)
+                if self.current(sent, values) else [gr.skip(), gr.skip()])
         choices = views.filter_choices(self.dataset, self.track)
-        if not self.shown.changed(request, f"choices-{self.key}", digest(choices)):
+        if not changed(sent, f"choices-{self.key}", digest(choices)):
             return rows + [gr.skip()] * 4
         return rows + [
             gr.Dropdown(choices=choices.institutions), gr.Dropdown(choices=choices.years),
@@ -238,33 +206,34 @@ class _DatasetView:
     def refresh_outputs(self) -> list:
         return [self.table, self.empty, self.inst, self.year, self.mtype, self.trained]
 
-    def wire(self, gr, views: Views) -> None:
+    def wire(self, gr, views: Views, sent) -> None:
+        """The table's events; ``sent``: the page's gr.State of what it was sent."""
         def redraw(plots_shown: bool):
             """A new value for ``redraw`` (the plots follow the rows) only while the plots are shown."""
             return str(time.monotonic_ns()) if plots_shown else gr.skip()
 
-        def rows(request: gr.Request, *values):
-            self.asked(request, values[:-1])
-            return [*self.table_update(gr, views, values[:-1], request=request), redraw(values[-1])]
+        def rows(page_sent: dict, *values):
+            self.asked(page_sent, values[:-1])
+            return [*self.table_update(gr, views, values[:-1], page_sent), redraw(values[-1]), page_sent]
 
-        def shape(request: gr.Request, *values):
-            self.asked(request, values[:-1])
-            return [*self.table_update(gr, views, values[:-1], shape=True, request=request), redraw(values[-1])]
+        def shape(page_sent: dict, *values):
+            self.asked(page_sent, values[:-1])
+            return [*self.table_update(gr, views, values[:-1], page_sent, shape=True), redraw(values[-1]), page_sent]
 
-        inputs, outputs = [*self.controls, self.plots_shown], [self.table, self.empty, self.redraw]
+        inputs, outputs = [sent, *self.controls, self.plots_shown], [self.table, self.empty, self.redraw, sent]
         gr.on(self.triggers(), guarded(rows), inputs, outputs, **_PRIVATE)
         gr.on([self.columns.input, self.sort.input], guarded(shape), inputs, outputs, **_PRIVATE)
         # The page's URL follows the controls (in the browser only: no request).
         gr.on([c.change for c in self.controls], None, self.controls, None,
               js=links.view_js(self.dataset, self.track, self.link_defaults), **_PRIVATE)
 
-    def restored(self, gr, views: Views, view: links.ViewLink, request) -> list:
+    def restored(self, gr, views: Views, view: links.ViewLink, sent: dict) -> list:
         """[each control, table, empty message] for a link's ``view`` of this table."""
         values = [list(v) if isinstance(v, tuple) else v for v in view]
         values[6] = values[6] if values[6] is not None else list(self.link_defaults.columns)
         values[7] = values[7] or self.link_defaults.sort
-        self.asked(request, values)
-        return [*values, *self.table_update(gr, views, values, shape=True, request=request)]
+        self.asked(sent, values)
+        return [*values, *self.table_update(gr, views, values, sent, shape=True)]
 
     def restore_outputs(self) -> list:
         return [*self.controls, self.table, self.empty]
@@ -287,10 +256,9 @@ class _DatasetView:
                                      elem_id=f"metric-{key}")
 
         self.plots_shown = shown
-        # Set by a table request while the plots are shown. A hidden Textbox, not a gr.State: gradio 6.31 fires a
-        # State's change only after a queued event, and the table's requests are not queued (the plots kept the
-        # rows of before a search: seen in Chromium). Never mounted; its type is in the page already.
-        self.redraw = gr.Textbox(visible=False, elem_id=f"redraw-{key}")
+        # Set by a table request while the plots are shown; the table's requests are unqueued (gradio_compat.signal:
+        # with a gr.State the plots kept the rows of before a search, seen in Chromium).
+        self.redraw = signal(gr, f"redraw-{key}")
         # Redrawn after the table's own requests (not on the table's .change: gradio's Dataframe fires that when a
         # tab mounts it, which cost every tab opening a request).
         @gr.render(inputs=[shown, metric, *self.controls], triggers=[shown.input, metric.input, self.redraw.change],
@@ -325,14 +293,14 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
     views = views or Views(store, submissions)
     with gr.Blocks(title=TITLE, delete_cache=(upload_ttl, upload_ttl), fill_width=True) as demo:
         generation = gr.State(views.generation())  # what this page's values were built from
+        built: dict = {}  # digests of the values built into the page (each page's ``sent`` state starts as this)
         header = gr.Markdown(views.header_markdown(), elem_classes=["board-header", "board-links"],
                              elem_id="board-header")
         # A phone shows every tab (rows of tabs), none behind a menu.
         with gr.Tabs(overflow_behavior="wrap", elem_id="board-tabs") as tabs:
-            shown = _Shown()  # what each page was sent: the freshness refresh sends only what differs
             track_tabs: dict = {}  # tab id -> (its tracks' gr.Tabs, the id of a track's tab)
-            overview_tables = _overview_tab(gr, views, shown, track_tabs)
-            dataset_views = _dataset_tabs(gr, views, shown, track_tabs)
+            overview_tables = _overview_tab(gr, views, built, track_tabs)
+            dataset_views = _dataset_tabs(gr, views, built, track_tabs)
             chosen_model = _models_tab(gr, views)
             if submissions is not None:
                 _linked(_submit_tab(gr, views, submissions, oauth=oauth, upload_ttl=upload_ttl,
@@ -341,56 +309,60 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
                 from rexrank.leaderboard.arena_tab import arena_tab
 
                 _linked(arena_tab(gr, arena, oauth=oauth, rater=arena_rater, refresh_s=FRESH_SECONDS), "arena")
-            about_text = _about_tab(gr, views, shown)
+            about_text = _about_tab(gr, views, built)
+        # What this page was sent: a digest per output and the controls each table was last asked for. gradio keeps
+        # one per page (session) and drops it with the session; the freshness refresh sends only what differs.
+        sent = gr.State(built)
+        for view in dataset_views:
+            view.wire(gr, views, sent)
         _api_endpoints(gr, views)
-        _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model)
-        _freshness(gr, demo, views, shown, generation, header, overview_tables, dataset_views, about_text)
+        _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model, sent)
+        _freshness(gr, demo, views, sent, generation, header, overview_tables, dataset_views, about_text)
     return demo
 
 
-def _freshness(gr, demo, views: Views, shown: _Shown, generation, header, overview_tables: dict,
+def _freshness(gr, demo, views: Views, sent, generation, header, overview_tables: dict,
                dataset_views: list, about_text) -> None:
     """On load and every FRESH_SECONDS: when the store's generation differs from the page's, every view is
     recomputed (with its filters as set) and the About text too (a meta-evaluation published since); the new
     generation and the header (its "last updated") are sent, and of the rest only what differs from what this page
-    shows (``shown``). When the generation is the page's, nothing is recomputed or sent.
+    shows (its ``sent`` state). When the generation is the page's, nothing is recomputed or sent.
 
     Two steps: the check (``check_generation``) carries the page's generation only and, when it is stale, sets
     ``stale``, whose change runs ``refresh`` with every control. One event with the ~60 controls as inputs and ~50
     outputs on load made gradio's frontend collect and apply them all while the first rows were being painted
     (issue 24: first rows painted 1086 -> 1044 ms in the page, minimal app 777 ms; bench/results/leaderboard.md).
-    ``stale`` is a hidden Textbox, not a gr.State: gradio 6.31's frontend fires a State's change only for queued
-    events (a ``queue=False`` answer carries no changed-state ids), and the check is not queued (one per open page
-    every FRESH_SECONDS). A hidden component is never mounted and its type's code is already in the page.
+    ``stale`` is a ``gradio_compat.signal``, not a gr.State: the check is not queued (one per open page every
+    FRESH_SECONDS).
     """
     timer = gr.Timer(FRESH_SECONDS)
     # A new value on every stale check, so that a refresh that failed is retried on the next tick.
-    stale = gr.Textbox(visible=False, elem_id="board-stale")
+    stale = signal(gr, "board-stale")
     controls = [c for v in dataset_views for c in v.controls]
-    outputs = [generation, header, about_text, *overview_tables.values()] + [
+    outputs = [generation, sent, header, about_text, *overview_tables.values()] + [
         o for v in dataset_views for o in v.refresh_outputs()]
 
-    def refresh(request: gr.Request, page_generation, *values):
+    def refresh(page_generation, page_sent: dict, *values):
         now = views.generation()
         if now == page_generation:
             return [gr.skip()] * len(outputs)
-        out = [now, views.header_markdown()]
+        out = [now, page_sent, views.header_markdown()]
         about_now = views.about_markdown()
-        out.append(about_now if shown.changed(request, "about", digest(about_now)) else gr.skip())
+        out.append(about_now if changed(page_sent, "about", digest(about_now)) else gr.skip())
         for track in overview_tables:
             table = views.overview_view(track)
-            out.append(gr.Dataframe(value=table) if shown.changed(request, f"overview-{track}", digest(table))
+            out.append(gr.Dataframe(value=table) if changed(page_sent, f"overview-{track}", digest(table))
                        else gr.skip())
         n = len(dataset_views[0].controls) if dataset_views else 0
         for k, view in enumerate(dataset_views):
-            out += view.refresh(gr, views, values[k * n:(k + 1) * n], request)
+            out += view.refresh(gr, views, values[k * n:(k + 1) * n], page_sent)
         return out
 
     def check_generation(page_generation):
         return gr.skip() if views.generation() == page_generation else str(time.monotonic_ns())
 
     gr.on([demo.load, timer.tick], guarded(check_generation), [generation], [stale], **_PRIVATE)
-    stale.change(guarded(refresh), [generation, *controls], outputs, **_PRIVATE)
+    stale.change(guarded(refresh), [generation, sent, *controls], outputs, **_PRIVATE)
 
 
 def _linked(tab, tab_id: str, track_of: Optional[str] = None):
@@ -401,21 +373,21 @@ def _linked(tab, tab_id: str, track_of: Optional[str] = None):
     return tab
 
 
-def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, chosen_model) -> None:
+def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, chosen_model, sent) -> None:
     """Shareable links (``links``): a page opened with a query shows what it names.
 
     The query goes to the server only when there is one (``links.READ_JS`` gives nothing otherwise, so a plain
     visit costs no request); it is checked against the board (``links.parse``/``checked``), then one answer selects
     the tab and track, sets the table's controls and rows (or the Models tab's model), and resets the page's URL
     writer to the link as understood. What was not understood is left out and named in one warning."""
-    query = gr.Textbox(visible=False, elem_id="board-link")
-    state = gr.Textbox(visible=False, elem_id="board-link-state")
+    query = signal(gr, "board-link")  # set in the browser (READ_JS)
+    state = signal(gr, "board-link-state")  # the link as understood, for the page's URL writer
     by_key = {(v.dataset, v.track): v for v in dataset_views}
     tab_ids = [links.DEFAULT_TAB, *DATASETS, links.MODELS_TAB, *_tab_ids(tabs)]
-    outputs = [tabs, chosen_model, state, *(t for t, _ in track_tabs.values())] + [
+    outputs = [tabs, chosen_model, state, sent, *(t for t, _ in track_tabs.values())] + [
         o for v in dataset_views for o in v.restore_outputs()]
 
-    def restore(request: gr.Request, text: str):
+    def restore(page_sent: dict, text: str):
         link = links.parse(text, tab_ids, DATASETS)
         view = by_key.get((link.tab, link.track))
         choices = views.filter_choices(link.tab, link.track) if view else None
@@ -426,18 +398,18 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
         if link.ignored:
             gr.Warning(links.notice(link))
         out = [gr.Tabs(selected=link.tab), link.model or gr.skip(),
-               links.state_json(link, view.link_defaults if view else None)]
+               links.state_json(link, view.link_defaults if view else None), page_sent]
         for tab_id, (track_tabs_of, track_id) in track_tabs.items():
             out.append(gr.Tabs(selected=track_id(link.track)) if tab_id == link.tab else gr.skip())
         for v in dataset_views:
-            out += (v.restored(gr, views, link.view, request) if v is view
+            out += (v.restored(gr, views, link.view, page_sent) if v is view
                     else [gr.skip()] * len(v.restore_outputs()))
         return out
 
     demo.load(None, None, [query], js=links.READ_JS, **_PRIVATE)
     # Queued (unlike the board's other private events): gradio shows a gr.Warning only for a queued event; one
     # request per opened link.
-    query.change(guarded(restore), [query], outputs, api_visibility="private", show_progress="hidden")
+    query.change(guarded(restore), [sent, query], outputs, api_visibility="private", show_progress="hidden")
     state.change(None, [state], None, js=links.RESET_JS, **_PRIVATE)
 
 
@@ -447,7 +419,7 @@ def _tab_ids(tabs) -> list[str]:
         links.DEFAULT_TAB, links.MODELS_TAB, *DATASETS)]
 
 
-def _overview_tab(gr, views: Views, shown: _Shown, track_tabs: dict) -> dict:
+def _overview_tab(gr, views: Views, built: dict, track_tabs: dict) -> dict:
     """The overview: one sub-tab per track, each a table built into the page; /overview is an API endpoint."""
     payload = _frame_payload(gr)
 
@@ -463,7 +435,7 @@ def _overview_tab(gr, views: Views, shown: _Shown, track_tabs: dict) -> dict:
                 suffix = "" if track == TRACKS[0] else f"-{track}"
                 with _linked(gr.Tab(TRACK_LABELS[track], id=f"overview-{track}"), track, links.DEFAULT_TAB):
                     table = views.overview_view(track)
-                    shown.initial[f"overview-{track}"] = digest(table)
+                    built[f"overview-{track}"] = digest(table)
                     tables[track] = gr.Dataframe(
                         value=table, interactive=False, label=overview_label(track),
                         show_label=True, elem_id=f"overview-table{suffix}", pinned_columns=2,
@@ -483,19 +455,18 @@ def _overview_tab(gr, views: Views, shown: _Shown, track_tabs: dict) -> dict:
     return tables
 
 
-def _dataset_tabs(gr, views: Views, shown: _Shown, track_tabs: dict) -> list:
-    """One tab per dataset, one sub-tab per track, each with its own table, controls and plots."""
-    built = []
+def _dataset_tabs(gr, views: Views, built: dict, track_tabs: dict) -> list:
+    """One tab per dataset, one sub-tab per track, each with its own table, controls and plots (their events are
+    wired by ``build_app`` once the page's ``sent`` state exists)."""
+    views_built = []
     for dataset in DATASETS:
         with _linked(gr.Tab(DATASET_LABELS[dataset], id=dataset), dataset):
             with gr.Tabs() as tracks:
                 track_tabs[dataset] = (tracks, lambda track, dataset=dataset: view_key(dataset, track))
                 for track in TRACKS:
                     with _linked(gr.Tab(TRACK_LABELS[track], id=view_key(dataset, track)), track, dataset):
-                        view = _DatasetView(gr, views, dataset, track, shown)
-                        view.wire(gr, views)
-                        built.append(view)
-    return built
+                        views_built.append(_DatasetView(gr, views, dataset, track, built))
+    return views_built
 
 
 def _frame_payload(gr):
@@ -688,13 +659,13 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
     timer.tick(guarded(poll), job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
 
 
-def _about_tab(gr, views: Views, shown: _Shown):
+def _about_tab(gr, views: Views, built: dict):
     """The About tab: for readers (``about``), with the "Metrics vs radiologists" section of the published
     meta-evaluation (``views.meta_eval_markdown``; Markdown, already in the first page: no new component type).
     Returns the text's component (the freshness refresh rewrites it)."""
     with _linked(gr.Tab("About", id="about"), "about"):
         about_text = views.about_markdown()
-        shown.initial["about"] = digest(about_text)
+        built["about"] = digest(about_text)
         text = gr.Markdown(about_text, elem_id="about-text")
         # A Markdown code block (with its copy button), not gr.Code: the browser loads every component type in the
         # page's config when the page loads, and the code editor's modules are among the largest.
