@@ -164,3 +164,25 @@ def test_a_broken_link_shows_the_rest_and_says_what_was_left_out(browser, space)
         page.wait_for_function("() => location.search === '?track=findings_impression'", timeout=STATE_CEILING_MS)
     finally:
         page.close()
+
+
+def test_a_link_restores_the_filters(browser, space, page_views):
+    """Institution and year filters from a link: the table holds the rows the board gives them and the filters show
+    the choices as chips (a visitor can see, and clear, what the link set)."""
+    choices = page_views.filter_choices(DATASET, TRACK)
+    institution, year = choices.institutions[0], choices.years[-1]
+    n_rows = len(page_views.page_table(DATASET, TRACK, institutions=[institution], years=[year]).frame)
+    link = links.Link(DATASET, TRACK, links.ViewLink(institutions=(institution,), years=(year,)))
+    page = _new_page(browser, DESKTOP, "light")
+    try:
+        page.goto(space[0] + "?" + links.query(link), wait_until="load")
+        page.wait_for_function("([key, n]) => { const g = document.querySelector(`#table-${key} [role=grid]`);"
+                               " return g && Number(g.getAttribute('aria-rowcount')) - 1 === n; }",
+                               arg=[KEY, n_rows], timeout=STATE_CEILING_MS)
+        assert n_rows < len(page_views.page_table(DATASET, TRACK).frame)  # the filters removed rows
+        page.locator(f"#filters-{KEY}").get_by_text("Filters, columns and sorting").click()
+        page.locator(f"#inst-{KEY}").get_by_text(institution, exact=True).wait_for(timeout=STATE_CEILING_MS)
+        page.locator(f"#year-{KEY}").get_by_text(str(year), exact=True).wait_for(timeout=STATE_CEILING_MS)
+        assert links.parse(_query(page), [links.DEFAULT_TAB, *DATASETS], DATASETS) == link
+    finally:
+        page.close()
