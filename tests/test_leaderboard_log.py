@@ -476,7 +476,7 @@ def _hostile(report: dict, case: str) -> dict:
 @pytest.mark.parametrize("case", ["report text", "report list", "infinity", "huge note", "huge label",
                                   "multi-line verdict", "not a metric name", "rater ids kept as a number field"])
 def test_a_hostile_meta_eval_is_refused_with_one_line_and_stores_nothing(tmp_path, store, cli, case):
-    from rexrank.leaderboard.store import MetaEvalError
+    from rexrank.evaluation.meta_eval_report import MetaEvalError
 
     report = json.loads(_meta_eval_json(tmp_path / "good.json").read_text())
     hostile = _hostile(report, case)

@@ -3,7 +3,7 @@
 One log. Everything the board shows is an append-only, content-addressed entry: a result (table ``results``, its
 id the sha256 of its record) or a model event (table ``events``: a name registered, details filled in by the
 host's own rows, details edited, a name handed over; the Arena's votes and rater decisions; the host's published
-meta-evaluation, ``meta_eval``, aggregates only: ``meta_eval_summary``; whether the published tables still list a
+meta-evaluation, ``meta_eval``, aggregates only: ``evaluation.meta_eval_report``; whether the published tables still list a
 model on a board table, ``listing``: ``make_listing_event``; its id the sha256 of the event). Nothing in either table is
 ever changed or deleted. ``models`` (one row per name: details, owner) is derived from the events, replayed in
 their recorded order (``at``, then hash); the Hub sync carries both kinds of entry (``hub_sync``), so a store
@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 import secrets
 import sqlite3
 import threading
@@ -52,6 +50,7 @@ from typing import Any, Callable, Iterator
 
 from rexrank.data import catalog, tracks
 from rexrank.evaluation.disclosure import disclose_record
+from rexrank.evaluation.meta_eval_report import meta_eval_summary
 from rexrank.errors import InputError, RexrankError, UnknownNameError
 from rexrank.leaderboard.records import (
     HOST,
@@ -333,141 +332,8 @@ def _check_arena_event(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-# -- the published meta-evaluation: aggregates only -------------------------------------------------------------
-META_EVAL_FIELDS = ("kind", "at", "by", "meta_eval")
-META_EVAL_KEYS = ("dataset", "n_pairs", "n_studies", "n_raters", "confidence", "metrics", "raters", "pairwise",
-                  "notes")
-# What a meta_eval.json holds besides those and that is left out of the board: its settings (text describing the
-# method), the published comparison values, the count of dropped pairs; per metric its direction and the per-category
-# targets; per rater ceiling the raters' ids.
-_META_EVAL_DROPPED = {"published", "n_pairs_dropped"}
-_META_EVAL_SETTINGS = {"resamples", "seed", "alpha", "statistic", "resampling", "paired_test"}
-_INTERVAL = ("ci_low", "ci_high")
-_TEST_KEYS = ("difference", "ci_low", "ci_high", "p", "significant", "better", "verdict")
-_METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-_MAX_LABEL, _MAX_VERDICT, _MAX_NOTE, _MAX_NOTES, _MAX_META_METRICS = 60, 160, 400, 20, 40
-
-
-class MetaEvalError(InputError):
-    """A meta_eval.json (or a Hub event holding one) that is not a meta-evaluation's aggregates."""
-
-
-def _meta_fail(where: str, problem: str) -> MetaEvalError:
-    return MetaEvalError(f"meta-eval {where}: {problem}; give the meta_eval.json that `rexrank meta-eval` wrote, "
-                         "unedited (aggregates only)")
-
-
-def _only(value: Any, keys: set[str], where: str, dropped: set[str] = frozenset()) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _meta_fail(where, "must be an object")
-    extra = set(value) - keys - dropped
-    if extra:
-        raise _meta_fail(where, f"unexpected field {sorted(map(str, extra))[0][:40]!r} (a meta-evaluation holds "
-                                f"{', '.join(sorted(keys))})")
-    missing = keys - set(value)
-    if missing:
-        raise _meta_fail(where, f"missing {', '.join(sorted(missing))}")
-    return {key: value[key] for key in keys}
-
-
-def _number(value: Any, where: str, low: float, high: float, *, optional: bool = True) -> float | None:
-    """A finite number in [low, high] (None: undefined, as meta_eval writes a NaN)."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not low <= value <= high:
-        raise _meta_fail(where, f"must be a finite number in [{low:g}, {high:g}] (got {str(value)[:20]})")
-    return float(value)
-
-
-def _count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000_000:
-        raise _meta_fail(where, f"must be a count (got {str(value)[:20]})")
-    return value
-
-
-def _label(value: Any, where: str, limit: int) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > limit or "\n" in value or "\r" in value:
-        raise _meta_fail(where, f"must be one line of text of at most {limit} characters")
-    return value
-
-
-def _metric_name(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not _METRIC_NAME.match(value):
-        raise _meta_fail(where, f"{str(value)[:40]!r} is not a metric name (lowercase letters, digits, _)")
-    return value
-
-
-def _estimate(value: Any, where: str, point: str, dropped: set[str] = frozenset()) -> dict[str, float | None]:
-    entry = _only(value, {point, *_INTERVAL}, where, dropped)
-    return {key: _number(entry[key], f"{where}.{key}", -1.0, 1.0) for key in (point, *_INTERVAL)}
-
-
-def meta_eval_summary(report: Any) -> dict[str, Any]:
-    """What the board publishes of a meta-evaluation (``evaluation/meta_eval.py``'s report, or a stored summary):
-    per metric its label and Kendall tau-b vs all and vs clinically significant errors with intervals, the raters'
-    ceiling (mean and interval, no rater ids), each pair's paired tests with their verdict lines, the notes, and the
-    counts. Anything else is refused (``MetaEvalError``, one line): an unknown field anywhere (a report's text has no
-    place to go), a number that is not finite or outside its range, a text over its bound or on several lines."""
-    if isinstance(report, dict) and "settings" in report and "confidence" not in report:
-        # A meta_eval.json: its confidence level is among the settings, the rest of which stays out.
-        settings = _only(report["settings"], {"confidence"}, "settings", _META_EVAL_SETTINGS)
-        report = {**{k: v for k, v in report.items() if k != "settings"}, "confidence": settings["confidence"]}
-    # meta_eval owns the goals' names (all errors, clinically significant ones); imported here, not at the top,
-    # because meta_eval brings numpy and `leaderboard add` must not (test_add_imports_no_scoring_stack).
-    from rexrank.evaluation.meta_eval import SIGNIFICANT, TOTAL
-
-    goals = (TOTAL, SIGNIFICANT)
-    top = _only(report, set(META_EVAL_KEYS), "file", _META_EVAL_DROPPED)
-    out: dict[str, Any] = {"dataset": _label(top["dataset"], "dataset", _MAX_LABEL)}
-    for key in ("n_pairs", "n_studies", "n_raters"):
-        out[key] = _count(top[key], key)
-    out["confidence"] = _number(top["confidence"], "confidence", 0.5, 0.999, optional=False)
-    metrics = top["metrics"]
-    if not isinstance(metrics, dict) or not 0 < len(metrics) <= _MAX_META_METRICS:
-        raise _meta_fail("metrics", f"must map 1 to {_MAX_META_METRICS} metric names to their agreement")
-    out["metrics"] = {}
-    for name, entry in metrics.items():
-        where = f"metrics.{_metric_name(name, 'metric')}"
-        fields = _only(entry, {"label", "targets"}, where, {"higher_is_better"})
-        targets = fields["targets"]
-        extra = {k for k in targets if isinstance(k, str) and k.startswith("category_")} \
-            if isinstance(targets, dict) else set()
-        targets = _only(targets, set(goals), f"{where}.targets", extra)
-        out["metrics"][name] = {"label": _label(fields["label"], f"{where}.label", _MAX_LABEL),
-                                "targets": {goal: _estimate(targets[goal], f"{where}.targets.{goal}", "tau")
-                                            for goal in goals}}
-    raters = _only(top["raters"], set(goals), "raters")
-    out["raters"] = {goal: None if raters[goal] is None else
-                     _estimate(raters[goal], f"raters.{goal}", "mean", {"per_rater"}) for goal in goals}
-    pairwise = top["pairwise"]
-    if not isinstance(pairwise, list) or len(pairwise) > _MAX_META_METRICS ** 2:
-        raise _meta_fail("pairwise", "must be a list of the metrics' paired tests")
-    out["pairwise"] = []
-    for k, pair in enumerate(pairwise):
-        where = f"pairwise[{k}]"
-        fields = _only(pair, {"a", "b", "tests"}, where)
-        a, b = (_metric_name(fields[side], f"{where}.{side}") for side in ("a", "b"))
-        if a == b or a not in out["metrics"] or b not in out["metrics"]:
-            raise _meta_fail(where, "must compare two different metrics of the file")
-        tests = _only(fields["tests"], set(goals), f"{where}.tests")
-        checked = {}
-        for goal in goals:
-            at = f"{where}.tests.{goal}"
-            test = _only(tests[goal], set(_TEST_KEYS), at)
-            if test["significant"] not in (None, True, False) or test["better"] not in (None, a, b):
-                raise _meta_fail(at, "significant is true, false or null and better one of the pair or null")
-            checked[goal] = {"difference": _number(test["difference"], f"{at}.difference", -2.0, 2.0),
-                             **{key: _number(test[key], f"{at}.{key}", -2.0, 2.0) for key in _INTERVAL},
-                             "p": _number(test["p"], f"{at}.p", 0.0, 1.0), "significant": test["significant"],
-                             "better": test["better"], "verdict": _label(test["verdict"], f"{at}.verdict",
-                                                                         _MAX_VERDICT)}
-        out["pairwise"].append({"a": a, "b": b, "tests": checked})
-    notes = top["notes"]
-    if not isinstance(notes, list) or len(notes) > _MAX_NOTES:
-        raise _meta_fail("notes", f"must be a list of at most {_MAX_NOTES} notes")
-    out["notes"] = [_label(note, f"notes[{k}]", _MAX_NOTE) for k, note in enumerate(notes)]
-    return out
+# -- the published meta-evaluation: its aggregates' shape is ``evaluation/meta_eval_report.py``'s ------------------
+META_EVAL_FIELDS = ("kind", "at", "by", "meta_eval")  # the event's fields, beside the other events' (VOTE_FIELDS ...)
 
 
 def make_meta_eval_event(report: Any, *, at: float, by: str = HOST) -> dict[str, Any]:
