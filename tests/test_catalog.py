@@ -4,16 +4,15 @@
 (b) every alias resolves to its canonical name at every boundary;
 (c) no module outside the owners restates a dataset/split/track fact, nor an owned default (the default track, the
     statistics' defaults, the submission limits) or the ReXrank BibTeX as a single literal (a source scan);
-(d) stores written by older versions are migrated to canonical names without losing or duplicating rows.
+(d) a store of an older (development) schema, whose rows may hold old names, is refused untouched rather than read:
+    tests/test_leaderboard_store.py::test_an_older_store_is_refused_untouched.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,10 +23,10 @@ from rexrank.data import catalog, tracks
 from rexrank.errors import InputError, UnknownNameError
 from rexrank.evaluation import defaults
 from rexrank.leaderboard import board, limits
-from rexrank.leaderboard.published import bundled_files, bundled_tables, import_published, parse_table, table_of
+from rexrank.leaderboard.published import table_of
 from rexrank.data.loading import builder_class
-from rexrank.leaderboard.records import ModelInfo, ResultRecord, from_results_json
-from rexrank.leaderboard.store import MIGRATIONS, SCHEMA_VERSION, Store
+from rexrank.leaderboard.records import ModelInfo, from_results_json
+from rexrank.leaderboard.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 ALIASES = sorted(catalog.DATASET_ALIASES.items())
@@ -442,13 +441,13 @@ def test_the_scan_catches_single_literal_restatements_of_owned_values(tmp_path, 
 
 
 
-# The meta-evaluation's goals (all errors, clinically significant ones) are spelled once, in evaluation/meta_eval.py.
-GOALS_OWNER = "src/rexrank/evaluation/meta_eval.py"
+# The meta-evaluation's goals (all errors, clinically significant ones) are spelled once, with the report's shape.
+GOALS_OWNER = "src/rexrank/evaluation/meta_eval_report.py"
 
 
 def _goal_collections(path: Path) -> list[str]:
     """Collections of string literals that list both meta-evaluation goals (the goals declared again)."""
-    from rexrank.evaluation.meta_eval import SIGNIFICANT, TOTAL
+    from rexrank.evaluation.meta_eval_report import SIGNIFICANT, TOTAL
 
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return [f"{path.relative_to(REPO)}:{node.lineno}" for node in ast.walk(tree)
@@ -534,96 +533,3 @@ def test_catalog_is_light_and_data_imports_no_later_stage():
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not [m for m in modules if m.startswith(later)], f"{path} imports a later stage: {modules}"
-
-
-# -- (d) migrating an old store -------------------------------------------------------------------------------
-def _old_hash(record: dict) -> str:
-    """What versions before schema 3 stored as content hash (ResultRecord.content_hash of the record as given)."""
-    payload = {k: v for k, v in record.items() if k != "note"}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _old_store(path: Path, rows: list[dict]) -> None:
-    """A schema-2 store holding `rows` exactly as the old add_result wrote them (names as given, old hashes)."""
-    conn = sqlite3.connect(path)
-    for step in MIGRATIONS[:2]:
-        conn.executescript(step)
-    conn.execute("PRAGMA user_version = 2")
-    for record in rows:
-        model = record["model"]
-        conn.execute("INSERT OR IGNORE INTO models(name, trained_on, created_at) VALUES (?, ?, 0)",
-                     (model["name"], json.dumps(model.get("trained_on", []))))
-        model_id = conn.execute("SELECT id FROM models WHERE name = ?", (model["name"],)).fetchone()[0]
-        conn.execute("INSERT INTO results(model_id, dataset, split, track, source, n_studies, metrics, extra, note,"
-                     " record, content_hash, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,0)",
-                     (model_id, record["dataset"], record["split"], record["track"], record["source"],
-                      record.get("n_studies"), json.dumps(record["metrics"]), json.dumps(record.get("extra", {})),
-                      record.get("note"), json.dumps(record), _old_hash(record)))
-    conn.commit()
-    conn.close()
-
-
-def _published_as_old_code_stored_them() -> list[dict]:
-    """Every bundled published row, CheXpert Plus with split "valid" as the old importer wrote it."""
-    rows = []
-    for path in bundled_files():
-        dataset, split, track = table_of(path.name)
-        for record in parse_table(path.read_text(encoding="utf-8"), dataset, split, track)[0]:
-            old = record.to_json()
-            old["split"] = "valid" if dataset == "chexpert_plus" else split
-            rows.append(old)
-    return rows
-
-
-def _scored(name: str, dataset: str, split: str, mean: float, trained_on=()) -> dict:
-    return {"model": {"name": name, "institution": None, "url": None, "year": None, "model_type": None,
-                      "trained_on": list(trained_on)},
-            "dataset": dataset, "split": split, "track": "findings", "source": "rexrank",
-            "metrics": {"bleu2": {"mean": mean, "ci_low": None, "ci_high": None}}, "n_studies": 200, "note": None,
-            "extra": {}}
-
-
-def test_old_store_is_migrated_to_canonical_names(tmp_path):
-    path = tmp_path / "old.sqlite"
-    published = _published_as_old_code_stored_them()
-    scored = [
-        _scored("A", "chexpert_plus", "valid", 0.30),       # a submission result under the old split name
-        _scored("A", "chexpert_plus", "validation", 0.30),  # the same result added again via `score`: a duplicate
-        _scored("B", "MIMIC-CXR", "test", 0.20, trained_on=["mimic"]),  # an alias, as a hand-edited file gave
-        _scored("C", "padchest", "test", 0.10),              # a name the catalog does not know: left alone
-    ]
-    _old_store(path, published + scored)
-    first_a = len(published) + 1  # ids are 1-based, in insertion order
-    _old_store_submission(path, first_a)
-
-    store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION >= 3  # migrated through every later version too
-    rows = store.results(latest=False)
-    assert len(rows) == len(published) + len(scored) - 1  # only the duplicate went
-    assert {(r["dataset"], r["split"]) for r in rows if r["dataset"] == "chexpert_plus"} == {
-        ("chexpert_plus", "validation")}
-    a_rows = [r for r in rows if r["model_name"] == "A"]
-    assert [r["id"] for r in a_rows] == [first_a + 1]  # the newest copy is kept ...
-    assert store.submissions()[0]["result_id"] == first_a + 1  # ... and the submission points at it
-    b = next(r for r in rows if r["model_name"] == "B")
-    assert (b["dataset"], b["record"]["dataset"], b["trained_on"]) == ("mimic_cxr", "mimic_cxr", ["mimic_cxr"])
-    assert next(r for r in rows if r["model_name"] == "C")["dataset"] == "padchest"
-    for row in rows:  # hashes are recomputed, so the same result added again is recognised
-        if row["dataset"] != "padchest":
-            assert row["content_hash"] == ResultRecord.from_json(row["record"]).content_hash()
-    assert import_published(store, bundled_tables())["added"] == 0
-    chexpert = board.numeric_table(store, "chexpert_plus", "findings")
-    assert set(chexpert["split"]) == {"validation"} and {"A"} <= set(chexpert["model"])
-    assert store.submissions()[0]["split"] == "validation" and store.integrity_check() == "ok"
-    store.close()
-    assert Store(path).counts()["results"] == len(rows)  # reopening migrates nothing twice
-
-
-def _old_store_submission(path: Path, result_id: int) -> None:
-    conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO submissions(content_hash, user, model, dataset, split, track, predictions_path,"
-                 " metrics, status, result_id, created_at, updated_at) VALUES ('f', 'u', ?, 'chexpert_plus',"
-                 " 'valid', 'findings', 'p.json', '[]', 'done', ?, 0, 0)",
-                 (json.dumps({"name": "A", "trained_on": []}), result_id))
-    conn.commit()
-    conn.close()

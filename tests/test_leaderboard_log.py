@@ -4,7 +4,6 @@ Hub copy carries all of it, and nothing impossible gets in, whichever way it com
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from rexrank.leaderboard.hub_sync import EVENTS_PREFIX, PREFIX, HubSync, request
 from rexrank.leaderboard.published import bundled_tables, import_published
 from rexrank.leaderboard.records import (DATASETS, HOST, TRACKS, MetricValue, ModelInfo, Provenance, ResultRecord,
                                          from_results_json)
-from rexrank.leaderboard.store import MIGRATIONS, Store, StoreError, event_hash, make_event
+from rexrank.leaderboard.store import Store, StoreError, event_hash, make_event
 from rexrank.leaderboard.views import Views
 from rexrank.metrics.official import UnofficialWeightsError
 
@@ -214,49 +213,6 @@ def test_a_hostile_or_damaged_repo_file_changes_nothing(tmp_path, hub):
                                            f"{PREFIX}{'2' * 64}.json"])
     assert [(m["name"], m["owner"]) for m in store.models()] == [("Good", HOST)] and not store.results()
     store.close()
-
-
-# -- schema 6 ----------------------------------------------------------------------------------------------------------
-def test_v5_store_migrates_to_the_log_and_shows_the_same_board(tmp_path):
-    """Models become register events with their current details and owners; name keys are recomputed, and of two
-    names that now compare equal the older keeps the key while both keep their rows."""
-    path = tmp_path / "v5.sqlite"
-    conn = sqlite3.connect(path)
-    conn.row_factory = sqlite3.Row
-    for step in MIGRATIONS[:5]:
-        if callable(step):
-            step(conn)
-        else:
-            conn.executescript(step)
-    conn.execute("PRAGMA user_version = 5")
-    # "МedVersa" (Cyrillic М) stored by a rexrank whose name_key did not fold look-alikes: two keys then, one now.
-    models = [("MedVersa", "medversa", HOST, "Microsoft", '["mimic_cxr"]', 10.0),
-              ("\u041cedVersa", "\u043cedversa", "hf:eve", None, "[]", 20.0),
-              ("Team A", "team a", "hf:alice", "Alice Lab", "[]", 20.0)]
-    for i, (name, key, owner, institution, trained, at) in enumerate(models, start=1):
-        conn.execute("INSERT INTO models(id, name, name_key, owner, institution, trained_on, created_at)"
-                     " VALUES (?,?,?,?,?,?,?)", (i, name, key, owner, institution, trained, at))
-        record = _record(name, 0.1 * i)
-        conn.execute("INSERT INTO results(model_id, dataset, split, track, source, metrics, record, content_hash,"
-                     " created_at, submitted_by) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                     (i, "iu_xray", "test", "findings", "rexrank", json.dumps({"bleu2": vars(record.metrics["bleu2"])}),
-                      json.dumps(record.to_json()), record.content_hash(), at, owner))
-    conn.commit()
-    conn.close()
-    store = Store(path)
-    rows = {m["name"]: m for m in store.models()}
-    assert rows["MedVersa"]["name_key"] == "medversa" and rows["\u041cedVersa"]["name_key"] is None
-    assert (rows["MedVersa"]["institution"], rows["MedVersa"]["trained_on"]) == ("Microsoft", ["mimic_cxr"])
-    assert rows["Team A"]["owner"] == "hf:alice" and rows["Team A"]["created_at"] > rows["\u041cedVersa"]["created_at"]
-    assert len(store.results("iu_xray", "findings")) == 3  # both look-alikes keep their rows
-    assert [e["kind"] for _, e in store.events()] == ["register"] * 3
-    # The log rebuilds exactly these rows.
-    other = Store(tmp_path / "other.sqlite")
-    other.add_events([event for _, event in store.events()])
-    strip = lambda ms: [{k: v for k, v in m.items() if k != "id"} for m in ms]  # noqa: E731
-    assert strip(other.models()) == strip(store.models())
-    store.close()
-    other.close()
 
 
 # -- issue point 14: nothing impossible is stored, whichever way it comes -------------------------------------------
@@ -520,7 +476,7 @@ def _hostile(report: dict, case: str) -> dict:
 @pytest.mark.parametrize("case", ["report text", "report list", "infinity", "huge note", "huge label",
                                   "multi-line verdict", "not a metric name", "rater ids kept as a number field"])
 def test_a_hostile_meta_eval_is_refused_with_one_line_and_stores_nothing(tmp_path, store, cli, case):
-    from rexrank.leaderboard.store import MetaEvalError
+    from rexrank.evaluation.meta_eval_report import MetaEvalError
 
     report = json.loads(_meta_eval_json(tmp_path / "good.json").read_text())
     hostile = _hostile(report, case)

@@ -12,7 +12,7 @@ from rexrank.errors import InputError
 from rexrank.leaderboard import board
 from rexrank.leaderboard.published import bundled_tables, import_published, parse_table
 from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord, from_results_json
-from rexrank.leaderboard.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
+from rexrank.leaderboard.store import SCHEMA_VERSION, Store, StoreError
 
 
 @pytest.fixture
@@ -38,29 +38,60 @@ def test_new_store_is_wal_and_current_schema(store):
     assert store.integrity_check() == "ok"
 
 
-def test_old_store_is_migrated_and_keeps_its_rows(tmp_path):
-    """A v1 store (before the submissions table) opens, gains the new table, and loses nothing."""
-    path = tmp_path / "old.sqlite"
+def _store_of_schema(path, version: int) -> bytes:
+    """A store as a development rexrank of schema ``version`` left it (a results table with one row, WAL as every
+    rexrank store is); its bytes."""
     conn = sqlite3.connect(path)
-    conn.executescript(MIGRATIONS[0])
-    conn.execute("PRAGMA user_version = 1")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE models (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_at REAL NOT NULL)")
+    conn.execute("CREATE TABLE results (id INTEGER PRIMARY KEY, model_id INTEGER NOT NULL, dataset TEXT NOT NULL,"
+                 " metrics TEXT NOT NULL, content_hash TEXT NOT NULL UNIQUE, created_at REAL NOT NULL)")
     conn.execute("INSERT INTO models(name, created_at) VALUES ('Old', 0)")
-    conn.execute("INSERT INTO results(model_id, dataset, split, track, source, metrics, content_hash, created_at)"
-                 " VALUES (1, 'iu_xray', 'test', 'findings', 'published', '{}', 'h', 0)")
+    conn.execute("INSERT INTO results(model_id, dataset, metrics, content_hash, created_at)"
+                 " VALUES (1, 'iu_xray', '{}', 'h', 0)")
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("version", [1, 3, 5, SCHEMA_VERSION - 1])
+def test_an_older_store_is_refused_untouched(tmp_path, version):
+    """Development stores are not migrated (0.1.0 was never released): one line naming the file and the ways to
+    build a store again, and the file keeps every byte (no migration, no journal mode change)."""
+    path = tmp_path / "old.sqlite"
+    before = _store_of_schema(path, version)
+    with pytest.raises(StoreError) as refused:
+        Store(path)
+    message = str(refused.value)
+    assert "\n" not in message and str(path) in message and f"schema {version}, older than" in message
+    assert "leaderboard sync --repo ORG/NAME --store NEW_PATH" in message and "import-published" in message
+    assert path.read_bytes() == before
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT name FROM models").fetchall() == [("Old",)]
+    conn.close()
+
+
+def test_a_sqlite_file_of_another_program_is_refused_untouched(tmp_path):
+    path = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
     conn.commit()
     conn.close()
-    s = Store(path)
-    assert s.schema_version() == SCHEMA_VERSION
-    assert s.counts() == {"models": 1, "results": 1, "submissions": 0}
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a rexrank store"):
+        Store(path)
+    assert path.read_bytes() == before
 
 
 def test_newer_store_is_refused(tmp_path):
     path = tmp_path / "new.sqlite"
-    conn = sqlite3.connect(path)
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    conn.close()
-    with pytest.raises(StoreError, match="newer than this rexrank"):
+    before = _store_of_schema(path, SCHEMA_VERSION + 1)
+    with pytest.raises(StoreError, match="newer than this rexrank") as refused:
         Store(path)
+    assert "upgrade rexrank" in str(refused.value)
+    assert path.read_bytes() == before
 
 
 def test_same_result_stored_once_and_history_kept(store):

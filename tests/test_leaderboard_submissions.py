@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import stat
 import threading
 import time
@@ -28,13 +27,10 @@ from rexrank.leaderboard.records import (
     name_key,
 )
 from rexrank.leaderboard.store import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
     DuplicateSubmission,
     NameTaken,
     QuotaExceeded,
     Store,
-    _apply,
 )
 from rexrank.leaderboard.submissions import ANONYMOUS, DEFAULT_MAX_UPLOAD_MB, ORPHAN_GRACE_S, LoginRequired, Submissions
 
@@ -209,69 +205,6 @@ def test_cli_add_acts_as_the_host(seeded, tmp_path):
     edited = runner.invoke(app, ["edit-model", "MedVersa", "--institution", "Host Edit", "--store", str(seeded.path)])
     assert edited.exit_code == 0, edited.output
     assert seeded.model("MedVersa")["institution"] == "Host Edit"
-
-
-# -- migration ----------------------------------------------------------------------------------------------------
-def _v3_store_with_hijacks(path: Path) -> None:
-    """A schema-3 store as the old code left it after the two attacks of the issue."""
-    conn = sqlite3.connect(path)
-    conn.row_factory = sqlite3.Row
-    for step in range(3):
-        _apply(conn, MIGRATIONS[step])
-    conn.execute("PRAGMA user_version = 3")
-
-    def record(name, institution, url, year, source, mean):
-        return json.dumps({"model": {"name": name, "institution": institution, "url": url, "year": year,
-                                     "model_type": None, "trained_on": []}, "dataset": "iu_xray", "split": "test",
-                           "track": "findings", "source": source, "metrics": {"bleu2": {"mean": mean}}})
-
-    # MedVersa: published, then overwritten by an anonymous submission (models row merged to Evil Corp).
-    conn.execute("INSERT INTO models(id, name, institution, url, year, created_at) VALUES"
-                 " (1, 'MedVersa', 'Evil Corp', 'https://phish.example', 2099, 0)")
-    conn.execute("INSERT INTO results(id, model_id, dataset, split, track, source, metrics, record, content_hash,"
-                 " created_at) VALUES (1, 1, 'iu_xray', 'test', 'findings', 'published', '{\"bleu2\": {\"mean\": 0.2}}',"
-                 " ?, 'h1', 0)", (record("MedVersa", "Harvard", "https://medversa.example", 2024, "published", 0.2),))
-    # TeamX: alice's submission, then a file of "x" under her name from mallory.
-    conn.execute("INSERT INTO models(id, name, institution, created_at) VALUES (2, 'TeamX', 'Team X Lab', 0)")
-    conn.execute("INSERT INTO models(id, name, institution, created_at) VALUES (3, 'medversa', 'Lookalike', 0)")
-    for rid, model, source, mean, rec in (
-            (2, 1, "submission", 0.0, record("MedVersa", "Evil Corp", "https://phish.example", 2099, "submission", 0.0)),
-            (3, 2, "submission", 0.183, record("TeamX", "Team X Lab", None, None, "submission", 0.183)),
-            (4, 2, "submission", 0.0, record("TeamX", None, None, None, "submission", 0.0))):
-        conn.execute("INSERT INTO results(id, model_id, dataset, split, track, source, metrics, record, content_hash,"
-                     " created_at) VALUES (?, ?, 'iu_xray', 'test', 'findings', ?, ?, ?, ?, ?)",
-                     (rid, model, source, json.dumps({"bleu2": {"mean": mean}}), rec, f"h{rid}", rid))
-    for sid, user, result in ((1, None, 2), (2, "alice", 3), (3, "mallory", 4)):
-        conn.execute("INSERT INTO submissions(id, content_hash, user, model, dataset, split, track, predictions_path,"
-                     " metrics, status, result_id, created_at, updated_at) VALUES (?, ?, ?, '{}', 'iu_xray', 'test',"
-                     " 'findings', 'p', '[]', 'done', ?, ?, ?)", (sid, f"s{sid}", user, result, sid * 10, sid * 10))
-    conn.commit()
-    conn.close()
-
-
-def test_migration_gives_each_name_to_its_first_registrant_and_restores_details(tmp_path):
-    """A name belongs to whoever first registered it: the published MedVersa stays the host's (the later
-    anonymous hijack leaves the board), TeamX stays alice's (mallory's later file of \"x\" leaves the board)."""
-    path = tmp_path / "old.sqlite"
-    _v3_store_with_hijacks(path)
-    store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION and store.integrity_check() == "ok"
-    medversa = store.model("MedVersa")
-    assert (medversa["owner"], medversa["institution"], medversa["url"], medversa["year"]) == (
-        HOST, "Harvard", "https://medversa.example", 2024)  # the published row's details, not Evil Corp's
-    assert store.model("TeamX")["owner"] == "user:alice"
-    history = {r["id"]: (r["submitted_by"], r["submitted_via"], r["submission_id"])
-               for r in store.results(latest=False, include_hidden=True)}
-    assert history == {1: (HOST, "published", None), 2: ("anon:1", "space", 1), 3: ("user:alice", "space", 2),
-                       4: ("user:mallory", "space", 3)}
-    # Shown: the host's MedVersa row and alice's TeamX row; hidden: the hijacks (2: anonymous, 4: mallory).
-    assert sorted(r["id"] for r in store.results("iu_xray", "findings")) == [1, 3]
-    assert store.model("medversa")["name"] == "medversa"  # the older look-alike keeps its rows; MedVersa holds the key
-    assert store.model("MEDVERSA")["name"] == "MedVersa"
-    assert store.model("TeamX")["institution"] == "Team X Lab"
-    store.edit_model("TeamX", owner="user:mallory")  # only the host can hand a name over: then mallory's row shows
-    assert [r["id"] for r in store.results("iu_xray", "findings", model="TeamX")] == [4]
-    store.close()
 
 
 # -- quotas -------------------------------------------------------------------------------------------------------

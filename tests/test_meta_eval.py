@@ -219,3 +219,25 @@ def test_two_launched_processes_write_what_one_writes(tmp_path):
     for name in names:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
     assert multi.stdout.count("**Meta-evaluation on rexval**") == 1
+
+
+def test_the_report_written_has_the_shape_its_light_owner_declares(tmp_path):
+    """meta_eval_report owns the report's shape (issue 36 point 1): what `rexrank meta-eval` writes is exactly it,
+    the board's summary of it accepts it, and the owner loads no scoring stack (`leaderboard add-meta-eval` and
+    `leaderboard add` import it through the store)."""
+    import subprocess
+    import sys
+
+    from rexrank.evaluation import meta_eval_report as shape
+
+    write_rexval(tmp_path / "data" / "rexval-dataset" / "1.0.0", seed=3)
+    report = json.loads(json.dumps(rexrank.meta_eval("rexval", ["bleu2"], data_dir=tmp_path / "data", resamples=20)))
+    assert set(report) == (set(shape.META_EVAL_KEYS) - {"confidence"}) | set(shape.REPORT_ONLY_KEYS)
+    assert tuple(report["settings"]) == shape.SETTINGS_KEYS
+    assert set(report["metrics"]["bleu2"]["targets"]) >= set(shape.GOALS) and set(report["raters"]) == set(shape.GOALS)
+    summary = shape.meta_eval_summary(report)
+    assert tuple(summary) == shape.META_EVAL_KEYS and summary["confidence"] == report["settings"]["confidence"]
+    code = ("import sys, rexrank.evaluation.meta_eval_report; "
+            "print(sorted(m for m in ('numpy', 'scipy', 'pandas', 'rexrank.evaluation.meta_eval') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

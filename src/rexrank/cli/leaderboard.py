@@ -266,7 +266,7 @@ def add_meta_eval(
         raise InputError(f"{report} is {report.stat().st_size:,} bytes: a meta_eval.json of aggregates is far smaller "
                          f"(at most {MAX_META_EVAL_BYTES:,}); give the file `rexrank meta-eval` wrote")
     data = _read_results(report, "`rexrank meta-eval` meta_eval.json")  # checked whole before the store opens: a refused file changes nothing
-    from rexrank.leaderboard.store import meta_eval_summary
+    from rexrank.evaluation.meta_eval_report import meta_eval_summary
 
     try:
         meta_eval_summary(data)

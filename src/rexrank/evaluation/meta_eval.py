@@ -41,9 +41,9 @@ from rexrank.evaluation.bootstrap import (
     count_blocks,
     percentile_interval,
 )
+from rexrank.evaluation.meta_eval_report import SIGNIFICANT, TOTAL  # the report's shape has its own owner
 from rexrank.metrics import REGISTRY
 
-TOTAL, SIGNIFICANT = "total", "significant"
 NO_SIGNIFICANT_DIFFERENCE = "no significant difference"
 UNOFFICIAL_NOTE = ("scored with weights that are not verified official ones ({names}): these taus describe those "
                    "weights (random stand-ins give meaningless numbers), not the metrics as published")

@@ -1,9 +1,9 @@
-"""The results store: SQLite by default (WAL; every write is one transaction; schema versioned and migrated).
+"""The results store: SQLite by default (WAL; every write is one transaction; one schema, older stores refused).
 
 One log. Everything the board shows is an append-only, content-addressed entry: a result (table ``results``, its
 id the sha256 of its record) or a model event (table ``events``: a name registered, details filled in by the
 host's own rows, details edited, a name handed over; the Arena's votes and rater decisions; the host's published
-meta-evaluation, ``meta_eval``, aggregates only: ``meta_eval_summary``; whether the published tables still list a
+meta-evaluation, ``meta_eval``, aggregates only: ``evaluation.meta_eval_report``; whether the published tables still list a
 model on a board table, ``listing``: ``make_listing_event``; its id the sha256 of the event). Nothing in either table is
 ever changed or deleted. ``models`` (one row per name: details, owner) is derived from the events, replayed in
 their recorded order (``at``, then hash); the Hub sync carries both kinds of entry (``hub_sync``), so a store
@@ -23,6 +23,13 @@ the mean inside its own CI, at least one study) and, except on a Hub pull of row
 weights are official (``records.check_weights``) unless the caller allows unofficial ones, which the board
 labels. A file that is not a SQLite store, or a damaged one, is a one-line ``StoreError`` naming it and the fix.
 
+One schema (``SCHEMA_VERSION``, created whole by ``BASELINE``): a store of any other schema is refused with one line
+naming the file and the fix (rebuild it from the Hub, re-import the published tables), read through a read-only
+connection so the file keeps every byte. Why not migrate: 0.1.0 was never released, so every older store is a
+development store of a few days, and its migrations (eight, one of which called the live event code, so an old step
+changed whenever today's code did) were code to own for states no user holds. A release that changes the schema
+adds plain SQL steps from this baseline.
+
 Ownership: a model name (compared by ``records.name_key``) belongs to whoever first registered it, the host for
 the published rows. Only its owner may add results under it; nothing but ``edit_model`` (the host's CLI) changes
 its details or its owner.
@@ -32,8 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 import secrets
 import sqlite3
 import threading
@@ -45,6 +50,7 @@ from typing import Any, Callable, Iterator
 
 from rexrank.data import catalog, tracks
 from rexrank.evaluation.disclosure import disclose_record
+from rexrank.evaluation.meta_eval_report import meta_eval_summary
 from rexrank.errors import InputError, RexrankError, UnknownNameError
 from rexrank.leaderboard.records import (
     HOST,
@@ -54,7 +60,6 @@ from rexrank.leaderboard.records import (
     Provenance,
     ResultRecord,
     anonymous_identity,
-    canonical_datasets,
     canonical_names,
     check_numbers,
     check_weights,
@@ -62,51 +67,65 @@ from rexrank.leaderboard.records import (
     name_key,
 )
 
+# The one schema this rexrank reads and writes (``PRAGMA user_version``). 0.1.0 was never released and every store
+# before it was a development store of a few days, so there are no migrations: a new store is created at this
+# schema by ``BASELINE`` and a store at any other version is refused, untouched (``_refuse``). A later release that
+# changes the schema adds its steps as plain SQL from this baseline on, never calling live code.
 SCHEMA_VERSION = 8
 
-
-def _canonical_names_v3(conn: sqlite3.Connection) -> None:
-    """Version 3: dataset, split and track names as the catalog spells them (rexrank.data.catalog/tracks).
-
-    Older versions stored what they were given: "valid" for CheXpert Plus (the published tables and
-    submissions) next to "validation" (`rexrank score`), and any alias a results.json carried. Rows are
-    rewritten to canonical names, with their record JSON and content hash recomputed so a later import of
-    the same result is still recognised. Rows whose names the catalog does not know are left as they are.
-    """
-    _canonical_results(conn)
-    _canonical_models(conn)
-    _canonical_submissions(conn)
-
-
-def _canonical_results(conn: sqlite3.Connection) -> None:
-    targets: dict[int, tuple[ResultRecord, str]] = {}  # id -> (canonical record, its content hash)
-    by_hash: dict[str, list[int]] = {}
-    for row in conn.execute("SELECT r.*, m.name AS model_name, m.institution, m.url, m.year, m.model_type,"
-                            " m.trained_on FROM results r JOIN models m ON m.id = r.model_id ORDER BY r.id"):
-        record = _record_of_row(row)
-        digest = record.content_hash() if record is not None else row["content_hash"]
-        by_hash.setdefault(digest, []).append(row["id"])
-        if record is not None and (digest != row["content_hash"] or (record.dataset, record.split, record.track)
-                                   != (row["dataset"], row["split"], row["track"])):
-            targets[row["id"]] = (record, digest)
-    # Two rows that become one content hash are the same result (same model, set, split, track, source and
-    # numbers) stored twice under different spellings, e.g. one CheXpert Plus result added as "valid" and again
-    # as "validation". Keep the newest row, as the board's "newest result per model/dataset/split/track/source"
-    # rule would have shown it; point submissions at it; drop the older copies (only their notes and timestamps
-    # differ). Nothing but such a duplicate is deleted.
-    for ids in by_hash.values():
-        keep, drop = ids[-1], ids[:-1]
-        for old in drop:
-            conn.execute("UPDATE submissions SET result_id = ? WHERE result_id = ?", (keep, old))
-            conn.execute("DELETE FROM results WHERE id = ?", (old,))
-            targets.pop(old, None)
-    # Two passes: a row may take the hash another row still holds until that row is rewritten (UNIQUE).
-    for row_id in targets:
-        conn.execute("UPDATE results SET content_hash = ? WHERE id = ?", (f"migrating:{row_id}", row_id))
-    for row_id, (record, digest) in targets.items():
-        conn.execute("UPDATE results SET dataset=?, split=?, track=?, record=?, content_hash=? WHERE id=?",
-                     (record.dataset, record.split, record.track, json.dumps(record.to_json(), default=str),
-                      digest, row_id))
+# Columns in the order schema 8's stores hold them (``SELECT *`` reads the same rows from either).
+BASELINE = f"""
+CREATE TABLE models (
+    id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, institution TEXT, url TEXT, year INTEGER,
+    model_type TEXT, trained_on TEXT NOT NULL DEFAULT '[]', created_at REAL NOT NULL, name_key TEXT,
+    owner TEXT NOT NULL DEFAULT '{HOST}');
+CREATE UNIQUE INDEX models_name_key ON models(name_key);
+CREATE TABLE results (
+    id INTEGER PRIMARY KEY, model_id INTEGER NOT NULL REFERENCES models(id), dataset TEXT NOT NULL,
+    split TEXT NOT NULL, track TEXT NOT NULL, source TEXT NOT NULL, n_studies INTEGER,
+    metrics TEXT NOT NULL, extra TEXT NOT NULL DEFAULT '{{}}', note TEXT,
+    record TEXT NOT NULL DEFAULT '{{}}', content_hash TEXT NOT NULL UNIQUE, created_at REAL NOT NULL,
+    submitted_by TEXT NOT NULL DEFAULT '{HOST}', submitted_via TEXT NOT NULL DEFAULT 'host', submission_id INTEGER,
+    submitted_at REAL);
+CREATE INDEX results_board ON results(dataset, track, split);
+CREATE INDEX results_latest ON results(model_id, dataset, split, track, source, id);
+CREATE TABLE submissions (
+    id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE, user TEXT, model TEXT NOT NULL,
+    dataset TEXT NOT NULL, split TEXT NOT NULL, track TEXT NOT NULL, predictions_path TEXT NOT NULL,
+    metrics TEXT NOT NULL, status TEXT NOT NULL, error TEXT, attempts INTEGER NOT NULL DEFAULT 0,
+    lease_until REAL, result_id INTEGER REFERENCES results(id), created_at REAL NOT NULL,
+    updated_at REAL NOT NULL, identity TEXT);
+CREATE INDEX submissions_status ON submissions(status, id);
+CREATE INDEX submissions_user ON submissions(user, created_at);
+CREATE TABLE attempts (
+    id INTEGER PRIMARY KEY, identity TEXT NOT NULL, dataset TEXT NOT NULL, split TEXT NOT NULL, track TEXT NOT NULL,
+    outcome TEXT NOT NULL, reason TEXT, submission_id INTEGER, created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE INDEX attempts_quota ON attempts(identity, created_at);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at REAL NOT NULL);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, model TEXT NOT NULL,
+    at REAL NOT NULL, event TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE INDEX events_order ON events(at, content_hash);
+CREATE INDEX events_subject ON events(kind, model);
+-- store_id: a random name for this store file, so a cache key never matches another store (a store deleted and
+-- created again at the same path counts its generations from 0 again). Its row is inserted with the schema.
+CREATE TABLE generation (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL, store_id TEXT NOT NULL);
+CREATE TABLE arena_reports (
+    id INTEGER PRIMARY KEY, dataset TEXT NOT NULL, split TEXT NOT NULL, track TEXT NOT NULL,
+    model TEXT NOT NULL, study TEXT NOT NULL, report TEXT NOT NULL, reference TEXT NOT NULL,
+    metrics TEXT NOT NULL DEFAULT '{{}}', result_hash TEXT NOT NULL, created_at REAL NOT NULL,
+    UNIQUE(dataset, split, track, model, study));
+-- The Arena's pair tickets (``issue_ticket``): not the board and not the log (never synced: a ticket names the
+-- pair a rater is shown before the vote), kept here so they outlive a restart and serve several processes.
+CREATE TABLE arena_tickets (
+    digest TEXT PRIMARY KEY, arena TEXT NOT NULL, rater TEXT NOT NULL, study TEXT NOT NULL,
+    model_a TEXT NOT NULL, model_b TEXT NOT NULL, issued REAL NOT NULL, expires REAL NOT NULL);
+CREATE INDEX arena_tickets_rater ON arena_tickets(arena, rater, issued)
+"""
+# What to do with a store this rexrank cannot read: the board's own ways of building a store again.
+_REBUILD = ("start a new store with this rexrank and fill it again: `rexrank leaderboard sync --repo ORG/NAME --store "
+            "NEW_PATH` rebuilds the board from its Hub repo, `rexrank leaderboard import-published --store NEW_PATH` "
+            "imports the published tables (then `leaderboard add` your own results again)")
 
 
 def _record_of_row(row: sqlite3.Row) -> ResultRecord | None:
@@ -125,20 +144,6 @@ def _record_of_row(row: sqlite3.Row) -> ResultRecord | None:
         return None
 
 
-def _canonical_models(conn: sqlite3.Connection) -> None:
-    for row in conn.execute("SELECT id, trained_on FROM models").fetchall():
-        trained = _lenient(lambda names: canonical_datasets(names, "trained_on"), json.loads(row[1] or "[]"))
-        if trained is not None and json.dumps(trained) != row[1]:
-            conn.execute("UPDATE models SET trained_on = ? WHERE id = ?", (json.dumps(trained), row[0]))
-
-
-def _canonical_submissions(conn: sqlite3.Connection) -> None:
-    for row in conn.execute("SELECT id, dataset, split, track FROM submissions").fetchall():
-        names = _lenient(lambda r: canonical_names(r[1], r[2], r[3]), row)
-        if names is not None and names != tuple(row[1:]):
-            conn.execute("UPDATE submissions SET dataset=?, split=?, track=? WHERE id=?", (*names, row[0]))
-
-
 def _lenient(canonical: Callable, value: Any) -> Any:
     """canonical(value), or None where the catalog does not know a name (a row is then left as it is)."""
     try:
@@ -150,79 +155,6 @@ def _lenient(canonical: Callable, value: Any) -> Any:
 def _canonical_or_same(canonical: Callable[[str], str], name: str | None) -> str | None:
     """A filter value's canonical name; an unknown one unchanged (it then matches no row, as before)."""
     return name if name is None else (_lenient(canonical, name) or name)
-
-
-def _ownership_v4(conn: sqlite3.Connection) -> None:
-    """Version 4: model names have owners, results their provenance, attempts are recorded for the quotas.
-
-    Provenance is rebuilt from what the store knows: published and rexrank rows were added by the host; a
-    submission row by its job's user (``user:NAME``, a name the Space took from the request) or, without one, by
-    that anonymous job (``anon:ID``). A name belongs to whoever first registered it: the adder of its oldest row
-    (the host for the published rows and for a name with no rows). So a published model stays the host's and a
-    team's first submission keeps its name, while rows that others added later under it stay in the history but
-    leave the board. Model details that a submission overwrote (the old merge let any submission replace a
-    published model's institution and link) are rebuilt from the owner's own results (the host's when the host
-    owns the name), earliest first. Names that differ only by case, width, invisible characters or look-alikes
-    keep their rows; the first model of such a group holds the name.
-    """
-    for statement in (
-            "ALTER TABLE models ADD COLUMN name_key TEXT",
-            f"ALTER TABLE models ADD COLUMN owner TEXT NOT NULL DEFAULT '{HOST}'",
-            f"ALTER TABLE results ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '{HOST}'",
-            "ALTER TABLE results ADD COLUMN submitted_via TEXT NOT NULL DEFAULT 'host'",
-            "ALTER TABLE results ADD COLUMN submission_id INTEGER",
-            "ALTER TABLE results ADD COLUMN submitted_at REAL",
-            "ALTER TABLE submissions ADD COLUMN identity TEXT",
-            "CREATE TABLE attempts (id INTEGER PRIMARY KEY, identity TEXT NOT NULL, dataset TEXT NOT NULL,"
-            " split TEXT NOT NULL, track TEXT NOT NULL, outcome TEXT NOT NULL, reason TEXT,"
-            " submission_id INTEGER, created_at REAL NOT NULL, updated_at REAL NOT NULL)",
-            "CREATE INDEX attempts_quota ON attempts(identity, created_at)"):
-        conn.execute(statement)
-    for row in conn.execute("SELECT id, user FROM submissions").fetchall():
-        identity = f"user:{row['user']}" if row["user"] else anonymous_identity(row["id"])
-        conn.execute("UPDATE submissions SET identity = ? WHERE id = ?", (identity, row["id"]))
-    jobs = {row["result_id"]: row for row in conn.execute(
-        "SELECT id, identity, created_at, result_id FROM submissions WHERE result_id IS NOT NULL ORDER BY id")}
-    for row in conn.execute("SELECT id, source, created_at FROM results").fetchall():
-        if row["source"] == "submission":
-            job = jobs.get(row["id"])
-            provenance = ((job["identity"], "space", job["id"], job["created_at"]) if job is not None
-                          else ("unknown", "unknown", None, row["created_at"]))
-        else:
-            provenance = (HOST, "published" if row["source"] == "published" else "host", None, row["created_at"])
-        conn.execute("UPDATE results SET submitted_by=?, submitted_via=?, submission_id=?, submitted_at=? WHERE id=?",
-                     (*provenance, row["id"]))
-    taken: set[str] = set()
-    for model in conn.execute("SELECT id, name FROM models ORDER BY id").fetchall():
-        key = name_key(model["name"])
-        conn.execute("UPDATE models SET name_key = ? WHERE id = ?", (None if key in taken else key, model["id"]))
-        taken.add(key)
-        first = conn.execute("SELECT submitted_by FROM results WHERE model_id = ? ORDER BY id LIMIT 1",
-                             (model["id"],)).fetchone()
-        owner = first["submitted_by"] if first is not None and first["submitted_by"] != "unknown" else HOST
-        conn.execute("UPDATE models SET owner = ? WHERE id = ?", (owner, model["id"]))
-        _rebuild_details(conn, model["id"], owner)
-    conn.execute("CREATE UNIQUE INDEX models_name_key ON models(name_key)")
-
-
-def _rebuild_details(conn: sqlite3.Connection, model_id: int, owner: str) -> None:
-    """A model's details as its owner's own results gave them (later rows filling in), else its first row's."""
-    rows = conn.execute("SELECT submitted_by, record FROM results WHERE model_id = ? ORDER BY id", (model_id,)).fetchall()
-    models = [json.loads(r["record"] or "{}").get("model") for r in rows]
-    own = [m for r, m in zip(rows, models) if m and r["submitted_by"] == owner]
-    chosen = own or [m for m in models if m][:1]
-    if not chosen:
-        return
-    details: dict[str, Any] = {}
-    for model in chosen:
-        for key in ("institution", "url", "year", "model_type"):
-            if model.get(key) is not None:
-                details[key] = model[key]
-        if model.get("trained_on"):
-            details["trained_on"] = json.dumps(model["trained_on"])
-    conn.execute("UPDATE models SET institution=?, url=?, year=?, model_type=?, trained_on=? WHERE id=?",
-                 (details.get("institution"), details.get("url"), details.get("year"), details.get("model_type"),
-                  details.get("trained_on", "[]"), model_id))
 
 
 # -- model events: the part of the log that ``models`` is derived from ----------------------------------------------
@@ -400,141 +332,8 @@ def _check_arena_event(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-# -- the published meta-evaluation: aggregates only -------------------------------------------------------------
-META_EVAL_FIELDS = ("kind", "at", "by", "meta_eval")
-META_EVAL_KEYS = ("dataset", "n_pairs", "n_studies", "n_raters", "confidence", "metrics", "raters", "pairwise",
-                  "notes")
-# What a meta_eval.json holds besides those and that is left out of the board: its settings (text describing the
-# method), the published comparison values, the count of dropped pairs; per metric its direction and the per-category
-# targets; per rater ceiling the raters' ids.
-_META_EVAL_DROPPED = {"published", "n_pairs_dropped"}
-_META_EVAL_SETTINGS = {"resamples", "seed", "alpha", "statistic", "resampling", "paired_test"}
-_INTERVAL = ("ci_low", "ci_high")
-_TEST_KEYS = ("difference", "ci_low", "ci_high", "p", "significant", "better", "verdict")
-_METRIC_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-_MAX_LABEL, _MAX_VERDICT, _MAX_NOTE, _MAX_NOTES, _MAX_META_METRICS = 60, 160, 400, 20, 40
-
-
-class MetaEvalError(InputError):
-    """A meta_eval.json (or a Hub event holding one) that is not a meta-evaluation's aggregates."""
-
-
-def _meta_fail(where: str, problem: str) -> MetaEvalError:
-    return MetaEvalError(f"meta-eval {where}: {problem}; give the meta_eval.json that `rexrank meta-eval` wrote, "
-                         "unedited (aggregates only)")
-
-
-def _only(value: Any, keys: set[str], where: str, dropped: set[str] = frozenset()) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _meta_fail(where, "must be an object")
-    extra = set(value) - keys - dropped
-    if extra:
-        raise _meta_fail(where, f"unexpected field {sorted(map(str, extra))[0][:40]!r} (a meta-evaluation holds "
-                                f"{', '.join(sorted(keys))})")
-    missing = keys - set(value)
-    if missing:
-        raise _meta_fail(where, f"missing {', '.join(sorted(missing))}")
-    return {key: value[key] for key in keys}
-
-
-def _number(value: Any, where: str, low: float, high: float, *, optional: bool = True) -> float | None:
-    """A finite number in [low, high] (None: undefined, as meta_eval writes a NaN)."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not low <= value <= high:
-        raise _meta_fail(where, f"must be a finite number in [{low:g}, {high:g}] (got {str(value)[:20]})")
-    return float(value)
-
-
-def _count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10_000_000:
-        raise _meta_fail(where, f"must be a count (got {str(value)[:20]})")
-    return value
-
-
-def _label(value: Any, where: str, limit: int) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > limit or "\n" in value or "\r" in value:
-        raise _meta_fail(where, f"must be one line of text of at most {limit} characters")
-    return value
-
-
-def _metric_name(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not _METRIC_NAME.match(value):
-        raise _meta_fail(where, f"{str(value)[:40]!r} is not a metric name (lowercase letters, digits, _)")
-    return value
-
-
-def _estimate(value: Any, where: str, point: str, dropped: set[str] = frozenset()) -> dict[str, float | None]:
-    entry = _only(value, {point, *_INTERVAL}, where, dropped)
-    return {key: _number(entry[key], f"{where}.{key}", -1.0, 1.0) for key in (point, *_INTERVAL)}
-
-
-def meta_eval_summary(report: Any) -> dict[str, Any]:
-    """What the board publishes of a meta-evaluation (``evaluation/meta_eval.py``'s report, or a stored summary):
-    per metric its label and Kendall tau-b vs all and vs clinically significant errors with intervals, the raters'
-    ceiling (mean and interval, no rater ids), each pair's paired tests with their verdict lines, the notes, and the
-    counts. Anything else is refused (``MetaEvalError``, one line): an unknown field anywhere (a report's text has no
-    place to go), a number that is not finite or outside its range, a text over its bound or on several lines."""
-    if isinstance(report, dict) and "settings" in report and "confidence" not in report:
-        # A meta_eval.json: its confidence level is among the settings, the rest of which stays out.
-        settings = _only(report["settings"], {"confidence"}, "settings", _META_EVAL_SETTINGS)
-        report = {**{k: v for k, v in report.items() if k != "settings"}, "confidence": settings["confidence"]}
-    # meta_eval owns the goals' names (all errors, clinically significant ones); imported here, not at the top,
-    # because meta_eval brings numpy and `leaderboard add` must not (test_add_imports_no_scoring_stack).
-    from rexrank.evaluation.meta_eval import SIGNIFICANT, TOTAL
-
-    goals = (TOTAL, SIGNIFICANT)
-    top = _only(report, set(META_EVAL_KEYS), "file", _META_EVAL_DROPPED)
-    out: dict[str, Any] = {"dataset": _label(top["dataset"], "dataset", _MAX_LABEL)}
-    for key in ("n_pairs", "n_studies", "n_raters"):
-        out[key] = _count(top[key], key)
-    out["confidence"] = _number(top["confidence"], "confidence", 0.5, 0.999, optional=False)
-    metrics = top["metrics"]
-    if not isinstance(metrics, dict) or not 0 < len(metrics) <= _MAX_META_METRICS:
-        raise _meta_fail("metrics", f"must map 1 to {_MAX_META_METRICS} metric names to their agreement")
-    out["metrics"] = {}
-    for name, entry in metrics.items():
-        where = f"metrics.{_metric_name(name, 'metric')}"
-        fields = _only(entry, {"label", "targets"}, where, {"higher_is_better"})
-        targets = fields["targets"]
-        extra = {k for k in targets if isinstance(k, str) and k.startswith("category_")} \
-            if isinstance(targets, dict) else set()
-        targets = _only(targets, set(goals), f"{where}.targets", extra)
-        out["metrics"][name] = {"label": _label(fields["label"], f"{where}.label", _MAX_LABEL),
-                                "targets": {goal: _estimate(targets[goal], f"{where}.targets.{goal}", "tau")
-                                            for goal in goals}}
-    raters = _only(top["raters"], set(goals), "raters")
-    out["raters"] = {goal: None if raters[goal] is None else
-                     _estimate(raters[goal], f"raters.{goal}", "mean", {"per_rater"}) for goal in goals}
-    pairwise = top["pairwise"]
-    if not isinstance(pairwise, list) or len(pairwise) > _MAX_META_METRICS ** 2:
-        raise _meta_fail("pairwise", "must be a list of the metrics' paired tests")
-    out["pairwise"] = []
-    for k, pair in enumerate(pairwise):
-        where = f"pairwise[{k}]"
-        fields = _only(pair, {"a", "b", "tests"}, where)
-        a, b = (_metric_name(fields[side], f"{where}.{side}") for side in ("a", "b"))
-        if a == b or a not in out["metrics"] or b not in out["metrics"]:
-            raise _meta_fail(where, "must compare two different metrics of the file")
-        tests = _only(fields["tests"], set(goals), f"{where}.tests")
-        checked = {}
-        for goal in goals:
-            at = f"{where}.tests.{goal}"
-            test = _only(tests[goal], set(_TEST_KEYS), at)
-            if test["significant"] not in (None, True, False) or test["better"] not in (None, a, b):
-                raise _meta_fail(at, "significant is true, false or null and better one of the pair or null")
-            checked[goal] = {"difference": _number(test["difference"], f"{at}.difference", -2.0, 2.0),
-                             **{key: _number(test[key], f"{at}.{key}", -2.0, 2.0) for key in _INTERVAL},
-                             "p": _number(test["p"], f"{at}.p", 0.0, 1.0), "significant": test["significant"],
-                             "better": test["better"], "verdict": _label(test["verdict"], f"{at}.verdict",
-                                                                         _MAX_VERDICT)}
-        out["pairwise"].append({"a": a, "b": b, "tests": checked})
-    notes = top["notes"]
-    if not isinstance(notes, list) or len(notes) > _MAX_NOTES:
-        raise _meta_fail("notes", f"must be a list of at most {_MAX_NOTES} notes")
-    out["notes"] = [_label(note, f"notes[{k}]", _MAX_NOTE) for k, note in enumerate(notes)]
-    return out
+# -- the published meta-evaluation: its aggregates' shape is ``evaluation/meta_eval_report.py``'s ------------------
+META_EVAL_FIELDS = ("kind", "at", "by", "meta_eval")  # the event's fields, beside the other events' (VOTE_FIELDS ...)
 
 
 def make_meta_eval_event(report: Any, *, at: float, by: str = HOST) -> dict[str, Any]:
@@ -663,98 +462,6 @@ def _replay_models(conn: sqlite3.Connection) -> None:
         _write_model(conn, fields)
 
 
-def _log_v6(conn: sqlite3.Connection) -> None:
-    """Version 6: one log. Model registrations, detail fills, edits and hand-overs become append-only events
-    (table ``events``) from which ``models`` is derived; one generation counter keys every cache.
-
-    Each existing model is expressed as one ``register`` event holding its current details and owner, at its
-    creation time (made strictly increasing in id order, so the log's order is the rows' order), so nothing
-    changes on screen. Every ``name_key`` is recomputed with today's ``records.name_key``; of two names that now
-    compare equal, the older (lower id) holds the key and the other keeps its row without one, as schema 4 did.
-    """
-    conn.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,"
-                 " model TEXT NOT NULL, at REAL NOT NULL, event TEXT NOT NULL, created_at REAL NOT NULL)")
-    conn.execute("CREATE INDEX events_order ON events(at, content_hash)")
-    # store_id: a random name for this store file, so a cache key never matches another store (a store deleted and
-    # created again at the same path counts its generations from 0 again).
-    conn.execute("CREATE TABLE generation (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL,"
-                 " store_id TEXT NOT NULL)")
-    conn.execute("INSERT INTO generation(id, value, store_id) VALUES (1, 0, ?)", (secrets.token_hex(8),))
-    rows = conn.execute("SELECT * FROM models ORDER BY id").fetchall()
-    conn.execute("UPDATE models SET name_key = NULL")  # recomputed below; the unique index holds throughout
-    taken: set[str] = set()
-    last: float | None = None
-    for row in rows:
-        key = name_key(row["name"])
-        at = row["created_at"] if last is None else max(row["created_at"], last + _TIME_STEP)
-        last = at
-        conn.execute("UPDATE models SET name_key = ?, created_at = ? WHERE id = ?",
-                     (None if key in taken else key, at, row["id"]))
-        taken.add(key)
-        # The details schema 6 knew (written out: a released step must not follow later changes of ModelInfo).
-        details = {k: row[k] for k in ("institution", "url", "year", "model_type")}
-        details["trained_on"] = json.loads(row["trained_on"] or "[]")
-        _insert_event(conn, make_event("register", row["name"], at, HOST, owner=row["owner"], details=details))
-
-
-# Each migration takes the store from version i to i+1: SQL statements, or a function of the connection for a
-# step that rewrites data. Never edit a released step; append a new one.
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
-    """
-    CREATE TABLE models (
-        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, institution TEXT, url TEXT, year INTEGER,
-        model_type TEXT, trained_on TEXT NOT NULL DEFAULT '[]', created_at REAL NOT NULL);
-    CREATE TABLE results (
-        id INTEGER PRIMARY KEY, model_id INTEGER NOT NULL REFERENCES models(id), dataset TEXT NOT NULL,
-        split TEXT NOT NULL, track TEXT NOT NULL, source TEXT NOT NULL, n_studies INTEGER,
-        metrics TEXT NOT NULL, extra TEXT NOT NULL DEFAULT '{}', note TEXT,
-        record TEXT NOT NULL DEFAULT '{}', content_hash TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
-    CREATE INDEX results_board ON results(dataset, track, split);
-    CREATE INDEX results_latest ON results(model_id, dataset, split, track, source, id);
-    """,
-    """
-    CREATE TABLE submissions (
-        id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE, user TEXT, model TEXT NOT NULL,
-        dataset TEXT NOT NULL, split TEXT NOT NULL, track TEXT NOT NULL, predictions_path TEXT NOT NULL,
-        metrics TEXT NOT NULL, status TEXT NOT NULL, error TEXT, attempts INTEGER NOT NULL DEFAULT 0,
-        lease_until REAL, result_id INTEGER REFERENCES results(id), created_at REAL NOT NULL,
-        updated_at REAL NOT NULL);
-    CREATE INDEX submissions_status ON submissions(status, id);
-    CREATE INDEX submissions_user ON submissions(user, created_at);
-    """,
-    _canonical_names_v3,
-    _ownership_v4,
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at REAL NOT NULL)",
-    _log_v6,
-    """
-    CREATE INDEX events_subject ON events(kind, model);
-    CREATE TABLE arena_reports (
-        id INTEGER PRIMARY KEY, dataset TEXT NOT NULL, split TEXT NOT NULL, track TEXT NOT NULL,
-        model TEXT NOT NULL, study TEXT NOT NULL, report TEXT NOT NULL, reference TEXT NOT NULL,
-        metrics TEXT NOT NULL DEFAULT '{}', result_hash TEXT NOT NULL, created_at REAL NOT NULL,
-        UNIQUE(dataset, split, track, model, study));
-    """,
-    # The Arena's pair tickets (``issue_ticket``): not the board and not the log (never synced: a ticket names the
-    # pair a rater is shown before the vote), kept here so they outlive a restart and serve several processes.
-    """
-    CREATE TABLE arena_tickets (
-        digest TEXT PRIMARY KEY, arena TEXT NOT NULL, rater TEXT NOT NULL, study TEXT NOT NULL,
-        model_a TEXT NOT NULL, model_b TEXT NOT NULL, issued REAL NOT NULL, expires REAL NOT NULL);
-    CREATE INDEX arena_tickets_rater ON arena_tickets(arena, rater, issued);
-    """,
-]
-assert len(MIGRATIONS) == SCHEMA_VERSION
-
-
-def _apply(conn: sqlite3.Connection, migration: str | Callable[[sqlite3.Connection], None]) -> None:
-    if callable(migration):
-        migration(conn)
-        return
-    for statement in migration.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
 class StoreError(RexrankError):
     pass
 
@@ -863,8 +570,9 @@ class Store:
         self._timeout = timeout
         self._local = threading.local()
         self._listeners: list[Callable[[], None]] = []
+        self._refuse_other_schema()  # before the first connection sets WAL: a refused file keeps every byte
         with self.transaction() as conn:
-            self._migrate(conn)
+            self._open_schema(conn)
 
     # -- plumbing ---------------------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -929,14 +637,46 @@ class Store:
             conn.close()
             self._local.conn = None
 
-    def _migrate(self, conn: sqlite3.Connection) -> None:
+    def _refuse_other_schema(self) -> None:
+        """``StoreError`` for an existing file at another schema, read through a read-only connection."""
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            return
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=self._timeout)
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"cannot open the store {self.path} ({exc}): give a --store path in a folder you "
+                             "can write") from None
+        try:
+            with _readable(self.path):
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        finally:
+            conn.close()
+        self._check_version(version, tables)
+
+    def _check_version(self, version: int, tables: int) -> None:
+        if version == SCHEMA_VERSION or (version == 0 and tables == 0):
+            return
+        if version == 0:
+            raise StoreError(f"{self.path} is a SQLite file but not a rexrank store (it holds other tables); it was "
+                             "left untouched: give another --store path")
+        age = "newer" if version > SCHEMA_VERSION else "older"
+        fix = "upgrade rexrank, or " + _REBUILD if version > SCHEMA_VERSION else _REBUILD
+        raise StoreError(f"{self.path} is a rexrank store of schema {version}, {age} than this rexrank's "
+                         f"({SCHEMA_VERSION}), which reads only its own (development stores are not migrated); it "
+                         f"was left untouched: {fix}")
+
+    def _open_schema(self, conn: sqlite3.Connection) -> None:
+        """A new store gets the baseline; an existing one is checked again inside the write lock (two processes
+        may create one file at once: the second finds the first's schema)."""
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"store {self.path} has schema version {version}, newer than this rexrank "
-                             f"({SCHEMA_VERSION}): upgrade rexrank")
-        for step in range(version, SCHEMA_VERSION):
-            _apply(conn, MIGRATIONS[step])
-            conn.execute(f"PRAGMA user_version = {step + 1}")
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        self._check_version(version, tables)
+        if version == 0:
+            for statement in BASELINE.split(";"):  # one by one: executescript would commit the transaction
+                conn.execute(statement)
+            conn.execute("INSERT INTO generation(id, value, store_id) VALUES (1, 0, ?)", (secrets.token_hex(8),))
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         # Keys computed by another rule of ``records.name_key`` (a store written before its change) are computed
         # again from the log, in its order: of two names that now compare equal, the first registered keeps the key.
         row = conn.execute("SELECT value FROM meta WHERE key = 'name_key_version'").fetchone()
