@@ -20,15 +20,20 @@ def _values(index: int) -> np.ndarray:
     return 0.2 + 0.03 * index + rng.normal(0, 0.05, N)
 
 
-@pytest.fixture
-def views(tmp_path):
-    store = Store(tmp_path / "board.sqlite")
+def _fill(store) -> None:
+    """MODELS scored by rexrank on IU-Xray findings, each with its per-study BLEU-2 kept (as a submission does)."""
     for index, model in enumerate(MODELS):
         add_scored_result(store, model, bleu=0.3 + index / 100)
         rows = [(f"s{k:03d}", f"report {k}", f"reference {k}", {"bleu2": float(v)})
                 for k, v in enumerate(_values(index))]
         store.keep_reports(dataset="iu_xray", split="test", track="findings", model=model, result_hash=f"h-{model}",
                            rows=rows)
+
+
+@pytest.fixture
+def views(tmp_path):
+    store = Store(tmp_path / "board.sqlite")
+    _fill(store)
     return Views(store)
 
 
@@ -78,3 +83,14 @@ def test_five_models_or_one_are_refused_in_one_line(views):
 def test_an_unknown_model_is_named(views):
     out = compare_view.compare(views, "Alpha,Nope-7")
     assert "'Nope-7'" in out["error"] and "Alpha" not in out["error"] and "\n" not in out["error"]
+
+
+def test_a_hostile_model_name_reaches_the_tab_escaped(tmp_path):
+    from rexrank.leaderboard.compare_tab import comparison_html
+
+    store = Store(tmp_path / "board.sqlite")
+    hostile = "<img src=x onerror=alert(1)>"
+    for index, model in enumerate([hostile, "Beta"]):
+        add_scored_result(store, model, bleu=0.3 + index / 100)
+    text = comparison_html(compare_view.compare(Views(store), [hostile, "Beta"]))
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text

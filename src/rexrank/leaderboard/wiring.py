@@ -37,6 +37,7 @@ from rexrank.leaderboard.gradio_compat import guarded
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.uploads import ReceivedUploads, upload_root
+from rexrank.leaderboard.compare_tab import compare_tab
 from rexrank.leaderboard.views import (PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE, TRAINED_CHOICES,
                                        Views, form_message, model_page_widths, overview_label, overview_widths,
                                        view_key)
@@ -317,6 +318,7 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
             overview_tables = _overview_tab(gr, views, shown)
             dataset_views = _dataset_tabs(gr, views, shown)
             _models_tab(gr, views)
+            compare_tab(gr, views)
             if submissions is not None:
                 _submit_tab(gr, views, submissions, oauth=oauth, upload_ttl=upload_ttl,
                             proxies=clients.trusted_proxies(trusted_proxies))
