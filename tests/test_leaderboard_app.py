@@ -50,7 +50,22 @@ def client(space):
     return Client(space[0], verbose=False)
 
 
-PUBLIC = {"/leaderboard", "/overview", "/table", "/results", "/model", "/submit", "/queue"}
+PUBLIC = {"/leaderboard", "/overview", "/table", "/results", "/model", "/compare", "/submit", "/queue"}
+
+
+def test_compare_endpoint_answers_the_tabs_data_as_json(client, space):
+    """Issue 37 point 6: /compare returns compare_view.compare's data (published rows labelled, no paired test
+    without per-study values) and one line for a bad selection."""
+    from rexrank.leaderboard import compare_view
+    from rexrank.leaderboard.views import Views
+
+    store = space[1]
+    names = [m["name"] for m in store.models()][:2]
+    out = client.predict(",".join(names), api_name="/compare")
+    assert out == compare_view.compare(Views(store), names) and out["models"] == names and out["boards"]
+    assert any(v.endswith("(published, no CI)") for b in out["boards"] for c in b["columns"]
+               for v in c["values"].values())
+    assert "compare needs 2 to 4" in client.predict(names[0], api_name="/compare")["error"]
 
 
 def test_api_lists_the_named_endpoints_and_nothing_else(client, space):

@@ -186,3 +186,23 @@ def test_a_link_restores_the_filters(browser, space, page_views):
         assert links.parse(_query(page), [links.DEFAULT_TAB, *DATASETS], DATASETS) == link
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("viewport, theme", [(DESKTOP, "light"), (PHONE, "dark")], ids=["desktop", "phone-dark"])
+def test_a_link_opens_a_comparison(browser, space, page_views, viewport, theme):
+    """``compare=`` twice: the Compare tab opens with both models picked and their table shown; picking is what
+    the address then follows."""
+    first, second = page_views.models_list()[:2]
+    link = links.Link(links.COMPARE_TAB, compare=(first, second))
+    page = _new_page(browser, viewport, theme)
+    try:
+        page.goto(space[0] + "?" + links.query(link), wait_until="load")
+        table = page.locator("#compare-view table.compare-table").first
+        table.wait_for(timeout=STATE_CEILING_MS)
+        heads = table.locator("tr").first.inner_text()
+        assert first in heads and second in heads
+        assert "Compare" in _selected_tabs(page)
+        assert links.parse(_query(page), [links.COMPARE_TAB], DATASETS).compare == (first, second)
+        _shot(page, f"link_compare_{'desktop' if viewport is DESKTOP else 'phone'}_{theme}")
+    finally:
+        page.close()

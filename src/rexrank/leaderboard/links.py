@@ -25,7 +25,7 @@ TAB, TRACK, MODEL, COMPARE = "tab", "track", "model", "compare"
 MAX_QUERY = 4000  # characters: a link a person shares is far shorter
 MAX_VALUES = 60  # parameters in one query
 MAX_VALUE = 200  # characters of one value (the search box's own cap: records.MAX_QUERY)
-MAX_COMPARED = 4  # models on the Compare tab
+MAX_COMPARED = 4  # models on the Compare tab (compare_view reads it)
 # gradio's own parameters ("__theme=dark"): passed through untouched, never part of a link's state.
 GRADIO_PREFIX = "__"
 

@@ -31,6 +31,8 @@ from typing import Optional
 from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import RexrankError
 from rexrank.leaderboard import about, clients, links
+from rexrank.leaderboard.compare_tab import compare_tab
+from rexrank.leaderboard.compare_tab import restore as compare_restore
 from rexrank.leaderboard.gradio_compat import guarded, signal
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
@@ -302,6 +304,8 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
             overview_tables = _overview_tab(gr, views, built, track_tabs)
             dataset_views = _dataset_tabs(gr, views, built, track_tabs)
             chosen_model = _models_tab(gr, views)
+            compared = compare_tab(gr, views)
+            _linked(compared.tab, links.COMPARE_TAB)
             if submissions is not None:
                 _linked(_submit_tab(gr, views, submissions, oauth=oauth, upload_ttl=upload_ttl,
                                     proxies=clients.trusted_proxies(trusted_proxies)), "submit")
@@ -316,7 +320,7 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         for view in dataset_views:
             view.wire(gr, views, sent)
         _api_endpoints(gr, views)
-        _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model, sent)
+        _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model, compared, sent)
         _freshness(gr, demo, views, sent, generation, header, overview_tables, dataset_views, about_text)
     return demo
 
@@ -373,7 +377,8 @@ def _linked(tab, tab_id: str, track_of: Optional[str] = None):
     return tab
 
 
-def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, chosen_model, sent) -> None:
+def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, chosen_model, compared,
+           sent) -> None:
     """Shareable links (``links``): a page opened with a query shows what it names.
 
     The query goes to the server only when there is one (``links.READ_JS`` gives nothing otherwise, so a plain
@@ -384,7 +389,8 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
     state = signal(gr, "board-link-state")  # the link as understood, for the page's URL writer
     by_key = {(v.dataset, v.track): v for v in dataset_views}
     tab_ids = [links.DEFAULT_TAB, *DATASETS, links.MODELS_TAB, *_tab_ids(tabs)]
-    outputs = [tabs, chosen_model, state, sent, *(t for t, _ in track_tabs.values())] + [
+    outputs = [tabs, chosen_model, compared.pick, compared.view, state, sent,
+               *(t for t, _ in track_tabs.values())] + [
         o for v in dataset_views for o in v.restore_outputs()]
 
     def restore(page_sent: dict, text: str):
@@ -395,9 +401,11 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
                              years=choices.years if choices else (),
                              model_types=choices.model_types if choices else (),
                              metrics=views.metrics(link.track), models=views.models_list())
+        compare = (list(compare_restore(views, list(link.compare))) if link.compare
+                   else [gr.skip(), gr.skip()])
         if link.ignored:
             gr.Warning(links.notice(link))
-        out = [gr.Tabs(selected=link.tab), link.model or gr.skip(),
+        out = [gr.Tabs(selected=link.tab), link.model or gr.skip(), *compare,
                links.state_json(link, view.link_defaults if view else None), page_sent]
         for tab_id, (track_tabs_of, track_id) in track_tabs.items():
             out.append(gr.Tabs(selected=track_id(link.track)) if tab_id == link.tab else gr.skip())

@@ -1,0 +1,127 @@
+"""The Compare tab of the Space: 2-4 models side by side on every board, their paired tests, and ``/compare``.
+
+``compare_tab(gr, views)`` builds one ``gr.Tab("Compare", id="compare")`` inside the app's ``gr.Tabs``: a
+multiselect of model names (``MODELS_ID``, at most ``compare_view.MAX_MODELS``) and the comparison as HTML tables,
+one per board, each in its own sideways-scrolling box (a phone's page never scrolls sideways). The model list is
+filled when the tab is opened, so the first page holds no rows of it. ``restore(views, selection)`` takes a
+selection as text (comma-separated names, as a URL's ``compare=`` carries it) and returns the components' updates:
+the coordinator's URL state calls it; this module builds no URL mechanism.
+
+What is shown is ``compare_view.compare``'s data; every name and cell goes through ``html.escape`` (model names are
+submitters' text), and the HTML holds only our own tags.
+"""
+
+# No ``from __future__ import annotations``: gradio reads the event functions' real annotations.
+import html
+from typing import Any, NamedTuple
+
+from rexrank.leaderboard import compare_view, links
+from rexrank.leaderboard.gradio_compat import guarded
+
+MODELS_ID = "compare-models"
+VIEW_ID = "compare-view"
+PICK_NOTE = f"Choose {compare_view.MIN_MODELS} to {compare_view.MAX_MODELS} models to compare them on every board."
+_BOX = 'style="overflow-x:auto;max-width:100%"'
+_CELL = 'style="padding:4px 8px;text-align:left;white-space:nowrap;border-bottom:1px solid currentColor"'
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _values_table(entry: dict[str, Any]) -> str:
+    heads = "".join(f"<th {_CELL}>{_e(c['model'])}{' (published)' if c['source'] == 'published' else ''}</th>"
+                    for c in entry["columns"])
+    rows = [f"<tr><th {_CELL}>Rank (1/RadCliQ-v1)</th>"
+            + "".join(f"<td {_CELL}>{_e(c['rank'] if c['rank'] is not None else '–')}</td>" for c in entry["columns"])
+            + "</tr>"]
+    for metric in entry["metrics"]:
+        name = metric["metric"]
+        if all(c["values"][name] == "–" for c in entry["columns"]):
+            continue  # none of these models has it here: a row of dashes says nothing
+        cells = "".join(f"<td {_CELL}>{_e(c['values'][name])}"
+                        f"{'' if c['ranks'][name] is None else ' · #' + str(c['ranks'][name])}</td>"
+                        for c in entry["columns"])
+        rows.append(f"<tr><th {_CELL}>{_e(metric['label'])}</th>{cells}</tr>")
+    return f"<div {_BOX}><table class='compare-table'><tr><th {_CELL}>Metric</th>{heads}</tr>{''.join(rows)}</table></div>"
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _paired_table(paired: dict[str, Any], labels: dict[str, str]) -> str:
+    if not paired.get("pairwise"):
+        return f"<p>{_e(paired.get('note'))}</p>"
+    rows = []
+    for pair in paired["pairwise"]:
+        for metric, test in pair["tests"].items():
+            rows.append("".join(f"<td {_CELL}>{_e(v)}</td>" for v in (
+                f"{pair['a']} − {pair['b']}", labels.get(metric, metric), _fmt(test.get("difference")),
+                f"[{_fmt(test.get('ci_low'))}, {_fmt(test.get('ci_high'))}]", _fmt(test.get("p_bootstrap")),
+                test.get("verdict", ""))))
+    heads = "".join(f"<th {_CELL}>{h}</th>" for h in ("Pair", "Metric", "Difference", "CI", "p", "Verdict"))
+    note = f"<p>{_e(paired['note'])}</p>" if paired.get("note") else ""
+    ranks = []
+    for metric, ranking in paired["ranking"].items():
+        for model, r in ranking["models"].items():
+            ranks.append(f"{_e(model)} {_e(labels.get(metric, metric))}: rank {_e(_fmt(r['rank'], 0))} "
+                         f"[{_e(_fmt(r['rank_ci_low'], 0))}, {_e(_fmt(r['rank_ci_high'], 0))}]")
+    return (f"<p>Paired tests on {paired['n_studies']} shared studies (per-study values kept by the board):</p>"
+            f"{note}<div {_BOX}><table class='compare-table'><tr>{heads}</tr>"
+            + "".join(f"<tr>{r}</tr>" for r in rows) + "</table></div>"
+            + f"<details><summary>Rank intervals</summary><p>{'<br>'.join(ranks)}</p></details>")
+
+
+def comparison_html(result: dict[str, Any]) -> str:
+    """The tab's HTML of ``compare_view.compare``'s result (or its one-line error)."""
+    if "error" in result:
+        return f"<p>{_e(result['error'])}</p>"
+    if not result["boards"]:
+        return "<p>None of these models has a result on a board yet.</p>"
+    parts = []
+    for entry in result["boards"]:
+        labels = {m["metric"]: m["label"] for m in entry["metrics"]}
+        parts.append(f"<h3>{_e(entry['label'])}</h3>{_values_table(entry)}{_paired_table(entry['paired'], labels)}")
+    return "".join(parts)
+
+
+def restore(views, selection: str | list[str] | None) -> tuple[dict[str, Any], str]:
+    """The Dropdown's and the view's updates for a selection (names, or text ``"A,B"``): what a link restores."""
+    import gradio as gr
+
+    names = compare_view.parse_selection(selection)
+    choices = views.models_list()
+    html_text = comparison_html(compare_view.compare(views, names)) if names else f"<p>{PICK_NOTE}</p>"
+    return gr.update(choices=choices, value=names[:compare_view.MAX_MODELS]), html_text
+
+
+class CompareTab(NamedTuple):
+    tab: Any  # the gr.Tab
+    pick: Any  # the models' multiselect
+    view: Any  # the comparison (HTML)
+
+
+def compare_tab(gr, views) -> CompareTab:
+    """The Compare tab and the public ``/compare`` endpoint (the same data as JSON); its components are returned
+    (a link restores a selection through them, ``restore``)."""
+
+    def compare_api(models: str) -> dict:
+        """2-4 models (comma-separated names) on every board: values with CIs, ranks, and the paired tests and rank
+        intervals where per-study values are kept; {"error": one line} for a bad selection."""
+        return compare_view.compare(views, models if isinstance(models, (str, list)) else "")
+
+    def picked(models: list[str]) -> str:
+        return comparison_html(compare_view.compare(views, models)) if models else f"<p>{PICK_NOTE}</p>"
+
+    with gr.Tab("Compare", id=links.COMPARE_TAB) as tab:
+        pick = gr.Dropdown([], value=[], multiselect=True, max_choices=compare_view.MAX_MODELS, label="Models",
+                           elem_id=MODELS_ID, allow_custom_value=False, interactive=True)
+        view = gr.HTML(f"<p>{PICK_NOTE}</p>", elem_id=VIEW_ID)
+        # Opening the tab fills the choices (the store as it is then) and keeps the selection.
+        tab.select(guarded(lambda chosen: restore(views, ",".join(chosen or []))), pick, [pick, view],
+                   api_visibility="private", queue=False, show_progress="hidden")
+        pick.input(guarded(picked), pick, view, api_visibility="private", show_progress="minimal")
+        pick.input(None, pick, None, js=links.COMPARE_JS, api_visibility="private", queue=False)  # the URL follows
+        gr.api(guarded(compare_api), api_name="compare", concurrency_limit=None)
+    return CompareTab(tab, pick, view)
