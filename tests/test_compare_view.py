@@ -94,3 +94,10 @@ def test_a_hostile_model_name_reaches_the_tab_escaped(tmp_path):
         add_scored_result(store, model, bleu=0.3 + index / 100)
     text = comparison_html(compare_view.compare(Views(store), [hostile, "Beta"]))
     assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_a_selection_in_text_restores_the_tabs_states():
+    from rexrank.leaderboard.compare_tab import restore
+
+    assert restore(" Alpha, Beta ,alpha,,") == (["Alpha", "Beta"], ["Alpha", "Beta"])
+    assert restore("") == ([], [])

@@ -127,10 +127,11 @@ def test_first_page_holds_one_table_per_view_and_leaves_out_models_and_submit(sp
     ids = [c.get("props", {}).get("elem_id") for c in components]
     tables = [i for i in ids if i and (i.startswith("table-") or i.startswith("overview-table"))]
     assert len(tables) == len(set(tables)) == types["dataframe"]
-    assert not {"model-pick", "model-table", "submit-file", "submit-name", "queue-table"} & set(ids)
+    assert not {"model-pick", "model-table", "submit-file", "submit-name", "queue-table", "compare-models",
+                "compare-view"} & set(ids)
     assert not [i for i in ids if i and ("preview" in i or "instant" in i)]
     tabs = {c.get("props", {}).get("label") for c in components if c["type"] == "tabitem"}
-    assert {"Models", "Submit"} <= tabs  # the tabs themselves are in the page
+    assert {"Models", "Compare", "Submit"} <= tabs  # the tabs themselves are in the page
 
 
 def test_a_submit_naming_a_server_path_gets_a_message(space, tmp_path):

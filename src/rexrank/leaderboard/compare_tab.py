@@ -3,9 +3,10 @@
 ``compare_tab(gr, views)`` builds one ``gr.Tab("Compare", id="compare")`` inside the app's ``gr.Tabs``: a
 multiselect of model names (``MODELS_ID``, at most ``compare_view.MAX_MODELS``) and the comparison as HTML tables,
 one per board, each in its own sideways-scrolling box (a phone's page never scrolls sideways). The model list is
-filled when the tab is opened, so the first page holds no rows of it. ``restore(views, selection)`` takes a
-selection as text (comma-separated names, as a URL's ``compare=`` carries it) and returns the components' updates:
-the coordinator's URL state calls it; this module builds no URL mechanism.
+built (``gr.render``) when the tab is opened, so the first page holds none of its components.
+``restore(selection)`` takes a selection as text (comma-separated names, as a URL's ``compare=`` carries it) and
+returns the values of the tab's two states (``CompareTab``): setting them rebuilds the tab on that selection. The
+coordinator's URL state calls it; this module builds no URL mechanism.
 
 What is shown is ``compare_view.compare``'s data; every name and cell goes through ``html.escape`` (model names are
 submitters' text), and the HTML holds only our own tags.
@@ -13,9 +14,9 @@ submitters' text), and the HTML holds only our own tags.
 
 # No ``from __future__ import annotations``: gradio reads the event functions' real annotations.
 import html
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
-from rexrank.leaderboard import compare_view, links
+from rexrank.leaderboard import board, compare_view, links
 from rexrank.leaderboard.gradio_compat import guarded
 
 MODELS_ID = "compare-models"
@@ -32,7 +33,7 @@ def _e(value: Any) -> str:
 def _values_table(entry: dict[str, Any]) -> str:
     heads = "".join(f"<th {_CELL}>{_e(c['model'])}{' (published)' if c['source'] == 'published' else ''}</th>"
                     for c in entry["columns"])
-    rows = [f"<tr><th {_CELL}>Rank (1/RadCliQ-v1)</th>"
+    rows = [f"<tr><th {_CELL}>Rank ({_e(board.metric_name(board.PRIMARY))})</th>"
             + "".join(f"<td {_CELL}>{_e(c['rank'] if c['rank'] is not None else '–')}</td>" for c in entry["columns"])
             + "</tr>"]
     for metric in entry["metrics"]:
@@ -86,42 +87,52 @@ def comparison_html(result: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def restore(views, selection: str | list[str] | None) -> tuple[dict[str, Any], str]:
-    """The Dropdown's and the view's updates for a selection (names, or text ``"A,B"``): what a link restores."""
-    import gradio as gr
-
-    names = compare_view.parse_selection(selection)
-    choices = views.models_list()
-    html_text = comparison_html(compare_view.compare(views, names)) if names else f"<p>{PICK_NOTE}</p>"
-    return gr.update(choices=choices, value=names[:compare_view.MAX_MODELS]), html_text
-
-
 class CompareTab(NamedTuple):
-    tab: Any  # the gr.Tab
-    pick: Any  # the models' multiselect
-    view: Any  # the comparison (HTML)
+    """What the coordinator's URL state needs of the tab: ``restore``'s outputs are ``(requested, chosen)``."""
+
+    tab: Any
+    requested: Any  # a selection from outside the tab (a URL): setting it rebuilds the tab on it
+    chosen: Any  # the selection the tab shows and reopens on
+
+
+def restore(selection: str | list[str] | None) -> tuple[list[str], list[str]]:
+    """The values of ``CompareTab.requested`` and ``CompareTab.chosen`` for a selection given as text (``"A,B"``,
+    what a URL's ``compare=`` carries): the tab is rebuilt on it (``MODELS_ID`` holds the names)."""
+    names = compare_view.parse_selection(selection)
+    return names, names
+
+
+def _view_html(views, models: list[str]) -> str:
+    return comparison_html(compare_view.compare(views, models)) if models else f"<p>{PICK_NOTE}</p>"
 
 
 def compare_tab(gr, views) -> CompareTab:
-    """The Compare tab and the public ``/compare`` endpoint (the same data as JSON); its components are returned
-    (a link restores a selection through them, ``restore``)."""
+    """The Compare tab, built by ``gr.render`` when opened or when a selection is restored (the first page holds
+    none of its components), and the public ``/compare`` endpoint (the same data as JSON)."""
 
     def compare_api(models: str) -> dict:
         """2-4 models (comma-separated names) on every board: values with CIs, ranks, and the paired tests and rank
         intervals where per-study values are kept; {"error": one line} for a bad selection."""
         return compare_view.compare(views, models if isinstance(models, (str, list)) else "")
 
-    def picked(models: list[str]) -> str:
-        return comparison_html(compare_view.compare(views, models)) if models else f"<p>{PICK_NOTE}</p>"
-
     with gr.Tab("Compare", id=links.COMPARE_TAB) as tab:
-        pick = gr.Dropdown([], value=[], multiselect=True, max_choices=compare_view.MAX_MODELS, label="Models",
-                           elem_id=MODELS_ID, allow_custom_value=False, interactive=True)
-        view = gr.HTML(f"<p>{PICK_NOTE}</p>", elem_id=VIEW_ID)
-        # Opening the tab fills the choices (the store as it is then) and keeps the selection.
-        tab.select(guarded(lambda chosen: restore(views, ",".join(chosen or []))), pick, [pick, view],
-                   api_visibility="private", queue=False, show_progress="hidden")
-        pick.input(guarded(picked), pick, view, api_visibility="private", show_progress="minimal")
-        pick.input(None, pick, None, js=links.COMPARE_JS, api_visibility="private", queue=False)  # the URL follows
+        requested, chosen = gr.State([]), gr.State([])
+
+        @gr.render(inputs=chosen, triggers=[tab.select, requested.change], queue=False, show_progress="hidden")
+        @guarded
+        def view(current: Optional[list]):
+            current = list(current or [])
+            pick = gr.Dropdown(views.models_list(), value=current[:compare_view.MAX_MODELS], multiselect=True,
+                               max_choices=compare_view.MAX_MODELS, label="Models", elem_id=MODELS_ID,
+                               allow_custom_value=False, interactive=True)
+            out = gr.HTML(_view_html(views, current), elem_id=VIEW_ID)
+
+            def picked(models: Optional[list]):
+                models = list(models or [])
+                return _view_html(views, models), models
+
+            # .input: the user's choice (the value set when the tab is built fires no second request).
+            pick.input(guarded(picked), pick, [out, chosen], api_visibility="private", show_progress="minimal")
+            pick.input(None, pick, None, js=links.COMPARE_JS, api_visibility="private", queue=False)  # the URL
         gr.api(guarded(compare_api), api_name="compare", concurrency_limit=None)
-    return CompareTab(tab, pick, view)
+    return CompareTab(tab, requested, chosen)

@@ -389,7 +389,7 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
     state = signal(gr, "board-link-state")  # the link as understood, for the page's URL writer
     by_key = {(v.dataset, v.track): v for v in dataset_views}
     tab_ids = [links.DEFAULT_TAB, *DATASETS, links.MODELS_TAB, *_tab_ids(tabs)]
-    outputs = [tabs, chosen_model, compared.pick, compared.view, state, sent,
+    outputs = [tabs, chosen_model, compared.requested, compared.chosen, state, sent,
                *(t for t, _ in track_tabs.values())] + [
         o for v in dataset_views for o in v.restore_outputs()]
 
@@ -401,7 +401,7 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
                              years=choices.years if choices else (),
                              model_types=choices.model_types if choices else (),
                              metrics=views.metrics(link.track), models=views.models_list())
-        compare = (list(compare_restore(views, list(link.compare))) if link.compare
+        compare = (list(compare_restore(list(link.compare))) if link.compare
                    else [gr.skip(), gr.skip()])
         if link.ignored:
             gr.Warning(links.notice(link))
