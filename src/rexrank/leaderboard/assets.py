@@ -11,6 +11,7 @@ CSS = """
 .board-links p { margin: 0; }
 .board-links { align-self: center; }
 .board-csv a { white-space: nowrap; }
-""" + gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS + gradio_compat.STICKY_CSS + ARENA_CSS
+""" + (gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS + gradio_compat.WIDTHS_CSS + gradio_compat.STICKY_CSS
+       + ARENA_CSS)
 HEAD = (gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD + gradio_compat.LIVE_REGION_HEAD + ARENA_HEAD
         + links.HEAD)

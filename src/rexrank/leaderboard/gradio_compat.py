@@ -7,6 +7,14 @@ the browser tests that pin them), and pyproject.toml pins the same range.
 - Pinned columns: ``gr.Dataframe(pinned_columns=2)`` is accepted but does not keep the columns on screen when the
   table scrolls sideways; sticky cells in the grid's own scrolling box do (``PINNED_CSS``; the width of Rank is
   fixed so that Model can sit right after it). Browser test: Rank and Model stay put while the table scrolls.
+- Tables that fill their box (issue 37 point 2): gradio 6.31 turns each ``column_widths`` value into a fixed width
+  (the header ``<th>``s of a table, the body's ``.body-cell`` flex items with ``flex: 0 0 Wpx``), so a table
+  narrower than its box left the rest empty (~35% at 1920 px). ``WIDTHS_CSS`` makes the widths minimums the same
+  way on both: the header row becomes a flex row like the body's and every cell but Rank (which ``PINNED_CSS``
+  keeps at 52 px) grows by an equal share, so header and body columns stay aligned; and the Model cell breaks only
+  after a hyphen or between words (``views.model_width`` sizes it for the longest such part). It names gradio's
+  ``.body-cell`` class and its header table's ``thead tr`` padding. Browser test:
+  tests/test_leaderboard_widths_browser.py.
 - The header sort menu: gradio's Dataframe header sorts the shown strings ("–" above numbers, "0.5 [0.4, 0.6]"
   compared as text, sorts stacking up) and cannot be turned off; the board sorts by value on the server (*Sort by*,
   and Rank follows it), so the menu is hidden (``HEADER_MENU_CSS``: it names gradio's ``.cell-menu-button`` class)
@@ -14,7 +22,7 @@ the browser tests that pin them), and pyproject.toml pins the same range.
 - The page margin on a phone: gradio pads its main column 32 px each side at every width, which leaves a 312 px
   screen (a 390 px phone zoomed to 125%) no room for Rank, Model and 1/RadCliQ-v1; ``PHONE_HEAD`` narrows it to 8 px
   under 640 px (a rule naming gradio's ``.main.fillable``; ``HEADER_MENU_CSS`` and ``STICKY_CSS`` are the others
-  that name its classes). In ``<head>`` (``launch(head=...)``), not in ``css=``: gradio scopes the ``css=`` @media
+  that name its classes, with ``WIDTHS_CSS``). In ``<head>`` (``launch(head=...)``), not in ``css=``: gradio scopes the ``css=`` @media
   rules to its content box. Browser test: the three columns fit at 312 px. The same block keeps each tab bar one
   row that scrolls sideways (gradio wraps it: the main tabs took 2-3 rows of a phone's first screen), by ARIA roles
   only; its overflow needs ``!important`` (gradio's tab-container class sets ``overflow: hidden`` and wins
@@ -78,6 +86,17 @@ PINNED_CSS = """
 .pin1 table :is(th, td):nth-child(1), .pin2 table :is(th, td):nth-child(1) { left: 0; }
 .pin2 table :is(th, td):nth-child(1) { min-width: 52px; max-width: 52px; width: 52px; }
 .pin2 table :is(th, td):nth-child(2) { left: 52px; box-shadow: 2px 0 0 var(--border-color-primary); }
+"""
+# The column widths as minimums (issue 37 point 2; see the module docstring): equal growth on the header's flex row
+# and the body's, so they stay aligned; the tr's padding only shows once it is a flex row.
+WIDTHS_CSS = """
+.board-table table:has(thead) { display: block; min-width: 100% !important; }
+.board-table table thead { display: block; }
+.board-table table thead tr { display: flex; width: 100%; padding: 0 !important; }
+.board-table table th, .board-table .body-cell { flex: 1 0 auto !important; max-width: none !important; }
+.board-table table th:nth-child(1), .board-table .body-cell:nth-child(1) { flex-grow: 0 !important; }
+.pin2 .body-cell:nth-child(2), .pin2 .body-cell:nth-child(2) * {
+  overflow-wrap: normal !important; word-break: keep-all !important; hyphens: manual !important; }
 """
 HEADER_MENU_CSS = ".board-table .cell-menu-button { display: none !important; }\n"
 STICKY_CSS = ".gradio-container { overflow: clip !important; }\n"

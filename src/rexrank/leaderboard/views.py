@@ -18,6 +18,7 @@ import io
 import json
 import re
 import time
+from collections.abc import Iterable
 from typing import Any, Callable, NamedTuple
 
 import pandas as pd
@@ -35,11 +36,19 @@ QUEUED = "Submission #"  # how an accepted submission's message starts (the form
 # with gradio_compat.PHONE_HEAD's 8 px margin);
 # the rest scroll sideways behind them.
 WIDTHS = {"Rank": 52, "Model": 112, "Institution": 140, "Year": 56, "Source": 130}
-METRIC_WIDTH = 136
+METRIC_WIDTH = 100
+# The Model column breaks a name only after a hyphen or between words (gradio_compat.WIDTHS_CSS), so it is at least
+# as wide as the longest such part of a shown name: px per character of the page's 14 px Source Sans (digits and
+# capitals included: "Cvt2distilgpt2-" took 126 px in Chromium) plus the cell's 8 px padding each side.
+NAME_CHAR_PX = 9
+NAME_PADDING_PX = 16
 # The overview's and the model page's widths by column name, laid on board's layouts (overview_widths,
 # model_page_widths); the overview's other columns are its datasets' rank and value.
 OVERVIEW_WIDTHS = WIDTHS | {"Mean rank": 76, "Datasets": 84}
-OVERVIEW_DATASET_WIDTH = 110
+# A dataset's rank and its ranking value: wide enough for their headers in two lines ("CheXpert Plus" above
+# "1/RadCliQ-v1"); the page's CSS (gradio_compat.WIDTHS_CSS) spreads any free width over the columns.
+OVERVIEW_RANK_WIDTH = 104
+OVERVIEW_DATASET_WIDTH = 132
 MODEL_PAGE_WIDTHS = {"Dataset": 110, "Track": 110, "Split": 110, "Source": 100, "Studies": 70, "Weights": 100}
 TRAINED_CHOICES = [("All models", "all"), ("Exclude models trained on this set", "exclude"),
                    ("Only models trained on this set", "only")]
@@ -57,9 +66,16 @@ def table_label(dataset: str, track: str, sort_by: str | None = PRIMARY) -> str:
             "(change it in Filters, columns and sorting)")
 
 
-def overview_widths() -> list[int]:
-    """The overview table's column widths, one per column of ``board.overview_layout``."""
-    return [OVERVIEW_WIDTHS.get(c, OVERVIEW_DATASET_WIDTH) for c in board.overview_layout()]
+def model_width(names: Iterable[str]) -> int:
+    """The Model column's width for ``names``: their longest part between hyphens and spaces fits one line."""
+    parts = (part for name in names for part in re.split(r"(?<=-)|\s+", str(name)))
+    return max([WIDTHS["Model"], *(NAME_PADDING_PX + NAME_CHAR_PX * len(part) for part in parts)])
+
+
+def overview_widths(names: Iterable[str] = ()) -> list[int]:
+    """The overview table's column widths, one per column of ``board.overview_layout`` (Model fits ``names``)."""
+    return [model_width(names) if c == "Model" else OVERVIEW_WIDTHS.get(c, OVERVIEW_RANK_WIDTH if c.endswith(" rank") else OVERVIEW_DATASET_WIDTH)
+            for c in board.overview_layout()]
 
 
 def model_page_widths(edition: str | None = None) -> list[int]:
@@ -270,7 +286,7 @@ class Views:
         # 1/RadCliQ-v1 that disagrees with its components) and the "scored on" label of a row this view cannot rank.
         out = board.display_table(shown, self._metrics(track, columns), sort_by=sort_by or PRIMARY,
                                   name_cell=lambda row: md_link(row["model"], row["url"]))
-        widths = [WIDTHS.get(c, METRIC_WIDTH) for c in out.columns]
+        widths = [model_width(full["model"]) if c == "Model" else WIDTHS.get(c, METRIC_WIDTH) for c in out.columns]
         types = ["markdown" if c == "Model" else "str" for c in out.columns]
         if full.empty:
             empty = "No results on this test set and track yet."

@@ -448,7 +448,7 @@ def _overview_tab(gr, views: Views, built: dict, track_tabs: dict) -> dict:
                         value=table, interactive=False, label=overview_label(track),
                         show_label=True, elem_id=f"overview-table{suffix}", pinned_columns=2,
                         elem_classes=["board-table", "pin2"], wrap=True, max_height=OVERVIEW_HEIGHT,
-                        column_widths=overview_widths())
+                        column_widths=overview_widths(views.models_list()))
                     with gr.Accordion("Rank across datasets (plot)", open=False,
                                       elem_id=f"overview-plot{suffix}") as section:
                         # Drawn on each opening (with the store as it is then).
