@@ -644,6 +644,17 @@ def test_the_queue_says_when_it_is_empty_and_a_status_follows_its_job(tmp_path):
     assert views.submit_status(job).startswith(f"{QUEUED}{job} done")
 
 
+def test_a_board_with_no_rows_builds_its_page(store):
+    """A store without results (a host's --no-seed, or a test set nobody submitted to) still builds every view:
+    the Model column's width falls back to its minimum (it read the rows' names and raised KeyError)."""
+    from rexrank.leaderboard.views import WIDTHS, Views
+    from rexrank.leaderboard.wiring import build_app
+
+    page = Views(store).page_table("mimic_cxr", "findings")
+    assert page.frame.empty and page.widths[page.frame.columns.get_loc("Model")] == WIDTHS["Model"]
+    assert build_app(store) is not None
+
+
 @pytest.mark.browser
 def test_an_unqueued_answer_fires_a_signals_change_and_not_a_states():
     """gradio_compat.signal: the reason the board's events hand on through hidden Textboxes. An unqueued event sets

@@ -74,7 +74,8 @@ def model_width(names: Iterable[str]) -> int:
 
 def overview_widths(names: Iterable[str] = ()) -> list[int]:
     """The overview table's column widths, one per column of ``board.overview_layout`` (Model fits ``names``)."""
-    return [model_width(names) if c == "Model" else OVERVIEW_WIDTHS.get(c, OVERVIEW_RANK_WIDTH if c.endswith(" rank") else OVERVIEW_DATASET_WIDTH)
+    return [model_width(names) if c == "Model"
+            else OVERVIEW_WIDTHS.get(c, OVERVIEW_RANK_WIDTH if c.endswith(" rank") else OVERVIEW_DATASET_WIDTH)
             for c in board.overview_layout()]
 
 
@@ -286,7 +287,8 @@ class Views:
         # 1/RadCliQ-v1 that disagrees with its components) and the "scored on" label of a row this view cannot rank.
         out = board.display_table(shown, self._metrics(track, columns), sort_by=sort_by or PRIMARY,
                                   name_cell=lambda row: md_link(row["model"], row["url"]))
-        widths = [model_width(full["model"]) if c == "Model" else WIDTHS.get(c, METRIC_WIDTH) for c in out.columns]
+        names = full["model"] if "model" in full else ()  # a board with no rows has no columns either
+        widths = [model_width(names) if c == "Model" else WIDTHS.get(c, METRIC_WIDTH) for c in out.columns]
         types = ["markdown" if c == "Model" else "str" for c in out.columns]
         if full.empty:
             empty = "No results on this test set and track yet."
