@@ -42,6 +42,29 @@ def test_iu_xray_splits_and_references_without_images(tmp_path, iu_xray_test):
     assert len(refs) == 296 and all(refs.values())
 
 
+def test_a_copy_removed_by_another_process_between_prepare_and_read_is_built_again(tmp_path, monkeypatch,
+                                                                                     iu_xray_test):
+    """Two rexrank installs sharing one cache each drop the other's copy as stale (``_drop_stale_copies``): one
+    removed it between the other's prepare and read, which failed with datasets' FileNotFoundError (a fresh-clone
+    test run beside another checkout's). ``load`` builds the copy again and reads that."""
+    import shutil
+
+    from rexrank.data import loading
+
+    real_prepare, removed = loading.prepare, []
+
+    def prepare_then_lose_the_copy(*args, **kwargs):
+        builder = real_prepare(*args, **kwargs)
+        if not removed:  # the other process, once
+            shutil.rmtree(builder.cache_dir)
+            removed.append(builder.cache_dir)
+        return builder
+
+    monkeypatch.setattr(loading, "prepare", prepare_then_lose_the_copy)
+    test = data.load("iu_xray", tmp_path / "none", split="test", track="findings", cache_dir=tmp_path)
+    assert removed and len(test) > 0 and set(test["study_id"]) <= set(iu_xray_test)
+
+
 def test_iu_xray_requiring_images_names_the_missing_files(tmp_path):
     """With require_images, a missing image folder is one error listing the first missing files."""
     with pytest.raises(DatasetNotAvailableError) as err:

@@ -128,6 +128,9 @@ def _lock_files(name: str, root: Path) -> list[Path]:
     return [path for path in root.glob("*.lock") if path.name.startswith(prefix)]
 
 
+_READ_ATTEMPTS = 3  # prepare-and-read tries when another process removes the copy in between (``load``)
+
+
 def load(name: str, data_dir: str | os.PathLike | None = None, split: str | None = None, track: str | None = None,
          *, cache_dir: str | os.PathLike | None = None, require_images: bool | None = None,
          image_root: str | os.PathLike | None = None, reports_root: str | os.PathLike | None = None) -> datasets.Dataset:
@@ -140,9 +143,17 @@ def load(name: str, data_dir: str | os.PathLike | None = None, split: str | None
     name = canonical_dataset(name)
     canonical = canonical_split(name, split)
     track_spec = get_track(track) if track is not None else None
-    builder = prepare(name, data_dir, cache_dir=cache_dir, require_images=require_images, image_root=image_root,
-                      reports_root=reports_root)
-    dataset = builder.as_dataset(split=canonical)
+    for attempt in range(_READ_ATTEMPTS):
+        builder = prepare(name, data_dir, cache_dir=cache_dir, require_images=require_images, image_root=image_root,
+                          reports_root=reports_root)
+        try:
+            dataset = builder.as_dataset(split=canonical)
+            break
+        except FileNotFoundError:
+            # Another process's `prepare` (another rexrank install, or the same one after the local copy changed)
+            # removed this copy as stale between our prepare and our read: build it again and read that.
+            if attempt == _READ_ATTEMPTS - 1:
+                raise
     if track_spec is None:
         return dataset
     return apply_track(dataset, track_spec.name, dataset_name=name, split=canonical)
