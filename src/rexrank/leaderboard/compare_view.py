@@ -19,15 +19,17 @@ from typing import Any
 import pandas as pd
 
 from rexrank.evaluation.compare import Run, compare_runs
+from rexrank.evaluation.defaults import DEFAULT_RESAMPLES
 from rexrank.leaderboard import board
 from rexrank.leaderboard.links import MAX_COMPARED
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS, name_key
 
 MIN_MODELS, MAX_MODELS = 2, MAX_COMPARED  # the most a link may name is the most the tab shows
-# Bounded so that 4 models x 1,000 studies answer in well under a second (the CLI's default is 10,000): a page's
-# p-values need two digits, not four. Measured ad hoc (see docs/leaderboard.md, Compare).
-RESAMPLES = 1000
-PERMUTATIONS = 1000
+# Bounded so that 4 models x 1,000 studies answer in well under a second: the run's default resamples, and as many
+# permutations (the CLI's compare uses DEFAULT_PERMUTATIONS, 10x that): a page's p-values need two digits, not
+# four. Measured ad hoc (see docs/leaderboard.md, Compare).
+RESAMPLES = DEFAULT_RESAMPLES
+PERMUTATIONS = DEFAULT_RESAMPLES
 NO_PER_STUDY = "paired test needs per-study values; published results have none"
 PRIVATE_NO_PER_STUDY = "paired test needs per-study values; a private test set's are never kept"
 
