@@ -10,6 +10,8 @@ REXRANK_SHOTS (default /tmp/shots), named arena_*.
 
 from __future__ import annotations
 
+import re
+
 import os
 from pathlib import Path
 
@@ -86,7 +88,9 @@ def _names_in(text: str) -> set[str]:
 def _counted(page) -> int:
     """The number the board's note says it counts ("N votes counted")."""
     text = page.locator("#arena-board-note").inner_text()
-    return int(text.split(" vote")[0].strip()) if " vote" in text else -1
+    # While a refresh is pending gradio's progress timer ("0.8s") sits in the same box: read the count itself.
+    found = re.search(r"(\d+) votes? counted", text)
+    return int(found.group(1)) if found else -1
 
 
 def _buttons_enabled(page) -> list[bool]:
