@@ -90,14 +90,15 @@ def test_the_writer_is_reset_to_the_link_as_understood():
 
 
 def test_the_page_and_the_link_agree_on_names_and_order():
-    """ViewLink's fields are the page's controls in order, the trained values are the page's, and the tabs a link
-    names are the page's ids."""
+    """ViewLink's fields are the page's controls in order and every trained value the page offers is one a link
+    carries."""
     import gradio as gr
 
     from rexrank.leaderboard import views, wiring
     from rexrank.leaderboard.store import Store
 
-    assert links.TRAINED == tuple(value for _, value in views.TRAINED_CHOICES)
+    assert [parse(f"tab=iu_xray&trained={v}").view.trained for _, v in views.TRAINED_CHOICES] == [
+        v for _, v in views.TRAINED_CHOICES]  # the page's trained values, read from their owner
     assert list(links.PARAMS) == list(ViewLink._fields)
     store = Store(":memory:")
     try:

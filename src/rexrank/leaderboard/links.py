@@ -24,7 +24,7 @@ DEFAULT_TAB, MODELS_TAB, COMPARE_TAB = "overview", "models", "compare"  # the ta
 TAB, TRACK, MODEL, COMPARE = "tab", "track", "model", "compare"
 MAX_QUERY = 4000  # characters: a link a person shares is far shorter
 MAX_VALUES = 60  # parameters in one query
-MAX_VALUE = 200  # characters of one value (the search box's own cap: records.MAX_QUERY)
+MAX_VALUE = 200  # characters of one value: a model name, an institution or a search a person typed
 MAX_COMPARED = 4  # models on the Compare tab (compare_view reads it)
 # gradio's own parameters ("__theme=dark"): passed through untouched, never part of a link's state.
 GRADIO_PREFIX = "__"
@@ -47,7 +47,6 @@ class ViewLink(NamedTuple):
 PARAMS = {"search": "q", "institutions": "inst", "years": "year", "model_types": "type", "trained": "trained",
           "sources": "source", "columns": "cols", "sort": "sort"}
 _LISTS = {"institutions", "years", "model_types", "sources", "columns"}
-TRAINED = ("all", "exclude", "only")  # views.TRAINED_CHOICES' values (a test holds them equal)
 
 
 class Link(NamedTuple):
@@ -109,7 +108,9 @@ def parse(query: str, tabs: Sequence[str], datasets: Sequence[str]) -> Link:
                 continue
             fields[field] = tuple(dict.fromkeys(got))
         elif field == "trained":
-            chosen = one(key, TRAINED)
+            from rexrank.leaderboard.views import TRAINED_CHOICES  # their owner (loaded by the page already)
+
+            chosen = one(key, [value for _, value in TRAINED_CHOICES])
             if chosen:
                 fields[field] = chosen
         elif len(got) > 1:
@@ -191,8 +192,7 @@ def query(link: Link, defaults: Optional[ViewLink] = None) -> str:
 
 def state_json(link: Link, defaults: Optional[ViewLink] = None) -> str:
     """What the page's URL writer (``HEAD``) is reset to after a link was restored: the link as understood."""
-    view_pairs = [p for p in pairs(link._replace(tab=DEFAULT_TAB, track=DEFAULT_TRACK, model=None, compare=()),
-                                   defaults)]
+    view_pairs = pairs(link._replace(tab=DEFAULT_TAB, track=DEFAULT_TRACK, model=None, compare=()), defaults)
     return json.dumps({"tab": link.tab, "track": link.track, "view": view_pairs, "model": link.model,
                        "compare": list(link.compare)})
 
