@@ -320,7 +320,10 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         for view in dataset_views:
             view.wire(gr, views, sent)
         _api_endpoints(gr, views)
-        _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model, compared, sent)
+        # The other tabs a link may name (those this page has).
+        linked_tabs = [links.COMPARE_TAB, *(["submit"] if submissions is not None else []),
+                       *(["arena"] if arena is not None else []), "about"]
+        _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model, compared, sent, linked_tabs)
         _freshness(gr, demo, views, sent, generation, header, overview_tables, dataset_views, about_text)
     return demo
 
@@ -378,7 +381,7 @@ def _linked(tab, tab_id: str, track_of: Optional[str] = None):
 
 
 def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, chosen_model, compared,
-           sent) -> None:
+           sent, linked_tabs: list[str]) -> None:
     """Shareable links (``links``): a page opened with a query shows what it names.
 
     The query goes to the server only when there is one (``links.READ_JS`` gives nothing otherwise, so a plain
@@ -388,7 +391,7 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
     query = signal(gr, "board-link")  # set in the browser (READ_JS)
     state = signal(gr, "board-link-state")  # the link as understood, for the page's URL writer
     by_key = {(v.dataset, v.track): v for v in dataset_views}
-    tab_ids = [links.DEFAULT_TAB, *DATASETS, links.MODELS_TAB, *_tab_ids(tabs)]
+    tab_ids = [links.DEFAULT_TAB, *DATASETS, links.MODELS_TAB, *linked_tabs]
     outputs = [tabs, chosen_model, compared.requested, compared.chosen, state, sent,
                *(t for t, _ in track_tabs.values())] + [
         o for v in dataset_views for o in v.restore_outputs()]
@@ -419,12 +422,6 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
     # request per opened link.
     query.change(guarded(restore), [sent, query], outputs, api_visibility="private", show_progress="hidden")
     state.change(None, [state], None, js=links.RESET_JS, **_PRIVATE)
-
-
-def _tab_ids(tabs) -> list[str]:
-    """The ids of ``tabs``' tabs that a link may name besides the board's own (Submit, Arena, About, ...)."""
-    return [child.id for child in tabs.children if getattr(child, "id", None) and child.id not in (
-        links.DEFAULT_TAB, links.MODELS_TAB, *DATASETS)]
 
 
 def _overview_tab(gr, views: Views, built: dict, track_tabs: dict) -> dict:
