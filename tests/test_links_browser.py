@@ -4,6 +4,7 @@ shows the rest of the page and says, in one line, what was left out."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -91,6 +92,26 @@ def test_a_link_opens_the_table_it_names(browser, space, page_views, viewport, t
         assert links.parse(_query(page), [links.DEFAULT_TAB, *DATASETS], DATASETS) == link
         assert not page.locator(".toast-body").count()
         _shot(page, f"link_restored_{'desktop' if viewport is DESKTOP else 'phone'}_{theme}")
+    finally:
+        page.close()
+
+
+def test_a_link_survives_a_tab_reporting_itself_before_the_page_loads(browser, space, page_views):
+    """A tab or control may report itself to the URL writer (rewriting the address to the default view) before
+    gradio runs the page's load events: the link read then must still be the one opened. Forced here by a tab report
+    the moment the writer exists; the race itself hung 1 page in ~30 under load (CI, stop 42)."""
+    term, n_rows = _term(page_views)
+    link = links.Link(DATASET, TRACK, links.ViewLink(search=term, sort=SORT))
+    page = _new_page(browser, DESKTOP, "light")
+    page.add_init_script("""(() => { let writer;
+        Object.defineProperty(window, "rexrankLink", {configurable: true, get: () => writer,
+            set: (w) => { writer = w; w.tab(%s); }}); })();""" % json.dumps(links.DEFAULT_TAB))
+    try:
+        page.goto(space[0] + "?" + links.query(link), wait_until="load")
+        _wait_search(page, term)
+        page.wait_for_function("(q) => location.search === '?' + q", arg=links.query(link), timeout=STATE_CEILING_MS)
+        assert {"MIMIC-CXR", "Findings + Impression"} <= set(_selected_tabs(page))
+        assert _rows(page) == n_rows
     finally:
         page.close()
 

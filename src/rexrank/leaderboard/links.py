@@ -230,9 +230,11 @@ def track_js(tab: str, track: str) -> str:
 MODEL_JS = "(m) => { window.rexrankLink && window.rexrankLink.model(m); }"
 COMPARE_JS = "(ms) => { window.rexrankLink && window.rexrankLink.compare(ms); }"
 RESET_JS = "(state) => { window.rexrankLink && state && window.rexrankLink.reset(state); }"
-# The link's own part of the query; nothing (no request at all) for a page opened without one.
+# The link's own part of the query as the page was opened; nothing (no request at all) for a page opened without one.
+# Read from the URL writer (``HEAD``), which kept it when the page loaded: a tab or control may report itself (and so
+# rewrite the address) before gradio runs the page's load events, which then found an empty query and restored nothing.
 READ_JS = """() => {
-  const p = new URLSearchParams(location.search);
+  const p = new URLSearchParams(window.rexrankLink ? window.rexrankLink.opened : location.search);
   [...p.keys()].filter((k) => k.startsWith(%s)).forEach((k) => p.delete(k));
   return p.toString() || undefined;
 }""" % json.dumps(GRADIO_PREFIX)
@@ -271,8 +273,10 @@ window.rexrankLink = (() => {
     p.forEach((v, k) => { if (![TAB, TRACK, MODEL, COMPARE].includes(k) && !k.startsWith(GRADIO)) view.push([k, v]); });
     load({tab: p.get(TAB), track: p.get(TRACK), view, model: p.get(MODEL), compare: p.getAll(COMPARE)});
   }
-  fromQuery(location.search);  // until the server has checked the link (reset), keep it as it was opened
+  const OPENED = location.search;  // the link, whatever is written before the server has read it (READ_JS)
+  fromQuery(OPENED);  // until the server has checked the link (reset), keep it as it was opened
   return {
+    opened: OPENED,
     tab(id) { S.tab = id; write(); },
     track(tab, track) { S.tracks[tab] = track; if (S.tab === tab) write(); },
     view(tab, track, names, defaults, values) {
