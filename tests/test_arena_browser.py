@@ -21,7 +21,7 @@ import pytest
 from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, free_port
 from rexrank.leaderboard.arena import NO_PACE, Arena
 from rexrank.leaderboard.arena_tab import CHOICE_LABELS, arena_demo
-from rexrank.leaderboard.assets import CSS, HEAD
+from rexrank.leaderboard.assets import CSS, HEAD, theme
 from rexrank.leaderboard.store import Store
 from test_arena import MODELS, _keep
 
@@ -52,7 +52,7 @@ def space(tmp_path_factory):
     demo = arena_demo(arena, rater="hf:ann", refresh_s=1)
     port = free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                allowed_paths=[str(images)], css=CSS, head=HEAD)  # the Space's stylesheet and keys
+                allowed_paths=[str(images)], css=CSS, head=HEAD, theme=theme())  # the Space's stylesheet and keys
     try:
         yield f"http://127.0.0.1:{port}/", store, arena
     finally:

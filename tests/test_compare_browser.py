@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, free_port
-from rexrank.leaderboard.assets import CSS, HEAD
+from rexrank.leaderboard.assets import CSS, HEAD, theme
 from rexrank.leaderboard.compare_tab import MODELS_ID, VIEW_ID
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.views import Views
@@ -30,7 +30,7 @@ def space(tmp_path_factory):
     _fill(store)
     demo = build_app(store, views=Views(store))
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS, head=HEAD)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS, head=HEAD, theme=theme())
     try:
         yield f"http://127.0.0.1:{port}/"
     finally:

@@ -871,3 +871,49 @@ def test_the_load_event_carries_the_generation_only_and_a_stale_page_is_refreshe
     add_scored_result(store, "Fresh model", bleu=0.3, institution="Fresh lab")
     first, second = check.fn(generation.value), check.fn(generation.value)
     assert first != gr.skip() and second != first  # a new value each time: the change fires again
+
+
+def _fonts_of_bold_text(page_theme) -> dict[str, set[str]]:
+    """The fonts Chromium drew each bold or semibold text of a small page with, launched with ``page_theme``
+    (None: gradio's Default), as the platform reports them (CSS.getPlatformFontsForNode): {(family, a web font)}."""
+    import gradio as gr
+
+    from leaderboard_helpers import chromium, free_port
+
+    texts = {"md-bold": "**BertScore BLEU CARE-X BiomedGPT-IU**", "md-heading": "## BertScore BLEU CARE-X"}
+    with gr.Blocks() as demo:
+        for elem_id, text in texts.items():
+            gr.Markdown(text, elem_id=elem_id)
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, theme=page_theme)
+    try:
+        with chromium() as browser:
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
+            page.wait_for_selector("#md-heading h2", timeout=STATE_CEILING_MS)
+            page.evaluate("() => document.fonts.ready")
+            cdp = page.context.new_cdp_session(page)
+            cdp.send("DOM.enable")
+            cdp.send("CSS.enable")
+            root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+            drawn = {}
+            for elem_id, selector in (("md-bold", "#md-bold strong"), ("md-heading", "#md-heading h2")):
+                node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+                fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+                drawn[elem_id] = {(f["familyName"], f["isCustomFont"]) for f in fonts if f["glyphCount"]}
+            return drawn
+    finally:
+        demo.close()
+
+
+@pytest.mark.browser
+def test_bold_text_is_drawn_in_one_face():
+    """gradio_compat.theme (issue 37 point 7): gradio 6.31's semibold font files hold a few glyphs, so bold text
+    mixed Source Sans Pro with the system's sans. With the board's theme every letter is drawn in one web font; with
+    gradio's Default some are in a system font (when that part fails, gradio fixed its files: drop the workaround)."""
+    from rexrank.leaderboard.assets import theme
+
+    ours, gradios = _fonts_of_bold_text(theme()), _fonts_of_bold_text(None)
+    # One web font (the Bold file calls itself "Source Sans 3") for every letter; gradio's draws some in a system font.
+    assert all(len(fonts) == 1 and all(web for _, web in fonts) for fonts in ours.values()), ours
+    assert any(not web for fonts in gradios.values() for _, web in fonts), gradios

@@ -1,6 +1,6 @@
 """The page's stylesheet: rules on the board's own classes and ids only (``board-*``), plus the gradio workarounds
 of ``gradio_compat`` (the one place that depends on gradio's DOM) and the Arena's rules (``arena-*``, owned by
-``arena_tab``)."""
+``arena_tab``), and its theme."""
 
 from __future__ import annotations
 
@@ -15,3 +15,4 @@ CSS = """
        + ARENA_CSS)
 HEAD = (gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD + gradio_compat.LIVE_REGION_HEAD + ARENA_HEAD
         + links.HEAD)
+theme = gradio_compat.theme  # gradio's Default with whole bold faces (gradio_compat says why)

@@ -64,6 +64,13 @@ the browser tests that pin them), and pyproject.toml pins the same range.
   already in the page), not a State: the freshness check's ``stale``, the plots' ``redraw``, a link's query and
   state. Browser test: in a small page an unqueued answer fires a signal's change and not a State's (a gradio that
   fires both fails it: then use gr.State).
+- Bold text's faces: gradio 6.31's Default theme declares Source Sans Pro and IBM Plex Mono at 400 and 600, and the
+  600 files it ships hold a few glyphs each (~5 KB, against ~100 KB for the other weights), so every semibold or
+  bold text (headings, labels, table headers, Markdown's bold) mixed Source Sans letters with the system's sans
+  ("BertScore" with a thin B). ``theme`` is the Default theme with both families at 400 and 700 (gradio's own, whole
+  Bold files; a 600 text takes the 700 face), through the public ``gr.themes.LocalFont``. Browser test: bold and
+  semibold text is drawn in Source Sans Pro alone, and in gradio's Default theme it is not (when that fails, gradio
+  fixed its files: drop ``theme``).
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
   docs/leaderboard.md and pinned by a browser test).
 """
@@ -127,6 +134,15 @@ document.addEventListener("keydown", (event) => {
   tabs[next].focus();
 });
 </script>"""
+
+
+def theme():
+    """gradio's Default theme with its text and code faces at 400 and 700 (see the module docstring)."""
+    import gradio as gr
+
+    return gr.themes.Default(
+        font=(gr.themes.LocalFont("Source Sans Pro", weights=(400, 700)), "ui-sans-serif", "system-ui", "sans-serif"),
+        font_mono=(gr.themes.LocalFont("IBM Plex Mono", weights=(400, 700)), "ui-monospace", "Consolas", "monospace"))
 
 
 def gradio_version() -> tuple[int, int]:

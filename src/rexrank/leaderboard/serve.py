@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rexrank.leaderboard.assets import CSS, HEAD
+from rexrank.leaderboard.assets import CSS, HEAD, theme
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.views import Views
 from rexrank.leaderboard.wiring import add_csv_route, build_app, oauth_configured
@@ -124,7 +124,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
     max_bytes = service.max_bytes if service is not None else upload_bytes(DEFAULT_MAX_UPLOAD_MB)
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, show_error=True,
-                quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD,
+                quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD, theme=theme(),
                 allowed_paths=allowed_paths or None)
     add_csv_route(demo, views)
     app = BoardApp(demo, views, sync, board_arena)
