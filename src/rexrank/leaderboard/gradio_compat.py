@@ -72,7 +72,9 @@ the browser tests that pin them), and pyproject.toml pins the same range.
   semibold text is drawn in Source Sans Pro alone, and in gradio's Default theme it is not (when that fails, gradio
   fixed its files: drop ``theme``).
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
-  docs/leaderboard.md and pinned by a browser test).
+  docs/leaderboard.md and pinned by a browser test); the console's "Method not implemented." warning after a queued
+  event (a submission, a link) is gradio's client closing its own stand-in for an event stream (its ``close``
+  only warns), not the board's.
 """
 
 from __future__ import annotations
