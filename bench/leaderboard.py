@@ -172,7 +172,7 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
 
 def minimal_times(browser, url: str, i: int) -> dict[str, float]:
     """One visit of the minimal app: first rows, a first switch to its second tab (until its Dataframe's rows are
-    visible), and its Dataframe's own search (seconds)."""
+    visible), and that Dataframe's own search (seconds)."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     start = time.perf_counter()
     page.goto(url, wait_until="commit")
@@ -184,9 +184,11 @@ def minimal_times(browser, url: str, i: int) -> dict[str, float]:
     page.wait_for_selector("#minimal-second div[role=row]:visible", state="visible", timeout=60_000)
     switch = time.perf_counter() - start
     switch_page = _in_page(page)
-    page.get_by_role("tab", name="First", exact=True).click()
-    search = page.locator("#minimal-table input[type=text], #minimal-table textarea").first
-    grid = "#minimal-table [role=grid]"
+    # The search runs on the rows the Space's search runs on (its MIMIC-CXR table): the synthetic models carry no
+    # weight digests, so they are unranked and not in the overview, where "model-NNN" found nothing (the bench
+    # timed out waiting for one row).
+    search = page.locator("#minimal-second input[type=text], #minimal-second textarea").first
+    grid = "#minimal-second [role=grid]"
     page.wait_for_selector(f"{grid}", state="visible", timeout=60_000)
     _arm(page, "input", _rowcount_is(grid, 2))
     start = time.perf_counter()
@@ -200,15 +202,15 @@ def minimal_times(browser, url: str, i: int) -> dict[str, float]:
 
 
 def minimal_app(rows, second_rows):
-    """The yardstick: a Gradio 6 app with nothing but a Dataframe of the same rows (and its built-in search) and,
-    in a second tab, a Dataframe of the rows the Space's MIMIC-CXR tab shows (the tab-switch yardstick)."""
+    """The yardstick: a Gradio 6 app with nothing but a Dataframe of the same rows and, in a second tab, a Dataframe
+    of the rows the Space's MIMIC-CXR tab shows, with its built-in search (the tab-switch and search yardsticks)."""
     import gradio as gr
 
     with gr.Blocks(title="minimal") as demo:
         with gr.Tab("First"):
             gr.Dataframe(value=rows, interactive=False, elem_id="minimal-table", show_search="search")
         with gr.Tab("Second"):
-            gr.Dataframe(value=second_rows, interactive=False, elem_id="minimal-second")
+            gr.Dataframe(value=second_rows, interactive=False, elem_id="minimal-second", show_search="search")
     return demo
 
 
