@@ -43,7 +43,6 @@ def test_defaults_are_left_out_of_a_written_link():
     ("tab=iu_xray&year=24", ("year",)),
     ("tab=iu_xray&year=2024abc", ("year",)),
     ("tab=iu_xray&source=everything", ("source",)),
-    ("tab=iu_xray&trained=maybe", ("trained",)),
     ("tab=iu_xray&sort=a&sort=b", ("sort",)),
     ("tab=overview&q=maira", ("q",)),  # a table's controls belong to a dataset tab
     ("tab=iu_xray&model=MAIRA-2", ("model",)),  # a model belongs to the Models tab
@@ -97,8 +96,10 @@ def test_the_page_and_the_link_agree_on_names_and_order():
     from rexrank.leaderboard import views, wiring
     from rexrank.leaderboard.store import Store
 
-    assert [parse(f"tab=iu_xray&trained={v}").view.trained for _, v in views.TRAINED_CHOICES] == [
-        v for _, v in views.TRAINED_CHOICES]  # the page's trained values, read from their owner
+    trained = [v for _, v in views.TRAINED_CHOICES]  # the page's trained values, read from their owner
+    assert [links.checked(parse(f"tab=iu_xray&trained={v}"), trained=trained).view.trained for v in trained] == trained
+    maybe = links.checked(parse("tab=iu_xray&trained=maybe"), trained=trained)  # a value the page lacks
+    assert maybe.view.trained == ViewLink().trained and maybe.ignored == ("trained",)
     assert list(links.PARAMS) == list(ViewLink._fields)
     store = Store(":memory:")
     try:

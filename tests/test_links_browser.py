@@ -99,7 +99,7 @@ def test_a_link_opens_the_table_it_names(browser, space, page_views, viewport, t
 def test_a_link_survives_a_tab_reporting_itself_before_the_page_loads(browser, space, page_views):
     """A tab or control may report itself to the URL writer (rewriting the address to the default view) before
     gradio runs the page's load events: the link read then must still be the one opened. Forced here by a tab report
-    the moment the writer exists; the race itself hung 1 page in ~30 under load (CI, stop 42)."""
+    the moment the writer exists; the race itself left 1 page in 8 unrestored beside a busy loop here, and failed CI once (stop 42)."""
     term, n_rows = _term(page_views)
     link = links.Link(DATASET, TRACK, links.ViewLink(search=term, sort=SORT))
     page = _new_page(browser, DESKTOP, "light")

@@ -1,6 +1,6 @@
 """The Arena tab of the Space: one study, two anonymised reports, a vote, then the names; and the Arena board.
 
-``arena_tab(gr, arena, oauth=...)`` builds one ``gr.Tab("Arena", id="arena")`` inside the app's ``gr.Tabs``.
+``arena_tab(gr, arena, oauth=...)`` builds one ``gr.Tab("Arena", id=links.ARENA_TAB)`` inside the app's ``gr.Tabs``.
 
 What the page and its API see: before a vote, the study's reference, its images (when the host has them; shown by
 an event chained after the texts, the previous pair's hidden meanwhile) and the two reports, never a model name
@@ -20,6 +20,7 @@ from typing import Any, Optional
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.arena import CHOICE_LABELS, Arena, rater_identity
 from rexrank.leaderboard.gradio_compat import guarded, one_line_input_count, pass_values_through
+from rexrank.leaderboard.links import ARENA_TAB
 from rexrank.leaderboard.store import error_categories
 
 BOARD_HEADERS = ["rank", "model", "strength", "interval", "rank interval", "votes", "raters"]
@@ -178,7 +179,7 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
             return [gr.skip()] * 5
         return refresh(include_flagged)
 
-    with gr.Tab("Arena", id="arena") as tab:
+    with gr.Tab("Arena", id=ARENA_TAB) as tab:
         gr.Markdown("Compare two models' reports of one study against the reference, as ReXVal's radiologists "
                     "did. The models stay anonymous until you vote; sides are random. One vote per study and pair. "
                     "Keys: a, b, t (tie), u (both unacceptable), n (next pair).",

@@ -21,6 +21,7 @@ from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.leaderboard.records import SOURCES, TRACKS
 
 DEFAULT_TAB, MODELS_TAB, COMPARE_TAB = "overview", "models", "compare"  # the tabs' ids (wiring reads them)
+SUBMIT_TAB, ARENA_TAB, ABOUT_TAB = "submit", "arena", "about"  # the other tabs a link may name
 TAB, TRACK, MODEL, COMPARE = "tab", "track", "model", "compare"
 MAX_QUERY = 4000  # characters: a link a person shares is far shorter
 MAX_VALUES = 60  # parameters in one query
@@ -107,12 +108,6 @@ def parse(query: str, tabs: Sequence[str], datasets: Sequence[str]) -> Link:
                 _note(ignored, key)
                 continue
             fields[field] = tuple(dict.fromkeys(got))
-        elif field == "trained":
-            from rexrank.leaderboard.views import TRAINED_CHOICES  # their owner (loaded by the page already)
-
-            chosen = one(key, [value for _, value in TRAINED_CHOICES])
-            if chosen:
-                fields[field] = chosen
         elif len(got) > 1:
             _note(ignored, key)
         else:
@@ -134,9 +129,11 @@ def parse(query: str, tabs: Sequence[str], datasets: Sequence[str]) -> Link:
 
 
 def checked(link: Link, *, institutions: Iterable[str] = (), years: Iterable[int] = (),
-            model_types: Iterable[str] = (), metrics: Iterable[str] = (), models: Iterable[str] = ()) -> Link:
+            model_types: Iterable[str] = (), trained: Iterable[str] = (), metrics: Iterable[str] = (),
+            models: Iterable[str] = ()) -> Link:
     """``link`` with every value the board does not know left out (and named in ``ignored``): the institutions,
-    years and model types of its table's filters, the metric names of its track, the model names of the board."""
+    years and model types of its table's filters, the trained filter's values, the metric names of its track, the
+    model names of the board."""
     ignored = list(link.ignored)
     view = link.view
     allowed = {"institutions": set(institutions), "years": set(years), "model_types": set(model_types)}
@@ -151,6 +148,9 @@ def checked(link: Link, *, institutions: Iterable[str] = (), years: Iterable[int
         _note(ignored, PARAMS["columns"])
         kept = tuple(c for c in view.columns if c in metric_names)
         changes["columns"] = kept or None
+    if view.trained != ViewLink().trained and view.trained not in set(trained):
+        _note(ignored, PARAMS["trained"])
+        changes["trained"] = ViewLink().trained
     if view.sort is not None and view.sort not in metric_names:
         _note(ignored, PARAMS["sort"])
         changes["sort"] = None

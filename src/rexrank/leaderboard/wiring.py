@@ -308,11 +308,11 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
             _linked(compared.tab, links.COMPARE_TAB)
             if submissions is not None:
                 _linked(_submit_tab(gr, views, submissions, oauth=oauth, upload_ttl=upload_ttl,
-                                    proxies=clients.trusted_proxies(trusted_proxies)), "submit")
+                                    proxies=clients.trusted_proxies(trusted_proxies)), links.SUBMIT_TAB)
             if arena is not None:
                 from rexrank.leaderboard.arena_tab import arena_tab
 
-                _linked(arena_tab(gr, arena, oauth=oauth, rater=arena_rater, refresh_s=FRESH_SECONDS), "arena")
+                _linked(arena_tab(gr, arena, oauth=oauth, rater=arena_rater, refresh_s=FRESH_SECONDS), links.ARENA_TAB)
             about_text = _about_tab(gr, views, built)
         # What this page was sent: a digest per output and the controls each table was last asked for. gradio keeps
         # one per page (session) and drops it with the session; the freshness refresh sends only what differs.
@@ -321,8 +321,8 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
             view.wire(gr, views, sent)
         _api_endpoints(gr, views)
         # The other tabs a link may name (those this page has).
-        linked_tabs = [links.COMPARE_TAB, *(["submit"] if submissions is not None else []),
-                       *(["arena"] if arena is not None else []), "about"]
+        linked_tabs = [links.COMPARE_TAB, *([links.SUBMIT_TAB] if submissions is not None else []),
+                       *([links.ARENA_TAB] if arena is not None else []), links.ABOUT_TAB]
         _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model, compared, sent, linked_tabs)
         _freshness(gr, demo, views, sent, generation, header, overview_tables, dataset_views, about_text)
     return demo
@@ -403,6 +403,7 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
         link = links.checked(link, institutions=choices.institutions if choices else (),
                              years=choices.years if choices else (),
                              model_types=choices.model_types if choices else (),
+                             trained=[value for _, value in TRAINED_CHOICES],
                              metrics=views.metrics(link.track), models=views.models_list())
         compare = (list(compare_restore(list(link.compare))) if link.compare
                    else [gr.skip(), gr.skip()])
@@ -577,7 +578,7 @@ def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False, upload_tt
         """The latest submissions and their status ({headers, data})."""
         return payload(views.queue_view())
 
-    with gr.Tab("Submit", id="submit") as tab:
+    with gr.Tab("Submit", id=links.SUBMIT_TAB) as tab:
         gr.Markdown(submissions.instructions())
         if oauth:
             with gr.Row():
@@ -668,7 +669,7 @@ def _about_tab(gr, views: Views, built: dict):
     """The About tab: for readers (``about``), with the "Metrics vs radiologists" section of the published
     meta-evaluation (``views.meta_eval_markdown``; Markdown, already in the first page: no new component type).
     Returns the text's component (the freshness refresh rewrites it)."""
-    with _linked(gr.Tab("About", id="about"), "about"):
+    with _linked(gr.Tab("About", id=links.ABOUT_TAB), links.ABOUT_TAB):
         about_text = views.about_markdown()
         built["about"] = digest(about_text)
         text = gr.Markdown(about_text, elem_id="about-text")
