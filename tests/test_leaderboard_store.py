@@ -34,7 +34,7 @@ def _record(name="M", mean=0.5, dataset="iu_xray", track="findings", **kw):
 
 def test_new_store_is_wal_and_current_schema(store):
     assert store.schema_version() == SCHEMA_VERSION
-    assert store._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.connection().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.integrity_check() == "ok"
 
 
