@@ -10,7 +10,8 @@ A small package, each module around one owner of the file's connection:
 - ``arena``: ``ArenaTables``, the Arena's votes and rater decisions (events of the log), tickets and kept reports.
 
 No module reaches into another's private names: what two parts need is a public method of its owner
-(``Database.connection``/``transaction``, ``Log.insert_event``/``next_event_time``/``model_id``/``add_result``).
+(``Database.connection``/``transaction``; ``Log.insert_event``/``next_event_time``/``has_event``/``count_events``
+for the Arena, ``Log.model_id``/``add_result``/``result_of_submission`` for the queue; ``events.subject``).
 
 ``Store`` is a thin facade, by choice: it composes the parts (``db``, ``log``, ``queue``, ``arena``) over one
 ``Database`` and delegates each public method to its part by an explicit method, so every caller keeps the one
