@@ -11,12 +11,13 @@ A small package, each module around one owner of the file's connection:
 
 No module reaches into another's private names: what two parts need is a public method of its owner
 (``Database.connection``/``transaction``; ``Log.insert_event``/``next_event_time``/``has_event``/``count_events``
-for the Arena, ``Log.model_id``/``add_result``/``result_of_submission`` for the queue; ``events.subject``).
+for the Arena, ``Log.model_id``/``result_of_submission`` for the queue; ``events.subject``).
 
 ``Store`` is a thin facade, by choice: it composes the parts (``db``, ``log``, ``queue``, ``arena``) over one
 ``Database`` and delegates each public method to its part by an explicit method, so every caller keeps the one
 object it always had (``Store(path).add_result(...)``) and a reader finds each method's code in the module named
-for what it holds. The package re-exports every public name the single module had.
+for what it holds. The one write spanning two parts, ``finish`` (a job's result into the log and the job marked done,
+in one transaction), is composed here. The package re-exports every public name the single module had.
 
 The generation (``generation()``, which ``version()`` returns) is bumped by every commit that changes a row, so
 one number keys every cache and the page's refresh: an edit or a hand-over changes it like a new result does.
@@ -266,7 +267,14 @@ class Store:
         return self.queue.claim(lease_seconds, max_attempts)
 
     def finish(self, job_id: int, record: ResultRecord) -> int:
-        return self.queue.finish(job_id, record)
+        """Add a job's result and mark the job done in ONE transaction: a crash in between loses neither. The result
+        carries the job's provenance (``Queue.provenance``); only the owner of the model's name may add it
+        (``NameTaken`` otherwise, and nothing is written). The one write spanning two parts, so it is composed here,
+        through this store's own ``add_result``."""
+        with self.db.transaction() as conn:
+            result_id, _ = self.add_result(record, conn, provenance=self.queue.provenance(conn, job_id))
+            self.queue.mark_done(conn, job_id, result_id)
+        return result_id
 
     def fail(self, job_id: int, error: str) -> None:
         self.queue.fail(job_id, error)

@@ -17,7 +17,8 @@ the published rows. Only its owner may add results under it; nothing but ``edit_
 its details or its owner.
 
 The other parts append to the log only through ``Log``'s public methods: ``next_event_time`` and ``insert_event``
-(the Arena's votes and rater decisions), ``model_id`` and ``add_result`` (the submission queue).
+(the Arena's votes and rater decisions), ``model_id`` and ``result_of_submission`` (the submission queue, whose
+jobs' results enter through ``Store.finish``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The submission queue: jobs (enqueue, claim, finish, fail, the Hub's copy put back) and attempts (the quotas).
 
-Not the board: a queued job is no result until its worker's ``finish`` adds one to the log (``log.Log.add_result``,
-in the same transaction as the job's status, so a crash in between loses neither). Enqueuing registers a new model
+Not the board: a queued job is no result until its worker's ``Store.finish`` adds one to the log, in the same
+transaction as the job's status (``provenance``, ``mark_done``), so a crash in between loses neither. Enqueuing registers a new model
 name to its submitter in the same transaction (``log.Log.model_id``). Every recorded attempt counts against its
 quota, rejected ones included.
 """
@@ -13,7 +13,7 @@ import sqlite3
 import time
 from typing import Any
 
-from rexrank.leaderboard.records import ModelInfo, Provenance, ResultRecord, anonymous_identity, canonical_names
+from rexrank.leaderboard.records import ModelInfo, Provenance, anonymous_identity, canonical_names
 from rexrank.leaderboard.store.connection import Database, DuplicateSubmission, QuotaExceeded
 from rexrank.leaderboard.store.log import Log
 
@@ -24,7 +24,7 @@ LOST_UPLOAD = ("the Space restarted before this submission was scored and upload
 
 
 class Queue:
-    """The ``submissions`` and ``attempts`` tables of the store file ``db`` owns; results go to ``log``."""
+    """The ``submissions`` and ``attempts`` tables of the store file ``db`` owns; new names are registered in ``log``."""
 
     def __init__(self, db: Database, log: Log):
         self._db = db
@@ -174,21 +174,18 @@ class Queue:
         job["attempts"] += 1
         return job
 
-    def finish(self, job_id: int, record: ResultRecord) -> int:
-        """Add the result and mark the job done in ONE transaction: a crash in between loses neither.
+    def provenance(self, conn: sqlite3.Connection, job_id: int) -> Provenance:
+        """Who a job's result comes from: its submitter (its own anonymous identity if none), "space", the job id and
+        the time it was queued."""
+        job = conn.execute("SELECT identity, created_at FROM submissions WHERE id = ?", (job_id,)).fetchone()
+        return Provenance(submitted_by=job["identity"] if job and job["identity"] else anonymous_identity(job_id),
+                          via="space", submission_id=job_id, submitted_at=job["created_at"] if job else None)
 
-        The result carries the job's provenance (its submitter, "space", the job id and time); only the owner of
-        the model's name may add it (``NameTaken`` otherwise, and nothing is written).
-        """
-        with self._db.transaction() as conn:
-            job = conn.execute("SELECT identity, created_at FROM submissions WHERE id = ?", (job_id,)).fetchone()
-            provenance = Provenance(submitted_by=(job["identity"] if job and job["identity"]
-                                                  else anonymous_identity(job_id)),
-                                    via="space", submission_id=job_id, submitted_at=job["created_at"] if job else None)
-            result_id, _ = self._log.add_result(record, conn, provenance=provenance)
-            conn.execute("UPDATE submissions SET status='done', result_id=?, error=NULL, lease_until=NULL,"
-                         " updated_at=? WHERE id=?", (result_id, time.time(), job_id))
-        return result_id
+    def mark_done(self, conn: sqlite3.Connection, job_id: int, result_id: int) -> None:
+        """The job is done and its result is ``result_id``: in the transaction that added the result (``Store.finish``),
+        so a crash in between loses neither."""
+        conn.execute("UPDATE submissions SET status='done', result_id=?, error=NULL, lease_until=NULL,"
+                     " updated_at=? WHERE id=?", (result_id, time.time(), job_id))
 
     def fail(self, job_id: int, error: str) -> None:
         with self._db.transaction() as conn:
