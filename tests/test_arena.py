@@ -341,7 +341,7 @@ def test_following_the_log_searches_only_the_new_rows(store):
     arena = Arena(store, n_boot=0)
     pair = arena.next_pair("hf:ann")
     arena.vote("hf:ann", pair.ticket, "a")
-    conn = store._conn()
+    conn = store.connection()
     seen: list[str] = []
     conn.set_trace_callback(seen.append)
     try:

@@ -614,7 +614,7 @@ def test_an_open_page_follows_the_store(browser, space):
     header_before = page.locator("#board-header").inner_text()
     # "Last updated" shows minutes: these two writes read a store clock two minutes ahead (as on a board whose clock
     # runs ahead; the store keeps event times increasing) instead of the test sleeping for a minute.
-    import rexrank.leaderboard.store as store_module
+    import rexrank.leaderboard.store.log as store_module
 
     class _Ahead:
         def __getattr__(self, name):

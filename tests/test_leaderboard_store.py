@@ -34,7 +34,7 @@ def _record(name="M", mean=0.5, dataset="iu_xray", track="findings", **kw):
 
 def test_new_store_is_wal_and_current_schema(store):
     assert store.schema_version() == SCHEMA_VERSION
-    assert store._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.connection().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.integrity_check() == "ok"
 
 
@@ -315,3 +315,34 @@ def test_model_page_shows_every_metric_its_results_hold(store):
     assert md_text(board.column_label("temporal_f1")) in text and md_text("0.612 [0.600, 0.620]") in text
     assert board.model_other_metrics(store, "Plain").empty and other_metrics_markdown(
         board.model_other_metrics(store, "Plain")) == ""
+
+
+def _package_problems(package) -> list[str]:
+    """What breaks the store package's rule (issue 36 point 1): a module over 600 lines, or a name starting with
+    "_" imported from another module of the package (what two parts share is a public name of its owner)."""
+    import ast
+
+    problems = []
+    for path in sorted(package.glob("*.py")):
+        text = path.read_text()
+        if len(text.splitlines()) > 600:
+            problems.append(f"{path.name}: over 600 lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rexrank.leaderboard.store"):
+                problems += [f"{path.name} imports {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    return problems
+
+
+def test_the_store_is_small_modules_sharing_no_private_name(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    import rexrank.leaderboard.store as package
+
+    folder = Path(package.__file__).parent
+    assert sorted(p.stem for p in folder.glob("*.py")) == ["__init__", "arena", "connection", "events", "log", "queue"]
+    assert _package_problems(folder) == []
+    copy = shutil.copytree(folder, tmp_path / "store")
+    with open(copy / "queue.py", "a") as out:  # the check sees a private helper shared across modules
+        out.write("from rexrank.leaderboard.store.log import _fold\n" + "\n" * 600)
+    assert _package_problems(copy) == ["queue.py: over 600 lines", "queue.py imports rexrank.leaderboard.store.log._fold"]

@@ -264,7 +264,7 @@ class HubSync:
                 self._refuse(EVENTS_PREFIX + name, exc)
         # In the order they were first recorded: the rebuilt store holds them in the original's order (the board's
         # "newest row" rule reads that order), and a repo without events fills a host-owned model's details from its
-        # earliest rows as the original did (``Store._model_id``).
+        # earliest rows as the original did (``store.log.Log.model_id``).
         files.sort(key=lambda item: _recorded_at(item[1]))
         added = 0
         with self.store.transaction() as conn:

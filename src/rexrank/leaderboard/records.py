@@ -144,7 +144,7 @@ def name_key(name: str) -> str:
     their prototypes, so no skeleton can be built from it. Not folded: look-alikes of two letters ("rn" for "m"),
     which disarm leaves apart (folding them would merge ordinary words), so "rnedVersa" is a name of its own. A new
     disarm release or rule here changes keys: bump ``NAME_KEY_VERSION`` with it (a store opened under another
-    version recomputes every stored key: ``Store._open_schema``).
+    version recomputes every stored key: ``store.log.Log.rekey``).
     """
     from disarm import skeleton_key  # imported on first use: it takes ~80 ms, and most commands never compare names
 
