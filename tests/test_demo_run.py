@@ -20,6 +20,26 @@ from leaderboard_helpers import STATE_CEILING_S, free_port
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _as_a_terminal_would() -> None:
+    """Ctrl-C's default in the demo, whatever the test inherited: a shell that starts a job with `&` (a script, a
+    backgrounded `make test`) has it ignore SIGINT, Python then installs no KeyboardInterrupt handler, and the demo
+    never stopped (two loaded fresh-clone runs failed so, the serve process still up 10 min after the signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_the_demo_gets_ctrl_c_even_when_the_suite_runs_with_sigint_ignored():
+    # The parent ignores SIGINT as a backgrounded job does; the child is started as the demo test starts it.
+    code = ("import signal, subprocess, sys; signal.signal(signal.SIGINT, signal.SIG_IGN);"
+            "sys.path.insert(0, sys.argv[1]); from test_demo_run import _as_a_terminal_would;"
+            "child = 'import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)';"
+            "plain = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True).stdout.strip();"
+            "reset = subprocess.run([sys.executable, '-c', child], capture_output=True, text=True,"
+            " preexec_fn=_as_a_terminal_would).stdout.strip(); print(plain, reset)")
+    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True,
+                         check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))).stdout.split()
+    assert out == ["False", "True"]  # inherited: no Ctrl-C at all; reset: Python's own KeyboardInterrupt
+
+
 # A ceiling against a hung demo, not a speed: its three waits (URL printed, first answer, stop) each have
 # STATE_CEILING_S; one 600 s bound over all three failed a loaded fresh-clone run (demo setup + start + stop at load 4+).
 @pytest.mark.timeout(3 * STATE_CEILING_S)
@@ -28,7 +48,8 @@ def test_demo_serves_on_the_chosen_port_prints_the_url_when_it_answers_and_stops
     env = dict(os.environ, GRADIO_SERVER_PORT=str(port), PYTHONUNBUFFERED="1", REXRANK_PROGRESS="0")
     env.pop("PORT", None)
     proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "demo.py")], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_as_a_terminal_would)
     lines: list[str] = []
     try:
         deadline = time.monotonic() + STATE_CEILING_S
