@@ -17,6 +17,12 @@ Measures (medians of repeated runs, loopback only):
 - the board's table query itself (numeric_table + display_table), in-process.
 
 Usage: .venv/bin/python bench/leaderboard.py [--models 200] [--requests 200] [--out bench/results/leaderboard.md]
+
+``--weight`` (issue 36's targets): the page as the board grows. Three Spaces in this one process, on the published
+board (seeded) and on that board grown to 1,000 and 10,000 results with synthetic ranked models: the bytes of a page
+view (the HTML, which carries gradio's config) and the server's CPU per page view (process CPU time of this process
+while a separate client process fetches the page, less this process's idle rate over the same wall time; the three
+Spaces visited in alternating order, medians over rounds). Written to bench/results/leaderboard_weight.md.
 """
 
 from __future__ import annotations
@@ -264,6 +270,93 @@ def api_latencies(url: str, clients: int, requests: int) -> list[float]:
     return latencies, failures
 
 
+WEIGHT_SIZES = (None, 1000, 10000)  # results: the published board as seeded, then grown to these
+
+
+def _grown_store(path: Path, results: int | None) -> int:
+    """A store seeded with the published tables and grown with synthetic published models to about ``results``."""
+    from leaderboard_helpers import add_published_models
+    from rexrank.leaderboard import published
+
+    store = Store(path)
+    published.seed_store(store)
+    base = store.counts()["results"]
+    if results:
+        add_published_models(store, max(0, round((results - base) / (len(DATASETS) * len(TRACKS)))))
+    n = store.counts()["results"]
+    store.close()
+    return n
+
+
+def _fetch(url: str) -> bytes:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=600) as response:
+        return response.read()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _serve_until_closed(path: str) -> None:
+    """--serve: one Space on ``path``; prints its URL, serves until stdin closes."""
+    with running_space(Path(path), worker=False) as (url, _, _):
+        print(url, flush=True)
+        sys.stdin.read()
+
+
+def page_weight(repeat: int, views: int, out: Path) -> None:
+    import subprocess
+
+    client = "import sys, urllib.request\nfor _ in range(int(sys.argv[2])): urllib.request.urlopen(sys.argv[1], timeout=600).read()"
+    with tempfile.TemporaryDirectory() as tmp:
+        spaces = []
+        try:
+            for k, size in enumerate(WEIGHT_SIZES):
+                path = Path(tmp) / f"board-{k}.sqlite"
+                n = _grown_store(path, size)
+                # Each Space in its own process: its CPU is read from /proc, and another Space's idle loop is not in it.
+                proc = subprocess.Popen([sys.executable, __file__, "--serve", str(path)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+                url = proc.stdout.readline().strip()
+                spaces.append({"results": n, "url": url, "proc": proc, "bytes": len(_fetch(url)), "cpu": []})
+            for r in range(repeat):
+                for space in (spaces if r % 2 == 0 else spaces[::-1]):
+                    pid = space["proc"].pid
+                    idle, idle_wall = _cpu_seconds(pid), time.perf_counter()
+                    time.sleep(2)
+                    idle_rate = (_cpu_seconds(pid) - idle) / (time.perf_counter() - idle_wall)  # gradio's own loops
+                    cpu, wall = _cpu_seconds(pid), time.perf_counter()
+                    subprocess.run([sys.executable, "-c", client, space["url"], str(views)], check=True)
+                    cpu, wall = _cpu_seconds(pid) - cpu, time.perf_counter() - wall
+                    space["cpu"].append(max(0.0, cpu - idle_rate * wall) / views)
+        finally:
+            for space in spaces:
+                space["proc"].stdin.close()
+                space["proc"].wait(timeout=120)
+    base = spaces[0]
+    rows = []
+    for space in spaces:
+        cpu = statistics.median(space["cpu"])
+        rows.append(f"| {space['results']:,} | {space['bytes']:,} ({space['bytes'] / base['bytes']:.2f}x) | "
+                    f"{cpu * 1000:.0f} ms ({cpu / statistics.median(base['cpu']):.2f}x) |")
+    text = ("# Leaderboard page weight as the board grows\n\n"
+            f"Command: `.venv/bin/python bench/leaderboard.py --weight --repeat {repeat} --views {views}`. "
+            "Each Space in its own process; CPU per page view is that process's CPU time (/proc) while a client "
+            "process fetches the page, less the Space's idle rate measured just before (gradio's own loops); the "
+            f"Spaces visited in alternating order; median of {repeat} rounds of {views} views.\n\n"
+            "Targets (issue 36): bytes at 1,000 results <= 1.3x the published board's; CPU per page view at 10,000 "
+            "results <= 1.5x.\n\n"
+            "| results | page bytes (HTML with the config) | server CPU per page view |\n|---|---|---|\n"
+            + "\n".join(rows) + "\n\nEvery round (ms per view):\n" + "\n".join(
+                f"- {s['results']:,}: " + ", ".join(f"{c * 1000:.0f}" for c in s["cpu"]) for s in spaces) + "\n")
+    out.write_text(text)
+    print(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", type=int, default=200)
@@ -272,7 +365,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "leaderboard.md"))
     parser.add_argument("--client-mode", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--weight", action="store_true", help="the page's bytes and CPU as the board grows")
+    parser.add_argument("--views", type=int, default=20, help="--weight: page views per Space per round")
+    parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        return _serve_until_closed(args.serve)
+    if args.weight:
+        return page_weight(args.repeat, args.views, Path(args.out).with_name("leaderboard_weight.md"))
     if args.client_mode:  # the load generator, in its own process so it does not share the server's GIL
         import json
 

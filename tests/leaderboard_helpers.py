@@ -157,3 +157,28 @@ def add_scored_result(store, name: str, *, bleu: float, dataset: str = "iu_xray"
                           track="findings", source="rexrank", n_studies=590, extra=extra,
                           metrics={"bleu2": MetricValue(bleu, bleu - 0.02, bleu + 0.02)})
     return store.add_result(record)
+
+
+def add_published_models(store, n_models: int, *, seed: int = 0, prefix: str = "Grown") -> int:
+    """Add ``n_models`` synthetic published results on every dataset and track (ranked rows: a board larger than
+    the published one, for the page's weight as the board grows). Returns how many results were added. The store
+    should be seeded first: seeding withdraws published rows that are not in the bundled tables."""
+    import random
+
+    from rexrank.data.catalog import leaderboard_split
+    from rexrank.leaderboard.records import DATASETS, TRACKS, MetricValue, ModelInfo, ResultRecord
+    from rexrank.metrics import boards
+
+    rng, added = random.Random(seed), 0
+    with store.transaction() as conn:
+        for m in range(n_models):
+            info = ModelInfo(name=f"{prefix}-{m:05d}", institution=f"Institute {m % 17}", year=2023 + m % 3)
+            for dataset in DATASETS:
+                for track in TRACKS:
+                    metrics = {name: MetricValue(rng.uniform(0.8, 3.0) if name == "radcliq_v1" else rng.uniform(0, 1),
+                                                 None, None) for name in boards.edition().metrics(track)}
+                    store.add_result(ResultRecord(model=info, dataset=dataset, split=leaderboard_split(dataset),
+                                                  track=track, source="published", metrics=metrics, n_studies=590),
+                                     conn)
+                    added += 1
+    return added

@@ -2,8 +2,9 @@
 
 Every value comes from ``rexrank.leaderboard.views`` (pure functions of the store); this module only places them.
 
-One table per view: each dataset/track table and each overview table is a ``gr.Dataframe`` built into the page,
-and what it shows is always the current state of its search, filters and sort (each of them is a server event that
+One table per view: each dataset/track table and each overview table is a ``gr.Dataframe`` built into the page
+with its first rows (``views.first_rows``; the rest when the table is shown: ``_complete_when_shown``), and what it
+shows is always the current state of its search, filters and sort (each of them is a server event that
 replaces the table; an empty result shows no rows and a message naming what to clear). Search matches the model
 name as shown and the institution, on the server, ignoring case, spaces and punctuation, several terms at once
 (``board.search_terms``): gradio's own in-browser table search matches raw substrings only ("maira 2" would not find
@@ -38,8 +39,8 @@ from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.uploads import ReceivedUploads, upload_root
 from rexrank.leaderboard.views import (PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE, TRAINED_CHOICES,
-                                       Views, form_message, model_page_widths, overview_label, overview_widths,
-                                       view_key)
+                                       Views, first_rows, form_message, model_page_widths, overview_label,
+                                       overview_widths, view_key)
 
 FRESH_SECONDS = 5  # how often an open page asks whether the store changed (one tiny request when it has not)
 QUEUE_SECONDS = 3  # the queue's own poll while a submission waits or is scored
@@ -49,6 +50,9 @@ QUEUE_SECONDS = 3  # the queue's own poll while a submission waits or is scored
 OVERVIEW_HEIGHT = 800
 TABLE_HEIGHT = 640
 _PRIVATE = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
+# The controls a link's restore sets whose change event (the search box's .change fires for a value set by the
+# server too) would ask the server again for the rows the restore sent: the search and the filters.
+ECHOED = 6
 _RENDER = {"queue": False, "show_progress": "hidden"}  # gr.render's events are private already
 
 
@@ -116,9 +120,15 @@ class _DatasetView:
         self.dataset, self.track, self.key = dataset, track, view_key(dataset, track)
         key = self.key
         self.metric_choices = views.metric_choices(track)  # the board edition's columns of this track
+        self.tab = self.dataset_tab = None  # its track's tab and its dataset's (``_dataset_tabs``)
         page = views.page_table(dataset, track)
+        first, label = first_rows(page.frame, page.label)  # the other rows arrive when the table is shown
         choices = views.filter_choices(dataset, track)
-        built[f"rows-{key}"] = digest(page.frame)  # what the page is built with (its ``sent`` state's start)
+        built[f"rows-{key}"] = digest(first)  # what the page is built with (its ``sent`` state's start)
+        # A table built whole stays whole (the freshness refresh sends all its rows); one built with its first rows
+        # gets the rest when shown (``_complete_when_shown``).
+        self.partial = built[f"partial-{key}"] = len(first) < len(page.frame)
+        built[f"whole-{key}"] = not self.partial
         built[f"choices-{key}"] = digest(choices)
         with gr.Row(equal_height=True):
             # The link keeps its words on one line (board-csv) in a column wide enough for them; where the row has
@@ -145,7 +155,7 @@ class _DatasetView:
                 self.sort = gr.Dropdown(self.metric_choices, value=PRIMARY, label="Sort by (best first; Rank follows)",
                                         elem_id=f"sort-{key}")
         self.empty = gr.Markdown(page.empty, visible=bool(page.empty), elem_id=f"empty-{key}")
-        self.table = gr.Dataframe(value=page.frame, datatype=page.datatypes, interactive=False, label=page.label,
+        self.table = gr.Dataframe(value=first, datatype=page.datatypes, interactive=False, label=label,
                                   show_label=True, elem_id=f"table-{key}", pinned_columns=2, wrap=True,
                                   elem_classes=["board-table", "pin2"], column_widths=page.widths,
                                   max_height=TABLE_HEIGHT)
@@ -173,29 +183,46 @@ class _DatasetView:
         return [self.search.change] + [c.input for c in (self.inst, self.year, self.mtype, self.trained, self.source)]
 
     def table_update(self, gr, views: Views, values, sent: dict, shape: bool = False,
-                     only_if_changed: bool = False) -> list:
+                     only_if_changed: bool = False, whole: bool = True) -> list:
         """[table, empty message] for the controls' ``values`` (in ``controls`` order), noted as this page's rows.
         Only the rows change unless ``shape`` (the columns or the sort were chosen): then the column types, widths
         and the table's name too (sending them with every search made gradio rebuild the grid:
-        bench/results/leaderboard.md). ``only_if_changed``: two skips when the page already shows these rows."""
+        bench/results/leaderboard.md), or the name alone when it changes between saying the rows are the first
+        ones and not. ``only_if_changed``: two skips when the page already shows these rows. ``whole``: every row,
+        else the first ones (``views.first_rows``: a table this page has not shown yet)."""
         search, inst, year, mtype, trained, source, columns, sort = values
         page = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source, columns, sort)
-        rows_digest = digest(page.frame)
+        frame, label = (page.frame, page.label) if whole else first_rows(page.frame, page.label)
+        partial = len(frame) < len(page.frame)
+        relabel = sent.get(f"partial-{self.key}", False) != partial  # the label says "first N of" or not
+        sent[f"partial-{self.key}"] = partial
+        rows_digest = digest(frame)
         if only_if_changed:
             if not changed(sent, f"rows-{self.key}", rows_digest):
                 return [gr.skip(), gr.skip()]
         else:
             sent[f"rows-{self.key}"] = rows_digest
-        table = (gr.Dataframe(value=page.frame, datatype=page.datatypes, column_widths=page.widths, label=page.label)
-                 if shape else gr.Dataframe(value=page.frame))
+        if shape:
+            table = gr.Dataframe(value=frame, datatype=page.datatypes, column_widths=page.widths, label=label)
+        else:
+            table = gr.Dataframe(value=frame, label=label) if relabel else gr.Dataframe(value=frame)
         return [table, gr.Markdown(page.empty, visible=bool(page.empty))]
+
+    def shown(self, gr, views: Views, values, sent: dict) -> list:
+        """[table, empty message] when the table is shown (its tab selected): its other rows if the page was built
+        with the first ones only, else two skips. Skipped too when the page has asked for other rows since."""
+        if not self.current(sent, values):
+            return [gr.skip(), gr.skip()]
+        sent[f"whole-{self.key}"] = True
+        return self.table_update(gr, views, values, sent, only_if_changed=True)
 
     def refresh(self, gr, views: Views, values, sent: dict) -> list:
         """[table, empty, institution, year, model type, trained] after the store changed, each skipped when this
         page already shows it. The freshness check sends the controls as they were; if the page has asked for other
         rows since (a search typed meanwhile, answered first), these rows would overwrite the newer ones, so the
         table and its message are left to that answer."""
-        rows = (self.table_update(gr, views, values, sent, only_if_changed=True)
+        rows = (self.table_update(gr, views, values, sent, only_if_changed=True,
+                                  whole=sent.get(f"whole-{self.key}", False))
                 if self.current(sent, values) else [gr.skip(), gr.skip()])
         choices = views.filter_choices(self.dataset, self.track)
         if not changed(sent, f"choices-{self.key}", digest(choices)):
@@ -215,11 +242,17 @@ class _DatasetView:
             return str(time.monotonic_ns()) if plots_shown else gr.skip()
 
         def rows(page_sent: dict, *values):
+            if page_sent.pop(f"echo-{self.key}", None) == list(values[:ECHOED]):
+                # The search box's change event for a link's restore, which already sent the rows (and, sent before
+                # the page applied the restored sort, it would carry the old one: the rows in the wrong order).
+                return [gr.skip(), gr.skip(), gr.skip(), page_sent]
             self.asked(page_sent, values[:-1])
+            page_sent[f"whole-{self.key}"] = True
             return [*self.table_update(gr, views, values[:-1], page_sent), redraw(values[-1]), page_sent]
 
         def shape(page_sent: dict, *values):
             self.asked(page_sent, values[:-1])
+            page_sent[f"whole-{self.key}"] = True
             return [*self.table_update(gr, views, values[:-1], page_sent, shape=True), redraw(values[-1]), page_sent]
 
         inputs, outputs = [sent, *self.controls, self.plots_shown], [self.table, self.empty, self.redraw, sent]
@@ -235,6 +268,8 @@ class _DatasetView:
         values[6] = values[6] if values[6] is not None else list(self.link_defaults.columns)
         values[7] = values[7] or self.link_defaults.sort
         self.asked(sent, values)
+        sent[f"whole-{self.key}"] = True
+        sent[f"echo-{self.key}"] = values[:ECHOED]
         return [*values, *self.table_update(gr, views, values, sent, shape=True)]
 
     def restore_outputs(self) -> list:
@@ -301,7 +336,7 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         # A phone shows every tab (rows of tabs), none behind a menu.
         with gr.Tabs(overflow_behavior="wrap", elem_id="board-tabs") as tabs:
             track_tabs: dict = {}  # tab id -> (its tracks' gr.Tabs, the id of a track's tab)
-            overview_tables = _overview_tab(gr, views, built, track_tabs)
+            overview_tables, overview_tabs = _overview_tab(gr, views, built, track_tabs)
             dataset_views = _dataset_tabs(gr, views, built, track_tabs)
             chosen_model = _models_tab(gr, views)
             compared = compare_tab(gr, views)
@@ -319,6 +354,7 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         sent = gr.State(built)
         for view in dataset_views:
             view.wire(gr, views, sent)
+        _complete_when_shown(gr, demo, views, sent, built, overview_tables, overview_tabs, dataset_views)
         _api_endpoints(gr, views)
         # The other tabs a link may name (those this page has).
         linked_tabs = [links.COMPARE_TAB, *([links.SUBMIT_TAB] if submissions is not None else []),
@@ -357,9 +393,8 @@ def _freshness(gr, demo, views: Views, sent, generation, header, overview_tables
         about_now = views.about_markdown()
         out.append(about_now if changed(page_sent, "about", digest(about_now)) else gr.skip())
         for track in overview_tables:
-            table = views.overview_view(track)
-            out.append(gr.Dataframe(value=table) if changed(page_sent, f"overview-{track}", digest(table))
-                       else gr.skip())
+            out.append(overview_update(gr, views, track, page_sent,
+                                       whole=page_sent.get(f"whole-overview-{track}", False)))
         n = len(dataset_views[0].controls) if dataset_views else 0
         for k, view in enumerate(dataset_views):
             out += view.refresh(gr, views, values[k * n:(k + 1) * n], page_sent)
@@ -433,17 +468,22 @@ def _overview_tab(gr, views: Views, built: dict, track_tabs: dict) -> dict:
         """The overview table of one track ({headers, data}): rank by mean rank over the datasets."""
         return payload(views.overview_view(check_track(track)))
 
-    tables = {}
+    tables, tabs = {}, {}
     with _linked(gr.Tab("Overview", id=links.DEFAULT_TAB), links.DEFAULT_TAB):
         with gr.Tabs(elem_id="overview-tracks") as tracks:
             track_tabs[links.DEFAULT_TAB] = (tracks, lambda track: f"overview-{track}")
             for track in TRACKS:
                 suffix = "" if track == TRACKS[0] else f"-{track}"
-                with _linked(gr.Tab(TRACK_LABELS[track], id=f"overview-{track}"), track, links.DEFAULT_TAB):
-                    table = views.overview_view(track)
+                with _linked(gr.Tab(TRACK_LABELS[track], id=f"overview-{track}"), track,
+                             links.DEFAULT_TAB) as track_tab:
+                    whole = views.overview_view(track)
+                    table, label = first_rows(whole, overview_label(track))
                     built[f"overview-{track}"] = digest(table)
+                    built[f"partial-overview-{track}"] = len(table) < len(whole)
+                    built[f"whole-overview-{track}"] = len(table) == len(whole)  # as a dataset table's
+                    tabs[track] = track_tab
                     tables[track] = gr.Dataframe(
-                        value=table, interactive=False, label=overview_label(track),
+                        value=table, interactive=False, label=label,
                         show_label=True, elem_id=f"overview-table{suffix}", pinned_columns=2,
                         elem_classes=["board-table", "pin2"], wrap=True, max_height=OVERVIEW_HEIGHT,
                         column_widths=overview_widths(views.models_list()))
@@ -458,7 +498,55 @@ def _overview_tab(gr, views: Views, built: dict, track_tabs: dict) -> dict:
                     "1/RadCliQ-v1. Open a dataset tab for every metric with its 95% CI.")
         # In the tab: gr.Tabs takes only tabs as children.
         gr.api(guarded(overview_api), api_name="overview", queue=False)
-    return tables
+    return tables, tabs
+
+
+def overview_update(gr, views: Views, track: str, sent: dict, whole: bool):
+    """The overview table of ``track`` for a page whose ``sent`` state this is: every row (``whole``) or the first
+    ones (``views.first_rows``: a track this page has not shown yet), or a skip when the page already shows them."""
+    every = views.overview_view(track)
+    table, label = (every, overview_label(track)) if whole else first_rows(every, overview_label(track))
+    partial = len(table) < len(every)
+    relabel = sent.get(f"partial-overview-{track}", False) != partial  # the label says "first N of" or not
+    sent[f"partial-overview-{track}"] = partial
+    if not changed(sent, f"overview-{track}", digest(table)):
+        return gr.skip()
+    return gr.Dataframe(value=table, label=label) if relabel else gr.Dataframe(value=table)
+
+
+def _complete_when_shown(gr, demo, views: Views, sent, built: dict, overview_tables: dict, overview_tabs: dict,
+                         dataset_views: list) -> None:
+    """The other rows of a table built with its first ones (``views.first_rows``) go to a page when it shows the
+    table: the overview's first track on the page's load, another track when its tab is selected, a dataset's
+    tables when its tab or a track's is selected (then nothing more). A table built whole has no such event: a
+    small board's page sends no request when a tab is opened."""
+    def overview(track: str):
+        def complete(page_sent: dict):
+            page_sent[f"whole-overview-{track}"] = True
+            return [overview_update(gr, views, track, page_sent, whole=True), page_sent]
+        return complete
+
+    for k, (track, table) in enumerate(overview_tables.items()):
+        if not built[f"whole-overview-{track}"]:
+            triggers = [overview_tabs[track].select] + ([demo.load] if k == 0 else [])
+            gr.on(triggers, guarded(overview(track)), [sent], [table, sent], **_PRIVATE)
+
+    def dataset(shown_views: list):
+        def complete(page_sent: dict, *values):
+            n, out = len(shown_views[0].controls), []
+            for k, view in enumerate(shown_views):
+                out += view.shown(gr, views, values[k * n:(k + 1) * n], page_sent)
+            return [*out, page_sent]
+        return complete
+
+    by_tab: dict = {}  # a dataset's tab -> its views built with their first rows
+    for view in (v for v in dataset_views if v.partial):
+        by_tab.setdefault(view.dataset_tab, []).append(view)
+        gr.on([view.tab.select], guarded(dataset([view])), [sent, *view.controls], [view.table, view.empty, sent],
+              **_PRIVATE)
+    for tab, shown_views in by_tab.items():
+        gr.on([tab.select], guarded(dataset(shown_views)), [sent, *(c for v in shown_views for c in v.controls)],
+              [*(o for v in shown_views for o in (v.table, v.empty)), sent], **_PRIVATE)
 
 
 def _dataset_tabs(gr, views: Views, built: dict, track_tabs: dict) -> list:
@@ -466,12 +554,15 @@ def _dataset_tabs(gr, views: Views, built: dict, track_tabs: dict) -> list:
     wired by ``build_app`` once the page's ``sent`` state exists)."""
     views_built = []
     for dataset in DATASETS:
-        with _linked(gr.Tab(DATASET_LABELS[dataset], id=dataset), dataset):
+        with _linked(gr.Tab(DATASET_LABELS[dataset], id=dataset), dataset) as dataset_tab:
             with gr.Tabs() as tracks:
                 track_tabs[dataset] = (tracks, lambda track, dataset=dataset: view_key(dataset, track))
                 for track in TRACKS:
-                    with _linked(gr.Tab(TRACK_LABELS[track], id=view_key(dataset, track)), track, dataset):
-                        views_built.append(_DatasetView(gr, views, dataset, track, built))
+                    with _linked(gr.Tab(TRACK_LABELS[track], id=view_key(dataset, track)), track,
+                                 dataset) as track_tab:
+                        view = _DatasetView(gr, views, dataset, track, built)
+                        view.tab, view.dataset_tab = track_tab, dataset_tab
+                        views_built.append(view)
     return views_built
 
 
