@@ -22,7 +22,7 @@ Usage: .venv/bin/python bench/leaderboard.py [--models 200] [--requests 200] [--
 board (seeded) and on that board grown to 1,000 and 10,000 results with synthetic ranked models: the bytes of a page
 view (the HTML, which carries gradio's config) and the server's CPU per page view (process CPU time of this process
 while a separate client process fetches the page, less this process's idle rate over the same wall time; the three
-Spaces visited in alternating order, medians over rounds). Written to bench/results/leaderboard_weight.md.
+Spaces visited in alternating order, medians over rounds). Written to bench/results/leaderboard_weight.md (or --out).
 """
 
 from __future__ import annotations
@@ -363,7 +363,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "leaderboard.md"))
+    parser.add_argument("--out", default=None, help="default: bench/results/leaderboard.md (--weight: "
+                        "leaderboard_weight.md)")
     parser.add_argument("--client-mode", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--weight", action="store_true", help="the page's bytes and CPU as the board grows")
     parser.add_argument("--views", type=int, default=20, help="--weight: page views per Space per round")
@@ -371,8 +372,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.serve:
         return _serve_until_closed(args.serve)
+    results = Path(__file__).parent / "results"
     if args.weight:
-        return page_weight(args.repeat, args.views, Path(args.out).with_name("leaderboard_weight.md"))
+        return page_weight(args.repeat, args.views, Path(args.out or results / "leaderboard_weight.md"))
+    args.out = args.out or str(results / "leaderboard.md")
     if args.client_mode:  # the load generator, in its own process so it does not share the server's GIL
         import json
 
