@@ -126,6 +126,19 @@ def running_space(store_path: Path, *, worker: bool = True, **options):
         store.close()
 
 
+def module_space(name: str, **options):
+    """A test module's own Space (``running_space`` with ``options``, on a fresh store in a folder named ``name``),
+    as a module-scoped fixture: ``space = module_space("links", worker=False)``."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def space(tmp_path_factory):
+        with running_space(tmp_path_factory.mktemp(name) / "board.sqlite", **options) as running:
+            yield running
+
+    return space
+
+
 def iu_predictions(path: Path, n_shift: int = 1, corrupt: dict | None = None) -> Path:
     """A {study_id: report} file for the IU-Xray test split: each study gets another study's findings."""
     from rexrank.data import references

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, iu_predictions, running_space, wait_until
+from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, iu_predictions, module_space, wait_until
 from rexrank.leaderboard import board
 
 IU = "iu_xray-findings"
@@ -15,10 +15,7 @@ IU = "iu_xray-findings"
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def space(tmp_path_factory):
-    with running_space(tmp_path_factory.mktemp("feedback") / "board.sqlite", worker=False) as running:
-        yield running
+space = module_space("feedback", worker=False)
 
 
 # WCAG's contrast ratio of two CSS rgb()/rgba() colours (alpha ignored: the colours read are opaque here).

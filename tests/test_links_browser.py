@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, running_space
+from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, module_space
 from rexrank.leaderboard import links
 from rexrank.leaderboard.records import DATASETS
 
@@ -24,10 +24,7 @@ SORT = "green"
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def space(tmp_path_factory):
-    with running_space(tmp_path_factory.mktemp("links") / "board.sqlite", worker=False) as running:
-        yield running
+space = module_space("links", worker=False)
 
 
 @pytest.fixture(scope="module")
