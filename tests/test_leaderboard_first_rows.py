@@ -84,3 +84,20 @@ def test_a_table_is_whole_once_shown_and_follows_the_store_as_the_page_holds_it(
         wait_until(lambda: _row_count(page, "table-mimic_cxr-findings") == mimic, f"{mimic} MIMIC-CXR rows")
     finally:
         page.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_link_to_an_overview_track_shows_it_whole(browser, grown):
+    """A link selects its track's tab from the server, which fires no select event: the restore sends the rows."""
+    from rexrank.leaderboard import links
+
+    url, store, _ = grown
+    track = "findings_impression"
+    page = browser.new_page(viewport=DESKTOP)
+    try:
+        page.goto(url + "?" + links.query(links.Link(links.DEFAULT_TAB, track, links.ViewLink())), wait_until="load")
+        whole = len(board.overview(store, track))
+        wait_until(lambda: _row_count(page, f"overview-table-{track}") == whole, f"{whole} rows in the linked track")
+    finally:
+        page.close()
