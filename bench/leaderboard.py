@@ -7,8 +7,8 @@ Measures (medians of repeated runs, loopback only):
   - first rows visible (navigation until the grid has its rows);
   - tab switch: a first opening of the MIMIC-CXR tab (the minimal app: its second tab) until the interactive table's
     rows are visible (both sides: a Dataframe built into the page; the Space has one table per view);
-  - search: the Space's search box (a server event, the table replaced by its answer) and the minimal app's
-    Dataframe's own client-side search, until the grid shows the narrowed count;
+  - search: the Space's search box (answered in the browser, then the server's event: quick_search) and the
+    minimal app's Dataframe's own client-side search, until the grid shows the narrowed count;
   each interaction is timed two ways: in the page, from the input event's timestamp to the first frame painted
   with the result (what a person sees; the targets), and by Playwright's wall clock around the action, which adds
   its own round trips and actionability checks and queues behind whatever the page does next;
@@ -163,7 +163,11 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
     switch = time.perf_counter() - start
     switch_page = _in_page(page)
     grid = "#table-mimic_cxr-findings [role=grid]"
-    # The search box: a server event (matching names as shown), the grid replaced by its answer.
+    # The rest of the rows (and the base the browser searches) arrive once the tab is shown: a person reads the
+    # first rows before typing, so the search starts once the table is whole (its label no longer says "first").
+    page.wait_for_function("() => !document.querySelector('#table-mimic_cxr-findings').innerText.includes("
+                           "'the rest is loading')", timeout=60_000)
+    # The search box: answered in the browser (quick_search), the server's event after it.
     _arm(page, "input", _rowcount_is(grid, 2))
     start = time.perf_counter()
     page.locator("#search-mimic_cxr-findings input").first.fill(f"model-{i:03d}")
@@ -426,12 +430,14 @@ def main() -> None:
          "(MIMIC-CXR tab) / minimal app (second tab, same rows)",
          f"{med['space_switch_in_page'] * 1000:.0f} ms / {med['minimal_switch_in_page'] * 1000:.0f} ms = "
          f"**{med['space_switch_in_page'] / med['minimal_switch_in_page']:.2f}x** (target <= 1.0x; median of {n})"),
-        ("search, in the page (input -> first frame painted with the narrowed grid): Space (server-side search) / "
-         "minimal app (the Dataframe's client-side search)",
+        ("search, in the page (input -> first frame painted with the narrowed grid): Space (answered in the "
+         "browser, quick_search; the server's event after) / minimal app (the Dataframe's client-side search)",
          f"{med['space_filter_in_page'] * 1000:.0f} ms / {med['minimal_filter_in_page'] * 1000:.0f} ms = "
-         f"**{med['space_filter_in_page'] / med['minimal_filter_in_page']:.2f}x** (target <= 150 ms; median of {n})"),
-        ("search in the page, split (medians): dispatch (input -> request sent) / round trip (request sent -> "
-         "answer in: server work, gradio's processing, transfer) / grid update (answer in -> painted); requests sent",
+         f"**{med['space_filter_in_page'] / med['minimal_filter_in_page']:.2f}x** (target <= 1.5x, issue 36; "
+         f"median of {n})"),
+        ("search in the page, its request (medians): sent (input -> request sent) / round trip (request sent -> "
+         "answer in) / painted minus answer in (negative: the grid was painted before the server answered); "
+         "requests sent",
          f"{med['space_filter_dispatch'] * 1000:.0f} ms / {med['space_filter_round_trip'] * 1000:.0f} ms / "
          f"{med['space_filter_update'] * 1000:.0f} ms; {med['space_filter_requests']:.0f} request(s)"),
         ("tab switch, Playwright wall clock (click() -> rows visible): Space / minimal app",

@@ -455,7 +455,7 @@ _NAMES = ("MAIRA-2", "MedGemma", "MedVersa", "RadPhi3.5Vision", "Qwen2-VL (7B)",
 def _found(query: str, names=_NAMES) -> list[str]:
     """The names a search finds among ``names`` (each with institution "Lab"), by the board's own filter."""
     frame = pd.DataFrame({"model": list(names), "institution": ["Lab"] * len(names)})
-    frame["search_key"] = [board._SEARCH_SEPARATOR.join(map(search_key, (n, "Lab"))) for n in names]
+    frame["search_key"] = [board.SEARCH_SEPARATOR.join(map(search_key, (n, "Lab"))) for n in names]
     return list(board.filter_table(frame, search=query)["model"])
 
 
@@ -793,8 +793,8 @@ def test_a_freshness_answer_never_overwrites_rows_the_page_asked_for_since(store
     view.asked(page, searched)  # the page typed "MAIRA-2" ...
     view.asked(page, defaults)  # ... then emptied the box again, and that answer came back first
     stale = view.refresh(gr, views, searched, page)  # the check sent while "MAIRA-2" was in the box
-    assert stale[:2] == [gr.skip(), gr.skip()]  # neither the rows nor the "no model matches" message
-    assert len(stale) == 6 and stale[2:] != [gr.skip()] * 4  # the filters' choices still follow the store
+    assert stale[:4] == [gr.skip()] * 4  # neither the rows, the "no model matches" message, nor their base
+    assert len(stale) == 8 and stale[4:] != [gr.skip()] * 4  # the filters' choices still follow the store
     fresh = view.refresh(gr, views, defaults, page)
     assert len(fresh[0].value["data"]) == len(views.page_table("iu_xray", "findings").frame)
     assert view.refresh(gr, views, searched, other)[0] != gr.skip()  # another page asked nothing: its rows come

@@ -153,7 +153,7 @@ def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, .
                                # when the table was imported (published.radcliq_check)
                                "radcliq_components": ((item.get("extra") or {}).get("radcliq_components")
                                                       if item["source"] == "published" else None),
-                               "search_key": _SEARCH_SEPARATOR.join(
+                               "search_key": SEARCH_SEPARATOR.join(
                                    search_key(text) for text in (item["model_name"], item["institution"] or ""))}
         for metric in metrics:
             value, low, high = shown_value(metric, item["metrics"].get(metric), private)
@@ -170,11 +170,11 @@ def _numeric_table(store: Store, dataset: str, track: str, metrics: tuple[str, .
 
 # Between a row's model key and its institution key: never in a key (``search_key`` keeps letters and digits), so
 # no term matches across the two.
-_SEARCH_SEPARATOR = "\n"
+SEARCH_SEPARATOR = "\n"
 # numeric_table's columns for the page's own use, left out of the /results API and the CSV.
 INTERNAL_COLUMNS = ("url", "note", "search_key")
 # What separates alternatives in a search ("MAIRA-2|MedGemma"); spaces separate words (see ``search_terms``).
-_ALTERNATIVES = re.compile(r"[|,;]")
+ALTERNATIVES = re.compile(r"[|,;]")
 # What of a search is read: a person types far less; a longer one (the API takes any string) would cost a scan of the
 # keys per word.
 SEARCH_CHARS = 200
@@ -187,9 +187,9 @@ def search_terms(query: str, keys: Iterable[str]) -> list[str]:
     ("maira 2" is one term, "maira2", when a name like MAIRA-2 is on the board: a person spaces what the name
     hyphenates). Words are joined greedily, left to right. A query with no letter or digit has no terms; only its first
     ``SEARCH_CHARS`` characters are read."""
-    every = _SEARCH_SEPARATOR.join(keys)  # one string: a word pair is looked up in C, not row by row
+    every = SEARCH_SEPARATOR.join(keys)  # one string: a word pair is looked up in C, not row by row
     terms = []
-    for alternative in _ALTERNATIVES.split(str(query)[:SEARCH_CHARS]):
+    for alternative in ALTERNATIVES.split(str(query)[:SEARCH_CHARS]):
         words = [key for key in map(search_key, alternative.split()) if key]
         at = 0
         while at < len(words):

@@ -71,6 +71,13 @@ the browser tests that pin them), and pyproject.toml pins the same range.
   Bold files; a 600 text takes the 700 face), through the public ``gr.themes.LocalFont``. Browser test: bold and
   semibold text is drawn in Source Sans Pro alone, and in gradio's Default theme it is not (when that fails, gradio
   fixed its files: drop ``theme``).
+- The search answered in the browser (``quick_search``) reads two behaviours of gradio 6.31's frontend that its
+  docs leave unsaid: the events one change starts run one after another in the order they were added, each one's
+  outputs applied before the next reads its inputs (so the server's event reads the claim the browser's answer
+  wrote); and a browser-only event (``js``, no function) that returns ``undefined`` for an output leaves it as it
+  is. Browser tests: tests/test_leaderboard_quick_search.py (the server's answer to a search does not resend the
+  table: fails when the order changes) and tests/test_links_browser.py (a restored link's rows survive the search
+  box's change: fails when ``undefined`` writes over them).
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
   docs/leaderboard.md and pinned by a browser test); the console's "Method not implemented." warning after a queued
   event (a submission, a link) is gradio's client closing its own stand-in for an event stream (its ``close``

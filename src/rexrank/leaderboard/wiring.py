@@ -6,9 +6,10 @@ One table per view: each dataset/track table and each overview table is a ``gr.D
 with its first rows (``views.first_rows``; the rest when the table is shown: ``_complete_when_shown``), and what it
 shows is always the current state of its search, filters and sort (each of them is a server event that
 replaces the table; an empty result shows no rows and a message naming what to clear). Search matches the model
-name as shown and the institution, on the server, ignoring case, spaces and punctuation, several terms at once
-(``board.search_terms``): gradio's own in-browser table search matches raw substrings only ("maira 2" would not find
-MAIRA-2), so it is not used.
+name as shown and the institution, ignoring case, spaces and punctuation, several terms at once
+(``board.search_terms``); a table shown whole answers it in the browser first, and the server's event then skips
+resending rows the browser already shows (``quick_search``). gradio's own in-browser table search matches raw
+substrings only ("maira 2" would not find MAIRA-2), so it is not used.
 
 Freshness: the page holds the store generation its values were built from (``gr.State``); on page load and every
 ``FRESH_SECONDS`` (``gr.Timer``) one small request compares it with the store's, and only when it changed are the
@@ -31,7 +32,7 @@ from typing import Optional
 
 from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.errors import RexrankError
-from rexrank.leaderboard import about, clients, links
+from rexrank.leaderboard import about, clients, links, quick_search
 from rexrank.leaderboard.compare_tab import compare_tab
 from rexrank.leaderboard.compare_tab import restore as compare_restore
 from rexrank.leaderboard.gradio_compat import guarded, signal
@@ -159,6 +160,11 @@ class _DatasetView:
                                   show_label=True, elem_id=f"table-{key}", pinned_columns=2, wrap=True,
                                   elem_classes=["board-table", "pin2"], column_widths=page.widths,
                                   max_height=TABLE_HEIGHT)
+        # The search answered in the browser (``quick_search``): the rows with no search (none in the first page),
+        # the number of the table's last answer to this page and what the browser showed.
+        self.base = gr.JSON(None, visible=False, elem_id=f"base-{key}")
+        self.answer = signal(gr, f"answer-{key}")
+        self.claim = signal(gr, f"claim-{key}")
         self.controls = [self.search, self.inst, self.year, self.mtype, self.trained, self.source, self.columns,
                          self.sort]  # links.ViewLink's order
         # What a link leaves out for this table (its track's columns, ranked by the board's metric).
@@ -182,48 +188,83 @@ class _DatasetView:
         choices must not refill the table)."""
         return [self.search.change] + [c.input for c in (self.inst, self.year, self.mtype, self.trained, self.source)]
 
+    def table_outputs(self) -> list:
+        """What ``table_update`` answers, in its order."""
+        return [self.table, self.empty, self.base, self.answer]
+
     def table_update(self, gr, views: Views, values, sent: dict, shape: bool = False,
-                     only_if_changed: bool = False, whole: bool = True) -> list:
-        """[table, empty message] for the controls' ``values`` (in ``controls`` order), noted as this page's rows.
+                     only_if_changed: bool = False, whole: bool = True, claim=None) -> list:
+        """``table_outputs`` for the controls' ``values`` (in ``controls`` order), noted as this page's rows.
         Only the rows change unless ``shape`` (the columns or the sort were chosen): then the column types, widths
         and the table's name too (sending them with every search made gradio rebuild the grid:
         bench/results/leaderboard.md), or the name alone when it changes between saying the rows are the first
         ones and not. ``only_if_changed``: two skips when the page already shows these rows. ``whole``: every row,
-        else the first ones (``views.first_rows``: a table this page has not shown yet)."""
+        else the first ones (``views.first_rows``: a table this page has not shown yet). A table sent whole comes with
+        its base when the page's is not the current one (``quick_search``). ``claim``: what the browser says it
+        shows after a search; when it ``holds``, the page shows these rows already and the table is not sent."""
         search, inst, year, mtype, trained, source, columns, sort = values
         page = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source, columns, sort)
         frame, label = (page.frame, page.label) if whole else first_rows(page.frame, page.label)
         partial = len(frame) < len(page.frame)
+        answer = str(sent.get(f"answer-{self.key}", ""))
+        holds_base = f"base-{self.key}" in sent  # the page holds a base: keep it current
+        base, base_v = self._base(views, values, sent, page) if holds_base and not partial else (None, None)
+        if (claim and holds_base and base is None and not page.empty
+                and quick_search.holds(claim, base_v=base_v, answer=answer, search=search)):
+            sent[f"rows-{self.key}"], sent[f"partial-{self.key}"] = digest(frame), False
+            return [gr.skip()] * 4
         relabel = sent.get(f"partial-{self.key}", False) != partial  # the label says "first N of" or not
         sent[f"partial-{self.key}"] = partial
         rows_digest = digest(frame)
         if only_if_changed:
             if not changed(sent, f"rows-{self.key}", rows_digest):
-                return [gr.skip(), gr.skip()]
+                return [gr.skip(), gr.skip(), base if base is not None else gr.skip(), gr.skip()]
         else:
             sent[f"rows-{self.key}"] = rows_digest
+        if not holds_base and not partial:  # the page's first whole rows of this table: its base comes with them
+            base, _ = self._base(views, values, sent, page)
+        base_out = base if base is not None else gr.skip()
         if shape:
             table = gr.Dataframe(value=frame, datatype=page.datatypes, column_widths=page.widths, label=label)
         else:
             table = gr.Dataframe(value=frame, label=label) if relabel else gr.Dataframe(value=frame)
-        return [table, gr.Markdown(page.empty, visible=bool(page.empty))]
+        answer = sent[f"answer-{self.key}"] = str(int(answer or 0) + 1)  # a claim made before this is void
+        return [table, gr.Markdown(page.empty, visible=bool(page.empty)), base_out, answer]
+
+    def _base(self, views: Views, values, sent: dict, page) -> tuple:
+        """(the base of ``values``' table to send, or None when the page has it; its digest). Computed once per
+        store generation and controls other than the search (``page``: the table of ``values``, itself the base when
+        there is no search)."""
+        at = [views.generation(), list(values[1:])]
+        if sent.get(f"base-at-{self.key}") == at:
+            return None, sent[f"base-{self.key}"]
+        payload = lambda frame: self.table.postprocess(frame).model_dump()  # noqa: E731 (as the table sends it)
+        base = (quick_search.base_payload(payload(page.frame), page.shown["search_key"], page.full["search_key"])
+                if not values[0] and "search_key" in page.full
+                else quick_search.base_for(lambda *a: views.page_table(self.dataset, self.track, *a), payload,
+                                           values))
+        sent[f"base-at-{self.key}"] = at
+        if sent.get(f"base-{self.key}") == base["v"]:
+            return None, base["v"]
+        sent[f"base-{self.key}"] = base["v"]
+        return base, base["v"]
 
     def shown(self, gr, views: Views, values, sent: dict) -> list:
-        """[table, empty message] when the table is shown (its tab selected): its other rows if the page was built
-        with the first ones only, else two skips. Skipped too when the page has asked for other rows since."""
+        """``table_outputs`` when the table is shown (its tab selected): its other rows if the page was built with the
+        first ones only, else skips. Skipped too when the page has asked for other rows since."""
         if not self.current(sent, values):
-            return [gr.skip(), gr.skip()]
+            return [gr.skip()] * 4
         sent[f"whole-{self.key}"] = True
         return self.table_update(gr, views, values, sent, only_if_changed=True)
 
     def refresh(self, gr, views: Views, values, sent: dict) -> list:
-        """[table, empty, institution, year, model type, trained] after the store changed, each skipped when this
+        """``table_outputs`` + [institution, year, model type, trained] after the store changed, each skipped when this
         page already shows it. The freshness check sends the controls as they were; if the page has asked for other
         rows since (a search typed meanwhile, answered first), these rows would overwrite the newer ones, so the
         table and its message are left to that answer."""
         rows = (self.table_update(gr, views, values, sent, only_if_changed=True,
                                   whole=sent.get(f"whole-{self.key}", False))
-                if self.current(sent, values) else [gr.skip(), gr.skip()])
+                if self.current(sent, values) else [gr.skip()] * 4)
         choices = views.filter_choices(self.dataset, self.track)
         if not changed(sent, f"choices-{self.key}", digest(choices)):
             return rows + [gr.skip()] * 4
@@ -233,7 +274,7 @@ class _DatasetView:
             gr.Radio(visible=choices.show_trained)]
 
     def refresh_outputs(self) -> list:
-        return [self.table, self.empty, self.inst, self.year, self.mtype, self.trained]
+        return [*self.table_outputs(), self.inst, self.year, self.mtype, self.trained]
 
     def wire(self, gr, views: Views, sent) -> None:
         """The table's events; ``sent``: the page's gr.State of what it was sent."""
@@ -242,20 +283,31 @@ class _DatasetView:
             return str(time.monotonic_ns()) if plots_shown else gr.skip()
 
         def rows(page_sent: dict, *values):
-            if page_sent.pop(f"echo-{self.key}", None) == list(values[:ECHOED]):
+            *values, plots_shown, claim = values
+            if page_sent.pop(f"echo-{self.key}", None) == values[:ECHOED]:
                 # The search box's change event for a link's restore, which already sent the rows (and, sent before
-                # the page applied the restored sort, it would carry the old one: the rows in the wrong order).
-                return [gr.skip(), gr.skip(), gr.skip(), page_sent]
-            self.asked(page_sent, values[:-1])
+                # the page applied the restored sort, it would carry the old one: the rows in the wrong order). If
+                # the browser has filtered them since, its claim is checked against the restored controls.
+                restored = page_sent.get(f"asked-{self.key}")
+                out = (self.table_update(gr, views, restored, page_sent, claim=claim) if claim and restored
+                       else [gr.skip()] * 4)
+                return [*out, gr.skip(), page_sent]
+            self.asked(page_sent, values)
             page_sent[f"whole-{self.key}"] = True
-            return [*self.table_update(gr, views, values[:-1], page_sent), redraw(values[-1]), page_sent]
+            return [*self.table_update(gr, views, values, page_sent, claim=claim), redraw(plots_shown), page_sent]
 
         def shape(page_sent: dict, *values):
-            self.asked(page_sent, values[:-1])
+            *values, plots_shown, _ = values
+            self.asked(page_sent, values)
             page_sent[f"whole-{self.key}"] = True
-            return [*self.table_update(gr, views, values[:-1], page_sent, shape=True), redraw(values[-1]), page_sent]
+            return [*self.table_update(gr, views, values, page_sent, shape=True), redraw(plots_shown), page_sent]
 
-        inputs, outputs = [sent, *self.controls, self.plots_shown], [self.table, self.empty, self.redraw, sent]
+        inputs = [sent, *self.controls, self.plots_shown, self.claim]
+        outputs = [*self.table_outputs(), self.redraw, sent]
+        # First the browser's own answer to the search (gradio runs this event's outputs before the next event of
+        # the same change reads its inputs: the claim is this change's), then the server's.
+        self.search.change(None, [self.search, self.base, self.empty, self.answer],
+                           [self.table, self.claim], js=quick_search.FAST_JS, **_PRIVATE)
         gr.on(self.triggers(), guarded(rows), inputs, outputs, **_PRIVATE)
         gr.on([self.columns.input, self.sort.input], guarded(shape), inputs, outputs, **_PRIVATE)
         # The page's URL follows the controls (in the browser only: no request).
@@ -273,7 +325,7 @@ class _DatasetView:
         return [*values, *self.table_update(gr, views, values, sent, shape=True)]
 
     def restore_outputs(self) -> list:
-        return [*self.controls, self.table, self.empty]
+        return [*self.controls, *self.table_outputs()]
 
     def _plots(self, gr, views: Views) -> None:
         """The bar chart (the table's rows, best first by a metric) and the agreement heatmap, drawn while "Plots" is
@@ -542,11 +594,11 @@ def _complete_when_shown(gr, demo, views: Views, sent, built: dict, overview_tab
     by_tab: dict = {}  # a dataset's tab -> its views built with their first rows
     for view in (v for v in dataset_views if v.partial):
         by_tab.setdefault(view.dataset_tab, []).append(view)
-        gr.on([view.tab.select], guarded(dataset([view])), [sent, *view.controls], [view.table, view.empty, sent],
+        gr.on([view.tab.select], guarded(dataset([view])), [sent, *view.controls], [*view.table_outputs(), sent],
               **_PRIVATE)
     for tab, shown_views in by_tab.items():
         gr.on([tab.select], guarded(dataset(shown_views)), [sent, *(c for v in shown_views for c in v.controls)],
-              [*(o for v in shown_views for o in (v.table, v.empty)), sent], **_PRIVATE)
+              [*(o for v in shown_views for o in v.table_outputs()), sent], **_PRIVATE)
 
 
 def _dataset_tabs(gr, views: Views, built: dict, track_tabs: dict) -> list:
