@@ -26,6 +26,7 @@ defined here with real annotations (no ``from __future__ import annotations`` in
 
 import hashlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -120,6 +121,11 @@ class _DatasetView:
     def __init__(self, gr, views: Views, dataset: str, track: str, built: dict):
         self.dataset, self.track, self.key = dataset, track, view_key(dataset, track)
         key = self.key
+        # One page's answers for this table may run at once (its dataset tab's and its track tab's select, both
+        # unqueued), sharing the page's ``sent`` state: each decides what to send and notes it as one step. Without
+        # this, one noted the rows as whole and the other sent them without the label's change: whole rows under
+        # "the rest is loading" (1 page in 25 in a bench loop).
+        self._lock = threading.Lock()
         self.metric_choices = views.metric_choices(track)  # the board edition's columns of this track
         self.tab = self.dataset_tab = None  # its track's tab and its dataset's (``_dataset_tabs``)
         page = views.page_table(dataset, track)
@@ -202,6 +208,11 @@ class _DatasetView:
         else the first ones (``views.first_rows``: a table this page has not shown yet). A table sent whole comes with
         its base when the page's is not the current one (``quick_search``). ``claim``: what the browser says it
         shows after a search; when it ``holds``, the page shows these rows already and the table is not sent."""
+        with self._lock:
+            return self._table_update(gr, views, values, sent, shape, only_if_changed, whole, claim)
+
+    def _table_update(self, gr, views: Views, values, sent: dict, shape: bool, only_if_changed: bool, whole: bool,
+                      claim) -> list:
         search, inst, year, mtype, trained, source, columns, sort = values
         page = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source, columns, sort)
         frame, label = (page.frame, page.label) if whole else first_rows(page.frame, page.label)
@@ -553,16 +564,23 @@ def _overview_tab(gr, views: Views, built: dict, track_tabs: dict) -> dict:
     return tables, tabs
 
 
+# One page's answers for an overview table may run at once (its load and a track tab's select): as a dataset
+# table's (``_DatasetView._lock``), each decides and notes what it sends as one step.
+_OVERVIEW_LOCK = threading.Lock()
+
+
 def overview_update(gr, views: Views, track: str, sent: dict, whole: bool):
     """The overview table of ``track`` for a page whose ``sent`` state this is: every row (``whole``) or the first
     ones (``views.first_rows``: a track this page has not shown yet), or a skip when the page already shows them."""
     every = views.overview_view(track)
     table, label = (every, overview_label(track)) if whole else first_rows(every, overview_label(track))
     partial = len(table) < len(every)
-    relabel = sent.get(f"partial-overview-{track}", False) != partial  # the label says "first N of" or not
-    sent[f"partial-overview-{track}"] = partial
-    if not changed(sent, f"overview-{track}", digest(table)):
-        return gr.skip()
+    table_digest = digest(table)
+    with _OVERVIEW_LOCK:
+        relabel = sent.get(f"partial-overview-{track}", False) != partial  # the label says "first N of" or not
+        sent[f"partial-overview-{track}"] = partial
+        if not changed(sent, f"overview-{track}", table_digest):
+            return gr.skip()
     return gr.Dataframe(value=table, label=label) if relabel else gr.Dataframe(value=table)
 
 
