@@ -72,8 +72,10 @@ def test_the_ascii_key_table_is_search_keys_own():
 def _payload():
     import gradio as gr
 
-    frame = gr.Dataframe(render=False)
-    return lambda df: json.loads(json.dumps(frame.postprocess(df).model_dump(), default=str))
+    from rexrank.leaderboard.wiring import _frame_payload
+
+    payload = _frame_payload(gr)
+    return lambda df: json.loads(json.dumps(payload(df), default=str))  # as the wire carries it
 
 
 @pytest.mark.browser
@@ -90,8 +92,8 @@ def test_the_browser_matches_the_rows_the_server_gives(browser, grown_path):
     page = browser.new_page()
     try:
         for filters in ([None, None, None, "all", None], [["Institute 3", "Microsoft"], None, None, "all", None]):
-            base = json.loads(json.dumps(quick_search.base_for(
-                lambda *a: views.page_table(*MIMIC, *a), payload, ["", *filters, None, "1/radcliq_v1"])))
+            base = json.loads(json.dumps(quick_search.base_of(
+                views.page_table(*MIMIC, "", *filters, None, "1/radcliq_v1"), payload)))
             queries = _queries(names)
             browser_rows = page.evaluate(f"([queries, base]) => queries.map((q) => ({quick_search.MATCH_JS})(q, base))",
                                          [queries, base])
@@ -215,10 +217,12 @@ def test_typing_narrows_the_table_in_the_browser_and_the_server_does_not_resend_
             names = page.locator(f"#{elem} [role=row]").all_inner_texts()
             assert any("MAIRA-2" in n for n in names) and any("MedGemma" in n for n in names), names[:5]
             assert held  # the server's event was sent, and is only answered now
-            for route in held:
-                route.continue_()
+            with page.expect_response(lambda r: "/gradio_api/" in r.url and r.request.method == "POST",
+                                      timeout=STATE_CEILING_MS):
+                for route in held:
+                    route.continue_()
             page.unroute("**/gradio_api/**")
-            page.wait_for_timeout(500)
+            page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
             assert _grid_rows(page, elem) == expected  # the server's answer left the rows as they were
             # A search the browser leaves to the server (no row): the server's message, as before.
             box.fill("zzzz")

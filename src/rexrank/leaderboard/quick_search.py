@@ -94,9 +94,8 @@ def holds(claim, *, base_v: str | None, answer: str, search: str) -> bool:
     return v == base_v and claimed_answer == answer and claimed_search == search
 
 
-def base_for(page_table: Callable, payload: Callable, values) -> dict:
-    """The base of the controls ``values`` (``wiring._DatasetView.controls`` order): ``page_table`` with no search,
-    its frame as ``payload`` sends it."""
-    page = page_table("", *values[1:])
+def base_of(page, payload: Callable) -> dict:
+    """The base of a table with no search (``page``: ``Views.page_table``'s answer), its frame as ``payload``
+    sends it."""
     return base_payload(payload(page.frame), page.shown["search_key"] if "search_key" in page.shown else (),
                         page.full["search_key"] if "search_key" in page.full else ())

@@ -126,6 +126,7 @@ class _DatasetView:
         # this, one noted the rows as whole and the other sent them without the label's change: whole rows under
         # "the rest is loading" (1 page in 25 in a bench loop).
         self._lock = threading.Lock()
+        self._payload = _frame_payload(gr)  # the base's rows as the table sends them
         self.metric_choices = views.metric_choices(track)  # the board edition's columns of this track
         self.tab = self.dataset_tab = None  # its track's tab and its dataset's (``_dataset_tabs``)
         page = views.page_table(dataset, track)
@@ -249,11 +250,8 @@ class _DatasetView:
         at = [views.generation(), list(values[1:])]
         if sent.get(f"base-at-{self.key}") == at:
             return None, sent[f"base-{self.key}"]
-        payload = lambda frame: self.table.postprocess(frame).model_dump()  # noqa: E731 (as the table sends it)
-        base = (quick_search.base_payload(payload(page.frame), page.shown["search_key"], page.full["search_key"])
-                if not values[0] and "search_key" in page.full
-                else quick_search.base_for(lambda *a: views.page_table(self.dataset, self.track, *a), payload,
-                                           values))
+        unsearched = page if not values[0] else views.page_table(self.dataset, self.track, "", *values[1:])
+        base = quick_search.base_of(unsearched, self._payload)
         sent[f"base-at-{self.key}"] = at
         if sent.get(f"base-{self.key}") == base["v"]:
             return None, base["v"]
