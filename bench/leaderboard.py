@@ -134,6 +134,10 @@ _REQUESTS = """() => performance.getEntriesByType('resource')
   .map((r) => [r.name.split('/gradio_api/')[1], r.startTime - window.__t0, r.responseEnd - window.__t0])"""
 
 
+_ANSWERED = """() => performance.getEntriesByType('resource')
+  .some((r) => r.startTime >= window.__t0 && r.name.includes('/gradio_api/'))"""
+
+
 def _split(page, total: float) -> dict[str, float]:
     """The armed interaction's in-page time split (seconds): dispatch (input -> first request sent), round trip
     (first request sent -> last answer in), update (last answer -> painted); and how many requests it sent."""
@@ -174,6 +178,9 @@ def space_times(browser, url: str, i: int) -> dict[str, float]:
     page.wait_for_function(_rowcount_is(grid, 2), timeout=60_000)
     filtered = time.perf_counter() - start
     filter_page = _in_page(page)
+    # The server's event leaves after the browser's rows are painted (quick_search.PAINT_FIRST_JS): its answer may
+    # still be on the way, and a request is in resource timing only once answered.
+    page.wait_for_function(_ANSWERED, timeout=60_000)
     split = {f"filter_{k}": v for k, v in _split(page, filter_page).items()}
     page.close()
     return {"first": first, "switch": switch, "filter": filtered,

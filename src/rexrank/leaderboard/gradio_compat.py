@@ -74,10 +74,13 @@ the browser tests that pin them), and pyproject.toml pins the same range.
 - The search answered in the browser (``quick_search``) reads two behaviours of gradio 6.31's frontend that its
   docs leave unsaid: the events one change starts run one after another in the order they were added, each one's
   outputs applied before the next reads its inputs (so the server's event reads the claim the browser's answer
-  wrote); and a browser-only event (``js``, no function) that returns ``undefined`` for an output leaves it as it
-  is. Browser tests: tests/test_leaderboard_quick_search.py (the server's answer to a search does not resend the
-  table: fails when the order changes) and tests/test_links_browser.py (a restored link's rows survive the search
-  box's change: fails when ``undefined`` writes over them).
+  wrote); a browser-only event (``js``, no function) that returns ``undefined`` for an output leaves it as it
+  is; and a browser-only event's Promise is awaited before the next event of the change is dispatched
+  (``PAINT_FIRST_JS``: the browser's rows are painted before gradio's work of sending the server's event). Browser
+  tests: tests/test_leaderboard_quick_search.py (the server's answer to a search does not resend the table: fails
+  when the order changes; every request of a search leaves after the frame that draws the browser's rows: fails when
+  the Promise is not awaited) and tests/test_links_browser.py (a restored link's rows survive the search box's
+  change: fails when ``undefined`` writes over them).
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
   docs/leaderboard.md and pinned by a browser test); the console's "Method not implemented." warning after a queued
   event (a submission, a link) is gradio's client closing its own stand-in for an event stream (its ``close``

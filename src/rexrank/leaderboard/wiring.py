@@ -314,9 +314,10 @@ class _DatasetView:
         inputs = [sent, *self.controls, self.plots_shown, self.claim]
         outputs = [*self.table_outputs(), self.redraw, sent]
         # First the browser's own answer to the search (gradio runs this event's outputs before the next event of
-        # the same change reads its inputs: the claim is this change's), then the server's.
+        # the same change reads its inputs: the claim is this change's), painted before the server's is dispatched.
         self.search.change(None, [self.search, self.base, self.empty, self.answer],
                            [self.table, self.claim], js=quick_search.FAST_JS, **_PRIVATE)
+        self.search.change(None, None, None, js=quick_search.PAINT_FIRST_JS, **_PRIVATE)
         gr.on(self.triggers(), guarded(rows), inputs, outputs, **_PRIVATE)
         gr.on([self.columns.input, self.sort.input], guarded(shape), inputs, outputs, **_PRIVATE)
         # The page's URL follows the controls (in the browser only: no request).
