@@ -55,6 +55,42 @@ class _PatientBrowser:
         return getattr(self._browser, name)
 
 
+# Paint first (gradio_compat.paint_first): armed before an interaction, ``_FRAME_ARM`` finds the first animation
+# frame after ``event`` in which ``condition`` (a JS function's text) holds, i.e. the frame that draws it, and notes
+# the time of the first task after that frame was rendered (a timer set in its animation frame callback, the first
+# such callback of the frame: armed before the page's own handlers see the event); ``_SENT_SINCE`` reads that time
+# and when each request to gradio's API since the event left. A request sent before that frame was rendered (while
+# gradio prepares it, the frame waits) is earlier.
+_FRAME_ARM = """([event, condition]) => {
+  window.__frame = null; window.__event = null;
+  const holds = new Function('return (' + condition + ')();');
+  addEventListener(event, (e) => {
+    window.__event = e.timeStamp;
+    const tick = () => {
+      if (holds()) setTimeout(() => { window.__frame = performance.now(); }, 0); else requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+  }, {capture: true, once: true});
+}"""
+_SENT_SINCE = """() => [window.__frame, performance.getEntriesByType('resource')
+  .filter((r) => r.name.includes('/gradio_api/') && r.startTime >= window.__event).map((r) => r.startTime)]"""
+
+
+def arm_paint_first(page, event: str, condition: str) -> None:
+    """Before an interaction (``event``: its DOM event, e.g. "click", "input"): note the frame that first draws
+    ``condition`` (JS: ``() => bool``). Then ``painted_before_sent``."""
+    page.evaluate(_FRAME_ARM, [event, condition])
+
+
+def painted_before_sent(page) -> None:
+    """Assert that the armed condition was drawn and that every request of the interaction left after that frame was
+    rendered (a request is listed once answered: it waits for one; wait for all of them first)."""
+    page.wait_for_function(f"() => ({_SENT_SINCE})()[1].length > 0", timeout=STATE_CEILING_MS)
+    frame, sent = page.evaluate(_SENT_SINCE)
+    assert frame is not None and sent, ("the frame and the requests", frame, sent)
+    assert min(sent) > frame, ("a request left before the frame that draws the change", frame, sent)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

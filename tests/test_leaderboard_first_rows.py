@@ -11,8 +11,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from leaderboard_helpers import (DESKTOP, STATE_CEILING_MS, STATE_CEILING_S, add_published_models, running_space,
-                                 wait_until)
+from leaderboard_helpers import (DESKTOP, STATE_CEILING_MS, STATE_CEILING_S, add_published_models, arm_paint_first,
+                                 painted_before_sent, running_space, wait_until)
 from rexrank.leaderboard import board, published
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.views import FIRST_ROWS
@@ -71,8 +71,12 @@ def test_a_table_is_whole_once_shown_and_follows_the_store_as_the_page_holds_it(
         wait_until(lambda: "first " not in page.locator("#overview-table").inner_text(),
                    "the overview's label without 'first N of'")
         iu = len(board.numeric_table(store, "iu_xray", "findings"))
+        # The tab's first rows are drawn before its request for the rest leaves (gradio_compat.paint_first).
+        arm_paint_first(page, "click", f"() => [...document.querySelectorAll('#table-{IU} [role=row]')]"
+                                       ".some((r) => r.checkVisibility() && r.getBoundingClientRect().height > 0)")
         page.get_by_role("tab", name="IU-Xray", exact=True).click()
         wait_until(lambda: _row_count(page, f"table-{IU}") == iu, f"{iu} IU-Xray rows once its tab is opened")
+        painted_before_sent(page)
         wait_until(lambda: "first " not in page.locator(f"#table-{IU}").inner_text(),
                    "the IU-Xray label without 'first N of'")
         # A new model while the page is open: the table shown gets every row, the MIMIC-CXR table (never opened)

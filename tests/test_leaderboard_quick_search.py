@@ -18,7 +18,8 @@ import random
 
 import pytest
 
-from leaderboard_helpers import DESKTOP, STATE_CEILING_MS, add_published_models, running_space, wait_until
+from leaderboard_helpers import (DESKTOP, STATE_CEILING_MS, add_published_models, arm_paint_first,
+                                 painted_before_sent, running_space, wait_until)
 from rexrank.leaderboard import board, published, quick_search
 from rexrank.leaderboard.records import search_key
 from rexrank.leaderboard.store import Store
@@ -173,23 +174,6 @@ def test_the_server_skips_the_table_only_for_a_claim_that_holds(grown_path, tmp_
     store.close()
 
 
-# Armed before typing: the time of the first animation frame after the grid's row count became ``count``, and when
-# the input event came; _SENT_AFTER reads both and when each request to gradio's API since the input left.
-_PAINT_MARK = """([elem, count]) => {
-  window.__frame = null; window.__typed = null;
-  const grid = document.querySelector('#' + elem + ' [role=grid]');
-  const seen = new MutationObserver(() => {
-    if (grid.getAttribute('aria-rowcount') !== String(count)) return;
-    seen.disconnect();
-    requestAnimationFrame(() => { window.__frame = performance.now(); });
-  });
-  seen.observe(grid, {attributes: true, attributeFilter: ['aria-rowcount']});
-  addEventListener('input', (e) => { window.__typed = e.timeStamp; }, {capture: true, once: true});
-}"""
-_SENT_AFTER = """() => [window.__frame, performance.getEntriesByType('resource')
-  .filter((r) => r.name.includes('/gradio_api/') && r.startTime >= window.__typed).map((r) => r.startTime)]"""
-
-
 def _grid_rows(page, elem_id: str) -> int:
     return int(page.get_attribute(f"#{elem_id} [role=grid]", "aria-rowcount")) - 1
 
@@ -214,16 +198,15 @@ def test_typing_narrows_the_table_in_the_browser_and_the_server_does_not_resend_
             # The server's answer to the search, as the page gets it.
             expected = len(views.page_table(*MIMIC, "grown 0001").frame)
             assert 0 < expected < whole
-            page.evaluate(_PAINT_MARK, [elem, expected + 1])
+            grid = f"#{elem} [role=grid]"
+            arm_paint_first(page, "input", f"() => document.querySelector('{grid}')"
+                                           f".getAttribute('aria-rowcount') === '{expected + 1}'")
             with page.expect_response(lambda r: "/gradio_api/" in r.url and r.request.method == "POST",
                                       timeout=STATE_CEILING_MS) as answer:
                 box.fill("grown 0001")
             wait_until(lambda: _grid_rows(page, elem) == expected, f"{expected} rows for 'grown 0001'")
-            # The browser's rows reach the screen before the server's event is sent (quick_search.PAINT_FIRST_JS):
-            # every request of this search left after the frame that draws them began.
-            frame, sent = page.evaluate(_SENT_AFTER)
-            assert frame is not None and sent, (frame, sent)
-            assert min(sent) > frame, (frame, sent)
+            # The browser's rows reach the screen before the server's event is sent (gradio_compat.paint_first).
+            painted_before_sent(page)
             body = answer.value.json()
             outputs = body.get("data", body)
             assert answer.value.ok and outputs, body

@@ -75,12 +75,17 @@ the browser tests that pin them), and pyproject.toml pins the same range.
   docs leave unsaid: the events one change starts run one after another in the order they were added, each one's
   outputs applied before the next reads its inputs (so the server's event reads the claim the browser's answer
   wrote); a browser-only event (``js``, no function) that returns ``undefined`` for an output leaves it as it
-  is; and a browser-only event's Promise is awaited before the next event of the change is dispatched
-  (``PAINT_FIRST_JS``: the browser's rows are painted before gradio's work of sending the server's event). Browser
-  tests: tests/test_leaderboard_quick_search.py (the server's answer to a search does not resend the table: fails
-  when the order changes; every request of a search leaves after the frame that draws the browser's rows: fails when
-  the Promise is not awaited) and tests/test_links_browser.py (a restored link's rows survive the search box's
-  change: fails when ``undefined`` writes over them).
+  is. Browser tests: tests/test_leaderboard_quick_search.py (the server's answer to a search does not resend the
+  table: fails when the order changes) and tests/test_links_browser.py (a restored link's rows survive the search
+  box's change: fails when ``undefined`` writes over them).
+- Paint first (``paint_first``): before gradio 6.31's frontend sends an event with a server function, it marks every
+  component that has ever been an event's output as loading, reading each one's value (a deep copy) and searching
+  its tree for it: ~20 ms of the main thread on a 200-model board, run before the browser paints what the click or
+  the keystroke changed (a CDP profile, bench/results/leaderboard.md). A browser-only step registered first on the
+  same trigger returns a Promise that resolves after the next frame; gradio awaits it before dispatching the next
+  event of that trigger, so the tab's rows or the browser's search rows are on screen first. Browser tests:
+  tests/test_leaderboard_quick_search.py and tests/test_leaderboard_first_rows.py (every request of a search or a
+  tab's opening leaves after the frame that draws the rows: fails when the step is dropped or not awaited).
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
   docs/leaderboard.md and pinned by a browser test); the console's "Method not implemented." warning after a queued
   event (a submission, a link) is gradio's client closing its own stand-in for an event stream (its ``close``
@@ -171,6 +176,18 @@ def tested() -> bool:
 
 UNEXPECTED = ("The board could not answer this request (an unexpected error, logged for the host). Try again; if it "
               "persists, please report it.")
+
+
+# A Promise that resolves once the next frame has been painted (a task queued from an animation frame callback runs
+# after that frame); ``[]``: the step's (no) outputs.
+PAINT_FIRST_JS = "() => new Promise((done) => requestAnimationFrame(() => setTimeout(() => done([]), 0)))"
+
+
+def paint_first(gr, triggers: list) -> None:
+    """Let the browser paint what ``triggers`` changed before gradio sends the server events they start (see the
+    module docstring). Call it before registering those events: a trigger's events run in the order added."""
+    gr.on(triggers, None, None, None, js=PAINT_FIRST_JS, api_visibility="private", queue=False,
+          show_progress="hidden")
 
 
 def signal(gr, elem_id: str):

@@ -16,8 +16,8 @@ How (``wiring._DatasetView``):
   result that is not empty, and no "nothing matches" message showing (that message's words are the server's).
   Otherwise it leaves the table as it is. Either way it writes a **claim**: what it showed (base digest, answer
   number, search), or nothing.
-- Then ``PAINT_FIRST_JS`` waits for that frame to be painted, so that gradio's own work of dispatching the server's
-  event (below) does not hold the rows off the screen.
+- Then ``gradio_compat.paint_first``'s step waits for that frame to be painted, so that gradio's own work of
+  dispatching the server's event (below) does not hold the rows off the screen.
 - The server's search event still runs (the plots, the page's ``sent`` state). When the claim ``holds`` (the page's
   last answer is the one the claim was made on, and the base is still the one for these controls), the page already
   shows the rows the server would send, and the table is not sent again; otherwise the server answers as before.
@@ -73,14 +73,6 @@ FAST_JS = """(query, base, message, answer) => {
   if (rows === null || rows.length === 0 || message) return [undefined, ''];
   return [{...base.table, data: rows}, JSON.stringify([base.v, answer, query])];
 }""" % MATCH_JS
-
-
-# The step between the browser's answer and the server's event: a browser-only event that resolves once the frame
-# showing the browser's rows has been painted. gradio awaits a browser-only event's Promise before it dispatches the
-# next event of the same change, and dispatching an event with a server function first marks every component that
-# has ever been an output on the page as loading, reading each one's value (on a board of 200 models, ~20 ms of the
-# main thread, before the frame; bench/results/leaderboard.md). After this step that work runs after the paint.
-PAINT_FIRST_JS = """() => new Promise((done) => requestAnimationFrame(() => setTimeout(() => done([]), 0)))"""
 
 
 def base_payload(table: dict, shown_keys, every_keys) -> dict:

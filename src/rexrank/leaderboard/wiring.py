@@ -36,7 +36,7 @@ from rexrank.errors import RexrankError
 from rexrank.leaderboard import about, clients, links, quick_search
 from rexrank.leaderboard.compare_tab import compare_tab
 from rexrank.leaderboard.compare_tab import restore as compare_restore
-from rexrank.leaderboard.gradio_compat import guarded, signal
+from rexrank.leaderboard.gradio_compat import guarded, paint_first, signal
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.uploads import ReceivedUploads, upload_root
@@ -317,7 +317,7 @@ class _DatasetView:
         # the same change reads its inputs: the claim is this change's), painted before the server's is dispatched.
         self.search.change(None, [self.search, self.base, self.empty, self.answer],
                            [self.table, self.claim], js=quick_search.FAST_JS, **_PRIVATE)
-        self.search.change(None, None, None, js=quick_search.PAINT_FIRST_JS, **_PRIVATE)
+        paint_first(gr, [self.search.change])
         gr.on(self.triggers(), guarded(rows), inputs, outputs, **_PRIVATE)
         gr.on([self.columns.input, self.sort.input], guarded(shape), inputs, outputs, **_PRIVATE)
         # The page's URL follows the controls (in the browser only: no request).
@@ -598,6 +598,7 @@ def _complete_when_shown(gr, demo, views: Views, sent, built: dict, overview_tab
     for k, (track, table) in enumerate(overview_tables.items()):
         if not built[f"whole-overview-{track}"]:
             triggers = [overview_tabs[track].select] + ([demo.load] if k == 0 else [])
+            paint_first(gr, [overview_tabs[track].select])  # the tab's first rows on screen before the request
             gr.on(triggers, guarded(overview(track)), [sent], [table, sent], **_PRIVATE)
 
     def dataset(shown_views: list):
@@ -611,9 +612,11 @@ def _complete_when_shown(gr, demo, views: Views, sent, built: dict, overview_tab
     by_tab: dict = {}  # a dataset's tab -> its views built with their first rows
     for view in (v for v in dataset_views if v.partial):
         by_tab.setdefault(view.dataset_tab, []).append(view)
+        paint_first(gr, [view.tab.select])
         gr.on([view.tab.select], guarded(dataset([view])), [sent, *view.controls], [*view.table_outputs(), sent],
               **_PRIVATE)
     for tab, shown_views in by_tab.items():
+        paint_first(gr, [tab.select])
         gr.on([tab.select], guarded(dataset(shown_views)), [sent, *(c for v in shown_views for c in v.controls)],
               [*(o for v in shown_views for o in v.table_outputs()), sent], **_PRIVATE)
 
