@@ -91,6 +91,14 @@ def painted_before_sent(page) -> None:
     assert min(sent) > frame, ("a request left before the frame that draws the change", frame, sent)
 
 
+def record_console(page) -> list:
+    """Every console message and uncaught error of ``page`` from now on, as (type, text): issue 37 wants none."""
+    seen: list = []
+    page.on("console", lambda message: seen.append((message.type, message.text)))
+    page.on("pageerror", lambda error: seen.append(("pageerror", str(error))))
+    return seen
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, free_port
+from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, free_port, record_console
 from rexrank.leaderboard.arena import NO_PACE, Arena
 from rexrank.leaderboard.arena_tab import CHOICE_LABELS, arena_demo
 from rexrank.leaderboard.assets import CSS, HEAD, theme
@@ -130,6 +130,7 @@ def test_vote_flow_keyboard_only(browser, space, size, theme):
     before = len(arena.votes())
     viewport = SIZES[size]
     page = browser.new_page(viewport=viewport)
+    console = record_console(page)
     page.goto(url + THEMES[theme], wait_until="load")
     page.get_by_role("tab", name="Arena", exact=True).wait_for(timeout=STATE_CEILING_MS)
     page.get_by_role("tab", name="Arena", exact=True).focus()
@@ -205,6 +206,7 @@ def test_vote_flow_keyboard_only(browser, space, size, theme):
     assert len(arena.votes()) == before + 1
     # The page fits the screen: no sideways scrolling at either size.
     assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+    assert console == []  # issue 37 point 7: a vote, the reveal, the board and two next pairs print nothing
     page.close()
 
 

@@ -277,6 +277,49 @@ def test_public_quota_counts_rejections_and_holds_under_concurrency(tmp_path, fa
     assert sorted(outcomes) == ["quota"] * 6 + ["rejected"] * 4  # all anonymous users share one daily budget
 
 
+def test_at_most_so_many_files_are_read_at_once(tmp_path, monkeypatch):
+    """The Space's form is unqueued (issue 37: no console warning), so gradio's threads would read any number of
+    uploads at once; the service reads at most ``SUBMISSIONS_AT_ONCE``, the others wait their turn."""
+    from rexrank.evaluation import inputs
+    from rexrank.evaluation.predictions import Problems, ValidationError
+    from rexrank.leaderboard.limits import SUBMISSIONS_AT_ONCE
+
+    reading, most, lock, release = [0], [0], threading.Lock(), threading.Event()
+
+    def slow_load_inputs(*args, **kwargs):
+        with lock:
+            reading[0] += 1
+            most[0] = max(most[0], reading[0])
+        release.wait(STATE_CEILING_S)
+        with lock:
+            reading[0] -= 1
+        problems = Problems(max_listed=5)
+        problems.add("missing_id", "predictions", "study-0001")
+        raise ValidationError("predictions lack study study-0001", problems)
+
+    monkeypatch.setattr(inputs, "load_inputs", slow_load_inputs)
+    service = Submissions(Store(tmp_path / "s.sqlite"), tmp_path / "up", rate_limit=100, anonymous_limit=100)
+    path = _write(tmp_path / "p.json", "{}")
+    refused: list[str] = []
+
+    def submit(k: int):
+        try:
+            service.submit(path, {"name": "m"}, "iu_xray", "findings", user=f"user{k}")
+        except InputError as exc:
+            refused.append(str(exc))
+
+    threads = [threading.Thread(target=submit, args=(k,)) for k in range(SUBMISSIONS_AT_ONCE + 3)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: reading[0] >= SUBMISSIONS_AT_ONCE, f"{SUBMISSIONS_AT_ONCE} files being read")
+    time.sleep(0.3)  # the others had time to start reading, were they allowed to
+    assert most[0] == SUBMISSIONS_AT_ONCE
+    release.set()
+    for t in threads:
+        t.join()
+    assert len(refused) == len(threads) and most[0] == SUBMISSIONS_AT_ONCE  # each answered, in turn
+
+
 def _junk_requests(tmp_path: Path, valid: Path) -> list[tuple[object, dict]]:
     """Requests refused on what they say about themselves, before their file is opened: (file, metadata)."""
     oversized = tmp_path / "huge.json"

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, module_space
+from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, module_space, record_console
 from rexrank.leaderboard import links
 from rexrank.leaderboard.records import DATASETS
 
@@ -87,7 +87,7 @@ def test_a_link_opens_the_table_it_names(browser, space, page_views, viewport, t
         assert "ranked by GREEN" in page.locator(f"#table-{KEY}").inner_text()
         # The address stays the link as understood (the writer was reset to it, not emptied).
         assert links.parse(_query(page), [links.DEFAULT_TAB, *DATASETS], DATASETS) == link
-        assert not page.locator(".toast-body").count()
+        assert not page.locator(".toast-body").count() and not page.locator("#link-notice").is_visible()
         _shot(page, f"link_restored_{'desktop' if viewport is DESKTOP else 'phone'}_{theme}")
     finally:
         page.close()
@@ -169,17 +169,20 @@ def test_a_link_opens_a_model_page(browser, space, page_views, viewport, theme):
 
 def test_a_broken_link_shows_the_rest_and_says_what_was_left_out(browser, space):
     page = _new_page(browser, DESKTOP, "light")
+    console = record_console(page)
     try:
         page.goto(space[0] + "?tab=nowhere&model=%3Cimg%20src%3Dx%3E&%3Cb%3Eoops%3C%2Fb%3E=1&track=findings_impression",
                   wait_until="load")
-        toast = page.locator(".toast-body")
-        toast.first.wait_for(timeout=STATE_CEILING_MS)
-        text = toast.first.inner_text()
+        notice = page.locator("#link-notice")
+        notice.get_by_text("not understood", exact=False).wait_for(timeout=STATE_CEILING_MS)
+        text = notice.inner_text()
         assert "not understood" in text and "tab" in text and "other" in text
+        assert notice.get_attribute("role") == "status"  # announced (gradio_compat.LIVE_REGION_HEAD)
         assert "<img" not in text and "oops" not in text and page.locator("img[src=x]").count() == 0
         assert "Overview" in _selected_tabs(page)
         # What was understood stays (the track), the rest leaves the address.
         page.wait_for_function("() => location.search === '?track=findings_impression'", timeout=STATE_CEILING_MS)
+        assert console == []  # the restore is unqueued: no stream for gradio's client to close with a warning
     finally:
         page.close()
 

@@ -256,14 +256,18 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
                 return vote(choice, ticket_id, chosen_a, chosen_b, profile)
             return cast
 
+        # Unqueued like the rest of the page: a queued event leaves gradio 6.31's client warning "Method not
+        # implemented." in the console as it closes the event stream (issue 37); none of these streams or reports
+        # progress, and the store, not the queue, keeps a ticket to one vote.
         for choice, button in buttons.items():
             # the board follows the vote at once: this page's vote is counted in what it shows next
             button.click(guarded(caster(choice)), [ticket, tags_a, tags_b], [ticket, reveal],
-                         api_name=f"arena_vote_{choice}").then(
+                         api_name=f"arena_vote_{choice}", queue=False).then(
                 guarded(voted), ticket, list(buttons.values()), api_name=False, queue=False,
-                show_progress="hidden").then(guarded(refresh), include_flagged, board_outputs, api_name=False)
+                show_progress="hidden").then(guarded(refresh), include_flagged, board_outputs, api_name=False,
+                                             queue=False)
         for trigger in (refresh_button.click, tab.select, include_flagged.change):
-            trigger(guarded(refresh), include_flagged, board_outputs, api_name=False)
+            trigger(guarded(refresh), include_flagged, board_outputs, api_name=False, queue=False)
         if refresh_s:  # other visitors' votes: within the page's own refresh period
             gr.Timer(refresh_s).tick(guarded(follow), [board_version, include_flagged], board_outputs,
                                      api_name=False, queue=False, show_progress="hidden")

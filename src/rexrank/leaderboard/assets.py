@@ -11,6 +11,8 @@ CSS = """
 .board-links p { margin: 0; }
 .board-links { align-self: center; }
 .board-csv a { white-space: nowrap; }
+.board-notice { border-left: 4px solid var(--color-accent); padding: 4px 12px; }
+.board-notice p { margin: 0; }
 """ + (gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS + gradio_compat.WIDTHS_CSS + gradio_compat.STICKY_CSS
        + ARENA_CSS)
 HEAD = (gradio_compat.PHONE_HEAD + gradio_compat.TAB_KEYS_HEAD + gradio_compat.LIVE_REGION_HEAD + ARENA_HEAD

@@ -83,13 +83,18 @@ the browser tests that pin them), and pyproject.toml pins the same range.
   its tree for it: ~20 ms of the main thread on a 200-model board, run before the browser paints what the click or
   the keystroke changed (a CDP profile, bench/results/leaderboard.md). A browser-only step registered first on the
   same trigger returns a Promise that resolves after the next frame; gradio awaits it before dispatching the next
-  event of that trigger, so the tab's rows or the browser's search rows are on screen first. Browser tests:
+  event of that trigger, so the tab's rows or the browser's search rows are on screen first. A tab's step is its
+  URL writer's event (``painting_first``): at start gradio's frontend scans every event's triggers once per
+  component (O(components x triggers), ~0.7 ms a trigger on this page), so the page adds as few as it can. Browser
+  tests:
   tests/test_leaderboard_quick_search.py and tests/test_leaderboard_first_rows.py (every request of a search or a
   tab's opening leaves after the frame that draws the rows: fails when the step is dropped or not awaited).
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
-  docs/leaderboard.md and pinned by a browser test); the console's "Method not implemented." warning after a queued
-  event (a submission, a link) is gradio's client closing its own stand-in for an event stream (its ``close``
-  only warns), not the board's.
+  docs/leaderboard.md and pinned by a browser test); the console's "Method not implemented." warning is gradio's client
+  closing its own stand-in for an event stream (its ``close`` only warns): after every queued event, so the page's
+  events are all unqueued (the Submit form, a link's restore, the Arena's votes and board; a link's notice is a note
+  in the page since gradio shows ``gr.Warning`` only from a queued event), and twice per file uploaded (gr.File's
+  progress display opens such a stream; browser test: at most that, and nothing else, in a submission).
 """
 
 from __future__ import annotations
@@ -188,6 +193,12 @@ def paint_first(gr, triggers: list) -> None:
     module docstring). Call it before registering those events: a trigger's events run in the order added."""
     gr.on(triggers, None, None, None, js=PAINT_FIRST_JS, api_visibility="private", queue=False,
           show_progress="hidden")
+
+
+def painting_first(js: str) -> str:
+    """``js`` (a browser-only event's function), then ``paint_first``'s wait in the same event: one event of the
+    trigger instead of two (each event's triggers cost the page's start, below)."""
+    return f"(...a) => {{ ({js})(...a); return ({PAINT_FIRST_JS})(); }}"
 
 
 def signal(gr, elem_id: str):

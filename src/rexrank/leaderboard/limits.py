@@ -16,6 +16,10 @@ DEFAULT_RATE_LIMIT = 5
 DEFAULT_ANONYMOUS_LIMIT = 100
 # The rolling window the quotas count in (seconds).
 DEFAULT_RATE_WINDOW_S = 24 * 3600.0
+# Predictions files one submission service reads at once (each up to the upload limit; ``Submissions``), whoever
+# submits (the Space's form, which is unqueued, its API, the command line); more wait their turn. Also the Space's
+# queue concurrency per event (``serve``), which bounded the form when it was queued.
+SUBMISSIONS_AT_ONCE = 8
 
 
 def upload_bytes(size_mb: float) -> int:

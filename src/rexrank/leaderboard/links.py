@@ -211,12 +211,14 @@ def _note(ignored: list[str], name: str) -> None:
         ignored.append(name)
 
 
-def view_js(tab: str, track: str, defaults: ViewLink) -> str:
-    """The js of one dataset table's controls' change: the URL takes their values (the page's own writer)."""
+def view_js(tab: str, track: str, defaults: ViewLink, at: int = 0) -> str:
+    """The js of the events that one dataset table's controls start: the URL takes the controls' values (the page's
+    own writer), found at ``at`` in the event's inputs, which it returns as they are (so that it can ride on the
+    table's own events, which have a server function, instead of adding events of its own)."""
     names = list(PARAMS.values())
     default_values = [list(v) if isinstance(v, tuple) else v for v in defaults]
     return (f"(...v) => {{ window.rexrankLink && window.rexrankLink.view({json.dumps(tab)}, {json.dumps(track)}, "
-            f"{json.dumps(names)}, {json.dumps(default_values)}, v); }}")
+            f"{json.dumps(names)}, {json.dumps(default_values)}, v.slice({at}, {at + len(names)})); return v; }}")
 
 
 def tab_js(tab: str) -> str:

@@ -49,7 +49,8 @@ from rexrank.data.catalog import DATASETS, canonical_dataset, is_private
 from rexrank.errors import InputError, RexrankError
 from rexrank.evaluation.defaults import DEFAULT_RESAMPLES
 from rexrank.leaderboard.limits import (DEFAULT_ANONYMOUS_LIMIT, DEFAULT_MAX_UPLOAD_MB, DEFAULT_PRIVATE_QUOTA,
-                                        DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_S, upload_bytes)
+                                        DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_S, SUBMISSIONS_AT_ONCE,
+                                        upload_bytes)
 from rexrank.leaderboard.records import (PRIVATE_DATASETS, ModelInfo, ResultRecord, canonical_names, from_results_json,
                                          hf_identity)
 from rexrank.leaderboard.store import LOST_UPLOAD, Store
@@ -205,6 +206,7 @@ class Submissions:
         self.n_resamples = n_resamples
         self.poll_seconds = poll_seconds
         self._stop = threading.Event()
+        self._reading = threading.BoundedSemaphore(SUBMISSIONS_AT_ONCE)  # files read at once, whoever calls
         self._thread: threading.Thread | None = None
         self._secret: bytes | None = None  # ``_client_secret``, read once
 
@@ -269,7 +271,8 @@ class Submissions:
         path, model, registered = self._check_request(path, metadata, identity)
         attempt = self._reserve(identity, dataset, split, track, client)
         try:
-            job_id, note = self._submit(path, model, registered, dataset, split, track, identity, user)
+            with self._reading:
+                job_id, note = self._submit(path, model, registered, dataset, split, track, identity, user)
         except Exception as exc:
             reason = str(exc) if isinstance(exc, RexrankError) else f"internal error ({type(exc).__name__})"
             self.store.finish_attempt(attempt, "rejected", reason)

@@ -36,7 +36,7 @@ from rexrank.errors import RexrankError
 from rexrank.leaderboard import about, clients, links, quick_search
 from rexrank.leaderboard.compare_tab import compare_tab
 from rexrank.leaderboard.compare_tab import restore as compare_restore
-from rexrank.leaderboard.gradio_compat import guarded, paint_first, signal
+from rexrank.leaderboard.gradio_compat import guarded, paint_first, painting_first, signal
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.uploads import ReceivedUploads, upload_root
@@ -318,11 +318,11 @@ class _DatasetView:
         self.search.change(None, [self.search, self.base, self.empty, self.answer],
                            [self.table, self.claim], js=quick_search.FAST_JS, **_PRIVATE)
         paint_first(gr, [self.search.change])
-        gr.on(self.triggers(), guarded(rows), inputs, outputs, **_PRIVATE)
-        gr.on([self.columns.input, self.sort.input], guarded(shape), inputs, outputs, **_PRIVATE)
-        # The page's URL follows the controls (in the browser only: no request).
-        gr.on([c.change for c in self.controls], None, self.controls, None,
-              js=links.view_js(self.dataset, self.track, self.link_defaults), **_PRIVATE)
+        # The page's URL follows the controls: written in the browser by the table's own events' js, which passes
+        # their inputs on (an event of its own on each control cost the page's start, gradio_compat: paint first).
+        write_url = links.view_js(self.dataset, self.track, self.link_defaults, at=inputs.index(self.controls[0]))
+        gr.on(self.triggers(), guarded(rows), inputs, outputs, js=write_url, **_PRIVATE)
+        gr.on([self.columns.input, self.sort.input], guarded(shape), inputs, outputs, js=write_url, **_PRIVATE)
 
     def restored(self, gr, views: Views, view: links.ViewLink, sent: dict) -> list:
         """[each control, table, empty message] for a link's ``view`` of this table."""
@@ -395,6 +395,8 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         built: dict = {}  # digests of the values built into the page (each page's ``sent`` state starts as this)
         header = gr.Markdown(views.header_markdown(), elem_classes=["board-header", "board-links"],
                              elem_id="board-header")
+        # What a shared link left out (``links.notice``), shown by its restore; a live region for screen readers.
+        link_notice = gr.Markdown("", visible=False, elem_id="link-notice", elem_classes=["board-notice", "board-live"])
         # A phone shows every tab (rows of tabs), none behind a menu.
         with gr.Tabs(overflow_behavior="wrap", elem_id="board-tabs") as tabs:
             track_tabs: dict = {}  # tab id -> (its tracks' gr.Tabs, the id of a track's tab)
@@ -421,7 +423,8 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         # The other tabs a link may name (those this page has).
         linked_tabs = [links.COMPARE_TAB, *([links.SUBMIT_TAB] if submissions is not None else []),
                        *([links.ARENA_TAB] if arena is not None else []), links.ABOUT_TAB]
-        _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model, compared, sent, linked_tabs)
+        _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model, compared, sent, linked_tabs,
+               link_notice)
         _freshness(gr, demo, views, sent, generation, header, overview_tables, dataset_views, about_text)
     return demo
 
@@ -473,23 +476,27 @@ def _linked(tab, tab_id: str, track_of: Optional[str] = None):
     """``tab`` (a main tab, or a track's tab in main tab ``track_of``) writes itself into the page's URL when
     selected (``links.HEAD``; in the browser only). Returns ``tab``."""
     js = links.tab_js(tab_id) if track_of is None else links.track_js(track_of, tab_id)
-    tab.select(None, None, None, js=js, **_PRIVATE)
+    # Also the tab's paint-first step: the table tabs' events for their other rows, added after this one, wait for
+    # the tab to be painted (gradio_compat.paint_first).
+    tab.select(None, None, None, js=painting_first(js), **_PRIVATE)
     return tab
 
 
 def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, chosen_model, compared,
-           sent, linked_tabs: list[str]) -> None:
+           sent, linked_tabs: list[str], link_notice) -> None:
     """Shareable links (``links``): a page opened with a query shows what it names.
 
     The query goes to the server only when there is one (``links.READ_JS`` gives nothing otherwise, so a plain
     visit costs no request); it is checked against the board (``links.parse``/``checked``), then one answer selects
     the tab and track, sets the table's controls and rows (or the Models tab's model), and resets the page's URL
-    writer to the link as understood. What was not understood is left out and named in one warning."""
+    writer to the link as understood. What was not understood is left out and named in ``link_notice`` above the
+    tabs (a note in the page, not a gradio toast: gradio shows one only from a queued event, and a queued event
+    leaves its client's "Method not implemented." in the console)."""
     query = signal(gr, "board-link")  # set in the browser (READ_JS)
     state = signal(gr, "board-link-state")  # the link as understood, for the page's URL writer
     by_key = {(v.dataset, v.track): v for v in dataset_views}
     tab_ids = [links.DEFAULT_TAB, *DATASETS, links.MODELS_TAB, *linked_tabs]
-    outputs = [tabs, chosen_model, compared.requested, compared.chosen, state, sent,
+    outputs = [tabs, chosen_model, compared.requested, compared.chosen, state, sent, link_notice,
                *(t for t, _ in track_tabs.values())] + [
         o for v in dataset_views for o in v.restore_outputs()]
 
@@ -504,10 +511,9 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
                              metrics=views.metrics(link.track), models=views.models_list())
         compare = (list(compare_restore(list(link.compare))) if link.compare
                    else [gr.skip(), gr.skip()])
-        if link.ignored:
-            gr.Warning(links.notice(link))
         out = [gr.Tabs(selected=link.tab), link.model or gr.skip(), *compare,
-               links.state_json(link, view.link_defaults if view else None), page_sent]
+               links.state_json(link, view.link_defaults if view else None), page_sent,
+               gr.Markdown(links.notice(link), visible=True) if link.ignored else gr.skip()]
         for tab_id, (track_tabs_of, track_id) in track_tabs.items():
             out.append(gr.Tabs(selected=track_id(link.track)) if tab_id == link.tab else gr.skip())
         for v in dataset_views:
@@ -516,9 +522,7 @@ def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, 
         return out
 
     demo.load(None, None, [query], js=links.READ_JS, **_PRIVATE)
-    # Queued (unlike the board's other private events): gradio shows a gr.Warning only for a queued event; one
-    # request per opened link.
-    query.change(guarded(restore), [sent, query], outputs, api_visibility="private", show_progress="hidden")
+    query.change(guarded(restore), [sent, query], outputs, **_PRIVATE)  # one request per opened link
     state.change(None, [state], None, js=links.RESET_JS, **_PRIVATE)
 
 
@@ -595,10 +599,10 @@ def _complete_when_shown(gr, demo, views: Views, sent, built: dict, overview_tab
             return [overview_update(gr, views, track, page_sent, whole=True), page_sent]
         return complete
 
+    # Each tab's URL writer (``_linked``, added when the tab was built) lets the tab paint before these requests.
     for k, (track, table) in enumerate(overview_tables.items()):
         if not built[f"whole-overview-{track}"]:
             triggers = [overview_tabs[track].select] + ([demo.load] if k == 0 else [])
-            paint_first(gr, [overview_tabs[track].select])  # the tab's first rows on screen before the request
             gr.on(triggers, guarded(overview(track)), [sent], [table, sent], **_PRIVATE)
 
     def dataset(shown_views: list):
@@ -612,11 +616,9 @@ def _complete_when_shown(gr, demo, views: Views, sent, built: dict, overview_tab
     by_tab: dict = {}  # a dataset's tab -> its views built with their first rows
     for view in (v for v in dataset_views if v.partial):
         by_tab.setdefault(view.dataset_tab, []).append(view)
-        paint_first(gr, [view.tab.select])
         gr.on([view.tab.select], guarded(dataset([view])), [sent, *view.controls], [*view.table_outputs(), sent],
               **_PRIVATE)
     for tab, shown_views in by_tab.items():
-        paint_first(gr, [tab.select])
         gr.on([tab.select], guarded(dataset(shown_views)), [sent, *(c for v in shown_views for c in v.controls)],
               [*(o for v in shown_views for o in v.table_outputs()), sent], **_PRIVATE)
 
@@ -823,7 +825,9 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
         return status, views.queue_note(), views.queue_view(), gr.Timer(active=views.queue_pending())
 
     sub_button.click(guarded(submit_form), [*form, sub_dataset, sub_track],
-                     [sub_status, queue_note, queue_table, job, *form, timer], api_visibility="private")
+                     [sub_status, queue_note, queue_table, job, *form, timer], api_visibility="private", queue=False)
+    # Unqueued (a queued event leaves gradio 6.31's client warning "Method not implemented." in the console, issue
+    # 37): the service bounds how many files it reads at once (``limits.SUBMISSIONS_AT_ONCE``), not the queue.
     refresh.click(guarded(poll), job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
     timer.tick(guarded(poll), job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
 
