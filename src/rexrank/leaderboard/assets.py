@@ -12,6 +12,7 @@ CSS = """
 .board-links { align-self: center; }
 .board-csv a { white-space: nowrap; }
 .board-notice { border-left: 4px solid var(--color-accent); padding: 4px 12px; }
+.board-notice .board-notice { border-left: none; padding: 0; }  /* gradio puts the class on the inner block too */
 .board-notice p { margin: 0; }
 """ + (gradio_compat.PINNED_CSS + gradio_compat.HEADER_MENU_CSS + gradio_compat.WIDTHS_CSS + gradio_compat.STICKY_CSS
        + ARENA_CSS)
