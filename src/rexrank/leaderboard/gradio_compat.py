@@ -85,10 +85,10 @@ the browser tests that pin them), and pyproject.toml pins the same range.
   same trigger returns a Promise that resolves after the next frame; gradio awaits it before dispatching the next
   event of that trigger, so the tab's rows or the browser's search rows are on screen first. A tab's step is its
   URL writer's event (``painting_first``): at start gradio's frontend scans every event's triggers once per
-  component (O(components x triggers), ~0.7 ms a trigger on this page), so the page adds as few as it can. Browser
-  tests:
-  tests/test_leaderboard_quick_search.py and tests/test_leaderboard_first_rows.py (every request of a search or a
-  tab's opening leaves after the frame that draws the rows: fails when the step is dropped or not awaited).
+  component (O(components x triggers), ~0.7 ms a trigger on this page), so the page adds as few as it can.
+  Browser tests: tests/test_leaderboard_quick_search.py and tests/test_leaderboard_first_rows.py (every request of
+  a search or a tab's opening leaves after the frame that draws the rows: fails when the step is dropped or not
+  awaited).
 - Not worked around: a multiselect's chip buttons are named "Remove 0", "Remove 1"... by gradio (documented in
   docs/leaderboard.md and pinned by a browser test); the console's "Method not implemented." warning is gradio's client
   closing its own stand-in for an event stream (its ``close`` only warns): after every queued event, so the page's

@@ -17,8 +17,7 @@ DEFAULT_ANONYMOUS_LIMIT = 100
 # The rolling window the quotas count in (seconds).
 DEFAULT_RATE_WINDOW_S = 24 * 3600.0
 # Predictions files one submission service reads at once (each up to the upload limit; ``Submissions``), whoever
-# submits (the Space's form, which is unqueued, its API, the command line); more wait their turn. Also the Space's
-# queue concurrency per event (``serve``), which bounded the form when it was queued.
+# submits (the Space's form, which is unqueued, its API, the command line); more wait their turn.
 SUBMISSIONS_AT_ONCE = 8
 
 

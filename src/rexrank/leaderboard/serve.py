@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from rexrank.leaderboard.assets import CSS, HEAD, theme
-from rexrank.leaderboard.limits import SUBMISSIONS_AT_ONCE
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.views import Views
 from rexrank.leaderboard.wiring import add_csv_route, build_app, oauth_configured
@@ -121,7 +120,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
         board_arena.votes()  # read the vote log once, before the page opens
     demo = build_app(store, service, oauth=oauth_configured() if oauth is None else oauth, upload_ttl=upload_ttl,
                      views=views, arena=board_arena, arena_rater=arena_rater, trusted_proxies=trusted_proxies)
-    demo.queue(default_concurrency_limit=SUBMISSIONS_AT_ONCE)
+    demo.queue(default_concurrency_limit=8)
     # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
     max_bytes = service.max_bytes if service is not None else upload_bytes(DEFAULT_MAX_UPLOAD_MB)
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, show_error=True,

@@ -209,14 +209,14 @@ class _DatasetView:
         else the first ones (``views.first_rows``: a table this page has not shown yet). A table sent whole comes with
         its base when the page's is not the current one (``quick_search``). ``claim``: what the browser says it
         shows after a search; when it ``holds``, the page shows these rows already and the table is not sent."""
-        with self._lock:
-            return self._table_update(gr, views, values, sent, shape, only_if_changed, whole, claim)
-
-    def _table_update(self, gr, views: Views, values, sent: dict, shape: bool, only_if_changed: bool, whole: bool,
-                      claim) -> list:
-        search, inst, year, mtype, trained, source, columns, sort = values
-        page = views.page_table(self.dataset, self.track, search, inst, year, mtype, trained, source, columns, sort)
+        page = views.page_table(self.dataset, self.track, *values)  # the rows: no page's state, outside the lock
         frame, label = (page.frame, page.label) if whole else first_rows(page.frame, page.label)
+        with self._lock:
+            return self._table_update(gr, views, values, sent, page, frame, label, shape, only_if_changed, claim)
+
+    def _table_update(self, gr, views: Views, values, sent: dict, page, frame, label, shape: bool,
+                      only_if_changed: bool, claim) -> list:
+        search = values[0]
         partial = len(frame) < len(page.frame)
         answer = str(sent.get(f"answer-{self.key}", ""))
         holds_base = f"base-{self.key}" in sent  # the page holds a base: keep it current
