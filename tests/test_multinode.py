@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +31,7 @@ DRIVER = TESTS / "multinode_driver.py"
 _LAUNCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                "NODE_RANK")
 TIMEOUT = 300
+GRACE = 60  # a peer's failure reaches the other node within seconds (gloo sees the closed socket)
 REPORTS = ["The heart size is normal. The lungs are clear.", "Small left pleural effusion.",
            "Moderate pulmonary edema, worse than before.", "No pneumothorax. Mild cardiomegaly.",
            "Right lower lobe opacity concerning for pneumonia."]
@@ -39,26 +44,52 @@ def _env(**extra) -> dict:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(procs: list[subprocess.Popen], timeout: float) -> list[tuple[int, str, str]]:
-    """Each launcher's (exit code, stdout, stderr); all killed, whole sessions, when one outlives ``timeout``."""
-    out = []
+    """A free port below the kernel's ephemeral range: node 1's launcher connects to node 0's store on it, retrying
+    until node 0 listens, and a port inside that range can be the retry's own source port (a TCP self-connect: node
+    1 then talks to itself, fails, and node 0 waits for it until the timeout)."""
     try:
-        for proc in procs:
-            stdout, stderr = proc.communicate(timeout=timeout)
-            out.append((proc.returncode, stdout, stderr))
-    except subprocess.TimeoutExpired:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-        for proc in procs:
-            proc.communicate()
-        raise AssertionError(f"a launch outlived {timeout} s") from None
-    return out
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port below {low}")
+
+
+def _wait(procs: list[subprocess.Popen], outs: list, timeout: float,
+          grace: float = GRACE) -> list[tuple[int, str, str]]:
+    """Each launcher's (exit code, stdout, stderr). All are killed, whole sessions, when one outlives ``timeout``, or
+    when the others outlive a failed one by ``grace`` (a node that failed before the rendezvous leaves the other
+    waiting for it); the error then shows every launcher's exit code and the end of its stderr."""
+    start, failed_at = time.monotonic(), None
+    while any(proc.poll() is None for proc in procs):
+        now = time.monotonic()
+        if failed_at is None and any(proc.returncode not in (None, 0) for proc in procs):
+            failed_at = now
+        if now - start > timeout or (failed_at is not None and now - failed_at > grace):
+            for proc in procs:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+            for proc in procs:
+                proc.wait()
+            why = f"outlived {timeout} s" if now - start > timeout else f"outlived a failed one by {grace} s"
+            raise AssertionError(f"a launch {why}:\n" + "\n".join(
+                f"--- launcher {i}: exit {proc.returncode}\n{_read(err)[-3000:]}"
+                for i, (proc, (_, err)) in enumerate(zip(procs, outs))))
+        time.sleep(0.2)
+    return [(proc.returncode, _read(out), _read(err)) for proc, (out, err) in zip(procs, outs)]
+
+
+def _read(file) -> str:
+    file.seek(0)
+    return file.read()
 
 
 def launch(program: list[str], *, nodes: int = 1, per_node: int = 1, env_of=lambda node: {},
@@ -72,9 +103,14 @@ def launch(program: list[str], *, nodes: int = 1, per_node: int = 1, env_of=lamb
         commands = [[sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nodes), "--node_rank", str(node),
                      "--nproc_per_node", str(per_node), "--master_addr", "127.0.0.1", "--master_port", str(port),
                      *program] for node in range(nodes)]
-    procs = [subprocess.Popen(command, env=_env(**env_of(node)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, start_new_session=True) for node, command in enumerate(commands)]
-    return _wait(procs, timeout)
+    # Files, not pipes: a launcher is never blocked on a full pipe while another is being waited for.
+    with ExitStack() as files:
+        outs = [(files.enter_context(tempfile.TemporaryFile("w+")), files.enter_context(tempfile.TemporaryFile("w+")))
+                for _ in commands]
+        procs = [subprocess.Popen(command, env=_env(**env_of(node)), stdout=out, stderr=err, text=True,
+                                  start_new_session=True)
+                 for node, (command, (out, err)) in enumerate(zip(commands, outs))]
+        return _wait(procs, outs, timeout)
 
 
 def _ok(results) -> None:
