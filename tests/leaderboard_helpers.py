@@ -91,6 +91,16 @@ def painted_before_sent(page) -> None:
     assert min(sent) > frame, ("a request left before the frame that draws the change", frame, sent)
 
 
+def choose_predictions(page, path) -> None:
+    """Pick ``path`` with the Submit form's file button, as a person does (the button opens the file chooser), and
+    wait until the upload is in: the form names the file under the button."""
+    with page.expect_file_chooser() as chooser:
+        page.locator("#submit-file").click()
+    chooser.value.set_files(str(path))
+    page.wait_for_function("(name) => document.querySelector('#submit-chosen').innerText.includes(name)",
+                           arg=Path(path).name, timeout=STATE_CEILING_MS)
+
+
 def record_console(page) -> list:
     """Every console message and uncaught error of ``page`` from now on, as (type, text): issue 37 wants none."""
     seen: list = []

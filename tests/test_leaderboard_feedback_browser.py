@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, iu_predictions, module_space, wait_until
+from leaderboard_helpers import (DESKTOP, PHONE, STATE_CEILING_MS, choose_predictions, iu_predictions, module_space,
+                                 wait_until)
 from rexrank.leaderboard import board
 
 IU = "iu_xray-findings"
@@ -75,10 +76,9 @@ def test_feedback_and_search_in_both_themes(browser, space, tmp_path, viewport, 
         # Point 3: the rejection under the button, on screen, announced, readable.
         page.get_by_role("tab", name="Submit", exact=True).click()
         preds = iu_predictions(tmp_path / "bad.json", corrupt={"not-a-study": "x"})
-        page.locator("#submit-file input[type=file]").set_input_files(str(preds))
+        choose_predictions(page, preds)
         page.locator("#submit-name textarea, #submit-name input").first.fill(f"Feedback {theme} {viewport['width']}")
         page.locator("#submit-institution textarea, #submit-institution input").first.fill("QA")
-        page.locator(f'#submit-file a[href][download="{preds.name}"]').wait_for(state="attached")
         page.locator("#submit-button").click()
         status = page.locator("#submit-status")
         status.get_by_text("Submission rejected", exact=False).wait_for(timeout=STATE_CEILING_MS)

@@ -108,6 +108,17 @@ def test_other_fields_lose_hidden_characters():
     assert (info.institution, info.model_type) == ("University", "VLM")
 
 
+def test_the_chosen_files_name_is_shown_as_text():
+    """The Submit form names the file under its button: the user's own file name, made plain text (no markup, no
+    link); no file, a line saying so."""
+    from rexrank.leaderboard.views import NO_FILE_CHOSEN, chosen_file
+
+    assert chosen_file(None) == NO_FILE_CHOSEN
+    assert chosen_file("/tmp/gradio/ab12/preds_v2.json") == r"Chosen: **preds\_v2.json**"
+    shown = chosen_file("/tmp/gradio/ab12/[x](https:evil)<img src=x>.json")
+    assert "<" not in shown and "&lt;img" in shown and r"\[x\](" in shown  # HTML and a link's brackets escaped
+
+
 def test_another_teams_name_details_and_provenance(seeded, service, tmp_path):
     """alice registers TeamX; bob (or anyone anonymous) cannot submit under it; alice can, but the model's details
     stay as registered; every row keeps its own provenance and the board shows alice's newest."""

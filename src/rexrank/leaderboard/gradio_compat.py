@@ -93,8 +93,9 @@ the browser tests that pin them), and pyproject.toml pins the same range.
   docs/leaderboard.md and pinned by a browser test); the console's "Method not implemented." warning is gradio's client
   closing its own stand-in for an event stream (its ``close`` only warns): after every queued event, so the page's
   events are all unqueued (the Submit form, a link's restore, the Arena's votes and board; a link's notice is a note
-  in the page since gradio shows ``gr.Warning`` only from a queued event), and twice per file uploaded (gr.File's
-  progress display opens such a stream; browser test: at most that, and nothing else, in a submission).
+  in the page since gradio shows ``gr.Warning`` only from a queued event), and twice per file uploaded through
+  gr.File (its progress display opens such a stream), so the Submit form's file is chosen with a gr.UploadButton,
+  which has no progress display (browser test: a submission's console is empty).
 """
 
 from __future__ import annotations

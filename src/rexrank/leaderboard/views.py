@@ -19,6 +19,7 @@ import json
 import re
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import pandas as pd
@@ -546,6 +547,15 @@ def subgroup_markdown(entry: dict[str, Any]) -> str:
 
 
 _CLI_HINT = re.compile(r"\s*\((?:[^()]*?\s)?(?:check |use |raise |score )?[^()]*--[a-z][^()]*\)")
+
+
+NO_FILE_CHOSEN = "No file chosen yet."
+
+
+def chosen_file(path: str | None) -> str:
+    """The Submit form's line under its file button: the name of the file uploaded (as the user's machine named it:
+    gradio keeps that name), or that none is."""
+    return f"Chosen: **{md_text(Path(path).name)}**" if path else NO_FILE_CHOSEN
 
 
 def form_message(error: Exception) -> str:

@@ -39,10 +39,11 @@ from rexrank.leaderboard.compare_tab import restore as compare_restore
 from rexrank.leaderboard.gradio_compat import guarded, paint_first, painting_first, signal
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
+from rexrank.leaderboard.submissions import ALLOWED_SUFFIXES
 from rexrank.leaderboard.uploads import ReceivedUploads, upload_root
-from rexrank.leaderboard.views import (PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE, TRAINED_CHOICES,
-                                       Views, first_rows, form_message, model_page_widths, overview_label,
-                                       overview_widths, view_key)
+from rexrank.leaderboard.views import (NO_FILE_CHOSEN, PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE,
+                                       TRAINED_CHOICES, Views, chosen_file, first_rows, form_message,
+                                       model_page_widths, overview_label, overview_widths, view_key)
 
 FRESH_SECONDS = 5  # how often an open page asks whether the store changed (one tiny request when it has not)
 QUEUE_SECONDS = 3  # the queue's own poll while a submission waits or is scored
@@ -774,8 +775,14 @@ def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False, upload_tt
 def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
     """The Submit tab's form, status and queue (built by ``gr.render``: see ``_submit_tab``)."""
     with gr.Row(key="submit-row"):
-        sub_file = gr.File(label="Predictions file (.json, .jsonl or .csv)", type="filepath", elem_id="submit-file",
-                           key="submit-file", interactive=True)
+        with gr.Column(key="submit-col0"):
+            # A button, not gr.File: gr.File's upload progress display opens an event stream whose close prints
+            # gradio 6.31's "Method not implemented." twice per file (issue 37 point 7: the console clean).
+            sub_file = gr.UploadButton(f"Choose the predictions file ({', '.join(ALLOWED_SUFFIXES)})",
+                                       type="filepath", file_types=list(ALLOWED_SUFFIXES), elem_id="submit-file",
+                                       key="submit-file", variant="secondary")
+            sub_chosen = gr.Markdown(NO_FILE_CHOSEN, elem_id="submit-chosen", elem_classes=["board-live"],
+                                     key="submit-chosen")
         with gr.Column(key="submit-col1"):
             sub_name = gr.Textbox(label="Model name", elem_id="submit-name", key="submit-name", interactive=True)
             sub_inst = gr.Textbox(label="Institution", elem_id="submit-institution", key="submit-institution",
@@ -818,14 +825,17 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
         # The upload was used (and deleted) either way: its field is cleared; an accepted entry clears the form.
         cleared = [None, "", "", "", None, "", []] if accepted else [None] + [gr.skip()] * (len(form) - 1)
         return [message, views.queue_note(), views.queue_view(), (job_id, note) if accepted else None,
-                *cleared, gr.Timer(active=views.queue_pending())]
+                *cleared, NO_FILE_CHOSEN, gr.Timer(active=views.queue_pending())]
 
     def poll(last):
         status = views.submit_status(*last) if last else gr.skip()
         return status, views.queue_note(), views.queue_view(), gr.Timer(active=views.queue_pending())
 
     sub_button.click(guarded(submit_form), [*form, sub_dataset, sub_track],
-                     [sub_status, queue_note, queue_table, job, *form, timer], api_visibility="private", queue=False)
+                     [sub_status, queue_note, queue_table, job, *form, sub_chosen, timer], api_visibility="private",
+                     queue=False)
+    # The file's name under its button once the upload is in (the button itself does not show it).
+    sub_file.upload(guarded(chosen_file), sub_file, sub_chosen, **_PRIVATE)
     # Unqueued (a queued event leaves gradio 6.31's client warning "Method not implemented." in the console, issue
     # 37): the service bounds how many files it reads at once (``limits.SUBMISSIONS_AT_ONCE``), not the queue.
     refresh.click(guarded(poll), job, [sub_status, queue_note, queue_table, timer], **_PRIVATE)
