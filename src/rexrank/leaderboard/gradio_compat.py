@@ -202,9 +202,10 @@ def painting_first(js: str) -> str:
     return f"(...a) => {{ ({js})(...a); return ({PAINT_FIRST_JS})(); }}"
 
 
-def signal(gr, elem_id: str):
-    """A hidden component whose change starts an event, also after an unqueued one (see the module docstring)."""
-    return gr.Textbox(visible=False, elem_id=elem_id)
+def signal(gr, elem_id: str, *, render: bool = True):
+    """A hidden component whose change starts an event, also after an unqueued one (see the module docstring).
+    ``render=False``: placed later (``.render()``), beside the page's other signals."""
+    return gr.Textbox(visible=False, elem_id=elem_id, render=render)
 
 
 def guarded(fn: Callable) -> Callable:

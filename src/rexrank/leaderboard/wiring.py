@@ -171,13 +171,20 @@ class _DatasetView:
         # The search answered in the browser (``quick_search``): the rows with no search (none in the first page),
         # the number of the table's last answer to this page and what the browser showed.
         self.base = gr.JSON(None, visible=False, elem_id=f"base-{key}")
-        self.answer = signal(gr, f"answer-{key}")
-        self.claim = signal(gr, f"claim-{key}")
+        self.answer = signal(gr, f"answer-{key}", render=False)  # placed by ``render_signals``
+        self.claim = signal(gr, f"claim-{key}", render=False)
         self.controls = [self.search, self.inst, self.year, self.mtype, self.trained, self.source, self.columns,
                          self.sort]  # links.ViewLink's order
         # What a link leaves out for this table (its track's columns, ranked by the board's metric).
         self.link_defaults = links.ViewLink(columns=tuple(views.metrics(track)), sort=PRIMARY)
         self._plots(gr, views)
+
+    def render_signals(self) -> None:
+        """Place the table's hidden signals. ``build_app`` places every table's beside the page's own: side by side
+        they share one form, where each table's two places added two (gradio's frontend scans every component once
+        per event trigger at start: gradio_compat, paint first)."""
+        for component in (self.answer, self.claim, self.redraw):
+            component.render()
 
     def asked(self, sent: dict, values) -> None:
         """Note in the page's ``sent`` state the control values it last asked this table for. The freshness check
@@ -358,7 +365,7 @@ class _DatasetView:
         self.plots_shown = shown
         # Set by a table request while the plots are shown; the table's requests are unqueued (gradio_compat.signal:
         # with a gr.State the plots kept the rows of before a search, seen in Chromium).
-        self.redraw = signal(gr, f"redraw-{key}")
+        self.redraw = signal(gr, f"redraw-{key}", render=False)
         # Redrawn after the table's own requests (not on the table's .change: gradio's Dataframe fires that when a
         # tab mounts it, which cost every tab opening a request).
         @gr.render(inputs=[shown, metric, *self.controls], triggers=[shown.input, metric.input, self.redraw.change],
@@ -424,6 +431,8 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
         # The other tabs a link may name (those this page has).
         linked_tabs = [links.COMPARE_TAB, *([links.SUBMIT_TAB] if submissions is not None else []),
                        *([links.ARENA_TAB] if arena is not None else []), links.ABOUT_TAB]
+        for view in dataset_views:  # just before the link's and the freshness check's signals (one form)
+            view.render_signals()
         _links(gr, views, demo, tabs, track_tabs, dataset_views, chosen_model, compared, sent, linked_tabs,
                link_notice)
         _freshness(gr, demo, views, sent, generation, header, overview_tables, dataset_views, about_text)
