@@ -147,6 +147,11 @@ def test_the_url_follows_a_visitor_and_reopens_the_same_view(browser, space, pag
         again.get_by_role("tab", name="MIMIC-CXR", exact=True).click()
         again.wait_for_function("(q) => location.search === '?' + q", arg=links.query(expected),
                                 timeout=STATE_CEILING_MS)
+        # A tab opened from the keyboard (Enter on its button) is written too: the writer follows the tabs' clicks.
+        again.get_by_role("tab", name="About", exact=True).focus()
+        again.keyboard.press("Enter")
+        again.wait_for_function("(q) => location.search === '?' + q", arg=f"{links.TAB}={links.ABOUT_TAB}",
+                                timeout=STATE_CEILING_MS)
     finally:
         again.close()
 
@@ -205,6 +210,24 @@ def test_a_link_restores_the_filters(browser, space, page_views):
         page.locator(f"#inst-{KEY}").get_by_text(institution, exact=True).wait_for(timeout=STATE_CEILING_MS)
         page.locator(f"#year-{KEY}").get_by_text(str(year), exact=True).wait_for(timeout=STATE_CEILING_MS)
         assert links.parse(_query(page), [links.DEFAULT_TAB, *DATASETS], DATASETS) == link
+    finally:
+        page.close()
+
+
+def test_the_first_change_after_a_link_that_sets_only_the_sort_is_answered(browser, space, page_views):
+    """A link that sets the sort alone changes neither the search box nor a filter, so no echo of its restore comes
+    (one does for a search or a filter: the rows as restored, not asked again); the visitor's first change after it,
+    the sort again, with the search and filters as restored, is answered, not taken for that echo."""
+    link = links.Link(DATASET, TRACK, links.ViewLink(sort=SORT))
+    page = _new_page(browser, DESKTOP, "light")
+    table = page.locator(f"#table-{KEY}")
+    try:
+        page.goto(space[0] + "?" + links.query(link), wait_until="load")
+        table.get_by_text("ranked by GREEN", exact=False).wait_for(timeout=STATE_CEILING_MS)
+        page.locator(f"#filters-{KEY}").get_by_text("Filters, columns and sorting").click()
+        page.locator(f"#sort-{KEY} input").first.click()
+        page.get_by_role("option", name="BLEU ↑").click()
+        table.get_by_text("ranked by BLEU", exact=False).wait_for(timeout=30_000)
     finally:
         page.close()
 

@@ -83,9 +83,13 @@ the browser tests that pin them), and pyproject.toml pins the same range.
   its tree for it: ~20 ms of the main thread on a 200-model board, run before the browser paints what the click or
   the keystroke changed (a CDP profile, bench/results/leaderboard.md). A browser-only step registered first on the
   same trigger returns a Promise that resolves after the next frame; gradio awaits it before dispatching the next
-  event of that trigger, so the tab's rows or the browser's search rows are on screen first. A tab's step is its
-  URL writer's event (``painting_first``): at start gradio's frontend scans every event's triggers once per
-  component (O(components x triggers), ~0.7 ms a trigger on this page), so the page adds as few as it can.
+  event of that trigger, so the tab's rows or the browser's search rows are on screen first. At start gradio's
+  frontend scans every event once per component (each event and each of its triggers, through its reactive
+  proxies), so the page has one such step for all the search boxes and one for all the table tabs, and one event
+  for all the table tabs' other rows (``gr.EventData.target`` says which tab was opened); a tab's URL is written by
+  the page's head script on a click of the tab's button, which gradio marks with the tab's id (``data-tab-id``,
+  read by ``links.HEAD``; browser test: tests/test_links_browser.py, the address follows a click and Enter on a
+  tab).
   Browser tests: tests/test_leaderboard_quick_search.py and tests/test_leaderboard_first_rows.py (every request of
   a search or a tab's opening leaves after the frame that draws the rows: fails when the step is dropped or not
   awaited).
@@ -194,12 +198,6 @@ def paint_first(gr, triggers: list) -> None:
     module docstring). Call it before registering those events: a trigger's events run in the order added."""
     gr.on(triggers, None, None, None, js=PAINT_FIRST_JS, api_visibility="private", queue=False,
           show_progress="hidden")
-
-
-def painting_first(js: str) -> str:
-    """``js`` (a browser-only event's function), then ``paint_first``'s wait in the same event: one event of the
-    trigger instead of two (each event's triggers cost the page's start, below)."""
-    return f"(...a) => {{ ({js})(...a); return ({PAINT_FIRST_JS})(); }}"
 
 
 def signal(gr, elem_id: str, *, render: bool = True):

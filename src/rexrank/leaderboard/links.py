@@ -18,10 +18,11 @@ from typing import Iterable, NamedTuple, Optional, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 from rexrank.data.tracks import DEFAULT_TRACK
-from rexrank.leaderboard.records import SOURCES, TRACKS
+from rexrank.leaderboard.records import DATASETS, SOURCES, TRACKS
 
 DEFAULT_TAB, MODELS_TAB, COMPARE_TAB = "overview", "models", "compare"  # the tabs' ids (wiring reads them)
 SUBMIT_TAB, ARENA_TAB, ABOUT_TAB = "submit", "arena", "about"  # the other tabs a link may name
+TABS = (DEFAULT_TAB, *DATASETS, MODELS_TAB, COMPARE_TAB, SUBMIT_TAB, ARENA_TAB, ABOUT_TAB)  # every main tab's id
 TAB, TRACK, MODEL, COMPARE = "tab", "track", "model", "compare"
 MAX_QUERY = 4000  # characters: a link a person shares is far shorter
 MAX_VALUES = 60  # parameters in one query
@@ -221,12 +222,10 @@ def view_js(tab: str, track: str, defaults: ViewLink, at: int = 0) -> str:
             f"{json.dumps(names)}, {json.dumps(default_values)}, v.slice({at}, {at + len(names)})); return v; }}")
 
 
-def tab_js(tab: str) -> str:
-    return f"() => {{ window.rexrankLink && window.rexrankLink.tab({json.dumps(tab)}); }}"
-
-
-def track_js(tab: str, track: str) -> str:
-    return f"() => {{ window.rexrankLink && window.rexrankLink.track({json.dumps(tab)}, {json.dumps(track)}); }}"
+def track_tab_id(tab: str, track: str) -> str:
+    """The id of ``track``'s tab inside main tab ``tab`` (the overview or a dataset): the page's URL writer (``HEAD``)
+    knows a track's tab by it."""
+    return f"{tab}-{track}"
 
 
 MODEL_JS = "(m) => { window.rexrankLink && window.rexrankLink.model(m); }"
@@ -248,7 +247,7 @@ HEAD = """<script>
 window.rexrankLink = (() => {
   const DEFAULT_TAB = %(tab)s, DEFAULT_TRACK = %(track)s, TAB = %(tab_key)s, TRACK = %(track_key)s;
   const MODEL = %(model_key)s, COMPARE = %(compare_key)s, MODELS_TAB = %(models_tab)s, COMPARE_TAB = %(compare_tab)s;
-  const GRADIO = %(gradio)s;
+  const GRADIO = %(gradio)s, TABS = %(tabs)s, TRACK_TABS = %(track_tabs)s;
   const S = {tab: DEFAULT_TAB, tracks: {}, views: {}, model: null, compare: []};
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
   function write() {
@@ -277,7 +276,7 @@ window.rexrankLink = (() => {
   }
   const OPENED = location.search;  // the link, whatever is written before the server has read it (READ_JS)
   fromQuery(OPENED);  // until the server has checked the link (reset), keep it as it was opened
-  return {
+  const api = {
     opened: OPENED,
     tab(id) { S.tab = id; write(); },
     track(tab, track) { S.tracks[tab] = track; if (S.tab === tab) write(); },
@@ -295,9 +294,20 @@ window.rexrankLink = (() => {
     compare(ms) { S.compare = ms || []; if (S.tab === COMPARE_TAB) write(); },
     reset(json) { load(JSON.parse(json)); write(); },
   };
+  // A tab opened by the user: its button carries the tab's id (gradio's data-tab-id); Enter and Space on a focused
+  // tab click it too. Here, not an event per tab: gradio's frontend scans every event once per component at start.
+  document.addEventListener("click", (e) => {
+    const button = e.target instanceof Element ? e.target.closest("[role=tab][data-tab-id]") : null;
+    const id = button && button.getAttribute("data-tab-id");
+    if (id && TRACK_TABS[id]) api.track(TRACK_TABS[id][0], TRACK_TABS[id][1]);
+    else if (id && TABS.includes(id)) api.tab(id);
+  }, true);
+  return api;
 })();
 </script>
 """ % {"tab": json.dumps(DEFAULT_TAB), "track": json.dumps(DEFAULT_TRACK), "tab_key": json.dumps(TAB),
        "track_key": json.dumps(TRACK), "model_key": json.dumps(MODEL), "compare_key": json.dumps(COMPARE),
        "models_tab": json.dumps(MODELS_TAB), "compare_tab": json.dumps(COMPARE_TAB),
-       "gradio": json.dumps(GRADIO_PREFIX)}
+       "gradio": json.dumps(GRADIO_PREFIX), "tabs": json.dumps(TABS),
+       "track_tabs": json.dumps({track_tab_id(tab, track): [tab, track] for tab in (DEFAULT_TAB, *DATASETS)
+                                 for track in TRACKS})}

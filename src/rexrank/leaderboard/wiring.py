@@ -36,7 +36,7 @@ from rexrank.errors import RexrankError
 from rexrank.leaderboard import about, clients, links, quick_search
 from rexrank.leaderboard.compare_tab import compare_tab
 from rexrank.leaderboard.compare_tab import restore as compare_restore
-from rexrank.leaderboard.gradio_compat import guarded, paint_first, painting_first, signal
+from rexrank.leaderboard.gradio_compat import guarded, paint_first, signal
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.submissions import ALLOWED_SUFFIXES
@@ -293,6 +293,13 @@ class _DatasetView:
     def refresh_outputs(self) -> list:
         return [*self.table_outputs(), self.inst, self.year, self.mtype, self.trained]
 
+    def answer_in_browser(self) -> None:
+        """The browser's own answer to the search: the first event of the search box's change (gradio runs its
+        outputs before the next event of the same change reads its inputs: the server's reads this change's claim).
+        ``build_app`` adds every table's before the one paint-first step of them all and the server's (``wire``)."""
+        self.search.change(None, [self.search, self.base, self.empty, self.answer],
+                           [self.table, self.claim], js=quick_search.FAST_JS, **_PRIVATE)
+
     def wire(self, gr, views: Views, sent) -> None:
         """The table's events; ``sent``: the page's gr.State of what it was sent."""
         def redraw(plots_shown: bool):
@@ -321,11 +328,6 @@ class _DatasetView:
 
         inputs = [sent, *self.controls, self.plots_shown, self.claim]
         outputs = [*self.table_outputs(), self.redraw, sent]
-        # First the browser's own answer to the search (gradio runs this event's outputs before the next event of
-        # the same change reads its inputs: the claim is this change's), painted before the server's is dispatched.
-        self.search.change(None, [self.search, self.base, self.empty, self.answer],
-                           [self.table, self.claim], js=quick_search.FAST_JS, **_PRIVATE)
-        paint_first(gr, [self.search.change])
         # The page's URL follows the controls: written in the browser by the table's own events' js, which passes
         # their inputs on (an event of its own on each control cost the page's start, gradio_compat: paint first).
         write_url = links.view_js(self.dataset, self.track, self.link_defaults, at=inputs.index(self.controls[0]))
@@ -412,18 +414,23 @@ def build_app(store: Store, submissions=None, *, oauth: bool = False, upload_ttl
             dataset_views = _dataset_tabs(gr, views, built, track_tabs)
             chosen_model = _models_tab(gr, views)
             compared = compare_tab(gr, views)
-            _linked(compared.tab, links.COMPARE_TAB)
             if submissions is not None:
-                _linked(_submit_tab(gr, views, submissions, oauth=oauth, upload_ttl=upload_ttl,
-                                    proxies=clients.trusted_proxies(trusted_proxies)), links.SUBMIT_TAB)
+                _submit_tab(gr, views, submissions, oauth=oauth, upload_ttl=upload_ttl,
+                            proxies=clients.trusted_proxies(trusted_proxies))
             if arena is not None:
                 from rexrank.leaderboard.arena_tab import arena_tab
 
-                _linked(arena_tab(gr, arena, oauth=oauth, rater=arena_rater, refresh_s=FRESH_SECONDS), links.ARENA_TAB)
+                arena_tab(gr, arena, oauth=oauth, rater=arena_rater, refresh_s=FRESH_SECONDS)
             about_text = _about_tab(gr, views, built)
         # What this page was sent: a digest per output and the controls each table was last asked for. gradio keeps
         # one per page (session) and drops it with the session; the freshness refresh sends only what differs.
         sent = gr.State(built)
+        # A search box's change: the browser's answer, then a paint (one event for every table: each event costs the
+        # page's start, gradio_compat), then the server's event. A trigger's events run in the order added.
+        for view in dataset_views:
+            view.answer_in_browser()
+        if dataset_views:
+            paint_first(gr, [view.search.change for view in dataset_views])
         for view in dataset_views:
             view.wire(gr, views, sent)
         _complete_when_shown(gr, demo, views, sent, built, overview_tables, overview_tabs, dataset_views)
@@ -482,16 +489,6 @@ def _freshness(gr, demo, views: Views, sent, generation, header, overview_tables
     stale.change(guarded(refresh), [generation, sent, *controls], outputs, **_PRIVATE)
 
 
-def _linked(tab, tab_id: str, track_of: Optional[str] = None):
-    """``tab`` (a main tab, or a track's tab in main tab ``track_of``) writes itself into the page's URL when
-    selected (``links.HEAD``; in the browser only). Returns ``tab``."""
-    js = links.tab_js(tab_id) if track_of is None else links.track_js(track_of, tab_id)
-    # Also the tab's paint-first step: the table tabs' events for their other rows, added after this one, wait for
-    # the tab to be painted (gradio_compat.paint_first).
-    tab.select(None, None, None, js=painting_first(js), **_PRIVATE)
-    return tab
-
-
 def _links(gr, views: Views, demo, tabs, track_tabs: dict, dataset_views: list, chosen_model, compared,
            sent, linked_tabs: list[str], link_notice) -> None:
     """Shareable links (``links``): a page opened with a query shows what it names.
@@ -545,13 +542,12 @@ def _overview_tab(gr, views: Views, built: dict, track_tabs: dict) -> dict:
         return payload(views.overview_view(check_track(track)))
 
     tables, tabs = {}, {}
-    with _linked(gr.Tab("Overview", id=links.DEFAULT_TAB), links.DEFAULT_TAB):
+    with gr.Tab("Overview", id=links.DEFAULT_TAB):
         with gr.Tabs(elem_id="overview-tracks") as tracks:
-            track_tabs[links.DEFAULT_TAB] = (tracks, lambda track: f"overview-{track}")
+            track_tabs[links.DEFAULT_TAB] = (tracks, lambda track: links.track_tab_id(links.DEFAULT_TAB, track))
             for track in TRACKS:
                 suffix = "" if track == TRACKS[0] else f"-{track}"
-                with _linked(gr.Tab(TRACK_LABELS[track], id=f"overview-{track}"), track,
-                             links.DEFAULT_TAB) as track_tab:
+                with gr.Tab(TRACK_LABELS[track], id=links.track_tab_id(links.DEFAULT_TAB, track)) as track_tab:
                     whole = views.overview_view(track)
                     table, label = first_rows(whole, overview_label(track))
                     built[f"overview-{track}"] = digest(table)
@@ -603,34 +599,43 @@ def _complete_when_shown(gr, demo, views: Views, sent, built: dict, overview_tab
     table: the overview's first track on the page's load, another track when its tab is selected, a dataset's
     tables when its tab or a track's is selected (then nothing more). A table built whole has no such event: a
     small board's page sends no request when a tab is opened."""
-    def overview(track: str):
-        def complete(page_sent: dict):
-            page_sent[f"whole-overview-{track}"] = True
-            return [overview_update(gr, views, track, page_sent, whole=True), page_sent]
-        return complete
-
-    # Each tab's URL writer (``_linked``, added when the tab was built) lets the tab paint before these requests.
-    for k, (track, table) in enumerate(overview_tables.items()):
+    # What each tab's opening completes: ("overview", track) or ("view", a dataset view), by the tab's block.
+    parts: dict = {}
+    on_load: list = []
+    for k, (track, tab) in enumerate(overview_tabs.items()):
         if not built[f"whole-overview-{track}"]:
-            triggers = [overview_tabs[track].select] + ([demo.load] if k == 0 else [])
-            gr.on(triggers, guarded(overview(track)), [sent], [table, sent], **_PRIVATE)
+            parts.setdefault(id(tab), (tab, []))[1].append(("overview", track))
+            on_load += [("overview", track)] if k == 0 else []
+    shown_views = [v for v in dataset_views if v.partial]
+    for view in shown_views:
+        for tab in (view.tab, view.dataset_tab):
+            parts.setdefault(id(tab), (tab, []))[1].append(("view", view))
+    if not parts:
+        return
+    tracks = [track for track in overview_tables if not built[f"whole-overview-{track}"]]
+    n = len(shown_views[0].controls) if shown_views else 0
 
-    def dataset(shown_views: list):
-        def complete(page_sent: dict, *values):
-            n, out = len(shown_views[0].controls), []
-            for k, view in enumerate(shown_views):
-                out += view.shown(gr, views, values[k * n:(k + 1) * n], page_sent)
-            return [*out, page_sent]
-        return complete
+    def complete(evt: gr.EventData, page_sent: dict, *values):
+        """The tables the selected tab (``evt.target``; none: the page's load) shows: their other rows."""
+        chosen = parts.get(id(evt.target), (None, []))[1] if getattr(evt, "target", None) is not None else on_load
+        out = [overview_update(gr, views, track, page_sent, whole=True) if ("overview", track) in chosen
+               else gr.skip() for track in tracks]
+        for track in tracks:
+            if ("overview", track) in chosen:
+                page_sent[f"whole-overview-{track}"] = True
+        for k, view in enumerate(shown_views):
+            out += (view.shown(gr, views, values[k * n:(k + 1) * n], page_sent) if ("view", view) in chosen
+                    else [gr.skip()] * len(view.table_outputs()))
+        return [*out, page_sent]
 
-    by_tab: dict = {}  # a dataset's tab -> its views built with their first rows
-    for view in (v for v in dataset_views if v.partial):
-        by_tab.setdefault(view.dataset_tab, []).append(view)
-        gr.on([view.tab.select], guarded(dataset([view])), [sent, *view.controls], [*view.table_outputs(), sent],
-              **_PRIVATE)
-    for tab, shown_views in by_tab.items():
-        gr.on([tab.select], guarded(dataset(shown_views)), [sent, *(c for v in shown_views for c in v.controls)],
-              [*(o for v in shown_views for o in v.table_outputs()), sent], **_PRIVATE)
+    selects = [tab.select for tab, _ in parts.values()]
+    # One event for every such tab (each event costs the page's start: gradio_compat, paint first), after one
+    # paint-first step for them all; "multiple": a tab opened while another's answer is on its way is answered too.
+    paint_first(gr, selects)
+    gr.on([*selects, *([demo.load] if on_load else [])], guarded(complete),
+          [sent, *(c for v in shown_views for c in v.controls)],
+          [*(overview_tables[t] for t in tracks), *(o for v in shown_views for o in v.table_outputs()), sent],
+          trigger_mode="multiple", **_PRIVATE)
 
 
 def _dataset_tabs(gr, views: Views, built: dict, track_tabs: dict) -> list:
@@ -638,12 +643,11 @@ def _dataset_tabs(gr, views: Views, built: dict, track_tabs: dict) -> list:
     wired by ``build_app`` once the page's ``sent`` state exists)."""
     views_built = []
     for dataset in DATASETS:
-        with _linked(gr.Tab(DATASET_LABELS[dataset], id=dataset), dataset) as dataset_tab:
+        with gr.Tab(DATASET_LABELS[dataset], id=dataset) as dataset_tab:
             with gr.Tabs() as tracks:
-                track_tabs[dataset] = (tracks, lambda track, dataset=dataset: view_key(dataset, track))
+                track_tabs[dataset] = (tracks, lambda track, dataset=dataset: links.track_tab_id(dataset, track))
                 for track in TRACKS:
-                    with _linked(gr.Tab(TRACK_LABELS[track], id=view_key(dataset, track)), track,
-                                 dataset) as track_tab:
+                    with gr.Tab(TRACK_LABELS[track], id=links.track_tab_id(dataset, track)) as track_tab:
                         view = _DatasetView(gr, views, dataset, track, built)
                         view.tab, view.dataset_tab = track_tab, dataset_tab
                         views_built.append(view)
@@ -669,7 +673,8 @@ def _models_tab(gr, views: Views):
         table, text = views.model_view(model)
         return payload(table), text
 
-    with _linked(gr.Tab("Models", id=links.MODELS_TAB), links.MODELS_TAB) as tab:
+    with gr.Tab("Models", id=links.MODELS_TAB) as tab:
+        paint_first(gr, [tab.select])  # the tab shown before its render's request (added before the render)
         # Each opening rebuilds the tab on the model chosen last, else the overview's first (never empty). Any name
         # is accepted (the API may ask for a newer model).
         chosen = gr.State(None)
@@ -855,7 +860,7 @@ def _about_tab(gr, views: Views, built: dict):
     """The About tab: for readers (``about``), with the "Metrics vs radiologists" section of the published
     meta-evaluation (``views.meta_eval_markdown``; Markdown, already in the first page: no new component type).
     Returns the text's component (the freshness refresh rewrites it)."""
-    with _linked(gr.Tab("About", id=links.ABOUT_TAB), links.ABOUT_TAB):
+    with gr.Tab("About", id=links.ABOUT_TAB):
         about_text = views.about_markdown()
         built["about"] = digest(about_text)
         text = gr.Markdown(about_text, elem_id="about-text")
