@@ -617,12 +617,13 @@ def _complete_when_shown(gr, demo, views: Views, sent, built: dict, overview_tab
 
     def complete(evt: gr.EventData, page_sent: dict, *values):
         """The tables the selected tab (``evt.target``; none: the page's load) shows: their other rows."""
-        chosen = parts.get(id(evt.target), (None, []))[1] if getattr(evt, "target", None) is not None else on_load
-        out = [overview_update(gr, views, track, page_sent, whole=True) if ("overview", track) in chosen
-               else gr.skip() for track in tracks]
+        chosen = on_load if evt.target is None else parts[id(evt.target)][1]
+        out = []
         for track in tracks:
             if ("overview", track) in chosen:
                 page_sent[f"whole-overview-{track}"] = True
+            out.append(overview_update(gr, views, track, page_sent, whole=True) if ("overview", track) in chosen
+                       else gr.skip())
         for k, view in enumerate(shown_views):
             out += (view.shown(gr, views, values[k * n:(k + 1) * n], page_sent) if ("view", view) in chosen
                     else [gr.skip()] * len(view.table_outputs()))
