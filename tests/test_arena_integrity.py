@@ -246,3 +246,112 @@ def test_integrity_and_the_board_are_computed_once_per_change_of_the_votes(store
     store.add_rater_event("hf:bob", "expert")
     arena.integrity()
     assert len(fits) > done
+
+
+# -- the flag's edges (issue 51 point 5: FLAG_MIN_VOTES 14 or 16, ">=" as ">", a two-sided z and a fixed variance
+# of 0.25 all passed the tests above) ---------------------------------------------------------------------------------
+RIGGED_WEAK = {"alpha-rad": -1.5, "beta-cxr": 0.0, "gamma-gen": 0.2, "delta-vlm": 0.4}  # alpha far below the rest
+RIGGED_STRONG = {"alpha-rad": 1.0, "beta-cxr": 0.0, "gamma-gen": -0.2, "delta-vlm": -0.4}
+_OTHERS = [m for m in MODELS if m != RIGGED]
+
+
+def _population(strength: dict[str, float], *, raters: int = 10, studies: int = 40, seed: int = 1) -> list[tuple]:
+    """Honest votes: each rater one vote per study on a random pair, side A winning with sigmoid(s_A - s_B)."""
+    rng = np.random.default_rng(seed)
+    votes = []
+    for r in range(raters):
+        for k in range(studies):
+            a, b = rng.choice(MODELS, 2, replace=False)
+            p = 1 / (1 + np.exp(-(strength[a] - strength[b])))
+            votes.append((f"hf:honest{r}", f"s{k:03d}", a, b, "a" if rng.random() < p else "b"))
+    return votes
+
+
+def _integrity_of(tmp_path, votes: list[tuple], models=MODELS) -> dict[str, dict]:
+    """The integrity rows of an Arena whose log holds exactly ``votes`` (rater, study, side A, side B, choice),
+    written as the Arena writes them, so each scenario's counts are exact (no tickets, no pace, no coin)."""
+    from rexrank.leaderboard.store.events import make_vote
+
+    s = Store(tmp_path / "b.sqlite")
+    _keep(s, models=models, n_studies=40)
+    arena = Arena(s, n_boot=0, pace=NO_PACE)
+    start = time.time()
+    for i, (rater, study, a, b, choice) in enumerate(votes):
+        s.add_vote(make_vote(at=start + i, rater=rater, expert=False, dataset=arena.dataset, split=arena.split,
+                             track=arena.track, study=study, models=(a, b), choice=choice, tags={},
+                             version=arena.app_version))
+    rows = {row["rater"]: row for row in arena.integrity()}
+    s.close()
+    return rows
+
+
+def _z_by_definition(votes: list[tuple], rater: str, *, variance=None) -> dict[str, float]:
+    """docs/arena.md's one-sided z, computed vote by vote: the Bradley-Terry fit of everyone else's votes gives each of
+    the rater's votes p = P(side A); per model, (its score - its expected score) / sqrt(sum of p(1 - p)).
+    ``variance``: a fixed variance per vote instead (what the flag must not use)."""
+    from rexrank.leaderboard.arena import SCORE_A, fit_wins
+
+    index = {m: i for i, m in enumerate(MODELS)}
+    wins = np.zeros((len(MODELS), len(MODELS)))
+    for who, _, a, b, choice in votes:
+        if who != rater:
+            wins[index[a], index[b]] += SCORE_A[choice]
+            wins[index[b], index[a]] += 1 - SCORE_A[choice]
+    strength = fit_wins(wins)
+    sums = {m: [0.0, 0.0, 0.0] for m in MODELS}  # observed, expected, variance
+    for who, _, a, b, choice in votes:
+        if who == rater:
+            p = 1 / (1 + np.exp(-(strength[index[a]] - strength[index[b]])))
+            for model, score, expected in ((a, SCORE_A[choice], p), (b, 1 - SCORE_A[choice], 1 - p)):
+                sums[model][0] += score
+                sums[model][1] += expected
+                sums[model][2] += expected * (1 - expected) if variance is None else variance
+    return {m: (o - e) / np.sqrt(v) for m, (o, e, v) in sums.items() if v > 0}
+
+
+def test_the_flag_needs_fifteen_votes_on_the_model(tmp_path):
+    """Two raters vote for a weak model every time, far beyond FLAG_Z: over 15 of their votes on it is flagged, over
+    14 is not (the count, not the z, decides: FLAG_MIN_VOTES is 15 and "at least")."""
+    votes = _population(RIGGED_WEAK)
+    for rater, n in (("hf:fifteen", 15), ("hf:fourteen", 14)):
+        votes += [(rater, f"s{k:03d}", RIGGED, _OTHERS[k % 3], "a") for k in range(n)]
+    rows = _integrity_of(tmp_path, votes)
+    for rater, n in (("hf:fifteen", 15), ("hf:fourteen", 14)):
+        assert rows[rater]["one-sided model"] == RIGGED and rows[rater]["votes on it"] == n
+        assert rows[rater]["one-sided z"] >= FLAG_Z + 1, rows[rater]
+    assert rows["hf:fifteen"]["flagged"] and not rows["hf:fourteen"]["flagged"]
+
+
+def test_a_z_of_exactly_flag_z_is_flagged(tmp_path):
+    """A lone rater on two models: everyone else's fit is flat, so each vote expects 0.5 with variance 1/4, and 16
+    wins give z = (16 - 8) / sqrt(16/4) = 4 = FLAG_Z exactly: flagged ("at least"). 15 wins of 16: 3.5, not."""
+    assert FLAG_Z == 4.0
+    pair = ("alpha-rad", "beta-cxr")
+    rows = _integrity_of(tmp_path, [("hf:ann", f"s{k:03d}", *pair, "a") for k in range(16)], models=pair)
+    assert rows["hf:ann"]["one-sided z"] == FLAG_Z and rows["hf:ann"]["flagged"]
+    (tmp_path / "again").mkdir()
+    rows = _integrity_of(tmp_path / "again", [("hf:ann", f"s{k:03d}", *pair, "a" if k else "b") for k in range(16)],
+                         models=pair)
+    assert rows["hf:ann"]["one-sided z"] == 3.5 and not rows["hf:ann"]["flagged"]
+
+
+def test_voting_against_a_model_is_not_one_sided_toward_it(tmp_path):
+    """Only "toward" flags (Arena.integrity's docstring): a rater who votes against the strong model 18 times has a z
+    far below -FLAG_Z on it; that must neither name it nor flag the rater (a two-sided z would, and would let a rigger
+    get honest raters flagged). Each model they voted for has 6 votes: under FLAG_MIN_VOTES."""
+    votes = _population(RIGGED_STRONG) + [("hf:critic", f"s{k:03d}", RIGGED, _OTHERS[k % 3], "b") for k in range(18)]
+    assert _z_by_definition(votes, "hf:critic")[RIGGED] <= -FLAG_Z - 2  # the scenario is what it says
+    row = _integrity_of(tmp_path, votes)["hf:critic"]
+    assert row["one-sided model"] != RIGGED and row["votes on it"] == 6 and not row["flagged"], row
+
+
+def test_the_z_weighs_each_vote_by_its_own_variance(tmp_path):
+    """The weak model wins 10 of a fan's 18 votes on it: each vote's p(1 - p) (p ~0.2) gives z ~5.8, flagged; a fixed
+    variance of 1/4 per vote (the largest p(1 - p) can be) would give ~3.7 and miss it. The shown z is the definition's."""
+    votes = _population(RIGGED_WEAK) + [("hf:fan", f"s{k:03d}", RIGGED, _OTHERS[k % 3], "a" if k < 10 else "b")
+                                        for k in range(18)]
+    expected = _z_by_definition(votes, "hf:fan")
+    assert expected[RIGGED] >= FLAG_Z + 1 and _z_by_definition(votes, "hf:fan", variance=0.25)[RIGGED] < FLAG_Z - 0.2
+    row = _integrity_of(tmp_path, votes)["hf:fan"]
+    assert row["one-sided model"] == RIGGED and row["one-sided z"] == round(float(expected[RIGGED]), 2)
+    assert row["flagged"], row
