@@ -1,0 +1,69 @@
+"""Escaping and element helpers: the pages' one way of turning text into HTML.
+
+Text from the store (model names, institutions, URLs, notes) and from a request (a search) is hostile: it reaches a
+page only through ``text`` (escaped, quotes included, so it is safe in an attribute too). ``Html`` marks a string
+that is already markup built here; ``el`` escapes every child that is not one, and every attribute value.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any, Iterable
+
+_ATTRIBUTE = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+class Html(str):
+    """Markup built by these helpers (never text from outside)."""
+
+
+def text(value: Any) -> Html:
+    """``value`` as escaped text (None is empty)."""
+    return Html(html.escape("" if value is None else str(value), quote=True))
+
+
+def join(parts: Iterable[Any], sep: str = "") -> Html:
+    """Children as one piece of markup, each escaped unless it is ``Html``."""
+    return Html(sep.join(part if isinstance(part, Html) else text(part) for part in parts))
+
+
+def attributes(**values: Any) -> str:
+    """``name="value"`` pairs: a trailing ``_`` is dropped (``class_``), ``_`` becomes ``-`` (``data_key``); None and
+    False leave the attribute out, True writes it bare."""
+    out = []
+    for key, value in values.items():
+        name = key.rstrip("_").replace("_", "-")
+        if not _ATTRIBUTE.match(name):  # names are ours, never input: a bad one is a bug here
+            raise ValueError(f"not an attribute name: {name!r}")
+        if value is None or value is False:
+            continue
+        out.append(f" {name}" if value is True else f' {name}="{text(value)}"')
+    return "".join(out)
+
+
+def el(tag: str, *children: Any, **attrs: Any) -> Html:
+    """``<tag attrs>children</tag>``."""
+    return Html(f"<{tag}{attributes(**attrs)}>{join(children)}</{tag}>")
+
+
+def void(tag: str, **attrs: Any) -> Html:
+    """An element without content (``<input ...>``)."""
+    return Html(f"<{tag}{attributes(**attrs)}>")
+
+
+def table(caption: Any, headers: list[Any], rows: Iterable[list[Any]], *, row_header: int | None = 1,
+          sticky: bool = True, **attrs: Any) -> Html:
+    """A real table: a ``<caption>``, column headers ``<th scope="col">``, and in each row the cell at
+    ``row_header`` (the model's name) a ``<th scope="row">``, sticky on a narrow screen when ``sticky``; wrapped in
+    a box that scrolls sideways on its own (the page never does)."""
+    head = el("tr", *(el("th", h, scope="col", class_="sticky" if sticky and k == row_header else None)
+                      for k, h in enumerate(headers)))
+    body = []
+    for row in rows:
+        cells = [el("th", cell, scope="row", class_="sticky" if sticky else None) if k == row_header
+                 else el("td", cell) for k, cell in enumerate(row)]
+        body.append(el("tr", *cells))
+    return el("div", el("table", el("caption", caption), el("thead", head), el("tbody", *body), **attrs),
+              class_="table-box", role="region", aria_label=caption if not isinstance(caption, Html) else None,
+              tabindex="0")

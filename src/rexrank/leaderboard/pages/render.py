@@ -1,0 +1,369 @@
+"""The views as HTML: each page is a function of the store (through ``views.Views``) and a checked link.
+
+A page is its navigation, the controls of its view (plain GET forms: they work without JavaScript) and its live
+part (``live``): what a search as typed and a changed board replace, fetched alone from ``routes``. Every value
+comes from the views as they give it to the gradio board (cells with their intervals, marks and ranks, captions,
+empty-table messages, the model page's and About's Markdown, Compare's data); this module only lays it out, through
+``html``'s escaping helpers. Markdown from the views is rendered with raw HTML off (``markdown``), so even text a
+view failed to escape stays text.
+
+Rendered HTML of a view without a visitor's search or filters is kept in the views' one memo (``Views.memoized``,
+per store generation); a filtered table is rendered on each request.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rexrank.leaderboard import about, board, compare_view, links
+from rexrank.leaderboard.pages import assets
+from rexrank.leaderboard.pages.html import Html, el, join, table, text, void
+from rexrank.leaderboard.pages.params import view_defaults
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS, name_key
+from rexrank.leaderboard.views import (PRIMARY, TITLE, TRAINED_CHOICES, Views, md_link, overview_label, table_label,
+                                       when)
+
+# The tabs a link may name whose page is the gradio board's (a form and an Arena need gradio): linked, not rendered.
+GRADIO_TABS = {links.SUBMIT_TAB: "Submit", links.ARENA_TAB: "Arena"}
+VIEW_NAMES = {links.DEFAULT_TAB: "Overview", **{d: DATASET_LABELS[d] for d in DATASETS}, links.MODELS_TAB: "Models",
+              links.COMPARE_TAB: "Compare", links.ABOUT_TAB: "About"}
+LIVE_ID = "board-live"
+
+
+def href(link: links.Link, views: Views | None = None) -> str:
+    """A relative URL of ``link`` (the pages live under one path: only the query changes)."""
+    defaults = view_defaults(views, link) if views is not None and link.tab in DATASETS else None
+    query = links.query(link._replace(ignored=()), defaults)
+    return f"?{query}" if query else "./"
+
+
+def canonical_query(views: Views, link: links.Link) -> str:
+    """The query of ``link`` as the pages write it (defaults left out, lists repeated)."""
+    return links.query(link._replace(ignored=()), view_defaults(views, link) if link.tab in DATASETS else None)
+
+
+# -- Markdown from the views -------------------------------------------------------------------------------------
+
+_MARKDOWN: Any = None
+# About's anchors (about.meta_anchor) are the one tag the views' Markdown holds; rendered with raw HTML off, they
+# come out as text and are put back as what they are: an empty span with an id of that form.
+_ANCHOR = re.compile(r"&lt;span id=&quot;(meta-[a-z0-9_.-]+)&quot;&gt;&lt;/span&gt;")
+
+
+def markdown(source: str) -> Html:
+    """A view's Markdown as HTML: raw HTML off (text stays text), links only to safe schemes (markdown-it's rule),
+    its tables with column headers and in a sideways-scrolling box like every table here."""
+    global _MARKDOWN
+    if _MARKDOWN is None:
+        from markdown_it import MarkdownIt  # rich's dependency, imported when a page first renders Markdown
+
+        _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
+    out = _ANCHOR.sub(r'<span id="\1"></span>', _MARKDOWN.render(source))
+    out = out.replace("<th>", '<th scope="col">').replace("<table>", '<div class="table-box" tabindex="0"><table>')
+    return Html(out.replace("</table>", "</table></div>"))
+
+
+# -- pieces ------------------------------------------------------------------------------------------------------
+
+def _nav(link: links.Link) -> Html:
+    items = []
+    for tab, name in VIEW_NAMES.items():
+        current = "page" if tab == link.tab else None
+        items.append(el("li", el("a", name, href=href(links.Link(tab=tab)), aria_current=current)))
+    for tab, name in GRADIO_TABS.items():
+        items.append(el("li", el("a", f"{name} ↗", href=f"../?{links.TAB}={tab}")))
+    return el("nav", el("ul", *items), aria_label="Board views", class_="views")
+
+
+def _tracks(link: links.Link) -> Html:
+    items = [el("li", el("a", TRACK_LABELS[track], href=href(links.Link(tab=link.tab, track=track)),
+                         aria_current="page" if track == link.track else None)) for track in TRACKS]
+    return el("nav", el("ul", *items), aria_label="Tracks", class_="tracks")
+
+
+def model_href(name: str) -> str:
+    return href(links.Link(tab=links.MODELS_TAB, model=name))
+
+
+def _model_cell(name: str, suffix: str = "", url: str = "") -> Html:
+    """A model's name linking to its page, the marks the view put after it, and its own site when it has one."""
+    site = el("a", "↗", href=url, rel="nofollow noopener ugc", class_="site",
+              aria_label=f"{name}: the model's site") if url else ""
+    return join([el("a", name, href=model_href(name)), suffix, " " if site else "", site])
+
+
+# -- overview ----------------------------------------------------------------------------------------------------
+
+def overview_live(views: Views, link: links.Link) -> Html:
+    def compute() -> Html:
+        frame = views.overview_view(link.track)
+        if frame.empty:
+            return el("p", "No ranked results on this track yet.", class_="empty")
+        columns = list(frame.columns)
+        rows = ([_model_cell(cell) if column == "Model" else cell for column, cell in zip(columns, values)]
+                for values in frame.itertuples(index=False))
+        return table(overview_label(link.track), columns, rows, row_header=columns.index("Model"), id="overview")
+    return views.memoized(("page-overview", link.track), compute)
+
+
+def overview_controls(views: Views, link: links.Link) -> Html:
+    return join([el("h2", "Overview"), _tracks(link)])
+
+
+# -- a dataset and track -----------------------------------------------------------------------------------------
+
+def _filters(link: links.Link) -> dict[str, Any]:
+    view = link.view
+    return {"search": view.search, "institutions": list(view.institutions), "years": list(view.years),
+            "model_types": list(view.model_types), "trained": view.trained, "sources": list(view.sources),
+            "columns": list(view.columns) if view.columns is not None else None, "sort_by": view.sort or PRIMARY}
+
+
+def dataset_live(views: Views, link: links.Link) -> Html:
+    plain = link.view == links.ViewLink()
+    if plain:
+        return views.memoized(("page-table", link.tab, link.track), lambda: _dataset_live(views, link))
+    return _dataset_live(views, link)
+
+
+def _dataset_live(views: Views, link: links.Link) -> Html:
+    dataset, track = link.tab, link.track
+    page = views.page_table(dataset, track, **_filters(link))
+    labels = dict(views.metric_choices(track))  # shown label -> metric
+    sort = link.view.sort or PRIMARY
+    headers = []
+    for column in page.frame.columns:
+        metric = labels.get(column)
+        if metric is None:
+            headers.append(column)
+        else:  # a column header sorts by its metric (the link keeps the rest of the view)
+            target = link._replace(view=link.view._replace(sort=metric))
+            headers.append(el("a", column, href=href(target, views), aria_current="true" if metric == sort else None))
+    rows = []
+    shown = page.shown
+    at = list(page.frame.columns).index("Model")
+    for k, values in enumerate(page.frame.itertuples(index=False)):
+        cells = list(values)
+        name, url = str(shown["model"].iloc[k]), str(shown["url"].iloc[k] or "")
+        prefix = md_link(name, url)  # what the view's Model cell starts with; the rest are its marks
+        marks = cells[at][len(prefix):] if cells[at].startswith(prefix) else ""
+        # md_link makes a link only of a URL it accepts (an escaped name never starts with "[")
+        cells[at] = _model_cell(name, marks, url if prefix.startswith("[") else "")
+        rows.append(cells)
+    count = (f"{len(page.frame)} of {len(page.full)} rows" if len(page.frame) != len(page.full)
+             else f"{len(page.full)} rows")
+    parts = [el("p", count, class_="count", role="status")]
+    if page.empty:
+        parts.append(el("div", markdown(page.empty), class_="empty"))
+    else:
+        parts.append(table(page.label, headers, rows, row_header=list(page.frame.columns).index("Model"),
+                           id=f"table-{dataset}-{track}"))
+    csv = f"csv/{dataset}/{track}"
+    parts.append(el("p", el("a", "CSV", href=csv, download=True), " · ",
+                    el("a", "JSON", href=f"json/{dataset}/{track}"), " of every row of this table",
+                    class_="downloads"))
+    return join(parts)
+
+
+def _checks(name: str, legend: str, choices: list[tuple[str, Any]], chosen: list[Any]) -> Html:
+    boxes = [el("label", void("input", type="checkbox", name=name, value=value, checked=value in chosen), " ", label)
+             for label, value in choices]
+    return el("fieldset", el("legend", legend), *boxes)
+
+
+def dataset_controls(views: Views, link: links.Link) -> Html:
+    dataset, track = link.tab, link.track
+    view = link.view
+    choices = views.filter_choices(dataset, track)
+    metrics = views.metric_choices(track)
+    shown_columns = list(view.columns) if view.columns is not None else [m for _, m in metrics]
+    fields = [void("input", type="hidden", name=links.TAB, value=dataset),
+              void("input", type="hidden", name=links.TRACK, value=track)]
+    search = el("label", "Search models and institutions ",
+                void("input", type="search", name=links.PARAMS["search"], value=view.search, autocomplete="off",
+                     placeholder="e.g. maira 2 | medgemma", id="board-search"))
+    groups = []
+    if len(choices.institutions) > 1:
+        groups.append(_checks(links.PARAMS["institutions"], "Institution",
+                              [(i, i) for i in choices.institutions], list(view.institutions)))
+    if len(choices.years) > 1:
+        groups.append(_checks(links.PARAMS["years"], "Year", [(str(y), y) for y in choices.years], list(view.years)))
+    if len(choices.model_types) > 1:
+        groups.append(_checks(links.PARAMS["model_types"], "Model type", [(t, t) for t in choices.model_types],
+                              list(view.model_types)))
+    groups.append(_checks(links.PARAMS["sources"], "Source", [(s, s) for s in SOURCES], list(view.sources)))
+    if choices.show_trained:
+        radios = [el("label", void("input", type="radio", name=links.PARAMS["trained"], value=value,
+                                   checked=value == view.trained), " ", label) for label, value in TRAINED_CHOICES]
+        groups.append(el("fieldset", el("legend", "Trained on this dataset"), *radios))
+    groups.append(_checks(links.PARAMS["columns"], "Columns", metrics, shown_columns))
+    options = [el("option", label, value=metric, selected=metric == (view.sort or PRIMARY)) for label, metric in metrics]
+    groups.append(el("label", "Rank and sort by ", el("select", *options, name=links.PARAMS["sort"])))
+    filtered = view._replace(search="") != links.ViewLink()
+    details = el("details", el("summary", "Filters, columns and sorting"), *groups, open=filtered)
+    reset = el("a", "Clear all", href=href(links.Link(tab=dataset, track=track)))
+    form = el("form", *fields, search, details, el("button", "Apply", type="submit"), " ", reset,
+              method="get", action="./", class_="controls", role="search")
+    return join([el("h2", DATASET_LABELS[dataset]), _tracks(link), form])
+
+
+# -- a model -----------------------------------------------------------------------------------------------------
+
+def model_controls(views: Views, link: links.Link, model: str | None) -> Html:
+    names = views.models_list()
+    options = [el("option", name, value=name, selected=name == model) for name in names]
+    form = el("form", void("input", type="hidden", name=links.TAB, value=links.MODELS_TAB),
+              el("label", "Model ", el("select", *options, name=links.MODEL)), " ", el("button", "Show", type="submit"),
+              method="get", action="./", class_="controls")
+    return join([el("h2", "Models"), form])
+
+
+def model_live(views: Views, model: str | None) -> Html:
+    if not model:
+        return el("p", "No model on this board yet.", class_="empty")
+    return views.memoized(("page-model", model), lambda: _model_live(views, model))
+
+
+def _model_live(views: Views, model: str) -> Html:
+    frame, details = views.model_view(model)
+    parts = [el("h3", model)]
+    if not frame.empty:
+        columns = list(frame.columns)
+        parts.append(table(f"{model}: every result on this board", columns,
+                           (list(values) for values in frame.itertuples(index=False)), row_header=0))
+    parts.append(el("div", markdown(details), class_="model-details"))
+    return join(parts)
+
+
+# -- compare -----------------------------------------------------------------------------------------------------
+
+PICK_NOTE = (f"Choose {compare_view.MIN_MODELS} to {compare_view.MAX_MODELS} models to compare them on every "
+             "board.")
+
+
+def compare_controls(views: Views, link: links.Link) -> Html:
+    names = views.models_list()
+    picked = list(link.compare)
+    selects = []
+    for k in range(compare_view.MAX_MODELS):
+        current = picked[k] if k < len(picked) else ""
+        options = [el("option", "—", value="")] + [el("option", name, value=name, selected=name == current)
+                                                   for name in names]
+        selects.append(el("label", f"Model {k + 1} ", el("select", *options, name=links.COMPARE)))
+    form = el("form", void("input", type="hidden", name=links.TAB, value=links.COMPARE_TAB), *selects,
+              el("button", "Compare", type="submit"), method="get", action="./", class_="controls")
+    return join([el("h2", "Compare"), form])
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def compare_live(views: Views, link: links.Link) -> Html:
+    picked = list(link.compare)
+    if not picked:
+        return el("p", PICK_NOTE, class_="empty")
+    result = compare_view.compare(views, picked)
+    if "error" in result:
+        return el("p", result["error"], class_="empty")
+    if not result["boards"]:
+        return el("p", "None of these models has a result on a board yet.", class_="empty")
+    order = {name_key(m): k for k, m in enumerate(result["models"])}  # the columns in the order picked
+    parts = []
+    for entry in result["boards"]:
+        columns = sorted(entry["columns"], key=lambda c: order.get(name_key(c["model"]), len(order)))
+        labels = {m["metric"]: m["label"] for m in entry["metrics"]}
+        heads = ["Metric"] + [join([el("a", c["model"], href=model_href(c["model"])),
+                                    " (published)" if c["source"] == "published" else ""]) for c in columns]
+        rows = [[f"Rank ({board.metric_name(PRIMARY)})"] + ["–" if c["rank"] is None else str(c["rank"])
+                                                           for c in columns]]
+        for metric in entry["metrics"]:
+            name = metric["metric"]
+            if all(c["values"][name] == "–" for c in columns):
+                continue
+            rows.append([metric["label"]] + [c["values"][name] + ("" if c["ranks"][name] is None
+                                                                   else f" · #{c['ranks'][name]}") for c in columns])
+        parts.append(el("h3", entry["label"]))
+        parts.append(table(f"{entry['label']}: values [95% CI] · rank", heads, rows, row_header=0))
+        parts.append(_paired(entry["paired"], labels, entry["label"]))
+    return join(parts)
+
+
+def _paired(paired: dict[str, Any], labels: dict[str, str], board_label: str) -> Html:
+    if not paired.get("pairwise"):
+        return el("p", paired.get("note") or "", class_="note")
+    rows = [[f"{pair['a']} − {pair['b']}", labels.get(metric, metric), _num(test.get("difference")),
+             f"[{_num(test.get('ci_low'))}, {_num(test.get('ci_high'))}]", _num(test.get("p_bootstrap")),
+             test.get("verdict", "")]
+            for pair in paired["pairwise"] for metric, test in pair["tests"].items()]
+    ranks = [[model, labels.get(metric, metric), _num(r["rank"], 0),
+              f"[{_num(r['rank_ci_low'], 0)}, {_num(r['rank_ci_high'], 0)}]"]
+             for metric, ranking in paired["ranking"].items() for model, r in ranking["models"].items()]
+    return join([el("p", f"Paired tests on {paired['n_studies']} shared studies (per-study values kept by the "
+                         "board)."),
+                 el("p", paired["note"], class_="note") if paired.get("note") else "",
+                 table(f"{board_label}: paired tests", ["Pair", "Metric", "Difference", "CI", "p", "Verdict"], rows,
+                       row_header=0),
+                 table(f"{board_label}: rank intervals", ["Model", "Metric", "Rank", "Rank interval"], ranks,
+                       row_header=0)])
+
+
+# -- about -------------------------------------------------------------------------------------------------------
+
+def about_live(views: Views) -> Html:
+    def compute() -> Html:
+        cite = el("section", el("h3", "Cite ReXrank (BibTeX)"),
+                  el("pre", el("code", about.CITATION_BIBTEX.strip()), tabindex="0"), id="cite")
+        return join([el("div", markdown(views.about_markdown()), class_="about"), cite])
+    return views.memoized(("page-about",), compute)
+
+
+# -- the page ----------------------------------------------------------------------------------------------------
+
+def _gradio_only(tab: str) -> Html:
+    return el("p", f"{GRADIO_TABS[tab]} is on the ", el("a", "gradio page", href=f"../?{links.TAB}={tab}"), ".")
+
+
+def parts(views: Views, link: links.Link) -> tuple[str, Html, Html]:
+    """(the page's title, its view's controls, its live part) for a checked link."""
+    tab = link.tab
+    if tab == links.DEFAULT_TAB:
+        return "Overview", overview_controls(views, link), overview_live(views, link)
+    if tab in DATASETS:
+        title = f"{DATASET_LABELS[tab]} · {TRACK_LABELS[link.track]}"
+        return title, dataset_controls(views, link), dataset_live(views, link)
+    if tab == links.MODELS_TAB:
+        model = link.model or views.default_model()
+        return model or "Models", model_controls(views, link, model), model_live(views, model)
+    if tab == links.COMPARE_TAB:
+        return "Compare", compare_controls(views, link), compare_live(views, link)
+    if tab == links.ABOUT_TAB:
+        return "About", el("h2", "About"), about_live(views)
+    return GRADIO_TABS[tab], el("h2", GRADIO_TABS[tab]), _gradio_only(tab)
+
+
+def live(views: Views, link: links.Link) -> Html:
+    """The part of a page that a search as typed and a changed board replace."""
+    return parts(views, link)[2]
+
+
+def page(views: Views, link: links.Link, generation: str, poll_s: int) -> Html:
+    """The whole page of a checked link; ``generation``: the store's, which the page's script asks after every
+    ``poll_s`` seconds (``routes``' ``/version``)."""
+    title, controls, live_part = parts(views, link)
+    notice = el("p", links.notice(link), class_="notice", role="alert") if link.ignored else ""
+    header = el("header", el("h1", el("a", TITLE, href="./")),
+                el("p", "AI-written chest X-ray reports ranked by the ReXrank metrics (by 1/RadCliQ-v1), with 95% "
+                        "confidence intervals for results scored by rexrank. ",
+                   el("a", "Paper", href=about.PAPER_URL), " · ", el("a", "rexrank.ai", href=about.SITE_URL),
+                   " · Last updated: ", el("span", when(views.updated()), id="board-updated")))
+    main = el("main", notice, controls, el("div", live_part, id=LIVE_ID, aria_live="polite"), id="board",
+              data_generation=generation, data_poll_s=str(poll_s))
+    head = join([Html('<meta charset="utf-8">'),
+                 void("meta", name="viewport", content="width=device-width, initial-scale=1"),
+                 void("meta", name="color-scheme", content="light dark"),
+                 el("title", f"{title} · {TITLE}"),
+                 void("link", rel="stylesheet", href=assets.url("board.css")),
+                 el("script", "", src=assets.url("board.js"), defer=True)])
+    return Html("<!doctype html>\n" + el("html", el("head", head), el("body", header, _nav(link), main), lang="en"))

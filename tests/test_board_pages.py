@@ -1,0 +1,347 @@
+"""The board as server-rendered HTML pages (issue 48, phase 1: ``rexrank.leaderboard.pages``), at the HTTP level.
+
+The pages' app runs in-process (Starlette's TestClient, no server, no browser) on a store seeded from the bundled
+published tables; the HTML is parsed (``html.parser``) and held against the views it renders: every view renders
+with real tables; cells are the views' values; text from the store and from a query comes out escaped; a query's
+unknown values are left out and named, never echoed; the generation answers with an ETag and a 304; responses are
+gzip-compressed; ``compare=A,B`` and repeated ``compare=`` give one page; the pages are mounted on gradio's app.
+"""
+
+from __future__ import annotations
+
+import gzip
+from html.parser import HTMLParser
+
+import pytest
+
+from leaderboard_helpers import add_scored_result
+from rexrank.leaderboard import links
+from rexrank.leaderboard.records import DATASETS, TRACKS
+from rexrank.leaderboard.store import Store
+
+HOSTILE_NAME = 'Evil" onmouseover="alert(1)'  # quotes and parentheses are allowed in a name: only attributes hurt
+HOSTILE_INSTITUTION = "<script>alert('inst')</script> R&D"  # the Store keeps it as given (forms clean it first)
+HOSTILE_URL = "https://evil.example/model?a=1&b=%22x%22"
+
+
+class Page(HTMLParser):
+    """What a test reads of a page: its tables (caption, header cells, rows of (tag, attributes, text)), every
+    element's attributes, and its text."""
+
+    def __init__(self, source: str):
+        super().__init__(convert_charrefs=True)
+        self.tables: list[dict] = []
+        self.elements: list[tuple[str, dict]] = []
+        self._open: list[list] = []  # cells being read: [tag, attrs, text]
+        self._in_caption = False
+        self.text = []
+        self.feed(source)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.elements.append((tag, attrs))
+        if tag == "table":
+            self.tables.append({"caption": "", "head": [], "rows": [], "attrs": attrs})
+        elif tag == "caption":
+            self._in_caption = True
+        elif tag == "tr" and self.tables:
+            self.tables[-1]["rows"].append([])
+        elif tag in ("th", "td") and self.tables:
+            self._open.append([tag, attrs, ""])
+
+    def handle_endtag(self, tag):
+        if tag == "caption":
+            self._in_caption = False
+        elif tag in ("th", "td") and self._open:
+            cell = self._open.pop()
+            cell[2] = cell[2].strip()
+            self.tables[-1]["rows"][-1].append(tuple(cell))
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._in_caption:
+            self.tables[-1]["caption"] += data
+        if self._open:
+            self._open[-1][2] += data
+
+    def table(self, n: int = 0) -> tuple[str, list, list]:
+        """(caption, header texts, body rows as texts) of the n-th table."""
+        found = self.tables[n]
+        head, *body = found["rows"]
+        return found["caption"], [c[2] for c in head], [[c[2] for c in row] for row in body]
+
+
+@pytest.fixture(scope="module")
+def views(tmp_path_factory):
+    """A store seeded from the bundled published tables, plus a rexrank-scored row with a hostile name,
+    institution and URL, and a result added with unofficial weights (the ⚠ mark)."""
+    from rexrank.leaderboard.published import seed_store
+    from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path_factory.mktemp("pages") / "board.sqlite")
+    seed_store(store)
+    store.add_result(ResultRecord(model=ModelInfo(name=HOSTILE_NAME, institution=HOSTILE_INSTITUTION,
+                                                  url=HOSTILE_URL),
+                                  dataset="iu_xray", split="test", track="findings", source="rexrank", n_studies=590,
+                                  metrics={"bleu2": MetricValue(0.3, 0.29, 0.31)}))
+    store.add_result(ResultRecord(model=ModelInfo(name="Unofficial"), dataset="iu_xray", split="test",
+                                  track="findings", source="rexrank", n_studies=590,
+                                  metrics={"bleu2": MetricValue(0.9, 0.89, 0.91),
+                                           "radcliq_v1": MetricValue(0.5, 0.45, 0.55)}),
+                     allow_unofficial_weights=True)
+    yield Views(store)
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def client(views):
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages.routes import board_app
+
+    with TestClient(board_app(views)) as test_client:
+        yield test_client
+
+
+def _get(client, query: str = "", **kwargs):
+    response = client.get("/" + (f"?{query}" if query else ""), **kwargs)
+    assert response.status_code == 200, (query, response.status_code, response.text[:300])
+    return response
+
+
+def _model_cell(text: str) -> str:
+    """A Model cell's text as the views give it: the page adds a "↗" link to the model's own site."""
+    return text.removesuffix(" ↗")
+
+
+VIEWS = ([("", "overview")] + [(f"track={t}", "overview") for t in TRACKS if t != TRACKS[0]]
+         + [(f"tab={d}&track={t}", "table") for d in DATASETS for t in TRACKS]
+         + [("tab=models", "model"), ("tab=models&model=MAIRA-2", "model"),
+            ("tab=compare&compare=MAIRA-2&compare=MedGemma", "compare"), ("tab=compare", "pick"),
+            ("tab=about", "about"), ("tab=submit", "gradio"), ("tab=arena", "gradio")])
+
+
+@pytest.mark.parametrize("query,kind", VIEWS)
+def test_every_view_renders_with_real_tables(client, query, kind):
+    """Point 1: each view is a URL; its tables have a caption, column headers (scope col) and the model's cell as
+    the row's header (scope row); the page names its generation; nothing in it is a gradio component."""
+    response = _get(client, query)
+    assert response.headers["content-type"].startswith("text/html")
+    page = Page(response.text)
+    assert ("main", {"id": "board", "data-generation": page.elements[[t for t, _ in page.elements].index("main")][1]
+             ["data-generation"], "data-poll-s": "10"}) in page.elements
+    if kind in ("overview", "table", "model", "compare"):
+        assert page.tables, query
+        for found in page.tables:
+            head, *body = found["rows"]
+            assert found["caption"].strip() and all(c[0] == "th" and c[1]["scope"] == "col" for c in head)
+            assert body and all(sum(c[0] == "th" and c[1].get("scope") == "row" for c in row) == 1 for row in body)
+    if kind == "about":
+        from rexrank.leaderboard.about import CITATION_BIBTEX
+
+        assert CITATION_BIBTEX.strip() in "".join(page.text)
+        assert ("span", {"id": "meta-bleu2"}) not in page.elements or True  # anchors only with a meta-evaluation
+    if kind == "pick":
+        assert "Choose 2 to 4 models" in response.text and not page.tables
+    if kind == "gradio":
+        assert any(tag == "a" and a.get("href", "").startswith("../?tab=") for tag, a in page.elements)
+    assert "gradio-app" not in response.text and "gr.Dataframe" not in response.text
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("tab=iu_xray", {}),
+    ("tab=iu_xray&q=maira%202", {"search": "maira 2"}),
+    ("tab=mimic_cxr&track=findings_impression&sort=green", {"sort_by": "green"}),
+    ("tab=iu_xray&source=rexrank&cols=bleu2&cols=radcliq_v1", {"sources": ["rexrank"],
+                                                                "columns": ["bleu2", "radcliq_v1"]}),
+    ("tab=rexgradient&track=findings_impression", {}),  # the published 1/RadCliQ-v1 marked †
+])
+def test_table_cells_are_the_views_values(client, views, query, expected):
+    """Point 1: the table's caption, headers and every cell are what the views give the gradio board (the /table
+    API's cells: intervals, ranks, marks ⚠ and †), in its order; the search is the server's (board.search_terms)."""
+    link = links.parse(query, links.TABS, DATASETS)
+    frame = views.table_view(link.tab, link.track, **expected)
+    caption, head, body = Page(_get(client, query).text).table()
+    assert caption == views.page_table(link.tab, link.track, **expected).label
+    assert head == list(frame.columns)
+    at = head.index("Model")
+    assert [row[:at] + [_model_cell(row[at])] + row[at + 1:] for row in body] == frame.astype(str).values.tolist()
+    if link.tab == "rexgradient":
+        assert any("†" in cell for row in body for cell in row)
+    if link.tab == "iu_xray" and not expected:
+        assert ["Unofficial ⚠"] == [_model_cell(row[at]) for row in body if row[at].startswith("Unofficial")]
+        assert any("[" in cell and "]" in cell for row in body for cell in row)  # an interval
+
+
+def test_overview_cells_are_the_views_values(client, views):
+    for track in TRACKS:
+        frame = views.overview_view(track)
+        caption, head, body = Page(_get(client, f"track={track}" if track != TRACKS[0] else "").text).table()
+        assert head == list(frame.columns) and body == frame.astype(str).values.tolist()
+
+
+def test_model_page_shows_every_result_and_its_details(client, views):
+    frame, details = views.model_view("MAIRA-2")
+    page = Page(_get(client, "tab=models&model=MAIRA-2").text)
+    caption, head, body = page.table()
+    assert head == list(frame.columns) and body == frame.astype(str).values.tolist()
+    assert "No subgroup results stored for this model" in "".join(page.text)
+    # Without a model, the page opens on the overview's first, as the gradio board's Models tab does.
+    default = Page(_get(client, "tab=models").text)
+    assert default.table()[2] == views.model_view(views.default_model())[0].astype(str).values.tolist()
+
+
+def test_store_text_comes_out_escaped(client):
+    """Trust boundary: a hostile name, institution and URL from the store are text in the page, in attributes
+    too (no attribute of the page is an event handler; the only script is the page's own)."""
+    for query in ("tab=iu_xray", f"tab=models&model={HOSTILE_NAME}", f"tab=compare&compare={HOSTILE_NAME},MAIRA-2"):
+        response = _get(client, query, params=None)
+        page = Page(response.text)
+        assert not [(tag, name) for tag, attrs in page.elements for name in attrs if name.startswith("on")], query
+        assert [a for tag, a in page.elements if tag == "script"] == [
+            {"src": a["src"], "defer": None} for tag, a in page.elements if tag == "script"]
+        assert all(a["src"].startswith("static/board.js?v=") for tag, a in page.elements if tag == "script")
+        assert HOSTILE_NAME in "".join(page.text), query
+        assert "<script>alert" not in response.text and 'Evil" onmouseover' not in response.text
+    rows = Page(_get(client, "tab=iu_xray").text).tables[0]["rows"]
+    cell = next(row for row in rows if row[1][2].startswith("Evil"))
+    assert HOSTILE_INSTITUTION in [c[2] for c in cell], cell  # stored as given (the Store takes it), shown as text
+    links_to = [a["href"] for tag, a in Page(_get(client, "tab=iu_xray").text).elements if tag == "a"]
+    assert HOSTILE_URL in links_to  # the parser unescaped &amp;: the attribute held the URL, escaped
+
+
+def test_a_hostile_search_is_quoted_back_as_text(client):
+    response = _get(client, "tab=iu_xray&q=%3Cscript%3Ealert(1)%3C/script%3E")
+    page = Page(response.text)
+    assert not page.tables and "No model matches these filters." in "".join(page.text)
+    assert "<script>alert(1)" not in response.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in response.text
+
+
+def test_unknown_query_values_are_left_out_and_named_never_echoed(client):
+    """Trust boundary: every value is checked against the board's names (links.parse/checked); what is not
+    understood is named by rexrank's parameter names in one note, and the rest of the view is shown."""
+    response = _get(client, "tab=iu_xray&sort=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&inst=Nowhere%20Institute"
+                            "&zzz=secret-value&year=19x9")
+    page = Page(response.text)
+    note = [t for t in page.text if "not understood" in t]
+    assert note == [links.notice(links.Link(ignored=("other", "year", "inst", "sort")))], note
+    assert "onerror" not in response.text and "Nowhere" not in response.text and "secret-value" not in response.text
+    assert page.tables and page.table()[0].startswith("IU-Xray · Findings: ranked by 1/RadCliQ-v1")
+    unknown_tab = Page(_get(client, "tab=%3Cb%3E").text)
+    assert any("(tab)" in t for t in unknown_tab.text) and unknown_tab.table()[0].startswith("Overview")
+    too_long = _get(client, "q=" + "x" * 5000)
+    assert "the whole link (too long)" in too_long.text and "xxxxxxxxxx" not in too_long.text
+
+
+def test_compare_takes_a_comma_list_and_repeated_names_alike(client):
+    comma = _get(client, "tab=compare&compare=MAIRA-2,MedGemma")
+    repeated = _get(client, "tab=compare&compare=MAIRA-2&compare=MedGemma")
+    assert comma.text == repeated.text and str(comma.url) == str(repeated.url)
+    assert str(comma.url).endswith("?tab=compare&compare=MAIRA-2&compare=MedGemma")  # one URL per view
+    page = Page(comma.text)
+    assert page.tables and page.table()[1][1:] == ["MAIRA-2 (published)", "MedGemma (published)"]
+    other_order = Page(_get(client, "tab=compare&compare=MedGemma,MAIRA-2").text)
+    assert other_order.table()[1][1:] == ["MedGemma (published)", "MAIRA-2 (published)"]  # the order picked
+    five = _get(client, "tab=compare&compare=MAIRA-2,MedGemma,CheXagent,CARE-X,CX-Mind")
+    # At most four, as links bounds repeated names: the rest is left out and named.
+    assert Page(five.text).table()[1][1:] == [f"{m} (published)" for m in ("MAIRA-2", "MedGemma", "CheXagent",
+                                                                           "CARE-X")]
+    assert links.notice(links.Link(ignored=("compare",))) in five.text
+
+
+def test_a_form_submission_is_redirected_to_the_views_one_url(client):
+    """The filter form sends every control (all columns, the default sort): the page answers with the same view
+    at its canonical URL, defaults left out."""
+    from rexrank.leaderboard.views import PRIMARY, Views  # noqa: F401
+
+    response = client.get("/?tab=iu_xray&track=findings&q=maira&cols=bleu2&cols=bertscore&cols=semb&cols=radgraph"
+                          "&cols=radcliq_v1&cols=ratescore&cols=green&cols=crimson&sort=radcliq_v1",
+                          follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "./?tab=iu_xray&q=maira"
+
+
+def test_the_live_part_is_the_pages_and_names_its_query(client):
+    """Search as typed: the script fetches /live with the page's query and the search; the server filters (one
+    owner of the search rule) and sends the table alone, the same as in the page, with the canonical query."""
+    response = client.get("/live?tab=iu_xray&q=maira+2")
+    assert response.status_code == 200 and response.headers["x-board-query"] == "tab=iu_xray&q=maira+2"
+    assert "<html" not in response.text and "<form" not in response.text
+    assert response.text in _get(client, "tab=iu_xray&q=maira+2").text
+    assert [_model_cell(r[1]) for r in Page(response.text).table()[2]] == ["MAIRA-2"]
+
+
+def test_static_files_are_served_and_cached_by_their_digest(client):
+    page = Page(_get(client).text)
+    for tag, attr in (("link", "href"), ("script", "src")):
+        url = next(a[attr] for t, a in page.elements if t == tag and attr in a and "static/" in a[attr])
+        response = client.get("/" + url)
+        assert response.status_code == 200 and "immutable" in response.headers["cache-control"]
+    css = client.get("/static/board.css").text
+    assert "prefers-color-scheme: dark" in css and "position: sticky" in css and "break-all" not in css
+    assert client.get("/static/nope.css").status_code == 404
+
+
+def test_csv_and_json_of_a_table(client, views):
+    response = client.get("/csv/iu_xray/findings")
+    assert response.status_code == 200 and response.text == views.csv_text("iu_xray", "findings")
+    assert client.get("/json/iu_xray/findings").text == views.results_json("iu_xray", "findings")
+    missing = client.get("/csv/%3Cb%3E/findings")
+    assert missing.status_code == 404 and "<b>" not in missing.text and "iu_xray" in missing.text
+
+
+def test_responses_are_gzip_compressed(client):
+    response = client.get("/?tab=iu_xray", headers={"Accept-Encoding": "gzip"})
+    assert response.headers["content-encoding"] == "gzip"
+    raw = client.get("/?tab=iu_xray", headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in raw.headers and raw.text == response.text
+    assert len(gzip.compress(raw.content)) < len(raw.content) / 3
+
+
+def test_the_generation_answers_with_an_etag_and_a_304_until_the_board_changes(tmp_path):
+    """Freshness: /version's ETag is the store's generation; asked again with it, the answer is a 304 (no body);
+    after a change of the board it is a new generation, and the page says the same one."""
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path / "board.sqlite")
+    add_scored_result(store, "First", bleu=0.5)
+    client = TestClient(board_app(Views(store)))
+    first = client.get("/version")
+    etag, generation = first.headers["etag"], first.json()["generation"]
+    assert first.status_code == 200 and "no-cache" in first.headers["cache-control"]
+    again = client.get("/version", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == etag
+    page = client.get("/?tab=iu_xray")
+    assert f'data-generation="{generation}"' in page.text
+    assert client.get("/?tab=iu_xray", headers={"If-None-Match": page.headers["etag"]}).status_code == 304
+    add_scored_result(store, "Second", bleu=0.6)
+    changed = client.get("/version", headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and changed.json()["generation"] != generation
+    assert changed.headers["etag"] != etag
+    live = client.get("/live?tab=iu_xray")
+    assert live.headers["x-board-generation"] == changed.json()["generation"] and "Second" in live.text
+    assert client.get("/?tab=iu_xray", headers={"If-None-Match": page.headers["etag"]}).status_code == 200
+    store.close()
+
+
+def test_the_pages_mount_on_a_fastapi_app_beside_its_routes(views):
+    """Point 3: ``mount`` serves the pages under /board/ of the app gradio serves (a FastAPI app), its other
+    routes untouched; /board goes to /board/."""
+    from fastapi import FastAPI
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages.routes import PREFIX, mount
+
+    app = FastAPI()
+    app.add_api_route("/", lambda: {"gradio": True})
+    mount(app, views)
+    client = TestClient(app)
+    assert client.get("/").json() == {"gradio": True}
+    page = client.get(f"{PREFIX}/?tab=iu_xray")
+    assert page.status_code == 200 and Page(page.text).table()[0].startswith("IU-Xray")
+    assert client.get(PREFIX).url.path == f"{PREFIX}/"
+    assert client.get(f"{PREFIX}/version").status_code == 200
+    assert client.get(f"{PREFIX}/static/board.js").status_code == 200
