@@ -278,6 +278,21 @@ def is_private(name: str) -> bool:
     return get_dataset_spec(name).private
 
 
+def licensed(name: str) -> bool:
+    """Whether the set's report text is licensed: its source needs a data use agreement (``gated``: MIMIC-CXR,
+    CheXpert Plus, ReXGradient) or it is a private test set. Licensed text never leaves the machine that holds the
+    copy: it is never shown (the Arena), pushed (the Hub), logged or written world-readable; only numbers derived from
+    it may (the board, Compare's per-study values, within ``evaluation.disclosure``'s rules). IU-Xray's text is open
+    (CC BY-NC-ND 4.0, distributed by Open-i to anyone)."""
+    spec = get_dataset_spec(name)
+    return spec.gated or spec.private
+
+
+def licensed_datasets() -> frozenset[str]:
+    """The sets whose report text is licensed (``licensed``)."""
+    return frozenset(name for name in DATASETS if licensed(name))
+
+
 def leaderboard_datasets() -> tuple[str, ...]:
     return LEADERBOARD_ORDER
 

@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rexrank.data.catalog import default_data_dir, get_dataset_spec, hub_repo_id
+from rexrank.data.catalog import default_data_dir, get_dataset_spec, hub_repo_id, licensed
 from rexrank.data.gating import not_available
 from rexrank.data.loading import apply_track, builder_class, load
 from rexrank.data.tracks import track_names
@@ -194,13 +194,6 @@ def source_facts(name: str, splits: list[str]) -> str:
     facts = [f"Splits: {sizes}", f"Licence: {spec.licence}", f"Access to the source: {spec.access}",
              f"What to download: {spec.download}"]
     return built + terms + "\n\n" + "\n".join(f"- {fact}." for fact in facts)
-
-
-def licensed(name: str) -> bool:
-    """Whether the set is licensed data, worded so on its card and build.py's --help: its source needs a data use
-    agreement (the catalog's `gated`), or it is a private test set."""
-    spec = get_dataset_spec(name)
-    return spec.gated or spec.private
 
 
 def with_configs(card: str, splits: list[str]) -> str:

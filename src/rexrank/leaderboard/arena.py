@@ -462,9 +462,11 @@ class Arena:
         dataset = catalog.canonical_dataset(dataset)
         self.dataset, self.split, self.track = canonical_names(dataset, catalog.leaderboard_split(dataset),
                                                                tracks.canonical_track(track))
-        if catalog.is_private(self.dataset):
-            raise InputError(f"{self.dataset} is a private test set: its reports may not be shown in the Arena; "
-                             "choose a public set (e.g. iu_xray)")
+        if catalog.licensed(self.dataset):
+            kind = "a private test set" if catalog.is_private(self.dataset) else "licensed data"
+            open_sets = ", ".join(sorted(set(catalog.dataset_names()) - catalog.licensed_datasets()))
+            raise InputError(f"{self.dataset}'s reports are {kind}: they may not be shown in the Arena; choose a set "
+                             f"whose text is open ({open_sets})")
         self.store, self.experts_only, self.quota, self.app_version = store, experts_only, quota, app_version
         self.images = images  # callable(study) -> list of image paths or URLs, or None
         self.n_boot = n_boot

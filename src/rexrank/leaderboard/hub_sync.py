@@ -6,9 +6,10 @@ content hash: ``results/<content_hash>.json``, one ``ResultRecord`` each (aggreg
 handed over, ``store.make_event``; or the Arena's: a vote, ``store.make_vote``, or the host's decision about a
 rater, ``store.make_rater_event``; or the host's published meta-evaluation, aggregates only,
 ``store.make_meta_eval_event``; or whether the published tables still list a model, ``store.make_listing_event``),
-and ``reports/<content_hash>.json``, one scored public submission's reports
-for the Arena (``Store.keep_reports``: a public test set's predictions, references and per-study metric values;
-never a private set's, which the store refuses to keep). Files are only ever added, never rewritten, so pushing and pulling are idempotent and
+and ``reports/<content_hash>.json``, one scored public submission's per-study metric values, with its predictions
+and references where the set's text is open (``Store.keep_reports``: IU-Xray's; a licensed set's rows carry empty
+texts; never a private set's, which the store refuses to keep). A report file of the repo that holds a licensed set's
+text (pushed by an earlier rexrank) is restored without it and deleted from the repo at the next push. Files are only ever added, never rewritten, so pushing and pulling are idempotent and
 two boards never overwrite each other's files; a pull applies events in their recorded order whatever order they
 arrive in (``Store.add_events``), so an edit or a hand-over survives a restart from the repo. The SQLite store
 stays the working copy; the repo is the durable, shareable copy.
@@ -54,6 +55,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rexrank.data import catalog
 from rexrank.errors import ConfigError, InputError, RexrankError
 from rexrank.evaluation.disclosure import disclose_record
 from rexrank.leaderboard.records import HOST, MetricValue, ModelInfo, Provenance, ResultRecord
@@ -148,6 +150,16 @@ def _restore_reports(store: Store, data: Any) -> int:
     return 1
 
 
+def _holds_licensed_text(data: Any) -> bool:
+    """Whether a repo's report file holds a licensed set's report or reference text (``catalog.licensed``)."""
+    try:
+        if not catalog.licensed(str(data["dataset"])):
+            return False
+        return any(isinstance(row, list) and len(row) == 4 and (row[1] or row[2]) for row in data["rows"])
+    except (KeyError, TypeError, RexrankError):  # not a report file, or no set rexrank knows: refused by the restore
+        return False
+
+
 class HubSync:
     """Both-way sync of a store with a results repo and, optionally, a requests repo (Hub datasets)."""
 
@@ -165,6 +177,7 @@ class HubSync:
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
         self.refused: list[str] = []  # repo files the last pull skipped (see the module docstring)
+        self.licensed_files: set[str] = set()  # report files of the repo holding licensed text: deleted by push
 
     def _remote_files(self) -> dict[str, set[str]]:
         """{prefix: file names (``<hash>.json``)} of the results repo's results and events."""
@@ -190,7 +203,7 @@ class HubSync:
         """Upload every result and event of the store missing from the results repo, in one commit, and every queue
         entry that differs from its request file, in one commit to the requests repo. Returns how many files were
         uploaded."""
-        from huggingface_hub import CommitOperationAdd
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         remote = self._remote_files()
         ops = []
@@ -213,10 +226,17 @@ class HubSync:
             name = f"{hashlib.sha256(payload).hexdigest()}.json"
             if name not in remote[REPORTS_PREFIX]:
                 ops.append(CommitOperationAdd(path_in_repo=REPORTS_PREFIX + name, path_or_fileobj=payload))
+        purged = sorted(p for p in self.licensed_files if p[len(REPORTS_PREFIX):] in remote[REPORTS_PREFIX])
+        ops.extend(CommitOperationDelete(path_in_repo=path) for path in purged)
         if ops:
             self.api.create_commit(self.repo_id, operations=ops, repo_type="dataset",
-                                   commit_message=f"rexrank: add {results} result(s), {len(ops) - results} event(s)"
-                                                  " or report file(s)")
+                                   commit_message=f"rexrank: add {results} result(s), {len(ops) - results - len(purged)}"
+                                                  f" event(s) or report file(s)"
+                                                  + (f"; delete {len(purged)} holding licensed text" if purged else ""))
+            if purged:
+                log.warning("deleted %d report file(s) holding licensed text from %s; its history still holds "
+                            "them until you squash it (HfApi.super_squash_history)", len(purged), self.repo_id)
+                self.licensed_files.difference_update(purged)
         return len(ops) + self._push_requests()
 
     def _push_requests(self) -> int:
@@ -275,6 +295,8 @@ class HubSync:
                 except (InputError, KeyError, TypeError, ValueError, AttributeError) as exc:
                     self._refuse(PREFIX + name, exc)
         for name, data in sorted(reports, key=lambda item: _recorded_at(item[1])):
+            if _holds_licensed_text(data):
+                self.licensed_files.add(REPORTS_PREFIX + name)
             try:
                 added += _restore_reports(self.store, data)
             except (InputError, KeyError, TypeError, ValueError, AttributeError) as exc:

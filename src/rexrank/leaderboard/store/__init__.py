@@ -40,6 +40,7 @@ the generation alone).
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -93,6 +94,9 @@ __all__ = [
 ]
 
 
+_logger = logging.getLogger(__name__)
+
+
 class Store:
     """The results store at ``path``: one connection per thread; safe across processes. A facade over its parts."""
 
@@ -105,6 +109,12 @@ class Store:
         with self.db.transaction() as conn:
             self.db.open_schema(conn)
             self.log.rekey(conn)
+        cleaned = self.arena.clean_licensed_text()
+        if cleaned:
+            _logger.warning("%s: removed the licensed report text of %s kept from an earlier rexrank (the per-study "
+                        "values stay); a Hub results repo this store pushed to loses those files at the next sync, "
+                        "and keeps them in its history until you squash it (HfApi.super_squash_history)",
+                        self.path, ", ".join(f"{n} rows of {d}" for d, n in sorted(cleaned.items())))
 
     # -- the file: ``connection.Database`` -----------------------------------------------------------------------
     def connection(self) -> sqlite3.Connection:

@@ -4,8 +4,11 @@ A vote (``events.make_vote``) and the host's decision about a rater (``events.ma
 log, appended through ``log.Log`` at the log's next time; the checks a vote must pass (one vote per rater, study
 and pair; the rater's quota) run in the same transaction as its insert. The pair tickets (``issue_ticket``) are not
 the board and not the log: never synced (a ticket names the pair a rater is shown before the vote), and their writes
-leave the generation alone. The kept reports (``keep_reports``) are a scored public submission's reports, never a
-private test set's. ``leaderboard/arena.py`` is what reads them: pairing, the fit, the tab's answers.
+leave the generation alone. The kept reports (``keep_reports``) are a scored public submission's per-study values
+(Compare's paired tests read them) with its reports and references only where the set's text is open (the
+catalog's ``licensed``: IU-Xray's text is open; MIMIC-CXR's and CheXpert Plus's are kept as values alone), never a
+private test set's. ``leaderboard/arena.py`` is what reads the texts: pairing, the fit, the tab's answers. A store
+that holds licensed text from before this rule is cleaned when it opens (``clean_licensed_text``).
 """
 
 from __future__ import annotations
@@ -111,13 +114,16 @@ class ArenaTables:
 
     def keep_reports(self, *, dataset: str, split: str, track: str, model: str, result_hash: str,
                      rows: list[tuple[str, str, str, dict[str, float]]], recorded_at: float | None = None) -> int:
-        """Keep a scored public submission's reports for the Arena: ``rows`` (study, report, reference, per-study
-        metric values). Never a private test set's (InputError): their reports may not leave the scorer. The newest
-        result of a model replaces its older reports (one transaction). ``recorded_at``: when they were first kept (a
-        Hub pull). How many rows were stored."""
+        """Keep a scored public submission's rows: ``rows`` (study, report, reference, per-study metric values).
+        Never a private test set's (InputError): their reports may not leave the scorer. A licensed set's report and
+        reference are not kept, whatever the caller passed (stored as empty texts): only its values, so licensed text
+        never reaches the store, the Hub or a page. The newest result of a model replaces its older rows (one
+        transaction). ``recorded_at``: when they were first kept (a Hub pull). How many rows were stored."""
         dataset, split, track = canonical_names(dataset, split, track)
         if catalog.is_private(dataset):
             raise InputError(f"{dataset} is a private test set: its reports are never kept for the Arena")
+        if catalog.licensed(dataset):
+            rows = [(study, "", "", values) for study, _report, _reference, values in rows]
         now = time.time() if recorded_at is None else recorded_at
         with self._db.transaction() as conn:
             conn.execute("DELETE FROM arena_reports WHERE dataset=? AND split=? AND track=? AND model=?",
@@ -129,6 +135,24 @@ class ArenaTables:
                   json.dumps({k: float(v) for k, v in values.items()}), result_hash, now)
                  for study, report, reference, values in rows])
         return len(rows)
+
+    def clean_licensed_text(self) -> dict[str, int]:
+        """Empty the report and reference texts of licensed sets' kept rows (written by a rexrank before the rule
+        of ``keep_reports``), their values kept; {dataset: rows cleaned}. The freed bytes are overwritten
+        (``secure_delete``, set on every connection) and the write-ahead log is checkpointed and truncated, so the
+        text is left in no page of the file nor of its -wal."""
+        names = sorted(catalog.licensed_datasets())
+        marks = ",".join("?" * len(names))
+        where = f"dataset IN ({marks}) AND (report != '' OR reference != '')"
+        conn = self._db.connection()
+        counts = dict(conn.execute(f"SELECT dataset, COUNT(*) FROM arena_reports WHERE {where} GROUP BY dataset",
+                                   names).fetchall())
+        if counts:
+            # Not the board (values are unchanged), so the generation stays: no view changes.
+            with self._db.transaction(board=False) as tx:
+                tx.execute(f"UPDATE arena_reports SET report = '', reference = '' WHERE {where}", names)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return counts
 
     def arena_reports(self, dataset: str | None = None) -> list[dict[str, Any]]:
         """The kept reports (``keep_reports``), one dict per (model, study), metrics decoded."""

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from rexrank.data.private_files import make_private, private_file, private_folder
 from rexrank.errors import InputError, RexrankError
 from rexrank.leaderboard.records import HOST
 
@@ -162,11 +163,24 @@ class Database:
 
     def __init__(self, path: str | Path, *, timeout: float = 30.0):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._timeout = timeout
         self._local = threading.local()
         self._listeners: list[Callable[[], None]] = []
         self._refuse_other_schema()  # before the first connection sets WAL: a refused file keeps every byte
+        self._owner_only()
+
+    def _owner_only(self) -> None:
+        """The store file and its -wal/-shm owner-only (0600; SQLite gives its sidecars the file's mode), and a
+        missing folder created 0700: the store holds model details, the queue and open sets' kept reports, and is
+        only the host's to read. An existing folder keeps its mode (it may be the host's working folder)."""
+        try:
+            if not self.path.parent.exists():
+                private_folder(self.path.parent)
+            private_file(self.path)
+        except OSError as exc:
+            raise StoreError(f"cannot open the store {self.path} ({exc.strerror or exc}): give a --store path of a "
+                             "file in a folder you can write") from None
+        make_private(Path(f"{self.path}{suffix}") for suffix in ("-wal", "-shm", "-journal"))
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection to the store file (opened on first use; autocommit outside ``transaction``)."""
@@ -181,6 +195,9 @@ class Database:
             conn.store_path = self.path
             conn.row_factory = sqlite3.Row
             try:
+                # Deleted or replaced rows are overwritten with zeros: text a row no longer holds (e.g. licensed
+                # text cleaned by ``ArenaTables.clean_licensed_text``) is left in no free page of the file.
+                conn.execute("PRAGMA secure_delete=ON")
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA foreign_keys=ON")
                 conn.execute("PRAGMA synchronous=NORMAL")
