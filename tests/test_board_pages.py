@@ -345,3 +345,23 @@ def test_the_pages_mount_on_a_fastapi_app_beside_its_routes(views):
     assert client.get(PREFIX).url.path == f"{PREFIX}/"
     assert client.get(f"{PREFIX}/version").status_code == 200
     assert client.get(f"{PREFIX}/static/board.js").status_code == 200
+
+
+@pytest.mark.slow
+def test_the_launched_space_serves_the_pages_beside_gradio(tmp_path):
+    """Point 3, on the real app: ``serve`` launches gradio and mounts the pages on its FastAPI app; /board/ answers
+    the pages (compressed), gradio's page at / and its API keep answering."""
+    import httpx
+
+    from leaderboard_helpers import running_space
+
+    with running_space(tmp_path / "board.sqlite", worker=False) as (url, store, _):
+        page = httpx.get(f"{url}board/?tab=iu_xray", headers={"Accept-Encoding": "gzip"}, timeout=60)
+        assert page.status_code == 200 and page.headers["content-encoding"] == "gzip"
+        assert Page(page.text).table()[0].startswith("IU-Xray · Findings")
+        assert httpx.get(f"{url}board", follow_redirects=True, timeout=60).url.path == "/board/"
+        assert httpx.get(f"{url}board/version", timeout=60).json()["generation"]
+        gradio_page = httpx.get(url, timeout=60)
+        assert gradio_page.status_code == 200 and "gradio" in gradio_page.text.lower()
+        assert httpx.get(f"{url}csv/iu_xray/findings", timeout=60).text == httpx.get(
+            f"{url}board/csv/iu_xray/findings", timeout=60).text

@@ -2,7 +2,8 @@
 
 ``serve`` is what `rexrank leaderboard serve` and spaces/leaderboard/app.py run (both import it from
 ``rexrank.leaderboard.app``); it returns a ``BoardApp``, which holds the launched gradio Blocks with what runs beside
-it (the Hub sync, the Arena), so nothing is hung on gradio's own object.
+it (the Hub sync, the Arena), so nothing is hung on gradio's own object. The same app serves the board's HTML pages
+under ``pages.routes.PREFIX`` (``/board/``) beside gradio's page at ``/``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rexrank.leaderboard.assets import CSS, HEAD, theme
+from rexrank.leaderboard.pages.routes import mount as mount_pages
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.views import Views
 from rexrank.leaderboard.wiring import add_csv_route, build_app, oauth_configured
@@ -127,6 +129,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
                 quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD, theme=theme(),
                 allowed_paths=allowed_paths or None)
     add_csv_route(demo, views)
+    mount_pages(demo.app, views)  # the board as server-rendered pages under /board/ (issue 48), beside gradio's
     app = BoardApp(demo, views, sync, board_arena)
     if not prevent_thread_lock:
         app.block_thread()
