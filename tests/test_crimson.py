@@ -52,6 +52,13 @@ _FULL_TEXT = json.dumps(_FULL, indent=2)
 # _FULL without its attribute error that has no ref_id (crimson-score's formula indexes ["ref_id"]: it fails on it)
 _FULL_IDS = {**_FULL, "errors": {**_FULL["errors"], "attribute_errors": _FULL["errors"]["attribute_errors"][:-1]}}
 _FULL_IDS_TEXT = json.dumps(_FULL_IDS, indent=2)
+
+def _stray_quote(spaces: int) -> str:
+    """_FULL_IDS with a quote of prose followed by ``spaces`` spaces: json fails at the first character after them,
+    spaces + 1 characters past the quote, so the repair's window (5 characters back) reaches it with 4, not 5."""
+    return json.dumps(_FULL_IDS).replace("left vs right", 'left lobe 3"' + " " * spaces + "wide")
+
+
 _VALID_OBJ = _answer(refs=[_finding(1, "R", "urgent")], preds=[_finding(1, "P", "urgent")], matched=[("R1", "P1")])
 _VALID = json.dumps(_VALID_OBJ)
 _MINIMAL = json.dumps(_answer())
@@ -110,6 +117,7 @@ JUDGE_OUTPUTS = [
     f"\n  {_VALID}\n",  # whitespace around: json reads it as it is
     f"{_VALID}\nDone.",  # trailing text: crimson-score has no extraction
     json.dumps(_FULL_IDS).replace("left vs right", 'called "mass", then nodule'),  # a stray quote 3 before the error
+    _stray_quote(4), _stray_quote(5),  # a stray quote 5 before the error (escaped) and 6 (not: no JSON)
     json.dumps(_answer(refs=[_finding(1, "R", "benign_expected")], preds=[_finding(1, "P", "benign_expected")],
                        matched=[("R1", "P1")])),  # benign-only references, matched: N_G 0 with references: 1.0
     json.dumps(_answer(refs=[_finding(1, "R", "benign_expected"), _finding(2, "R", "benign_expected")],
@@ -459,6 +467,24 @@ def test_http_failures_are_not_cached():
     metric = CrimsonRadeval(model="judge", backend="openai", client=Flaky())
     assert math.isnan(metric.score(["A"], ["r"])[0]) and answers["n"] == 3
     assert metric.score(["A"], ["r"])[0] == 1.0
+
+
+def test_a_stray_quote_is_escaped_up_to_five_characters_before_the_error():
+    """Both readers escape a quote of prose found within 5 characters before where json fails (crimson-score 0.2.2 and
+    radeval 2.2.1 do: both answers are in JUDGE_OUTPUTS, held to the packages by the parity classes). Followed by 4
+    spaces the quote is 5 back: escaped, the answer scores as without it; by 5 spaces it is 6 back: no JSON, NaN.
+    (Issue 51 point 5: a window of 4 or 6 passed every test.)"""
+    for spaces in (4, 5):
+        text = _stray_quote(spaces)
+        with pytest.raises(json.JSONDecodeError) as failed:
+            json.loads(text)
+        assert failed.value.pos - text.index('lobe 3"') - len("lobe 3") == spaces + 1  # json fails here, from the quote
+    for evaluate in (evaluate_output, evaluate_output_radeval):
+        clean = evaluate(json.dumps(_FULL_IDS))
+        assert clean["parse_error"] is None and not math.isnan(clean["score"])
+        four, five = evaluate(_stray_quote(4)), evaluate(_stray_quote(5))
+        assert four["parse_error"] is None and four["score"] == clean["score"], four
+        assert math.isnan(five["score"]) and "no JSON object" in five["parse_error"], five
 
 
 def test_guidelines_follow_radevals_default_judge_rule():
