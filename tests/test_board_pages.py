@@ -365,3 +365,50 @@ def test_the_launched_space_serves_the_pages_beside_gradio(tmp_path):
         assert gradio_page.status_code == 200 and "gradio" in gradio_page.text.lower()
         assert httpx.get(f"{url}csv/iu_xray/findings", timeout=60).text == httpx.get(
             f"{url}board/csv/iu_xray/findings", timeout=60).text
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_in_chromium_a_phone_in_dark_scrolls_the_table_in_its_box_and_searches_as_typed(views):
+    """At 390x844, dark: the page never scrolls sideways, the table does inside its box with the model column
+    pinned, the theme is dark; typing a search replaces the rows with the server's and the address follows; no
+    console error."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from leaderboard_helpers import PHONE, chromium, free_port, record_console, wait_until
+    from rexrank.leaderboard.pages.routes import board_app
+
+    server = uvicorn.Server(uvicorn.Config(board_app(views), host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, "the pages' server to listen")
+        base = f"http://127.0.0.1:{server.config.port}/"
+        with chromium() as browser:
+            page = browser.new_page(viewport=PHONE, color_scheme="dark")
+            seen = record_console(page)
+            page.goto(base + "?tab=mimic_cxr&track=findings_impression")
+            assert page.evaluate("document.documentElement.scrollWidth") == PHONE["width"]
+            assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(13, 17, 23)"
+            box = page.locator(".table-box").first
+            name = page.locator("tbody th[scope=row]").first
+            box.evaluate("b => { b.scrollLeft = 300; }")
+            assert box.evaluate("b => b.scrollLeft") == 300
+            # pinned to the box's left edge (inside its 1 px border) while the values scroll under it
+            assert 0 <= name.bounding_box()["x"] - box.bounding_box()["x"] <= 2
+            page.goto(base + "?tab=iu_xray")
+            page.locator("#board-search").press_sequentially("maira 2")
+            # replaceState: read the address from the page (Playwright's page.url follows navigations only)
+            wait_until(lambda: page.evaluate("location.search") == "?tab=iu_xray&q=maira+2",
+                       "the address to follow the search")
+            wait_until(lambda: page.locator("#board-live tbody tr").count() == 1, "the search's one row")
+            assert page.locator("#board-live tbody th[scope=row] a").first.inner_text() == "MAIRA-2"
+            time.sleep(0.2)
+            assert seen == [], seen
+            page.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

@@ -180,9 +180,9 @@ def dataset_controls(views: Views, link: links.Link) -> Html:
     shown_columns = list(view.columns) if view.columns is not None else [m for _, m in metrics]
     fields = [void("input", type="hidden", name=links.TAB, value=dataset),
               void("input", type="hidden", name=links.TRACK, value=track)]
-    search = el("label", "Search models and institutions ",
+    search = el("label", "Search models and institutions",
                 void("input", type="search", name=links.PARAMS["search"], value=view.search, autocomplete="off",
-                     placeholder="e.g. maira 2 | medgemma", id="board-search"))
+                     placeholder="e.g. maira 2 | medgemma", id="board-search"), class_="search")
     groups = []
     if len(choices.institutions) > 1:
         groups.append(_checks(links.PARAMS["institutions"], "Institution",
@@ -357,10 +357,10 @@ def page(views: Views, link: links.Link, generation: str, poll_s: int) -> Html:
                 el("p", "AI-written chest X-ray reports ranked by the ReXrank metrics (by 1/RadCliQ-v1), with 95% "
                         "confidence intervals for results scored by rexrank. ",
                    el("a", "Paper", href=about.PAPER_URL), " · ", el("a", "rexrank.ai", href=about.SITE_URL),
-                   " · Last updated: ", el("span", when(views.updated()), id="board-updated")))
+                   " · Last updated: ", el("span", when(views.updated()), id="board-updated", class_="nowrap")))
     main = el("main", notice, controls, el("div", live_part, id=LIVE_ID, aria_live="polite"), id="board",
               data_generation=generation, data_poll_s=str(poll_s))
-    head = join([Html('<meta charset="utf-8">'),
+    head = join([Html('<meta charset="utf-8">'), void("link", rel="icon", href="data:,"),  # no favicon request
                  void("meta", name="viewport", content="width=device-width, initial-scale=1"),
                  void("meta", name="color-scheme", content="light dark"),
                  el("title", f"{title} · {TITLE}"),
