@@ -56,8 +56,9 @@ def _not_modified(etag: str) -> Response:
     return Response(status_code=304, headers={"ETag": etag, **_FRESH})
 
 
-def board_app(views: Views) -> Starlette:
-    """The pages as an ASGI app (``mount`` puts it under ``PREFIX``; tests drive it alone)."""
+def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
+    """The pages as an ASGI app (``mount`` puts it under ``PREFIX``; tests drive it alone); an open page asks for
+    the generation every ``poll_s`` seconds."""
 
     def page(request: Request) -> Response:
         link = page_link(views, request.url.query)
@@ -68,7 +69,7 @@ def board_app(views: Views) -> Starlette:
         etag = _etag("page", generation, request.url.query)
         if _unchanged(request, etag):
             return _not_modified(etag)
-        return HTMLResponse(render.page(views, link, generation, POLL_S), headers={"ETag": etag, **_FRESH})
+        return HTMLResponse(render.page(views, link, generation, poll_s), headers={"ETag": etag, **_FRESH})
 
     def live(request: Request) -> Response:
         link = page_link(views, request.url.query)
