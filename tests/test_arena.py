@@ -632,6 +632,7 @@ def _tab_labels(url: str) -> set:
     return {c.get("props", {}).get("label") for c in components if c["type"] == "tabitem"}
 
 
+@pytest.mark.slow  # 1.8 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_the_space_shows_the_arena_only_when_the_host_opts_in(tmp_path):
     """`serve` without ``arena`` builds no Arena tab (the first page keeps its few component types); with it the tab
     is in the page's config and a vote through the page's own API path (next pair, then a vote button) is stored

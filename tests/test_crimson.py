@@ -518,6 +518,7 @@ def test_bad_options_are_one_line_config_errors(paths, tmp_path):
     assert set(reported_digests("crimson", Crimson(model=paths["crimson"]).config())) == {"crimson"}
 
 
+@pytest.mark.slow  # 19.3 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_two_launched_processes_equal_one(paths, tmp_path):
     """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes): every rank gets the
     single-process values and answers."""

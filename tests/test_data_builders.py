@@ -78,6 +78,7 @@ def test_iu_xray_requiring_images_names_the_missing_files(tmp_path):
 
 # ---- MIMIC-CXR ---------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # 1.9 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_mimic_reproduces_the_rexrank_test_set(mimic_tree, tmp_path):
     """All 2,347 manifest studies in manifest order, their images, 723 without impression, all with findings."""
     manifest = read_manifest("mimic_cxr", "test")
@@ -106,6 +107,7 @@ def test_mimic_missing_report_or_image_is_one_error_with_access_and_layout(mimic
     assert "2 missing" in message
 
 
+@pytest.mark.slow  # 2.0 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_mimic_without_images_is_allowed_only_when_asked(mimic_tree, tmp_path):
     """Reports suffice for references; images are required by default (generation needs them)."""
     (mimic_tree / "files" / read_manifest("mimic_cxr", "test")[0]["image_path"][0].lstrip("/")).unlink()
@@ -139,6 +141,7 @@ def test_mimic_empty_findings_section_is_excluded_and_counted(mimic_tree, tmp_pa
     assert data.track_info(ds.select(range(3)))["n_excluded"] == 1  # survives select
 
 
+@pytest.mark.slow  # 2.4 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_second_prepare_hits_the_cache_and_an_edited_copy_is_rebuilt(mimic_tree, tmp_path, monkeypatch):
     """Same copy -> the Arrow cache is reused (no record is rebuilt); an edited report -> rebuilt with the new text."""
     from rexrank.data.builders import mimic_cxr

@@ -81,6 +81,7 @@ def test_mimic_physionet_layouts_give_the_flat_layouts_studies(flat_mimic, tmp_p
                        for r in read_manifest("mimic_cxr", "test"))
 
 
+@pytest.mark.slow  # 2.2 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_mimic_wget_tree_through_data_load_equals_the_flat_copy(flat_mimic, tmp_path):
     """`rexrank.data.load` on the `wget -r` tree of both projects (reports as the zip) gives the flat copy's rows."""
     flat_root, _ = flat_mimic
@@ -92,6 +93,7 @@ def test_mimic_wget_tree_through_data_load_equals_the_flat_copy(flat_mimic, tmp_
     assert found[0]["image_paths"][0].startswith(str(jpg_dir / "files"))
 
 
+@pytest.mark.slow  # 1.8 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_mimic_explicit_roots_win_over_the_search(flat_mimic, tmp_path):
     """--image-root / --reports-root name the parts wherever they are, even when the data directory holds another
     copy; a root that holds nothing usable is named in the error."""

@@ -151,6 +151,7 @@ def test_an_older_world_readable_cache_is_made_owner_only_when_opened(roots):
     assert stat.S_IMODE((roots["scores"] / "scores.sqlite").stat().st_mode) == FILE_MODE
 
 
+@pytest.mark.slow  # 1.5 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_purge_removes_every_cached_copy_and_only_that_datasets(roots, chexpert_tree, cli, monkeypatch):
     """After scoring a licensed and an open set into one cache (plus a --references run of the licensed texts,
     which carries no dataset tag), `purge chexpert` (an alias) asks first, then removes the licensed set's Arrow

@@ -43,6 +43,7 @@ def test_the_demo_gets_ctrl_c_even_when_the_suite_runs_with_sigint_ignored():
 # A ceiling against a hung demo, not a speed: its three waits (URL printed, first answer, stop) each have
 # STATE_CEILING_S; one 600 s bound over all three failed a loaded fresh-clone run (demo setup + start + stop at load 4+).
 @pytest.mark.timeout(3 * STATE_CEILING_S)
+@pytest.mark.slow  # 4.8 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_demo_serves_on_the_chosen_port_prints_the_url_when_it_answers_and_stops_cleanly_on_ctrl_c(shared_dir):
     port = free_port()
     env = dict(os.environ, GRADIO_SERVER_PORT=str(port), PYTHONUNBUFFERED="1", REXRANK_PROGRESS="0")

@@ -514,6 +514,7 @@ def _only_space_files_requested(seen, slug):
     assert all(path.startswith((f"/spaces/rexrank/{slug}/", f"/api/spaces/rexrank/{slug}")) for _, path in seen), seen
 
 
+@pytest.mark.slow  # 7.5 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_evaluate_load_from_hub_namespace(fake_hub, standins, tmp_path):
     """`evaluate.load("rexrank/radcliq")` end to end, with a loopback server posing as the Hub (HF_ENDPOINT)."""
     _require("radcliq")
@@ -530,6 +531,7 @@ def test_evaluate_load_from_hub_namespace(fake_hub, standins, tmp_path):
     assert list((tmp_path / "hf").rglob("radcliq.py"))
 
 
+@pytest.mark.slow  # 6.5 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_evaluate_load_from_hub_namespace_without_models(fake_hub, tmp_path):
     """The same Hub resolution for the model-free BLEU-2 module: runs even before the model-backed metrics exist."""
     endpoint, seen = fake_hub

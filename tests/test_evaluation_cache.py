@@ -698,6 +698,7 @@ def _model_options(standins, cache_dir: Path, metrics: tuple[str, ...]):
 _MODEL_METRICS = ("bertscore", "semb", "ratescore", "radgraph")
 
 
+@pytest.mark.slow  # 10.6 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_warm_equals_cold_byte_for_byte_whatever_another_run_left_in_the_cache(tmp_path, standins, iu_xray_test):
     """Issue 35 point 7. Model B scored in a fresh cache, and again in a cache where model A's run left some of the
     same references' artefacts and some of B's pairs (A shares a few predictions with B): every per-study value,

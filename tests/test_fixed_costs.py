@@ -49,6 +49,7 @@ def _score(tmp_path: Path, files, *extra: str, env: dict[str, str] | None = None
                            *extra], capture_output=True, text=True, env={**clean, **(env or {})}, timeout=300)
 
 
+@pytest.mark.slow  # 1.6 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_bleu2_score_never_imports_torch(tmp_path, files):
     """`rexrank score --metrics bleu2` on one process: no model-backed metric runs and no launcher started a process
     group, so torch is never imported (cold cache, then a warm re-score from it)."""
@@ -153,6 +154,7 @@ def _forget_runs(cache: Path) -> None:
     conn.close()
 
 
+@pytest.mark.slow  # 2.4 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_a_rerun_of_the_same_files_is_served_from_the_run_memo_with_the_warm_runs_files(tmp_path, files):
     """Cold run (writes the memo), memo hit, then a warm re-score from the pair rows alone: every output file is
     byte-identical between the hit and the warm run but for results.json's created_at, and the cold run differs

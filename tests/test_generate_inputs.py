@@ -306,6 +306,7 @@ class Blocker:
 '''
 
 
+@pytest.mark.slow  # 2.8 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_second_run_on_the_same_out_is_refused(cli, canary_records, tmp_path):
     """A run holds OUT/.lock: a second run on the same --out exits at once with a clear message naming the first
     run's pid, and leaves the first run's work alone; once the first finishes, the folder is free again (the lock

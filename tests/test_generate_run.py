@@ -523,6 +523,7 @@ def test_resume_over_damaged_bytes_is_one_error_line(study_json, helpers, cli, t
     assert damaged.read_bytes() == before
 
 
+@pytest.mark.slow  # 4.5 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_accelerate_asked_for_two_but_started_one_is_said(study_json, helpers, tmp_path):
     """The issue's case: `accelerate launch --num_processes 2 -m rexrank generate ... --device cpu` on a machine
     without GPUs runs one process. generate says 1 process took part and warns that the launcher asked for more,

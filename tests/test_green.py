@@ -345,6 +345,7 @@ def _data_parallel_worker(rank: int, world: int, port: int, green_dir: str, out_
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps({"rank": rank, "generated": generated}))
 
 
+@pytest.mark.slow  # 4.9 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_data_parallel_shards_prompts_and_gathers_in_order(green_dir, tmp_path):
     """Two gloo CPU processes (as `accelerate launch` would start), GREEN called directly on every rank with the
     same 7 pairs: each judges its share of the 4 distinct pairs, both end with all scores in input order

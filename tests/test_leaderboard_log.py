@@ -115,6 +115,7 @@ def _board_data(store: Store) -> dict:
     return data
 
 
+@pytest.mark.slow  # 2.1 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_every_change_survives_a_restart_from_the_hub(tmp_path, hub):
     api, server = hub
     origin = Store(tmp_path / "origin.sqlite")

@@ -137,6 +137,7 @@ def space(store_path: Path, api):
         store.close()
 
 
+@pytest.mark.slow  # 6.2 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_a_restart_on_an_empty_disk_loses_nothing(tmp_path, hub):
     api, server = hub
     root = tmp_path / "space"

@@ -659,6 +659,7 @@ def _outcome(answer: str) -> str:
     return answer[-300:]
 
 
+@pytest.mark.slow  # 6.0 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_identical_uploads_at_once_are_each_answered(space, tmp_path):
     """Issue 35 point 2: twelve clients upload one file at the same moment and submit it under their own names.
     gradio keeps identical uploads as ONE file; the first request handled used to delete it under the others
@@ -684,6 +685,7 @@ def test_identical_uploads_at_once_are_each_answered(space, tmp_path):
     assert list(received.iterdir()) == [] and not folder.exists()
 
 
+@pytest.mark.slow  # 4.1 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_one_anonymous_client_gets_its_own_quota_on_the_space(space, tmp_path):
     """Issue 35 point 9 through the served Space (one trusted proxy, as a Space has): seven submissions from one
     client, each with another forged X-Forwarded-For prefix, get the per-client quota (5: the first five answered,
@@ -722,6 +724,7 @@ def test_submit_never_reads_a_server_side_path(space, tmp_path):
     assert secret.exists() and store.model("Probe") is None and len(service.queue()) == queued
 
 
+@pytest.mark.slow  # 3.7 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_login_button_and_profile_identity(seeded, tmp_path, monkeypatch):
     """With OAuth (hf_oauth) the Submit tab has a login button and the logged-in user's profile is the identity."""
     import gradio as gr

@@ -35,6 +35,7 @@ def _rexrank(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProc
                           cwd=tmp_path, timeout=300)
 
 
+@pytest.mark.slow  # 2.3 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_score_reports_every_missing_model_at_once_with_its_flag(tmp_path):
     preds, refs = _pairs(tmp_path)
     checkpoint = tmp_path / "chexbert.pth"

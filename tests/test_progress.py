@@ -275,6 +275,7 @@ def test_model_metrics_say_what_they_load_before_loading_it(name, standins, tmp_
     assert "loading" not in err.getvalue()
 
 
+@pytest.mark.slow  # 43.7 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_score_names_the_weights_before_the_first_chunk_moves(tmp_path, files, standins, monkeypatch):
     """`rexrank score` outside a terminal: the loading line comes before any bertscore progress line, and
     --no-progress drops it with the rest."""

@@ -126,6 +126,7 @@ def test_spaces_matter_and_empty_scores_zero(model_dir):
     assert metric.score(["Heart normal."], ["Heart normal."])[0] == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.slow  # 18.7 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_two_launched_processes_equal_one(model_dir, tmp_path):
     """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes, tests/parallel_worker.py):
     every rank gets the single-process values (batch composition differs: float rounding only)."""

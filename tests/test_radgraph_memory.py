@@ -108,6 +108,7 @@ print(json.dumps({"peak_mb": peak_rss_mib(),
 """
 
 
+@pytest.mark.slow  # 5.6 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_peak_memory_of_a_long_report_stays_bounded(archive):
     """2,000 words (2,408 RadGraph words): 4.2 GB peak when all relation pairs were scored at once, ~0.46 GB now
     (the process's ~0.4 GB of interpreter, torch and model included). The bound is generous; quadratic growth

@@ -65,6 +65,7 @@ def _env() -> dict[str, str]:
     return env | {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "REXRANK_PROGRESS": "0"}
 
 
+@pytest.mark.slow  # 3.3 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_accelerate_asked_for_two_but_started_one_is_said(files, tmp_path):
     """`accelerate launch --num_processes 2` without GPUs runs one process: score says 1 process took part and
     warns that the launcher asked for more, naming the launcher that works on CPU."""

@@ -105,6 +105,7 @@ def test_sample_prf_and_weighted_rules():
     assert weighted_scores([{1}], [set()], 3) == {k: 0.0 for k in w}  # no reference label: zero_division 0
 
 
+@pytest.mark.slow  # 17.7 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_two_launched_processes_equal_one(paths, tmp_path):
     """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes): every rank gets the
     single-process values and label sets."""

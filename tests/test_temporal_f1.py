@@ -127,6 +127,7 @@ def test_batches_do_not_change_entities(folder, iu_xray_test):
     assert one == many and sum(map(len, one)) > 40
 
 
+@pytest.mark.slow  # 14.1 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_two_launched_processes_equal_one(folder, tmp_path):
     """The spec shards a launched job's distinct pairs (torchrun, 2 gloo processes): every rank gets the
     single-process values and entity sets."""
