@@ -257,8 +257,13 @@ def test_leaderboard_space_publishes_with_an_installable_rexrank_and_its_extra(c
     hub_publish.publish(plans, token=TOKEN, api_factory=lambda t: api, log=lambda _: None,
                         wheel_builder=lambda out: _fake_wheel(out))
     files = api.uploaded["my-org/board"]
-    assert sorted(files) == sorted(["README.md", "app.py", "requirements.txt", f"wheels/{WHEEL_NAME}"])
+    assert sorted(files) == sorted(["README.md", "app.py", "constraints.txt", "requirements.txt",
+                                    f"wheels/{WHEEL_NAME}"])
     url = f"{constants.ENDPOINT}/spaces/my-org/board/resolve/main/wheels/{WHEEL_NAME}"
     lines = [line.strip() for line in files["requirements.txt"].decode().splitlines()]
     assert f"rexrank[space] @ {url}" in lines and not any(line.startswith("rexrank[space]>") for line in lines)
+    # The lock, by its URL in the Space (issue 49 point 2: the Space installs the tested stack, not the newest).
+    assert f"-c {constants.ENDPOINT}/spaces/my-org/board/resolve/main/constraints.txt" in lines
+    assert files["constraints.txt"] == (hub_publish.source_root() / "constraints.txt").read_bytes()
+    assert "--find-links https://download.pytorch.org/whl/cpu/torch/" in lines
     assert files["app.py"] == (hub_publish.source_root() / "spaces/leaderboard/app.py").read_bytes()

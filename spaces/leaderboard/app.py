@@ -4,7 +4,9 @@ Host settings (Space variables; unset: the defaults of rexrank.leaderboard.limit
 REXRANK_MAX_UPLOAD_MB (largest predictions file, decimal MB), REXRANK_PRIVATE_QUOTA (submissions per user per private
 test set per day), REXRANK_RATE_LIMIT (per user, and per anonymous client, per day on the public sets),
 REXRANK_ANONYMOUS_LIMIT (anonymous submissions per day, all clients together), REXRANK_TRUSTED_PROXIES (proxies in
-front that append to X-Forwarded-For, which tells anonymous clients apart; default 1 in a Space). Hugging Face login
+front that append to X-Forwarded-For, which tells anonymous clients apart; default 1 in a Space). Where it listens: GRADIO_SERVER_NAME and GRADIO_SERVER_PORT (then PORT), else
+0.0.0.0:7860 inside a Space and 127.0.0.1:7860 elsewhere (rexrank.leaderboard.hosting); one line at start says what it
+serves and what it lacks. Hugging Face login
 is on when the card sets `hf_oauth: true` (the Submit tab then shows the login button; the card's requirements install
 gradio[oauth]).
 Persistence (docs/leaderboard.md#persistence): REXRANK_RESULTS_REPO and REXRANK_REQUESTS_REPO, Hub dataset repos
@@ -14,10 +16,12 @@ Hugging Face login), REXRANK_ARENA_IMAGES a folder of the public set's images sh
 REXRANK_ARENA_EXPERTS_ONLY=1 lets only the host's expert allow-list vote.
 """
 
+import logging
 import os
 
 from rexrank.leaderboard import limits
 from rexrank.leaderboard.app import serve
+from rexrank.leaderboard.hosting import listen_address, start_line
 
 
 def _number(name: str, default: float) -> float:
@@ -35,8 +39,11 @@ def _flag(name: str) -> bool:
 
 
 if __name__ == "__main__":
-    app, _, _ = serve(os.environ.get("REXRANK_STORE", "data/leaderboard.sqlite"), host="0.0.0.0",
-                      port=int(os.environ.get("PORT", "7860")), prevent_thread_lock=True,
+    # The host's log shows rexrank's warnings and notes (what the worker scores, a store cleaned, a failed push).
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    host, port = listen_address()  # gradio's own variables; 0.0.0.0 only inside a Space
+    store_path = os.environ.get("REXRANK_STORE", "data/leaderboard.sqlite")
+    app, store, service = serve(store_path, host=host, port=port, prevent_thread_lock=True,
                       max_bytes=limits.upload_bytes(_number("REXRANK_MAX_UPLOAD_MB", limits.DEFAULT_MAX_UPLOAD_MB)),
                       private_quota=int(_number("REXRANK_PRIVATE_QUOTA", limits.DEFAULT_PRIVATE_QUOTA)),
                       rate_limit=int(_number("REXRANK_RATE_LIMIT", limits.DEFAULT_RATE_LIMIT)),
@@ -47,4 +54,5 @@ if __name__ == "__main__":
                       arena=_flag("REXRANK_ARENA"), arena_images=os.environ.get("REXRANK_ARENA_IMAGES") or None,
                       arena_experts_only=_flag("REXRANK_ARENA_EXPERTS_ONLY"),
                       edition=os.environ.get("REXRANK_BOARD_EDITION") or None)
+    print(start_line(store, service, app.sync, host, port, arena=app.arena is not None), flush=True)
     app.block_thread()

@@ -120,6 +120,11 @@ def plan(org: str, *, only: Sequence[str] | None = None, private: bool = False,
 # The leaderboard Space's files in a checkout (spaces/leaderboard/): what `rexrank hub publish-leaderboard` uploads.
 LEADERBOARD_SPACE = "spaces/leaderboard"
 LEADERBOARD_FILES = ("app.py", "README.md", "requirements.txt")
+# The lock (the stack the suite last passed on, scripts/lock.sh) goes into the leaderboard Space beside its
+# requirements, whose `-c constraints.txt` line names it by its Hub URL: a Space's build installs requirements.txt
+# before the rest of the repository is there, so a relative path would not resolve.
+LOCK_FILE = "constraints.txt"
+_LOCK_LINE = re.compile(r"-c\s+" + re.escape(LOCK_FILE))
 
 
 def leaderboard_plan(repo_id: str, *, private: bool = False, folder: Path | None = None) -> SpacePlan:
@@ -135,6 +140,11 @@ def leaderboard_plan(repo_id: str, *, private: bool = False, folder: Path | None
     missing = [f for f in LEADERBOARD_FILES if f not in {p.path_in_repo for p in files}]
     if missing:
         raise ConfigError(f"{folder} is not a complete Space: missing {', '.join(missing)}")
+    lock = folder.resolve().parents[1] / LOCK_FILE
+    if not lock.is_file():
+        raise ConfigError(f"{lock} does not exist: publish the leaderboard Space from a rexrank checkout (the lock "
+                          "pins the stack the Space installs)")
+    files = (*(f for f in files if f.path_in_repo != LOCK_FILE), PlannedFile(LOCK_FILE, lock, lock.stat().st_size))
     return SpacePlan("leaderboard", f"{org}/{name}", folder, files, private)
 
 
@@ -159,11 +169,16 @@ def check_requirement(requirement: str) -> str:
     return requirement
 
 
-def wheel_url(repo_id: str, wheel_name: str) -> str:
-    """Where the Space build downloads the uploaded wheel from (the Space repo's own file, on HF_ENDPOINT)."""
+def space_file_url(repo_id: str, path: str) -> str:
+    """Where the Space build downloads one of the Space repo's own files from (on HF_ENDPOINT)."""
     from huggingface_hub import constants
 
-    return f"{constants.ENDPOINT}/spaces/{repo_id}/resolve/main/{WHEELS_DIR}/{wheel_name}"
+    return f"{constants.ENDPOINT}/spaces/{repo_id}/resolve/main/{path}"
+
+
+def wheel_url(repo_id: str, wheel_name: str) -> str:
+    """Where the Space build downloads the uploaded wheel from (the Space repo's own file, on HF_ENDPOINT)."""
+    return space_file_url(repo_id, f"{WHEELS_DIR}/{wheel_name}")
 
 
 def wheel_requirement(repo_id: str, wheel_name: str) -> str:
@@ -222,8 +237,9 @@ def stage(space: SpacePlan, into: Path, rexrank_requirement: str, wheel: Path | 
         dest = target / f.path_in_repo
         dest.parent.mkdir(parents=True, exist_ok=True)
         if f.path_in_repo == "requirements.txt":
-            dest.write_text(_requirements_with(f.source.read_text(encoding="utf-8"), rexrank_requirement),
-                            encoding="utf-8")
+            text = _requirements_with(f.source.read_text(encoding="utf-8"), rexrank_requirement)
+            text = _LOCK_LINE.sub(f"-c {space_file_url(space.repo_id, LOCK_FILE)}", text)
+            dest.write_text(text, encoding="utf-8")
         else:
             shutil.copyfile(f.source, dest)
     if wheel is not None:

@@ -305,8 +305,9 @@ class Views:
         names = full["model"] if "model" in full else ()  # a board with no rows has no columns either
         widths = [model_width(names) if c == "Model" else WIDTHS.get(c, METRIC_WIDTH) for c in out.columns]
         types = ["markdown" if c == "Model" else "str" for c in out.columns]
+        label = table_label(dataset, track, sort_by)
         if full.empty:
-            empty = "No results on this test set and track yet."
+            empty = "No results on this test set and track yet." + self._unimported_note(track)
         elif shown.empty:
             active = [f"Search “{md_text(str(search)[:60])}”"] * bool(search) + [
                 label for label, value in (("Institution", institutions), ("Year", years),
@@ -317,7 +318,23 @@ class Views:
                      if active else "**No model matches these filters.**")
         else:
             empty = ""
-        return PageTable(out, types, widths, empty, table_label(dataset, track, sort_by), shown, full)
+        # A column no row fills (an edition's metric this store's rows never had: 1/FineRadScore of the 2025 edition
+        # over today's rows) is named, not left as a silent column of dashes.
+        blank = [m for m in self._metrics(track, columns) if not full.empty and m in full and full[m].isna().all()]
+        if blank:
+            label += (f" · no row has a value of {', '.join(board.metric_name(m) for m in blank)} (edition "
+                      f"{self.edition()})")
+        return PageTable(out, types, widths, empty, label, shown, full)
+
+    def _unimported_note(self, track: str) -> str:
+        """Why a whole track is empty on a store whose host imported the published tables: they imported other
+        tracks' tables only (rexrank.ai shows this one)."""
+        from rexrank.leaderboard.published import SEED_KEY
+
+        if (self.store.meta(SEED_KEY) or {}).get("state") != "imported" or self.store.results(track=track):
+            return ""
+        return (f" This board's host imported the published ReXrank tables of other tracks only: rexrank.ai's "
+                f"{TRACK_LABELS.get(track, track)} rows are not here.")
 
     def filter_choices(self, dataset: str, track: str) -> FilterChoices:
         """The filter choices the rows there now allow (a filter with one choice filters nothing)."""

@@ -123,6 +123,9 @@ class Store:
     def transaction(self, *, board: bool = True) -> AbstractContextManager[sqlite3.Connection]:
         return self.db.transaction(board=board)
 
+    def backup(self, out: str | Path) -> Path:
+        return self.db.backup(out)
+
     def add_listener(self, callback: Callable[[], None]) -> None:
         self.db.add_listener(callback)
 

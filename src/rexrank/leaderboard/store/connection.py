@@ -12,6 +12,7 @@ them and each is one line naming the problem and the fix.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -300,6 +301,38 @@ class Database:
                 return self.set_meta(key, value, tx)
         conn.execute("INSERT INTO meta(key, value, updated_at) VALUES (?,?,?) ON CONFLICT(key) DO UPDATE SET"
                      " value = excluded.value, updated_at = excluded.updated_at", (key, json.dumps(value), time.time()))
+
+    def backup(self, out: str | Path) -> Path:
+        """A consistent copy of the store at ``out``, taken with SQLite's online backup API while the board runs:
+        the writes still in the -wal are in it, and it is one file (no -wal of its own). Owner-only, like the store;
+        written beside ``out`` and renamed into place, so ``out`` is never a half copy. An existing ``out`` is
+        refused (a backup never overwrites), as is ``out`` being the store itself."""
+        out = Path(out)
+        if out.exists() or out.is_symlink():
+            raise StoreError(f"{out} exists: a backup never overwrites a file; give a new path")
+        if out.parent.resolve() == self.path.parent.resolve() and out.name == self.path.name:
+            raise StoreError(f"{out} is the store itself: give another path")
+        if not out.parent.is_dir():
+            raise StoreError(f"{out.parent} is not a folder: create it, or give a path in an existing folder")
+        part = out.with_name(f".{out.name}.part-{secrets.token_hex(4)}")
+        try:
+            private_file(part)
+            target = sqlite3.connect(part)
+            try:
+                self.connection().backup(target)
+                target.execute("PRAGMA journal_mode=DELETE")  # one self-contained file, readable anywhere
+            finally:
+                target.close()
+            try:
+                os.link(part, out)  # fails if ``out`` appeared meanwhile: never overwritten
+            except FileExistsError:
+                raise StoreError(f"{out} appeared while the backup was written: nothing was overwritten") from None
+        except OSError as exc:
+            raise StoreError(f"cannot write the backup {out} ({exc.strerror or exc}): free some space or give "
+                             "another path") from None
+        finally:
+            part.unlink(missing_ok=True)
+        return out
 
     def schema_version(self) -> int:
         return self.connection().execute("PRAGMA user_version").fetchone()[0]
