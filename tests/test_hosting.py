@@ -210,3 +210,16 @@ def test_the_page_names_an_editions_column_no_row_fills(tmp_path):
     label = Views(store, None).page_table("iu_xray", "findings").label
     assert "no row has a value of 1/FineRadScore (edition 2025)" in label, label
     store.close()
+
+
+def test_the_backup_command(cli, tmp_path):
+    store = Store(tmp_path / "b.sqlite")
+    seed_store(store)
+    store.close()
+    code, out = cli("leaderboard", "backup", str(tmp_path / "copy.sqlite"), "--store", str(tmp_path / "b.sqlite"))
+    assert code == 0 and "backed up" in out and (tmp_path / "copy.sqlite").is_file(), out
+    for args, fragment in (([str(tmp_path / "copy.sqlite"), "--store", str(tmp_path / "b.sqlite")], "never overwrites"),
+                           ([str(tmp_path / "x.sqlite"), "--store", str(tmp_path / "none.sqlite")], "no store at")):
+        code, out = cli("leaderboard", "backup", *args)
+        assert code == 2 and fragment in out and "Traceback" not in out, out
+    assert not (tmp_path / "none.sqlite").exists()  # a mistyped --store is not created

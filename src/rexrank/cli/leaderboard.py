@@ -351,6 +351,26 @@ def sync(
         typer.echo(f"  skipped {path}: not a valid event or result (see the log)")
 
 
+@app.command("backup")
+def backup(
+    out: Path = typer.Argument(..., help="Where the copy goes: a new file (never overwritten)."),
+    store: Path = typer.Option(DEFAULT_STORE, "--store"),
+) -> None:
+    """A consistent copy of the store while the board serves (SQLite's backup API: the writes still in its -wal
+    included; one owner-only file). Restore: docs/hosting.md."""
+    from rexrank.errors import InputError
+    from rexrank.leaderboard.store import Store
+
+    if not store.is_file():
+        raise InputError(f"no store at {store}: nothing to back up (give --store PATH)")
+    source = Store(store)
+    try:
+        copy = source.backup(out)
+        typer.echo(f"backed up {store} ({len(source.results(latest=False, include_hidden=True))} results) to {copy}")
+    finally:
+        source.close()
+
+
 def _seed(db, no_seed: bool) -> None:
     """The store gets the published tables as ``published.seed_store`` decides (the one rule, for every command)."""
     from rexrank.leaderboard.editions import edition_of
