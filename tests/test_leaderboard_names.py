@@ -85,15 +85,65 @@ def test_a_lookalike_has_the_real_names_key(real, lookalike):
     assert name_key(lookalike) == name_key(real)
 
 
-# Names that differ in what a reader sees: distinct keys.
-DISTINCT = [("MAIRA-2", "MAIRA-3"), ("MAIRA-2", "MAIRA2"), ("MAIRA-2", "MAIRA_2"), ("MAIRA-2", "MAIRA=2"),
-            ("Libra", "Libre"), ("CheXagent", "CheXagent*"), ("VLCI-IU", "VLCI-MIMIC"), ("RadFM", "RadFN"),
-            ("GPT4V", "GPT4"), ("Model 8", "Model B")]
+# Names that differ in their letters or digits: distinct keys.
+DISTINCT = [("MAIRA-2", "MAIRA-3"), ("Libra", "Libre"), ("VLCI-IU", "VLCI-MIMIC"), ("RadFM", "RadFN"),
+            ("GPT4V", "GPT4"), ("Model 8", "Model B"), ("GPT-4 (text)", "GPT-4 (vision)")]
+
+# Issue 49 point 4: look-alikes by punctuation were registered beside the names they imitate, while search folded
+# them ("maira 2" found MAIRA-2, and MAIRA_2 was someone else's). The key is the search's: punctuation is dropped.
+PUNCTUATION = [("MedVersa", "MedVersa."), ("MedVersa", "Med-Versa"), ("MedVersa", "Med_Versa"),
+               ("MedVersa", "Med\u00b7Versa"), ("MedVersa", "MedVersa*"), ("MAIRA-2", "MAIRA2"), ("MAIRA-2", "MAIRA_2"),
+               ("MAIRA-2", "MAIRA=2"), ("MAIRA-2", "MAIRA.2"), ("CheXagent", "CheXagent*"),
+               ("CheXpertPlus-CheX", "CheXpertPlus_CheX")]
 
 
 @pytest.mark.parametrize("first, second", DISTINCT)
 def test_different_names_keep_different_keys(first, second):
     assert name_key(first) != name_key(second)
+
+
+@pytest.mark.parametrize("real, lookalike", PUNCTUATION)
+def test_punctuation_does_not_tell_names_apart(real, lookalike):
+    from rexrank.leaderboard.records import search_key
+
+    assert name_key(lookalike) == name_key(real) == search_key(real) == search_key(lookalike)
+
+
+def test_registration_and_search_fold_names_alike():
+    """One folding (``name_key`` is ``search_key``): a search's words and a registration compare the same key."""
+    from rexrank.leaderboard import board
+    from rexrank.leaderboard.records import search_key
+
+    assert search_key is name_key
+    keys = [name_key(name) for name in ("MAIRA-2", "MedVersa")]
+    for query, name in (("maira 2", "MAIRA_2"), ("Med-Versa", "Med_Versa"), ("medversa.", "MedVersa*")):
+        assert board.search_terms(query, keys) == [name_key(name)]
+
+
+def test_punctuation_lookalikes_are_refused_beside_the_published_names(tmp_path):
+    """Through the service, anonymous and logged in: every look-alike of the issue is the host's name; nothing is
+    queued or counted. Before: each was registered beside MedVersa or MAIRA-2."""
+    store = Store(tmp_path / "board.sqlite")
+    import_published(store, bundled_tables())
+    service = Submissions(store, tmp_path / "queue", metrics=["bleu2"])
+    path = iu_predictions(tmp_path / "p.json", n_shift=4)
+    for real, lookalike in PUNCTUATION[:7]:
+        for user in ("mallory", None):
+            with pytest.raises(NameTaken, match="already registered by the leaderboard host"):
+                service.submit(path, {"name": lookalike}, "iu_xray", "findings", user=user)
+        assert store.model(lookalike)["name"] == real
+    assert store.counts()["submissions"] == 0 and store.attempts() == []
+    store.close()
+
+
+@pytest.mark.parametrize("name", ["...", "-", "*", "()", "\u00b7"])
+def test_a_name_without_letters_or_digits_is_refused(name):
+    """All such names would share one (empty) key."""
+    from rexrank.errors import InputError
+    from rexrank.leaderboard.records import ModelInfo
+
+    with pytest.raises(InputError, match="^the model name has no letter or digit: name the model with at least one$"):
+        ModelInfo.from_dict({"name": name})
 
 
 def _published_names(directory: Path) -> set[str]:
@@ -106,12 +156,16 @@ def _published_names(directory: Path) -> set[str]:
 
 def test_every_published_model_keeps_its_own_key(shared_dir):
     """Every name in the published tables (the bundled copy and ../shared's, older tables included, as written
-    there: CheXpertPlus_CheX and CheXpertPlus-CheX are two spellings the importer joins, not a fold of name_key)."""
+    there) has a key of its own, except upstream's own spellings of one model, which differ in punctuation and case
+    only (CheXpertPlus_CheX and CheXpertPlus-CheX; CheXagent* in the older MIMIC-CXR table, its footnote mark)."""
+    import re
+
     names = _published_names(bundled_tables()) | _published_names(shared_dir / "data" / "leaderboard_published")
     assert {"MAIRA-2", "Libra", "MedVersa", "CheXagent", "CheXagent*", "VLCI-IU", "VLCI-MIMIC"} <= names
     assert len(names) >= 40
+    spelled = lambda name: re.sub(r"[^0-9a-z]", "", name.lower())
     for first, second in itertools.combinations(sorted(names), 2):
-        assert name_key(first) != name_key(second), (first, second)
+        assert (name_key(first) == name_key(second)) == (spelled(first) == spelled(second)), (first, second)
 
 
 def test_the_key_is_a_fixed_point():
@@ -184,6 +238,64 @@ def test_a_store_keyed_by_the_old_rule_is_keyed_again_when_opened(tmp_path):
     assert store.model("Rad Model 2")["name_key"] == name_key("RadModel2")
     with pytest.raises(NameTaken, match="already registered by Hugging Face user alice"):
         store.check_name("RadModel 2", "hf:mallory")
+    store.close()
+
+
+def test_names_that_now_compare_equal_keep_their_names_when_a_store_opens(tmp_path, monkeypatch, caplog):
+    """A store written when punctuation told names apart (``NAME_KEY_VERSION`` 2) may hold MedVersa (the host's)
+    and Med-Versa (a submitter's). Opened now: both keep their names, owners and rows; the first registered keeps
+    the key, so no further look-alike (Med_Versa) can be registered; the later one's owner still submits under it;
+    the service's start names it in one log line."""
+    import logging
+
+    from rexrank.leaderboard import submissions as submissions_module
+    from rexrank.leaderboard.store import log as store_log
+
+    path = tmp_path / "board.sqlite"
+    store = Store(path)
+    import_published(store, bundled_tables())
+    # The earlier rule, as far as these names go: punctuation kept.
+    earlier = lambda name: name_key(name) + "".join(c for c in str(name) if c in "-_.*")
+    monkeypatch.setattr(store_log, "name_key", earlier)
+    monkeypatch.setattr(submissions_module, "published_names", lambda: {})
+    Submissions(store, tmp_path / "queue", metrics=["bleu2"]).submit(
+        iu_predictions(tmp_path / "p.json", n_shift=4), {"name": "Med-Versa"}, "iu_xray", "findings", user="mallory")
+    with store.transaction() as conn:
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'name_key_version'")
+    store.close()
+    monkeypatch.undo()
+    store = Store(path)
+    with caplog.at_level(logging.WARNING, logger="rexrank.leaderboard.submissions"):
+        Submissions(store, tmp_path / "queue", metrics=["bleu2"])
+    assert store.model("MedVersa")["owner"] == "host" and store.model("MedVersa")["name_key"] == "medversa"
+    assert store.model("Med-Versa")["owner"] == "hf:mallory" and store.model("Med-Versa")["name_key"] is None
+    assert store.check_name("Med-Versa", "hf:mallory")["name"] == "Med-Versa"  # its owner goes on submitting
+    for name in ("Med_Versa", "MedVersa."):
+        with pytest.raises(NameTaken, match="already registered by the leaderboard host"):
+            store.check_name(name, "hf:eve")
+    assert any("keep their names, owners and rows" in r.getMessage() and "'Med-Versa'" in r.getMessage()
+               for r in caplog.records)
+    store.close()
+
+
+def test_published_names_are_kept_for_the_hosts_import(tmp_path):
+    """Issue 49 point 4: on a store without the published tables (a host who imports them later), a submitter could
+    register MedVersa or MAIRA_2 first, and the import then skipped upstream's row ("not imported: ... already
+    registered"): a submitter blocked the published board. A name of the bundled published tables (any edition) is
+    now the host's to register, so the import finds it free and every published row is imported."""
+    store = Store(tmp_path / "board.sqlite")  # no seed
+    service = Submissions(store, tmp_path / "queue", metrics=["bleu2"])
+    path = iu_predictions(tmp_path / "p.json", n_shift=4)
+    for name in ("MedVersa", "MAIRA_2", "Med-Versa", "maira 2"):
+        for user in ("mallory", None):
+            with pytest.raises(NameTaken, match="is a published ReXrank model's.*kept for the leaderboard host's "
+                                                "import of the published tables. Choose another name."):
+                service.submit(path, {"name": name}, "iu_xray", "findings", user=user)
+    assert store.counts()["models"] == 0 and store.attempts() == []
+    service.submit(path, {"name": "Fresh model"}, "iu_xray", "findings", user="mallory")
+    report = import_published(store, bundled_tables())
+    assert not [note for note in report["notes"] if "not imported" in note]
+    assert store.model("MedVersa")["owner"] == "host" and store.model("MAIRA-2")["owner"] == "host"
     store.close()
 
 

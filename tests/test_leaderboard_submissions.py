@@ -274,7 +274,7 @@ def test_public_quota_counts_rejections_and_holds_under_concurrency(tmp_path, fa
 
     def anonymous():
         try:
-            service.submit(path, {"name": "m"}, "iu_xray", "findings")
+            service.submit(path, {"name": "m"}, "iu_xray", "findings", client="203.0.113.5")
         except QuotaExceeded:
             outcomes.append("quota")
         except InputError:
@@ -285,7 +285,10 @@ def test_public_quota_counts_rejections_and_holds_under_concurrency(tmp_path, fa
         t.start()
     for t in threads:
         t.join()
-    assert sorted(outcomes) == ["quota"] * 6 + ["rejected"] * 4  # all anonymous users share one daily budget
+    # One anonymous client: its own quota, rejected files included, holds under concurrency; rejected files never
+    # reach the total all anonymous clients share (issue 49 point 4).
+    assert sorted(outcomes) == ["quota"] * 8 + ["rejected"] * 2
+    assert store.attempts(ANONYMOUS) == []
 
 
 def test_at_most_so_many_files_are_read_at_once(tmp_path, monkeypatch):
@@ -310,12 +313,13 @@ def test_at_most_so_many_files_are_read_at_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(inputs, "load_inputs", slow_load_inputs)
     service = Submissions(Store(tmp_path / "s.sqlite"), tmp_path / "up", rate_limit=100, anonymous_limit=100)
-    path = _write(tmp_path / "p.json", "{}")
+    # Files of different bytes: requests for one file's bytes are handled one at a time (a duplicate's answer).
+    paths = [_write(tmp_path / f"p{k}.json", "{}" + " " * k) for k in range(SUBMISSIONS_AT_ONCE + 3)]
     refused: list[str] = []
 
     def submit(k: int):
         try:
-            service.submit(path, {"name": "m"}, "iu_xray", "findings", user=f"user{k}")
+            service.submit(paths[k], {"name": "m"}, "iu_xray", "findings", user=f"user{k}")
         except InputError as exc:
             refused.append(str(exc))
 
@@ -373,8 +377,8 @@ def test_junk_requests_do_not_spend_the_anonymous_quota(seeded, tmp_path):
     ("10.16.3.80", ["6.6.6.6", "203.0.113.9"], 1, "203.0.113.9"),  # two header lines: one list, in order
     ("10.16.3.80", ["6.6.6.6, 203.0.113.9, 10.0.0.2"], 2, "203.0.113.9"),  # two proxies
     ("10.16.3.80", ["203.0.113.9"], 2, "10.16.3.80"),  # fewer entries than proxies: not through them
-    ("10.16.3.80", ["2001:db8:1:2:aaaa::1"], 1, "2001:db8:1:2::/64"),  # an IPv6 client: its /64
-    ("10.16.3.80", ["[2001:db8:1:2:bbbb::7]:443"], 1, "2001:db8:1:2::/64"),
+    ("10.16.3.80", ["2001:db8:1:2:aaaa::1"], 1, "2001:db8:1::/48"),  # an IPv6 client: its /48 (clients.py: why)
+    ("10.16.3.80", ["[2001:db8:1:ff02:bbbb::7]:443"], 1, "2001:db8:1::/48"),
     ("10.16.3.80", ["::ffff:203.0.113.9"], 1, "203.0.113.9"),  # IPv4-mapped
     ("10.16.3.80", ["203.0.113.9:5555"], 1, "203.0.113.9"),
     ("10.16.3.80", ["not-an-address"], 1, "unknown"),
@@ -408,8 +412,8 @@ def test_each_anonymous_client_has_its_own_quota_within_the_shared_total(tmp_pat
     anonymous clients together stay within ``anonymous_limit``, and the store holds a keyed digest, never the
     address."""
     store = Store(tmp_path / "s.sqlite")
-    service = Submissions(store, tmp_path / "up", metrics=["bleu2"], rate_limit=3, anonymous_limit=7)
-    files = [iu_predictions(tmp_path / f"p{n}.json", n_shift=30 + n) for n in range(8)]
+    service = Submissions(store, tmp_path / "up", metrics=["bleu2"], rate_limit=2, anonymous_limit=4)
+    files = [iu_predictions(tmp_path / f"p{n}.json", n_shift=30 + n) for n in range(6)]
 
     def submit(n: int, client: str) -> str:
         try:
@@ -418,23 +422,108 @@ def test_each_anonymous_client_has_its_own_quota_within_the_shared_total(tmp_pat
         except QuotaExceeded as exc:
             return str(exc)
 
-    one = [submit(n, "203.0.113.9") for n in range(4)]
-    assert one[:3] == ["queued"] * 3
-    assert one[3].startswith("quota reached: at most 3 anonymous submissions from your address (log in")
-    assert [submit(n, "198.51.100.4") for n in range(4, 7)] == ["queued"] * 3  # another client: its own quota
-    assert submit(7, "192.0.2.1") == "queued"  # the 7th anonymous attempt of all
-    refused = submit(7, "192.0.2.2")
-    assert refused.startswith("quota reached: at most 7 anonymous submissions (all anonymous clients together")
-    identities = {a["identity"] for a in store.attempts()}
+    one = [submit(n, "203.0.113.9") for n in range(3)]
+    assert one[:2] == ["queued"] * 2
+    assert one[2].startswith("quota reached: at most 2 anonymous submissions from your address (log in")
+    assert [submit(n, "198.51.100.4") for n in range(3, 5)] == ["queued"] * 2  # another client: its own quota
+    refused = submit(5, "192.0.2.2")  # the 5th accepted anonymous file of all
+    assert refused.startswith("quota reached: at most 4 accepted anonymous submissions (all anonymous clients "
+                              "together; log in for your own quota) per 24 h; try again in")
+    # The total counts accepted files only, under the group's own identity; each client's attempts under its digest.
+    assert [a["outcome"] for a in store.attempts(ANONYMOUS)] == ["queued"] * 4
+    identities = {a["identity"] for a in store.attempts()} - {ANONYMOUS}
     assert len(identities) == 3 and all(i.startswith("anonymous:") and len(i) == len("anonymous:") + 32
                                         for i in identities)
     assert not any("203.0.113" in i or "198.51" in i for i in identities)
     with pytest.raises(QuotaExceeded, match="all anonymous clients together"):  # a caller on the host: the total
-        service.submit(files[0], {"name": "Host side"}, "iu_xray", "findings")
+        service.submit(files[5], {"name": "Host side"}, "iu_xray", "findings")
     secret = tmp_path / "up" / "client-key"
     assert _mode(secret) == 0o600 and len(secret.read_bytes()) == 32
     again = Submissions(store, tmp_path / "up", metrics=["bleu2"], rate_limit=3)  # a restart: the same digests
     assert again.client_identity("203.0.113.9") == service.client_identity("203.0.113.9")
+    store.close()
+
+
+def test_one_prefix_of_junk_leaves_other_clients_their_submissions(tmp_path, monkeypatch):
+    """Issue 49 point 4: twenty IPv6 /64s of one /56 sent junk files (read and rejected); each /64 was a client of
+    its own with 5 attempts, all 100 counted against the anonymous total everyone shares, and the next honest file
+    was told "try again in 24.0 h". Now a client is its /48 (``clients``), so the twenty /64s are one client with 5
+    attempts, and rejected files never count against the total: twenty IPv4 clients sending junk too leave it
+    whole. An honest client of another prefix still submits."""
+    from rexrank.evaluation import inputs
+    from rexrank.evaluation.predictions import Problems, ValidationError
+    from rexrank.leaderboard.clients import client_key
+
+    real_load_inputs = inputs.load_inputs
+
+    def load_inputs(path, *args, **kwargs):  # junk is rejected by validation, as a file of wrong ids would be
+        if Path(path).name.startswith("junk"):
+            problems = Problems(max_listed=5)
+            problems.add("missing_id", "predictions", "s1")
+            raise ValidationError("predictions lack study s1", problems)
+        return real_load_inputs(path, *args, **kwargs)
+
+    monkeypatch.setattr(inputs, "load_inputs", load_inputs)
+    store = Store(tmp_path / "s.sqlite")
+    service = Submissions(store, tmp_path / "up", metrics=["bleu2"])  # the default quotas: 5 per client, 100 in all
+    junk = [_write(tmp_path / f"junk{n}.json", "{}" + " " * n) for n in range(6)]
+    outcomes: dict[str, int] = {}
+
+    def send(address: str) -> None:
+        for file in junk:
+            try:
+                service.submit(file, {"name": "Junk"}, "iu_xray", "findings", client=client_key(address))
+            except QuotaExceeded:
+                outcomes["quota"] = outcomes.get("quota", 0) + 1
+            except InputError:
+                outcomes["rejected"] = outcomes.get("rejected", 0) + 1
+
+    for n in range(20):  # twenty /64s of 2001:db8:77:aa00::/56
+        send(f"2001:db8:77:aa{n:02x}::{n + 1}")
+    assert outcomes == {"rejected": 5, "quota": 115}  # one client: its own 5 attempts, then its quota
+    for n in range(20):  # twenty IPv4 clients: 5 rejected files each, 100 in all
+        send(f"203.0.113.{n + 1}")
+    assert outcomes["rejected"] == 105 and store.attempts(ANONYMOUS) == []
+    honest = iu_predictions(tmp_path / "honest.json", n_shift=9)
+    job = service.submit(honest, {"name": "Honest model"}, "iu_xray", "findings",
+                         client=client_key("2001:db8:99::5"))
+    assert [(a["outcome"], a["submission_id"]) for a in store.attempts(ANONYMOUS)] == [("queued", job)]
+    store.close()
+
+
+def test_identical_files_sent_at_once_by_one_client_are_each_a_duplicate(tmp_path):
+    """Issue 49 point 7: twelve identical files sent at once by one client under one name got three kinds of refusal
+    ("name taken": the first had registered it; "quota reached": the client's 5; "already submitted"). The docs
+    promise one: each of the other eleven is a duplicate, none is counted against a quota, and nothing is left."""
+    store = Store(tmp_path / "s.sqlite")
+    service = Submissions(store, tmp_path / "up", metrics=["bleu2"])
+    original = iu_predictions(tmp_path / "same.json", n_shift=21).read_bytes()
+    copies = [tmp_path / f"copy{n}.json" for n in range(12)]  # each request's own copy, as the Space hands them
+    for copy in copies:
+        copy.write_bytes(original)
+    gate = threading.Barrier(len(copies), timeout=60)
+    answers: list[str] = []
+
+    def one(path: Path) -> None:
+        gate.wait()
+        try:
+            service.submit(path, {"name": "Race model"}, "iu_xray", "findings", client="198.51.100.7")
+            answers.append("queued")
+        except DuplicateSubmission as exc:
+            answers.append("duplicate" if "already submitted (submission #1, queued)" in str(exc) else str(exc))
+        except InputError as exc:
+            answers.append(str(exc))
+
+    threads = [threading.Thread(target=one, args=(path,)) for path in copies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(answers) == ["duplicate"] * 11 + ["queued"], answers
+    client = service.client_identity("198.51.100.7")
+    assert [a["outcome"] for a in store.attempts(client)] == ["queued"]  # duplicates are not counted
+    queued = [p for p in _files(tmp_path / "up") if p.suffix == ".json"]
+    assert len(queued) == 1 and store.counts()["submissions"] == 1
     store.close()
 
 

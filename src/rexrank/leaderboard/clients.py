@@ -13,10 +13,16 @@ A client is the network address the request came from, as far as this server can
   not pass through the proxies: it counts as the connection's own address.
 
 A wrong N errs on the safe side only if it is not above the real number of proxies: too small, and clients share
-the proxy's quota; too large, and a client could choose its own address by sending the header. An IPv6 client
-usually holds a whole /64, so an IPv6 address counts as its /64; an IPv4-mapped one as the IPv4 address. What is
-not an address counts as ``UNKNOWN`` (one client). Stored quotas hold a keyed digest of the client, never the
-address (``Submissions``).
+the proxy's quota; too large, and a client could choose its own address by sending the header.
+
+An IPv6 address counts as its /48 (``IPV6_CLIENT_PREFIX``, the one owner of that length); an IPv4-mapped one as
+the IPv4 address. Why /48 and not /64 or /56 (issue 49 point 4): whoever holds a prefix chooses every address in it,
+and a /48 is what anyone can hold: a free tunnel broker hands one out in minutes, and RFC 6177 lets an ISP give a
+customer a /48 as well as a /56. Counted by /64, one /56 was 256 clients with 5 attempts each, enough to spend the
+anonymous total of 100 alone; by /56, a broker's /48 is still 256 clients. By /48 a customer counts once whatever
+the ISP assigned. The cost: clients behind one /48 (a campus, a company) share one anonymous quota; each of them
+gets a quota of its own by logging in. What is not an address counts as ``UNKNOWN`` (one client). Stored quotas
+hold a keyed digest of the client, never the address (``Submissions``).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from rexrank.errors import ConfigError
 
 TRUSTED_PROXIES_ENV = "REXRANK_TRUSTED_PROXIES"
 UNKNOWN = "unknown"
-IPV6_CLIENT_PREFIX = 64  # the prefix length an IPv6 client usually holds (one site, RFC 6177)
+IPV6_CLIENT_PREFIX = 48  # an IPv6 client is its /48: the most any one customer or tunnel user holds (see above)
 
 
 def trusted_proxies(value: str | int | None = None) -> int:
@@ -63,7 +69,8 @@ def client_address(peer: str | None, forwarded_for: list[str], proxies: int) -> 
 
 
 def client_key(address: str) -> str:
-    """The quota bucket of ``address``: the IPv4 address, or the IPv6 address's /64 (``UNKNOWN`` if neither)."""
+    """The quota bucket of ``address``: the IPv4 address, or the IPv6 address's ``IPV6_CLIENT_PREFIX`` network
+    (``UNKNOWN`` if neither)."""
     text = address.strip()
     if text.startswith("[") and "]" in text:  # "[v6]:port"
         text = text[1:text.index("]")]

@@ -90,6 +90,9 @@ def clean_text(value: Any, field_name: str, *, required: bool = False) -> str | 
                          "remove them and type the name as plain text")
     if hidden:
         text = "".join(c for c in text if not _hidden(c))
+    if field_name == "name" and text.strip() and not any(c.isalnum() for c in text):
+        # Names are compared by their letters and digits (``name_key``): without one, every such name is the same.
+        raise InputError("the model name has no letter or digit: name the model with at least one")
     if field_name == "name":
         markup = markup_characters(text.strip())
         if markup:
@@ -125,16 +128,20 @@ def _strip_marks(text: str) -> str:
 
 
 def name_key(name: str) -> str:
-    """What makes two model names the same name: what a reader of the board cannot tell apart.
+    """What makes two model names the same name: what a reader of the board cannot tell apart, and what a search
+    compares (``search_key`` is this function: one folding for registration and search, issue 49 point 4).
 
     NFKC (full-width and compatibility forms), hidden characters removed, accents and other combining marks
     stripped, then the Unicode confusables skeleton (UTS #39) with I, l and 1 in one class and 0 in O's, dash
     punctuation (category Pd), minus signs and other horizontal bars folded to "-", casefolded, and i folded into
-    l: a case-insensitive comparison puts i with I, and the skeleton puts I with l. Whitespace is removed: spacing
-    does not tell names apart ("Med  Versa", "Med Versa" and "MedVersa" are one name, as the refusal message says).
-    "MAlRA-2", "MAIRA\u20112" (non-breaking hyphen), "maira\u22122" (minus), "L\u0131bra" (dotless i),
-    "\u13b7edVersa" (Cherokee), "\u1d0dedVersa" (small capital), "Li\u0301bra", "ＭedVersa", "Med\u200bVersa" and
-    "МedVersa" (Cyrillic) all have the key of the name they imitate. The key is for comparing only; it is never shown.
+    l: a case-insensitive comparison puts i with I, and the skeleton puts I with l. Then only letters and digits are
+    kept: spacing and punctuation do not tell names apart ("Med  Versa", "Med-Versa", "Med_Versa", "Med·Versa",
+    "MedVersa." and "MedVersa*" are MedVersa; "MAIRA2" and "MAIRA_2" are MAIRA-2), so the name a search for
+    "maira 2" finds is the one name a submission cannot register beside it. "MAlRA-2", "MAIRA\u20112" (non-breaking
+    hyphen), "maira\u22122" (minus), "L\u0131bra" (dotless i), "\u13b7edVersa" (Cherokee), "\u1d0dedVersa" (small
+    capital), "Li\u0301bra", "ＭedVersa", "Med\u200bVersa" and "МedVersa" (Cyrillic) all have the key of the name
+    they imitate. A name must hold a letter or a digit (``clean_text``), so no name has an empty key. The key is for
+    comparing only; it is never shown.
 
     The skeleton is ``disarm.skeleton_key`` (pinned in pyproject.toml): of the packages that compute one it is the
     maintained one, with the Unicode consortium's confusables.txt of Unicode 17 (``disarm.CONFUSABLES_VERSION``),
@@ -144,7 +151,8 @@ def name_key(name: str) -> str:
     their prototypes, so no skeleton can be built from it. Not folded: look-alikes of two letters ("rn" for "m"),
     which disarm leaves apart (folding them would merge ordinary words), so "rnedVersa" is a name of its own. A new
     disarm release or rule here changes keys: bump ``NAME_KEY_VERSION`` with it (a store opened under another
-    version recomputes every stored key: ``store.log.Log.rekey``).
+    version recomputes every stored key: ``store.log.Log.rekey``; of two stored names that now share a key the
+    first registered keeps it, the other keeps its name and rows).
     """
     from disarm import skeleton_key  # imported on first use: it takes ~80 ms, and most commands never compare names
 
@@ -152,19 +160,16 @@ def name_key(name: str) -> str:
     text = _strip_marks("".join(c for c in text if not _hidden(c)))
     text = skeleton_key(text, digit_policy="tr39")
     text = _strip_marks(_fold_dashes(text).casefold()).replace("i", "l")
-    return _SPACES.sub("", unicodedata.normalize("NFC", text))
+    return "".join(c for c in unicodedata.normalize("NFC", text) if c.isalnum())
 
 
-def search_key(text: str) -> str:
-    """What a search compares: ``name_key`` (case, look-alikes, accents and spacing folded) with every character
-    that is neither a letter nor a digit dropped, so that punctuation does not tell a search apart from a name
-    ("maira 2", "MAIRA_2" and "maira2" all have the key of "MAIRA-2"). For comparing only; never shown."""
-    return "".join(c for c in name_key(text) if c.isalnum())
-
+# A search compares what a registration compares: one function, two names for its two uses.
+search_key = name_key
 
 # The rule ``name_key`` computes, by number: stored keys of another version are recomputed when a store opens.
-# 1: whitespace collapsed (until issue 35 point 5); 2: whitespace removed.
-NAME_KEY_VERSION = 2
+# 1: whitespace collapsed (until issue 35 point 5); 2: whitespace removed; 3: everything but letters and digits
+# removed (issue 49 point 4).
+NAME_KEY_VERSION = 3
 
 
 # Who added a result or owns a model name ("identity"): the leaderboard host (published tables, `rexrank leaderboard

@@ -30,6 +30,8 @@ Rules the page relies on:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import hmac
 import json
@@ -52,8 +54,8 @@ from rexrank.leaderboard.limits import (DEFAULT_ANONYMOUS_LIMIT, DEFAULT_MAX_UPL
                                         DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_S, SUBMISSIONS_AT_ONCE,
                                         upload_bytes)
 from rexrank.leaderboard.records import (PRIVATE_DATASETS, ModelInfo, ResultRecord, canonical_names, from_results_json,
-                                         hf_identity)
-from rexrank.leaderboard.store import LOST_UPLOAD, Store
+                                         hf_identity, name_key)
+from rexrank.leaderboard.store import LOST_UPLOAD, DuplicateSubmission, NameTaken, QuotaExceeded, Store
 from rexrank.leaderboard.uploads import UPLOAD_GONE
 from rexrank.metrics import REGISTRY, boards
 
@@ -61,6 +63,8 @@ log = logging.getLogger(__name__)
 
 ALLOWED_SUFFIXES = (".json", ".jsonl", ".csv")
 ANONYMOUS = "anonymous"  # the quota group of all anonymous submissions (each client: "anonymous:<digest>")
+# What the total all anonymous clients share counts (``Submissions._reserve_shared``).
+SHARED_QUOTA = "accepted anonymous submissions (all anonymous clients together; log in for your own quota)"
 CLIENT_SECRET_FILE = "client-key"  # in the service's folder: the key of the clients' digests
 # A queued file's name (``Submissions._submit``), with ``.part`` while it is being copied.
 _QUEUED_FILE = re.compile(r"[0-9a-f]{64}-[0-9a-f]{12}\.(?:json|jsonl|csv)(?:\.part)?")
@@ -209,6 +213,12 @@ class Submissions:
         self._reading = threading.BoundedSemaphore(SUBMISSIONS_AT_ONCE)  # files read at once, whoever calls
         self._thread: threading.Thread | None = None
         self._secret: bytes | None = None  # ``_client_secret``, read once
+        # sha256 of the bytes of each file this service queued -> its job (``_refuse_known_file``), and the locks that
+        # make requests for one file's bytes wait their turn (``_same_file``).
+        self._queued_files: dict[str, int] = {}
+        self._file_locks: dict[str, list] = {}
+        self._files_lock = threading.Lock()
+        _note_shared_keys(store)
 
     # -- what the page shows ------------------------------------------------------------------------------
     def public_datasets(self) -> list[str]:
@@ -266,43 +276,99 @@ class Submissions:
             # A quota needs an identity: without one, a private set could be probed at will.
             raise LoginRequired(f"{dataset} is a private test set: log in with Hugging Face to submit to it (each "
                                 f"user may submit {self.private_quota} times per {self.rate_window / 3600:g} h)")
-        # What can be refused without opening the file is, before the quota: such a refusal costs nothing to check
+        # What can be refused without reading the file is, before the quota: such a refusal costs nothing to check
         # and is not counted (one client's junk must not spend the anonymous quota everyone shares).
-        path, model, registered = self._check_request(path, metadata, identity)
-        attempt = self._reserve(identity, dataset, split, track, client)
-        try:
-            with self._reading:
-                job_id, note = self._submit(path, model, registered, dataset, split, track, identity, user)
-        except Exception as exc:
-            reason = str(exc) if isinstance(exc, RexrankError) else f"internal error ({type(exc).__name__})"
-            self.store.finish_attempt(attempt, "rejected", reason)
-            raise
-        self.store.finish_attempt(attempt, "queued", submission_id=job_id)
+        path, model = self._check_request(path, metadata)
+        # The same bytes as a file this service queued are a duplicate, whatever else the request says (name, client):
+        # answered before the name and the quota, and identical files sent at once are handled one at a time, so
+        # each of them gets that one answer (issue 49 point 7: twelve at once got "name taken", "quota reached" and
+        # "already submitted").
+        file_digest = _file_digest(path)
+        with self._same_file(file_digest):
+            self._refuse_known_file(file_digest)
+            registered = self._check_name(model, identity)
+            attempt = self._reserve(identity, dataset, split, track, client)
+            try:
+                with self._reading:
+                    job_id, note = self._submit(path, model, registered, dataset, split, track, identity, user)
+            except Exception as exc:
+                reason = str(exc) if isinstance(exc, RexrankError) else f"internal error ({type(exc).__name__})"
+                if attempt is not None:
+                    self.store.finish_attempt(attempt, "rejected", reason)
+                raise
+            if attempt is not None:
+                self.store.finish_attempt(attempt, "queued", submission_id=job_id)
+            self._queued_files[file_digest] = job_id
         return job_id, note
 
-    def _reserve(self, identity: str | None, dataset: str, split: str, track: str, client: str | None) -> int:
+    @contextlib.contextmanager
+    def _same_file(self, file_digest: str):
+        """Held while a request for a file with these bytes is handled: requests for the same bytes wait their turn
+        (only those: others go on at once)."""
+        with self._files_lock:
+            entry = self._file_locks.setdefault(file_digest, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._files_lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._file_locks[file_digest]
+
+    def _refuse_known_file(self, file_digest: str) -> None:
+        """``DuplicateSubmission`` if this service queued a file of these bytes and its job still holds them (a job
+        whose upload was lost in a restart may be sent again, as ``Store.enqueue`` allows)."""
+        job_id = self._queued_files.get(file_digest)
+        if job_id is None:
+            return
+        job = next((j for j in self.store.submissions(None) if j["id"] == job_id), None)
+        if job is None or (job["status"] == "failed" and job["error"] == LOST_UPLOAD):
+            self._queued_files.pop(file_digest, None)
+            return
+        raise DuplicateSubmission(f"these predictions were already submitted (submission #{job_id}, "
+                                  f"{job['status']}); files that differ only in format or whitespace count as the "
+                                  "same predictions")
+
+    def _reserve(self, identity: str | None, dataset: str, split: str, track: str,
+                 client: str | None) -> int | None:
         """Record the attempt against the submitter's quota (it counts whatever comes of it), or refuse it.
         Called once the request itself is acceptable (``_check_request``), right before its file is read.
-        An anonymous request counts against its client's own quota (``rate_limit``, as a user's) and against the
-        total all anonymous clients share (``anonymous_limit``), both checked in one transaction."""
+        An anonymous request counts here against its client's own quota (``rate_limit``, as a user's; a client is
+        a /48 at most: ``clients``); the total all anonymous clients share counts accepted files only
+        (``_reserve_shared``), so no client's rejected files can spend it."""
         window = self.rate_window
         if dataset in PRIVATE_DATASETS:
             return self.store.reserve_attempt(identity, dataset, split, track, limit=self.private_quota,
                                               window=window, scope=(dataset,),
                                               what=f"submissions per user to {dataset}")
-        public = tuple(d for d in self.datasets if d not in PRIVATE_DATASETS)
+        public = self._public_scope()
         if identity is None:
-            everyone = (ANONYMOUS, self.anonymous_limit, "anonymous submissions (all anonymous clients together; "
-                                                         "log in for your own quota)")
-            if client is None:
-                return self.store.reserve_attempt(ANONYMOUS, dataset, split, track, limit=self.anonymous_limit,
-                                                  window=window, scope=public, what=everyone[2], shared=everyone)
+            if client is None:  # a caller on the host: counted against the anonymous total only, if accepted
+                return None
             return self.store.reserve_attempt(self.client_identity(client), dataset, split, track,
                                               limit=self.rate_limit, window=window, scope=public,
                                               what="anonymous submissions from your address (log in for your own "
-                                                   "quota)", shared=everyone)
+                                                   "quota)")
         return self.store.reserve_attempt(identity, dataset, split, track, limit=self.rate_limit, window=window,
                                           scope=public, what="submissions per user")
+
+    def _public_scope(self) -> tuple[str, ...]:
+        return tuple(d for d in self.datasets if d not in PRIVATE_DATASETS)
+
+    def _reserve_shared(self, dataset: str, split: str, track: str) -> int:
+        """Count an anonymous file that passed validation against the total all anonymous clients share
+        (``anonymous_limit``): attempts under the group's own identity, ``ANONYMOUS``, which only this records.
+        Atomic (``Store.reserve_attempt``), so concurrent accepted files cannot all pass."""
+        try:
+            return self.store.reserve_attempt(ANONYMOUS, dataset, split, track, limit=self.anonymous_limit,
+                                              window=self.rate_window, scope=self._public_scope(),
+                                              what=SHARED_QUOTA)
+        except QuotaExceeded as exc:
+            # The store's refusal says every attempt counts ("rejected ones included"): true of the client's quota,
+            # not of this total, which only accepted files reach.
+            raise QuotaExceeded(str(exc).replace(", rejected ones included", "")) from None
 
     def client_identity(self, client: str) -> str:
         """The quota identity of an anonymous client: ``anonymous:`` and a digest of the client keyed by this
@@ -333,10 +399,9 @@ class Submissions:
             self._secret = secret
         return self._secret
 
-    def _check_request(self, path: str | Path | None, metadata: dict[str, Any],
-                       identity: str | None) -> tuple[Path, ModelInfo, dict[str, Any] | None]:
-        """What the request says about itself, checked without opening its file: (the file, the sanitised model,
-        the registered model of its name or None). ``InputError`` naming the problem otherwise."""
+    def _check_request(self, path: str | Path | None, metadata: dict[str, Any]) -> tuple[Path, ModelInfo]:
+        """What the request says about itself, checked without reading its file: (the file, the sanitised model).
+        ``InputError`` naming the problem otherwise."""
         if not path:
             raise InputError("no predictions file was uploaded")
         path = Path(path)
@@ -347,12 +412,29 @@ class Submissions:
         size = path.stat().st_size
         if size > self.max_bytes:
             raise InputError(f"the file is {size / 1e6:.1f} MB, over the {self.max_bytes / 1e6:g} MB limit")
-        model = ModelInfo.from_dict(metadata)
-        return path, model, self.store.check_name(model.name, identity)
+        return path, ModelInfo.from_dict(metadata)
+
+    def _check_name(self, model: ModelInfo, identity: str | None) -> dict[str, Any] | None:
+        """The registered model of ``model``'s name, or None if it is free; ``NameTaken`` if it is someone else's,
+        or if it is free here but a published ReXrank model's (``published_names``): a name the published tables
+        list belongs to the published model, whether or not this store holds those tables yet, so no submitter can
+        block the host's import of them (issue 49 point 4)."""
+        registered = self.store.check_name(model.name, identity)
+        if registered is None:
+            published = published_names().get(name_key(model.name))
+            if published is not None:
+                same = "" if published == model.name else f" (as {published!r}: names are compared ignoring case, " \
+                                                          "spacing, punctuation and look-alike letters)"
+                raise NameTaken(f"the model name {model.name!r} is a published ReXrank model's{same}: it is kept for "
+                                "the leaderboard host's import of the published tables. Choose another name.")
+        return registered
 
     def _submit(self, path: Path, model: ModelInfo, registered: dict[str, Any] | None, dataset: str, split: str,
                 track: str, identity: str | None, user: str | None) -> tuple[int, str | None]:
         digest = canonical_digest(self._validate(path, dataset, split, track), dataset, split, track)
+        # An anonymous file that passed validation now counts against the total all anonymous clients share.
+        shared = self._reserve_shared(dataset, split, track) if identity is None and \
+            dataset not in PRIVATE_DATASETS else None
         # This attempt's own copy (no other job shares it, so a refusal can always delete it), owner-only.
         stored = self.upload_dir / f"{digest}-{uuid.uuid4().hex[:12]}{path.suffix.lower()}"
         tmp = stored.with_name(stored.name + ".part")
@@ -364,10 +446,15 @@ class Submissions:
             job_id = self.store.enqueue(content_hash=digest, user=user, identity=identity, model=model,
                                         dataset=dataset, split=split, track=track, predictions_path=str(stored),
                                         metrics=self.metrics)
-        except BaseException:  # refused (duplicate, name taken meanwhile) or failed: keep nothing of it
+        except BaseException as exc:  # refused (duplicate, name taken meanwhile) or failed: keep nothing of it
             tmp.unlink(missing_ok=True)
             stored.unlink(missing_ok=True)
+            if shared is not None:
+                self.store.finish_attempt(shared, "rejected", str(exc) if isinstance(exc, RexrankError) else
+                                          f"internal error ({type(exc).__name__})")
             raise
+        if shared is not None:
+            self.store.finish_attempt(shared, "queued", submission_id=job_id)
         note = None
         if registered is not None and _details(registered) != _details(vars(model)):
             note = (f"{registered['name']!r} is a registered model: its details (institution, link, year, type, "
@@ -545,3 +632,38 @@ def _public_error(exc: Exception, dataset: str) -> str:
     if dataset in PRIVATE_DATASETS:
         return f"scoring failed ({type(exc).__name__}); the host has the details"
     return str(exc)[:2000]
+
+
+def _file_digest(path: Path) -> str:
+    """sha256 of a file's bytes (at most the upload limit: ``_check_request`` checked its size)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def published_names() -> dict[str, str]:
+    """``name_key`` -> name of every model in the bundled published tables, of every board edition: the names only
+    the host registers (``Submissions._check_name``). Read once (the tables ship with rexrank)."""
+    from rexrank.leaderboard.published import bundled_files, read_tables
+
+    names: dict[str, str] = {}
+    for edition in boards.EDITIONS:
+        tables, _ = read_tables(bundled_files(edition))
+        for table in tables:
+            for record in table.records:
+                names.setdefault(name_key(record.model.name), record.model.name)
+    return names
+
+
+def _note_shared_keys(store: Store) -> None:
+    """One log line naming the registered names that share a key with a name registered before them (a store
+    written under an earlier ``records.name_key``: ``NAME_KEY_VERSION``). They keep their names, owners and rows;
+    no new name with that key can be registered; the host may hand them over or leave them."""
+    keyless = sorted(row["name"] for row in store.models() if row.get("name_key") is None)
+    if keyless:
+        log.warning("%d registered names compare equal to names registered before them (names are now compared "
+                    "ignoring punctuation too): they keep their names, owners and rows, and no look-alike of them can "
+                    "be registered: %s", len(keyless), ", ".join(repr(n) for n in keyless[:20]))
