@@ -29,7 +29,8 @@ def page_link(views: Views, query: str) -> links.Link:
                          years=choices.years if choices else (),
                          model_types=choices.model_types if choices else (),
                          trained=[value for _, value in TRAINED_CHOICES],
-                         metrics=views.metrics(link.track), models=views.models_list())
+                         metrics=views.metrics(link.track),
+                         models=views.memoized(("page-model-names",), views.models_list))
 
 
 def view_defaults(views: Views, link: links.Link) -> links.ViewLink:
