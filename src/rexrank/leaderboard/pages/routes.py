@@ -44,12 +44,14 @@ def generation_tag(views: Views) -> str:
 
 
 def _etag(*parts: str) -> str:
-    return '"' + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24] + '"'
+    """A weak ETag: the same content is sent gzip-compressed or not (one tag for both representations)."""
+    return 'W/"' + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24] + '"'
 
 
 def _unchanged(request: Request, etag: str) -> bool:
+    """If-None-Match names ``etag`` (weak comparison, RFC 9110)."""
     asked = request.headers.get("if-none-match", "")
-    return etag in [tag.strip().removeprefix("W/") for tag in asked.split(",")]
+    return etag.removeprefix("W/") in [tag.strip().removeprefix("W/") for tag in asked.split(",")]
 
 
 def _not_modified(etag: str) -> Response:
