@@ -1,6 +1,7 @@
 // The board's pages (rexrank.leaderboard.pages): two small enhancements; every page works without them.
 // 1. Search as typed: the search box's text goes to the server (the one owner of the search rule) as the page's
-//    own query, debounced; the live part of the page is replaced with the server's rows and the address follows.
+//    own query; the live part of the page is replaced with the server's rows and the address follows. One request
+//    at a time: typed while one is out, the newest text goes when it is answered (no fixed delay, no pile-up).
 // 2. Freshness: every data-poll-s seconds the page asks for the store's generation (an ETag makes an unchanged
 //    answer a 304) and, when it changed, fetches its live part again, not the whole page.
 (() => {
@@ -26,15 +27,18 @@
 
   const search = document.getElementById("board-search");
   if (search) {
-    let timer = null;
-    search.addEventListener("input", () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        const query = new URLSearchParams(location.search);
-        if (search.value.trim()) query.set(search.name, search.value); else query.delete(search.name);
-        reload(query.toString()).catch(() => {});
-      }, 150);
-    });
+    let out = false, waiting = false;
+    const ask = () => {
+      if (out) { waiting = true; return; }
+      out = true;
+      const query = new URLSearchParams(location.search);
+      if (search.value.trim()) query.set(search.name, search.value); else query.delete(search.name);
+      reload(query.toString()).catch(() => {}).finally(() => {
+        out = false;
+        if (waiting) { waiting = false; ask(); }
+      });
+    };
+    search.addEventListener("input", ask);
   }
 
   const every = 1000 * Number(main.dataset.pollS || 10);
