@@ -271,6 +271,15 @@ def test_the_live_part_is_the_pages_and_names_its_query(client):
     assert [_model_cell(r[1]) for r in Page(response.text).table()[2]] == ["MAIRA-2"]
 
 
+@pytest.mark.parametrize("query", ["", "tab=mimic_cxr&track=findings_impression", "tab=models", "tab=about",
+                                   "tab=compare&compare=MAIRA-2&compare=MedGemma", "tab=submit"])
+def test_every_views_live_part_is_the_one_in_its_page(client, query):
+    """What a changed board replaces is the part of the page it stands for (the page's div#board-live)."""
+    live = client.get("/live" + (f"?{query}" if query else ""))
+    assert live.status_code == 200 and live.text
+    assert f'<div id="board-live" aria-live="polite">{live.text}</div>' in _get(client, query).text
+
+
 def test_static_files_are_served_and_cached_by_their_digest(client):
     page = Page(_get(client).text)
     for tag, attr in (("link", "href"), ("script", "src")):

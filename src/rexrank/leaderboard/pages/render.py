@@ -344,8 +344,19 @@ def parts(views: Views, link: links.Link) -> tuple[str, Html, Html]:
 
 
 def live(views: Views, link: links.Link) -> Html:
-    """The part of a page that a search as typed and a changed board replace."""
-    return parts(views, link)[2]
+    """The part of a page that a search as typed and a changed board replace (its controls are not rendered)."""
+    tab = link.tab
+    if tab == links.DEFAULT_TAB:
+        return overview_live(views, link)
+    if tab in DATASETS:
+        return dataset_live(views, link)
+    if tab == links.MODELS_TAB:
+        return model_live(views, link.model or views.default_model())
+    if tab == links.COMPARE_TAB:
+        return compare_live(views, link)
+    if tab == links.ABOUT_TAB:
+        return about_live(views)
+    return _gradio_only(tab)
 
 
 def page(views: Views, link: links.Link, generation: str, poll_s: int) -> Html:
