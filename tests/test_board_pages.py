@@ -381,8 +381,8 @@ def test_the_launched_space_serves_the_pages_beside_gradio(tmp_path):
 @pytest.mark.slow
 def test_in_chromium_a_phone_in_dark_scrolls_the_table_in_its_box_and_searches_as_typed(tmp_path):
     """At 390x844, dark: the page never scrolls sideways, the table does inside its box with the model column
-    pinned, the theme is dark; typing a search replaces the rows with the server's and the address follows; a
-    result added to the store reaches the open page's table at its next poll (1 s here, 10 s served); no console
+    pinned, the theme is dark; a sort link, Back and Forward each show their view; typing a search replaces the
+    rows with the server's and the address follows; a result added to the store reaches the open page's table at its next poll (1 s here, 10 s served); no console
     error."""
     import threading
     import time
@@ -415,6 +415,17 @@ def test_in_chromium_a_phone_in_dark_scrolls_the_table_in_its_box_and_searches_a
             assert box.evaluate("b => b.scrollLeft") == 300
             # pinned to the box's left edge (inside its 1 px border) while the values scroll under it
             assert 0 <= name.bounding_box()["x"] - box.bounding_box()["x"] <= 2
+            # A link round trip: a header sorts (a new history entry), Back returns to the view before, Forward
+            # to the sorted one, each at its own URL.
+            page.goto(base + "?tab=iu_xray")
+            page.locator("thead a", has_text="BLEU").click()
+            wait_until(lambda: page.evaluate("location.search") == "?tab=iu_xray&sort=bleu2", "the sorted view")
+            assert page.locator("caption").first.inner_text().startswith("IU-Xray · Findings: ranked by BLEU")
+            page.go_back()
+            wait_until(lambda: page.evaluate("location.search") == "?tab=iu_xray", "Back to the view before")
+            assert "ranked by 1/RadCliQ-v1" in page.locator("caption").first.inner_text()
+            page.go_forward()
+            wait_until(lambda: "ranked by BLEU" in page.locator("caption").first.inner_text(), "Forward again")
             page.goto(base + "?tab=iu_xray")
             page.locator("#board-search").press_sequentially("maira 2")
             # replaceState: read the address from the page (Playwright's page.url follows navigations only)
