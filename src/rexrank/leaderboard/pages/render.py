@@ -56,7 +56,7 @@ def markdown(source: str) -> Html:
     its tables with column headers and in a sideways-scrolling box like every table here."""
     global _MARKDOWN
     if _MARKDOWN is None:
-        from markdown_it import MarkdownIt  # rich's dependency, imported when a page first renders Markdown
+        from markdown_it import MarkdownIt  # the space extra's; imported when a page first renders Markdown
 
         _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
     out = _ANCHOR.sub(r'<span id="\1"></span>', _MARKDOWN.render(source))
