@@ -8,10 +8,17 @@ CI_ALLOWED_SKIPS. Without CI, the same tests skip and say why.
 
 from __future__ import annotations
 
+import contextlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import json
 import os
+import resource
 import subprocess
+import sys
+import time
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -60,10 +67,218 @@ def _fail_skip_in_ci(report) -> None:
     report.longrepr = f"skipped with CI set, which fails the run: {reason}"
 
 
+# -- the fast tier's time rule and the times of every run ---------------------------------------------------------------
+# A test outside these markers is in the fast tier (`make test-fast`) and must stay cheap (tests/README.md, "Tiers").
+TIER_MARKERS = ("slow", "browser", "refvenv")
+# Its own CPU time (this process's, threads included, plus the subprocesses it waited for): what the test costs, the
+# same on a quiet machine and a busy one, so the rule cannot make the suite flaky under load.
+CPU_LIMIT_S = 2.0
+# Wall time only catches waiting (sleeps, timeouts, a server that never answers), which CPU time does not see. It is
+# generous on purpose: at the load seen in CI (up to ~21 on 2 cores) a test at the CPU limit takes ~20 s of wall.
+WALL_LIMIT_S = 60.0
+
+
+def _cpu_now() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+# CPU and wall seconds of shared work (fixtures wider than a test, stand-ins built for the session) inside the
+# current test's phases: paid once, they are not charged to whichever test happens to run first, so a clean run
+# and a warm one agree.
+_SHARED = [0.0, 0.0]
+_SHARED_DEPTH = [0]
+_OWN_KEY = pytest.StashKey[list]()
+
+
+@contextlib.contextmanager
+def shared_cost():
+    """Time spent inside is the suite's shared cost, not the running test's own."""
+    _SHARED_DEPTH[0] += 1
+    cpu, wall = _cpu_now(), time.perf_counter()
+    try:
+        yield
+    finally:
+        _SHARED_DEPTH[0] -= 1
+        if _SHARED_DEPTH[0] == 0:  # nested shared work is inside the outer one's time already
+            _SHARED[0] += _cpu_now() - cpu
+            _SHARED[1] += time.perf_counter() - wall
+
+
+class _FirstImports(importlib.abc.MetaPathFinder):
+    """Times every module's first import as shared work: torch, gradio or pandas cost seconds to import once per
+    process, and whichever test imports them first would otherwise be charged, so running one file alone and the
+    whole suite would disagree. Only per-module file loaders are wrapped (a shared loader would be wrapped twice)."""
+
+    def __init__(self) -> None:
+        self._looking: set[str] = set()
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname in self._looking:
+            return None
+        self._looking.add(fullname)
+        try:
+            for finder in sys.meta_path:
+                find = getattr(finder, "find_spec", None) if finder is not self else None
+                spec = find(fullname, path, target) if find else None
+                if spec is not None:
+                    break
+            else:
+                return None
+        finally:
+            self._looking.discard(fullname)
+        loader = spec.loader
+        if isinstance(loader, (importlib.abc.FileLoader, importlib.machinery.ExtensionFileLoader)) and "exec_module" not in vars(loader):
+            run = loader.exec_module
+
+            def exec_module(module):
+                with shared_cost():
+                    run(module)
+
+            loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _FirstImports())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    if fixturedef.scope == "function":
+        yield
+        return
+    with shared_cost():
+        yield
+
+
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+
+
+def _children_cpu() -> dict[int, float]:
+    """CPU used so far by each live child of this process (with the children it reaped), read from Linux's /proc
+    (each thread's ``children`` list, then the child's ``stat``): ~50 us, where psutil scans every process. Elsewhere
+    an empty answer (no correction)."""
+    used = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return used
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as listing:
+                pids = listing.read().split()
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as stat_file:
+                    fields = stat_file.read().rpartition(")")[2].split()
+                used[int(pid)] = sum(int(f) for f in fields[11:15]) * _TICK_S  # utime stime cutime cstime
+            except (OSError, ValueError):
+                continue
+    return used
+
+
+def _reaped_before(alive: dict[int, float]) -> float:
+    """CPU that children alive at a phase's start had used before it, for those reaped since: RUSAGE_CHILDREN counts
+    a child's whole life when it is reaped, so a server started by an earlier test and reaped in this one would
+    charge this test with its past."""
+    if not alive:
+        return 0.0
+    still = _children_cpu()  # a zombie is still listed: not reaped yet, not in RUSAGE_CHILDREN yet
+    return sum(used for pid, used in alive.items() if pid not in still)
+
+
+def _own_time(item):
+    """Run one phase (a generator hook's yield) and add its time, less shared work, to the test's own."""
+    _SHARED[:] = [0.0, 0.0]
+    alive = _children_cpu()
+    cpu, wall = _cpu_now(), time.perf_counter()
+    yield
+    own = item.stash.setdefault(_OWN_KEY, [0.0, 0.0])
+    own[0] += max(0.0, _cpu_now() - cpu - _SHARED[0] - _reaped_before(alive))
+    own[1] += time.perf_counter() - wall - _SHARED[1]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    item.stash[_OWN_KEY] = [0.0, 0.0]
+    yield from _own_time(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield from _own_time(item)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config, items):
+    """A test that runs the reference virtualenv (the ``ref_python`` fixture, directly or through ``run_reference``
+    or a parity class's reference) is ``refvenv``, marked or not: the marker cannot drift from what the test needs."""
+    for item in items:
+        if "ref_python" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("refvenv"):
+            item.add_marker(pytest.mark.refvenv)
+
+
+def _tier_marker(item) -> str | None:
+    return next((name for name in TIER_MARKERS if item.get_closest_marker(name)), None)
+
+
+def _time_rule(item, report) -> None:
+    """Fail a passing fast-tier test whose own setup and body took over CPU_LIMIT_S of CPU or WALL_LIMIT_S of wall."""
+    own_cpu, own_wall = item.stash.get(_OWN_KEY, (0.0, 0.0))
+    tier = _tier_marker(item) or "fast"
+    report.user_properties = [*report.user_properties, ("cpu_s", own_cpu), ("tier", tier)]  # travel with the report
+    if report.when != "call" or not report.passed or tier != "fast":
+        return
+    if own_cpu > CPU_LIMIT_S or own_wall > WALL_LIMIT_S:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} took {own_cpu:.1f} s of CPU and {own_wall:.1f} s of wall time (its own setup and body), over "
+            f"the fast tier's {CPU_LIMIT_S:.0f} s of CPU or {WALL_LIMIT_S:.0f} s of wall: mark it "
+            "@pytest.mark.slow (or browser/refvenv) or make it cheaper (tests/README.md, \"Tiers\")")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
-    _fail_skip_in_ci(outcome.get_result())
+    report = outcome.get_result()
+    _fail_skip_in_ci(report)
+    if call.when == "call":
+        _time_rule(item, report)
+
+
+_FILE_TIMES: dict[str, list] = defaultdict(lambda: [0, 0.0, 0.0])  # file -> [tests, wall s, own CPU s]
+_TEST_CPU: list[tuple[float, str, str]] = []  # (own CPU s, node id, tier marker or "fast")
+SUMMARY_TESTS = 25
+
+
+def pytest_runtest_logreport(report):
+    """Sum each file's time: every phase's wall time (shared fixtures included) and the tests' own CPU."""
+    entry = _FILE_TIMES[report.nodeid.split("::", 1)[0]]
+    entry[1] += report.duration
+    properties = dict(report.user_properties)
+    if report.when == "call" and "cpu_s" in properties:
+        entry[0] += 1
+        entry[2] += properties["cpu_s"]
+        _TEST_CPU.append((properties["cpu_s"], report.nodeid, properties.get("tier", "fast")))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Each file's total, slowest first, and the tests that used the most CPU themselves (what the fast tier's rule
+    reads), so every run's log (CI's included) shows where the time goes."""
+    if not _FILE_TIMES:
+        return
+    rows = sorted(_FILE_TIMES.items(), key=lambda kv: kv[1][1], reverse=True)
+    terminalreporter.section("time per test file (wall: all phases, shared fixtures included; CPU: the tests' own)")
+    for path, (tests, wall, cpu) in rows:
+        terminalreporter.write_line(f"{wall:9.1f} s wall {cpu:9.1f} s CPU {tests:5d} tests  {path}")
+    total = sum(v[1] for v in _FILE_TIMES.values())
+    terminalreporter.write_line(f"{total:9.1f} s wall in {len(rows)} files")
+    terminalreporter.section(f"the {SUMMARY_TESTS} tests with the most CPU of their own (the fast tier's rule: "
+                             f"{CPU_LIMIT_S:g} s outside {'/'.join(TIER_MARKERS)})")
+    for cpu, nodeid, tier in sorted(_TEST_CPU, reverse=True)[:SUMMARY_TESTS]:
+        terminalreporter.write_line(f"{cpu:9.2f} s CPU  {tier:8s} {nodeid}")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -96,18 +311,38 @@ def iu_xray_test(shared_dir) -> dict:
 
 @pytest.fixture(scope="session")
 def standins(tmp_path_factory):
-    """standins(name) -> {key: path}: build one stand-in family once per test session (small size, seed 0)."""
+    """standins(name) -> {key: path}: one stand-in family (small size, seed 0), built once per machine: kept under
+    ``standins.cache_root()`` by its builder's code and package versions (``$REXRANK_STANDIN_CACHE=off``: built
+    afresh in this session's temporary folder)."""
     from rexrank.testing import standins as builder
 
-    root = tmp_path_factory.mktemp("standins")
+    cache = builder.cache_root()
     built: dict[str, dict[str, str]] = {}
 
     def get(name: str) -> dict[str, str]:
         if name not in built:
-            built[name] = builder.build(root / name, "small", [name], seed=0)
+            with shared_cost():  # paid once, often inside the first test that asks
+                if cache is None:
+                    built[name] = builder.build(tmp_path_factory.mktemp(name), "small", [name], seed=0)
+                else:
+                    built[name] = builder.cached(cache, name, "small", seed=0)
         return built[name]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def source_tree():
+    """tests/source_scan.py with every Python file of the tree read, parsed and walked once for a module's owner
+    scans (test_catalog.py: five of them), as shared setup; forgotten after the module, since ~300,000 live AST nodes
+    slow every later garbage collection of the session."""
+    import source_scan
+
+    for folder in ("src", "spaces", "scripts", "dataset_scripts", "metrics", "bench"):
+        for path in source_scan.python_files(REPO / folder):
+            source_scan.nodes(path)
+    yield source_scan
+    source_scan.forget()
 
 
 def _ref_python() -> Path | None:

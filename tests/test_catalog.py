@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import source_scan
 
 from rexrank import data
 from rexrank.data import catalog, tracks
@@ -253,7 +254,7 @@ def _option_default(node: ast.AST):
     return node
 
 
-def _owned_restatements(tree: ast.AST, where) -> list[str]:
+def _owned_restatements(tree: ast.AST, where, walked=None) -> list[str]:
     """Single literals that restate an owned value: as a parameter's default (also ``typer.Option(1000, ...)`` and a
     dataclass field), as a keyword argument of that name, as an argparse ``--option``'s default, or as a module
     constant that declares it again; and any string holding the ReXrank BibTeX."""
@@ -271,7 +272,7 @@ def _owned_restatements(tree: ast.AST, where) -> list[str]:
             if any(_same(v, owned) for v in values):
                 found.append(f"{where(node)} {how} {name!r} restates {owned.owner}'s {owned.value!r}")
 
-    for node in ast.walk(tree):
+    for node in walked if walked is not None else ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             args = node.args
             positional = args.posonlyargs + args.args
@@ -317,8 +318,8 @@ def _restatements(path: Path, catalog_facts: bool = True) -> list[str]:
     dataset_labels = {spec.label for spec in catalog.DATASETS.values()}
     track_names = set(tracks.TRACKS)
     track_labels = {track.label for track in tracks.TRACKS.values()}
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+    tree, walked = source_scan.tree(path), source_scan.nodes(path)  # parsed once for every scan
+    docstrings = {id(node.body[0].value) for node in walked
                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                   and node.body and isinstance(node.body[0], ast.Expr)}
     found = []
@@ -329,7 +330,7 @@ def _restatements(path: Path, catalog_facts: bool = True) -> list[str]:
     def strings(nodes):
         return {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
-    for node in ast.walk(tree) if catalog_facts else ():
+    for node in walked if catalog_facts else ():
         if isinstance(node, ast.Dict):
             keys, values = strings(k for k in node.keys if k is not None), strings(node.values)
             if {k.lower() for k in keys} & names:
@@ -355,7 +356,7 @@ def _restatements(path: Path, catalog_facts: bool = True) -> list[str]:
                 found.append(f"{where(node)} dataset label {node.value!r}")
             if node.value.strip().lower() in catalog.SPLIT_ALIASES:
                 found.append(f"{where(node)} split alias {node.value!r}")
-    return found + _owned_restatements(tree, where)
+    return found + _owned_restatements(tree, where, walked)
 
 
 def _scan(root: Path) -> list[str]:
@@ -367,7 +368,7 @@ def _scan(root: Path) -> list[str]:
     return found
 
 
-def test_no_dataset_split_or_track_fact_outside_its_owner():
+def test_no_dataset_split_or_track_fact_outside_its_owner(source_tree):
     found = _scan(REPO)
     assert not found, ("dataset/split/track facts belong in rexrank/data/catalog.py and rexrank/data/tracks.py, the "
                        "statistics' defaults in rexrank/evaluation/defaults.py, the submission limits in "
@@ -449,13 +450,12 @@ def _goal_collections(path: Path) -> list[str]:
     """Collections of string literals that list both meta-evaluation goals (the goals declared again)."""
     from rexrank.evaluation.meta_eval_report import SIGNIFICANT, TOTAL
 
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [f"{path.relative_to(REPO)}:{node.lineno}" for node in ast.walk(tree)
+    return [f"{path.relative_to(REPO)}:{node.lineno}" for node in source_scan.nodes(path)
             if isinstance(node, (ast.Tuple, ast.List, ast.Set))
             and {TOTAL, SIGNIFICANT} <= {e.value for e in node.elts if isinstance(e, ast.Constant)}]
 
 
-def test_the_meta_eval_goals_are_read_from_their_owner(tmp_path, monkeypatch):
+def test_the_meta_eval_goals_are_read_from_their_owner(tmp_path, monkeypatch, source_tree):
     found = [item for folder in SCANNED for path in sorted((REPO / folder).rglob("*.py"))
              if path.relative_to(REPO).as_posix() != GOALS_OWNER for item in _goal_collections(path)]
     assert not found, f"the meta-evaluation goals belong to {GOALS_OWNER} (TOTAL, SIGNIFICANT); read them:\n" + \
@@ -473,13 +473,12 @@ RADCLIQ_CHECKER = "src/rexrank/leaderboard/published.py"
 
 
 def _radcliq_recomputes(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [f"{path.relative_to(REPO)}:{node.lineno} {name}" for node in ast.walk(tree)
+    return [f"{path.relative_to(REPO)}:{node.lineno} {name}" for node in source_scan.nodes(path)
             if isinstance(node, (ast.Name, ast.Attribute))
             and (name := getattr(node, "id", None) or getattr(node, "attr", None)) in RADCLIQ_FROM_COMPONENTS]
 
 
-def test_the_board_never_recomputes_radcliq_from_published_components(tmp_path, monkeypatch):
+def test_the_board_never_recomputes_radcliq_from_published_components(tmp_path, monkeypatch, source_tree):
     found = [item for path in sorted((REPO / "src/rexrank/leaderboard").rglob("*.py"))
              if path.relative_to(REPO).as_posix() != RADCLIQ_CHECKER for item in _radcliq_recomputes(path)]
     assert not found, f"1/RadCliQ-v1 from published components is computed at import ({RADCLIQ_CHECKER}); the " \
@@ -498,15 +497,15 @@ def _field_literals(path: Path) -> list[str]:
     """Strings that spell the prediction field outside a docstring (a dict key, a ``.get`` argument, a constant)."""
     from rexrank.data.rexrank_json import MODEL_PREDICTION
 
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+    walked = source_scan.nodes(path)
+    docstrings = {id(node.body[0].value) for node in walked
                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                   and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return [f"{path.name}:{node.lineno} {node.value!r}" for node in ast.walk(tree)
+    return [f"{path.name}:{node.lineno} {node.value!r}" for node in walked
             if isinstance(node, ast.Constant) and node.value == MODEL_PREDICTION and id(node) not in docstrings]
 
 
-def test_the_prediction_field_is_spelled_by_its_owner_only(tmp_path):
+def test_the_prediction_field_is_spelled_by_its_owner_only(tmp_path, source_tree):
     found = [item for folder in SCANNED for path in sorted((REPO / folder).rglob("*.py"))
              if path.relative_to(REPO).as_posix() != FIELD_OWNER for item in _field_literals(path)]
     assert not found, "read rexrank.data.rexrank_json.MODEL_PREDICTION instead:\n" + "\n".join(found)
@@ -519,7 +518,7 @@ def test_the_prediction_field_is_spelled_by_its_owner_only(tmp_path):
     assert [item.split()[0] for item in _field_literals(old)] == ["old.py:4", "old.py:4"]
 
 
-def test_catalog_is_light_and_data_imports_no_later_stage():
+def test_catalog_is_light_and_data_imports_no_later_stage(source_tree):
     """The leaderboard and the Space read the catalog without loading `datasets` or torch; `data` is stage one."""
     import subprocess
     import sys
@@ -529,7 +528,7 @@ def test_catalog_is_light_and_data_imports_no_later_stage():
     subprocess.run([sys.executable, "-c", code], check=True)
     later = ("rexrank.evaluation", "rexrank.leaderboard", "rexrank.generate", "rexrank.cli")
     for path in (REPO / "src" / "rexrank" / "data").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in source_scan.nodes(path):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not [m for m in modules if m.startswith(later)], f"{path} imports a later stage: {modules}"
