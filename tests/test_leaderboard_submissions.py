@@ -678,6 +678,26 @@ def test_oversized_upload_is_refused_and_nothing_is_left(space):
         leftover.unlink()
 
 
+def test_uploads_never_submitted_are_capped_per_client(space):
+    """Issue 49 point 4: twenty 5 MB-like uploads to /gradio_api/upload, never submitted, were all kept for an hour.
+    Through the launched Space (``uploads.UploadCap``): one client keeps its newest ``UNSUBMITTED_UPLOADS_PER_CLIENT``
+    only, and each is still a file a /submit may name."""
+    import httpx
+
+    from rexrank.leaderboard.limits import UNSUBMITTED_UPLOADS_PER_CLIENT
+
+    url, _, _, uploads = space
+    kept = []
+    with httpx.Client(timeout=STATE_CEILING_S, headers={"X-Forwarded-For": "2001:db8:44:1::9"}) as client:
+        for n in range(20):
+            answer = client.post(f"{url}gradio_api/upload", files={"files": (f"u{n}.json", b"{}" + b" " * n)})
+            assert answer.status_code == 200
+            kept.append(Path(answer.json()[0]))
+    assert _files(uploads) == sorted(kept[-UNSUBMITTED_UPLOADS_PER_CLIENT:])
+    for leftover in _files(uploads):
+        leftover.unlink()
+
+
 def test_handled_uploads_are_deleted_accepted_or_rejected(space, tmp_path):
     from gradio_client import Client, handle_file
 
@@ -772,6 +792,20 @@ def test_identical_uploads_at_once_are_each_answered(space, tmp_path):
     # gradio's folder of that upload (named by its content hash, kept in the copy's name) goes with it
     folder = uploads / kept[0].split("-")[1]
     assert list(received.iterdir()) == [] and not folder.exists()
+
+
+@pytest.mark.slow  # 1.5 s of CPU of its own (the worker scores its job): near the fast tier's 2 s (tests/README.md)
+def test_identical_uploads_at_once_from_one_client_get_one_answer(space, tmp_path):
+    """Issue 49 point 7, through the Space: twelve identical uploads at once from ONE client under ONE name got three
+    kinds of refusal (name taken, quota reached, already submitted). Now: one queued, eleven "already submitted"."""
+    url, store, service, uploads = space
+    data = iu_predictions(tmp_path / "same.json", n_shift=23).read_bytes()
+    requests = [(data, "One race model", {"X-Forwarded-For": "198.51.100.200"}) for _ in range(12)]
+    outcomes = sorted(_outcome(answer) for answer in _submit_together(url, requests))
+    assert outcomes == ["duplicate"] * 11 + ["queued"], outcomes
+    assert _files(uploads) == []
+    # The worker scores the queued job in this process: waited for here, so its CPU is not the next test's.
+    wait_until(lambda: all(job["status"] in ("done", "failed") for job in service.queue()), "the queue scored")
 
 
 @pytest.mark.slow  # 4.1 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")

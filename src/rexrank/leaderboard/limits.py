@@ -16,6 +16,13 @@ DEFAULT_RATE_LIMIT = 5
 DEFAULT_ANONYMOUS_LIMIT = 100
 # The rolling window the quotas count in (seconds).
 DEFAULT_RATE_WINDOW_S = 24 * 3600.0
+# Uploads never submitted (gradio's /gradio_api/upload keeps each for the upload TTL, an hour by default): each client
+# (leaderboard/clients.py) keeps at most this many, its oldest unsubmitted ones deleted beyond it (the page needs one
+# at a time; a few allow a retry or a second tab) ...
+UNSUBMITTED_UPLOADS_PER_CLIENT = 3
+# ... and all clients together at most this many (decimal) MB: an upload that would go over it is refused (HTTP 503)
+# before it is read. 20 files of the largest size.
+UNSUBMITTED_UPLOADS_MB = 20 * DEFAULT_MAX_UPLOAD_MB
 # Predictions files one submission service reads at once (each up to the upload limit; ``Submissions``), whoever
 # submits (the Space's form, which is unqueued, its API, the command line); more wait their turn.
 SUBMISSIONS_AT_ONCE = 8

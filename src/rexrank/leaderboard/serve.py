@@ -125,9 +125,16 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     demo.queue(default_concurrency_limit=8)
     # Gradio refuses a larger upload while it streams in (HTTP 413) and deletes what it had written of it.
     max_bytes = service.max_bytes if service is not None else upload_bytes(DEFAULT_MAX_UPLOAD_MB)
+    # Uploads never submitted are capped per client and in total (``uploads.UploadCap``; limits.py owns the caps).
+    from starlette.middleware import Middleware
+
+    from rexrank.leaderboard.clients import trusted_proxies as proxies_of
+    from rexrank.leaderboard.uploads import UploadCap
+
+    capped = {"middleware": [Middleware(UploadCap, proxies=proxies_of(trusted_proxies))]}
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, show_error=True,
                 quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD, theme=theme(),
-                allowed_paths=allowed_paths or None)
+                allowed_paths=allowed_paths or None, app_kwargs=capped)
     add_csv_route(demo, views)
     mount_pages(demo.app, views)  # the board as server-rendered pages under /board/ (issue 48), beside gradio's
     app = BoardApp(demo, views, sync, board_arena)

@@ -13,12 +13,21 @@ removes gradio's file. The request is then handled from its copy alone (identica
 long as gradio would have kept an upload nobody used (``ttl``: the Space's ``upload_ttl``), then it is deleted with
 gradio's emptied folder (``sweep``, run by each ``take``). Nothing is ever read or deleted outside gradio's upload
 folder and this one.
+
+Uploads never submitted are capped (``UploadCap``, issue 49 point 4: twenty 5 MB uploads in 1.1 s were all kept for
+an hour, without limit): each client (``clients``: its address, an IPv6 /48) keeps at most
+``limits.UNSUBMITTED_UPLOADS_PER_CLIENT`` of them, its oldest deleted when it sends another (only that client loses
+anything: its newest upload is the one it is about to submit), and an upload that would take all clients' unsubmitted
+uploads over ``limits.UNSUBMITTED_UPLOADS_MB`` is refused before it is read (HTTP 503, "try again later": evicting
+others' uploads instead would let many clients flush an honest one before it is submitted).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import threading
 import re
 import shutil
 import time
@@ -26,6 +35,7 @@ import uuid
 from pathlib import Path
 
 from rexrank.errors import InputError
+from rexrank.leaderboard.limits import UNSUBMITTED_UPLOADS_MB, UNSUBMITTED_UPLOADS_PER_CLIENT, upload_bytes
 
 # What a request whose upload is gone is told (the service says the same of a path that is not a file).
 UPLOAD_GONE = "the uploaded file is no longer available (each upload is used once): upload it again"
@@ -144,6 +154,137 @@ class ReceivedUploads:
             if not _rmdir(folder):
                 break
             folder = folder.parent
+
+
+# gradio's upload route (under its API prefix). What a refused upload is told.
+UPLOAD_ROUTE = "/gradio_api/upload"
+UPLOADS_FULL = ("the server holds too many uploads that were never submitted: try again in a few minutes (uploads "
+                "not submitted are deleted after an hour)")
+# An upload's file may appear after gradio answers (it moves large files in a background task): an entry whose file
+# is not there yet is kept this long before it counts as submitted or deleted.
+_APPEAR_S = 60.0
+
+
+class UploadCap:
+    """ASGI middleware in front of gradio's upload route: caps uploads never submitted, per client and in total.
+
+    ``app``: gradio's app (installed through ``launch(app_kwargs={"middleware": ...})``); ``proxies``: the trusted
+    proxies that tell a client's address (``clients.trusted_proxies``); ``per_client``: files a client keeps;
+    ``total_bytes``: what all of them hold together; ``root``: gradio's upload folder (default ``upload_root()``).
+    An upload counts while its file exists: a submitted one is taken out of gradio's folder (``ReceivedUploads``)
+    and gradio's ``delete_cache`` removes the rest after the TTL."""
+
+    def __init__(self, app, *, proxies: int = 0, per_client: int = UNSUBMITTED_UPLOADS_PER_CLIENT,
+                 total_bytes: int | None = None, root: str | Path | None = None):
+        self.app = app
+        self.proxies = proxies
+        self.per_client = int(per_client)
+        self.total_bytes = upload_bytes(UNSUBMITTED_UPLOADS_MB) if total_bytes is None else int(total_bytes)
+        self._root = Path(root).resolve() if root is not None else None
+        self._lock = threading.Lock()
+        # (client, file, bytes, when, whether the file was there when recorded), oldest first
+        self._held: list[tuple[str, Path, int, float, bool]] = []
+
+    @property
+    def root(self) -> Path:
+        return self._root or upload_root()
+
+    async def __call__(self, scope, receive, send):
+        if scope.get("type") != "http" or scope.get("method") != "POST" or \
+                not str(scope.get("path", "")).rstrip("/").endswith(UPLOAD_ROUTE):
+            await self.app(scope, receive, send)
+            return
+        from starlette.requests import Request
+
+        from rexrank.leaderboard.clients import request_client
+
+        client = request_client(Request(scope), self.proxies)
+        length = _content_length(scope)
+        if self.held_bytes() + length > self.total_bytes:
+            await _plain(send, 503, UPLOADS_FULL)
+            return
+        answer: dict = {"status": 0, "body": b""}
+
+        async def watch(message):
+            if message["type"] == "http.response.start":
+                answer["status"] = message["status"]
+            elif message["type"] == "http.response.body":
+                answer["body"] += message.get("body", b"")
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        if answer["status"] == 200:
+            self.record(client, _paths(answer["body"]), length)
+
+    def record(self, client: str, paths: list[str], length: int = 0) -> list[Path]:
+        """Count ``paths`` (files gradio wrote for one upload of ``length`` bytes) as ``client``'s, then delete its
+        oldest unsubmitted uploads beyond ``per_client``. The files deleted."""
+        now = time.time()
+        root = self.root
+        files = [Path(p).resolve() for p in paths]
+        files = [f for f in files if root in f.parents]
+        with self._lock:
+            self._forget_gone(now)
+            for file in files:
+                # The same bytes again (gradio keeps them as one file): one upload, now the client's newest.
+                self._held = [entry for entry in self._held if entry[:2] != (client, file)]
+                try:
+                    size, seen = file.stat().st_size, True
+                except OSError:
+                    size, seen = length // max(1, len(files)), False
+                self._held.append((client, file, size, now, seen))
+            own = [entry for entry in self._held if entry[0] == client]
+            evicted = own[:max(0, len(own) - self.per_client)]
+            self._held = [entry for entry in self._held if entry not in evicted]
+            others = {entry[1] for entry in self._held}
+        deleted = []
+        for _, file, *_ in evicted:
+            if file in others:  # identical bytes another client uploaded too (gradio keeps one file): theirs too
+                continue
+            file.unlink(missing_ok=True)
+            deleted.append(file)
+            folder = file.parent
+            while folder != root and root in folder.parents and _rmdir(folder):
+                folder = folder.parent
+        return deleted
+
+    def held_bytes(self) -> int:
+        """What the uploads not yet submitted hold, as far as this server counted them."""
+        with self._lock:
+            self._forget_gone(time.time())
+            return sum(entry[2] for entry in self._held)
+
+    def _forget_gone(self, now: float) -> None:
+        """Drop the uploads whose file is gone (submitted, or deleted by gradio's TTL); one not there yet is kept
+        for ``_APPEAR_S``."""
+        self._held = [entry for entry in self._held
+                      if entry[1].exists() or (not entry[4] and now - entry[3] < _APPEAR_S)]
+
+
+def _content_length(scope) -> int:
+    for key, value in scope.get("headers", ()):
+        if key == b"content-length":
+            try:
+                return max(0, int(value))
+            except ValueError:
+                return 0
+    return 0
+
+
+def _paths(body: bytes) -> list[str]:
+    try:
+        paths = json.loads(body)
+    except ValueError:
+        return []
+    return [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+
+
+async def _plain(send, status: int, text: str) -> None:
+    body = text.encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _open(path: Path):
