@@ -173,7 +173,10 @@ class Database:
     def _owner_only(self) -> None:
         """The store file and its -wal/-shm owner-only (0600; SQLite gives its sidecars the file's mode), and a
         missing folder created 0700: the store holds model details, the queue and open sets' kept reports, and is
-        only the host's to read. An existing folder keeps its mode (it may be the host's working folder)."""
+        only the host's to read. An existing folder keeps its mode (it may be the host's working folder). SQLite's
+        in-memory store (":memory:") has no file."""
+        if str(self.path) == ":memory:":
+            return
         try:
             if not self.path.parent.exists():
                 private_folder(self.path.parent)
