@@ -208,6 +208,26 @@ def test_compare_uses_shared_studies_and_says_so():
     assert report["pairwise"][0]["tests"]["bleu2"]["difference"] == pytest.approx(-0.1)
 
 
+def test_compare_names_the_metrics_only_some_runs_have(capsys):
+    """Issue 49 point 7: a metric only one run has was dropped without a word. It is named, with the runs that have
+    it, in one note (the printed report, the Markdown) and in the JSON's ``not_compared``."""
+    from rexrank.evaluation.compare import markdown, print_report
+
+    ids = ["a", "b", "c"]
+    one = Run("x", _frame(ids, {"bleu_score": [0.1, 0.2, 0.3], "radgraph_combined": [0.2, 0.3, 0.4]}), None, "mem")
+    two = Run("y", _frame(ids, {"bleu_score": [0.3, 0.4, 0.5]}), None, "mem")
+    report = compare_runs([one, two], resamples=10, permutations=10)
+    assert report["metrics"] == ["bleu2"] and report["not_compared"] == {"radgraph": ["x"]}
+    line = "not compared, since not every run has them: RadGraph (only x)"
+    assert report["notes"] == [line]
+    assert f"Note: {line}" in markdown(report)
+    print_report(report)
+    assert f"note: {line}" in capsys.readouterr().out
+    json.dumps(report, allow_nan=False)
+    asked = compare_runs([one, two], ["bleu2"], resamples=10, permutations=10)  # only what was asked is compared
+    assert asked["not_compared"] == {} and asked["notes"] == []
+
+
 def test_percentile_interval_is_nanquantile_per_column():
     """Vectorised without NaNs, column by column with them: the same numbers as numpy's nanquantile either way."""
     rng = np.random.default_rng(13)

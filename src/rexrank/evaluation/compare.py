@@ -214,21 +214,37 @@ def _ranking(table: np.ndarray, rule: SumRule, **options: Any) -> dict[str, np.n
     return compare_tables({rule.name: table}, {rule.name: rule}, pairs=[], **options)[rule.name]["ranking"]
 
 
-def _metric_names(frames: list[pd.DataFrame], requested: Sequence[str] | None) -> list[str]:
+def _metric_names(frames: list[pd.DataFrame], requested: Sequence[str] | None,
+                  models: Sequence[str] = ()) -> tuple[list[str], dict[str, list[str]]]:
+    """(the metrics compared: every run's, registry order, or as requested; {each metric only some runs have: those
+    runs' models}, left out of the comparison and named in its notes, issue 49 point 7; empty when metrics were
+    requested, since only those are compared)."""
     common = None
+    held: list[set[str]] = []
     for frame in frames:
         names = set(metric_columns(frame)) | set(corpus_metrics(frame))
+        held.append(names)
         common = names if common is None else common & names
     ordered = [n for n in REGISTRY.names() if n in (common or set())]
+    partial = {n: [m for m, names in zip(models, held) if n in names]
+               for n in REGISTRY.names() if n not in (common or set()) and any(n in names for names in held)}
     if requested:
         wanted = [REGISTRY.canonical(m) for m in requested]
         absent = [m for m in wanted if m not in ordered]
         if absent:
             raise InputError(f"not every run has the metric(s) {', '.join(absent)}; shared: {', '.join(ordered)}")
-        ordered = wanted
+        ordered, partial = wanted, {}
     if not ordered:
         raise InputError("the runs share no metric column")
-    return ordered
+    return ordered, partial
+
+
+def not_compared_note(partial: dict[str, list[str]]) -> str | None:
+    """One line naming the metrics only some runs have (None if there are none)."""
+    if not partial:
+        return None
+    named = "; ".join(f"{REGISTRY.spec(n).leaderboard_column or n} (only {', '.join(m)})" for n, m in partial.items())
+    return f"not compared, since not every run has them: {named}"
 
 
 @dataclass
@@ -259,10 +275,11 @@ def compare_runs(runs: list[Run], metrics: Sequence[str] | None = None, *, resam
                  permutations: int = DEFAULT_PERMUTATIONS, seed: int = DEFAULT_SEED,
                  confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
     """Rankings with rank CIs, all pairwise tests, subgroups and metric agreement of runs on their shared studies."""
-    aligned, ids, notes = _align_runs(runs, metrics)
+    aligned, ids, notes, partial = _align_runs(runs, metrics)
     boot = {"resamples": resamples, "seed": seed, "confidence": confidence}
     alpha = significance_level(confidence)
     report: dict[str, Any] = {"models": aligned.models, "n_studies": len(ids), "metrics": aligned.names,
+                              "not_compared": partial,
                               "settings": {**boot, "permutations": permutations, "alpha": alpha,
                                            "significance_rule": SIGNIFICANCE_RULE.format(confidence=confidence,
                                                                                          alpha=alpha)},
@@ -275,13 +292,17 @@ def compare_runs(runs: list[Run], metrics: Sequence[str] | None = None, *, resam
     return json_safe(report)
 
 
-def _align_runs(runs: list[Run], metrics: Sequence[str] | None) -> tuple[_Aligned, list[str], list[str]]:
-    """Unique model names, compatibility checks, shared studies and shared metrics; notes for the report."""
+def _align_runs(runs: list[Run], metrics: Sequence[str] | None
+                ) -> tuple[_Aligned, list[str], list[str], dict[str, list[str]]]:
+    """Unique model names, compatibility checks, shared studies and shared metrics; notes for the report; the
+    metrics only some runs have (``_metric_names``)."""
     _unique_names(runs)
     notes = _check_compatible(runs)
     ids, frames, align_notes = align(runs)
-    names = _metric_names(frames, metrics)
-    return _Aligned([r.name for r in runs], frames, names), ids, notes + align_notes
+    models = [r.name for r in runs]
+    names, partial = _metric_names(frames, metrics, models)
+    left_out = not_compared_note(partial)
+    return _Aligned(models, frames, names), ids, notes + align_notes + ([left_out] if left_out else []), partial
 
 
 def _statistics(aligned: _Aligned, *, permutations: int, resamples: int, seed: int,
