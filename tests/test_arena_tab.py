@@ -140,8 +140,12 @@ def test_humans_vs_metrics_shows_display_names(store):  # noqa: F811
     arena = Arena(store, n_boot=0, rng=np.random.default_rng(0), pace=NO_PACE)
     demo = arena_demo(arena, rater="hf:ann")
     fns = _fns(demo)
-    ticket = fns["arena_next"].fn()[0]
-    fns["arena_vote_a"].fn(ticket, [], [])
+    for _ in range(24):  # a metric is shown from HVM_MIN_DECISIVE decisive votes
+        ticket = fns["arena_next"].fn()[0]
+        fns["arena_vote_a"].fn(ticket, [], [])
+    for other in ("hf:bob", "hf:cy"):
+        for vote in arena.votes()[:24]:
+            store.add_vote({**vote, "rater": other, "by": other})
     (refresh,) = [f for f in demo.fns.values() if f.trigger_after == fns["arena_vote_a"]._id]
     (board,) = [f for f in demo.fns.values() if f.trigger_after == refresh._id]
     rows = board.fn(False)[1]

@@ -57,8 +57,19 @@ from rexrank.evaluation.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, 
 from rexrank.leaderboard.records import canonical_names, hf_identity
 from rexrank.leaderboard.store import VOTE_CHOICES, Store, error_categories, make_vote, vote_key
 
-RIDGE = 1e-6
-N_BOOT = DEFAULT_RESAMPLES  # the Bradley-Terry fit's bootstrap follows every statistic's defaults
+RIDGE = 1e-6  # ``fit_wins``'s default: the plain maximum-likelihood fit (parity with scikit-learn)
+N_BOOT = DEFAULT_RESAMPLES  # posterior draws of the fit's intervals: every statistic's resample count
+# The board's evidence rules (docs/arena.md "Uncertainty" and "A young Arena"): the prior's spread of strengths, what a
+# model needs to be ranked, and how much one rater's votes on one model may count.
+PRIOR_SD = 1.5
+MIN_RANK_VOTES = 20
+MIN_RANK_RATERS = 3
+RATER_FLOOR = 3.0
+RATER_MULTIPLE = 1.0
+# Humans vs metrics claims nothing below these: a metric's agreement needs this many decisive votes, Kendall's tau
+# this many ranked models (with 4, tau takes 7 values and a perfect 1 happens by chance 1 time in 24).
+HVM_MIN_DECISIVE = 30
+HVM_MIN_MODELS = 5
 CONFIDENCE = DEFAULT_CONFIDENCE
 SEPARATED_WEIGHT = 0.2
 TICKET_TTL_S = 3600.0
@@ -88,6 +99,11 @@ NO_PACE = Pace(min_view_s=0.0, pairs_per_minute=10 ** 9)  # tests of other rules
 # above what the other raters' votes predict, over at least this many of their votes on that model.
 FLAG_Z = 4.0
 FLAG_MIN_VOTES = 15
+# Votes of one rater this close together were cast from several pages at once (a person reads one pair at a time).
+TANDEM_S = 1.0
+INTEGRITY_COLUMNS = ("rater", "votes", "ties", "median s between votes", "tandem votes", "agreement with raters",
+                     "agreement with metrics", "one-sided model", "votes on it", "one-sided z", "flagged")
+PRELIMINARY = "preliminary"  # a board row's rank below the evidence a rank needs
 APP_VERSION_KEY = "arena"
 CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both unacceptable"}
 # The score of the model shown on side A for each choice: ties and "both unacceptable" are half a win each.
@@ -133,46 +149,71 @@ def fit_wins(wins: np.ndarray, *, ridge: float = RIDGE, tol: float = 1e-10, max_
 
 @dataclass
 class Votes:
-    """Votes as indices: ``a``, ``b`` (the models shown on sides A and B), ``score_a`` (1, 0 or 0.5)."""
+    """Votes as indices: ``a``, ``b`` (the models shown on sides A and B), ``score_a`` (1, 0 or 0.5); ``rater`` (an
+    index per vote; None: every vote its own rater) and ``weight`` (what each vote counts for in the fit, ``rater_weights``;
+    None: 1 each)."""
 
     models: list[str]
     a: np.ndarray
     b: np.ndarray
     score_a: np.ndarray
+    rater: np.ndarray | None = None
+    weight: np.ndarray | None = None
 
     @classmethod
-    def of(cls, models: list[str], events: list[dict[str, Any]]) -> "Votes":
+    def of(cls, models: list[str], events: list[dict[str, Any]], *, exempt: frozenset[str] = frozenset()) -> "Votes":
+        """The votes of ``events`` with each rater's weight bounded (``rater_weights``), except the raters in
+        ``exempt`` (the host's experts)."""
         index = {name: i for i, name in enumerate(models)}
         a = np.array([index[e["models"][0]] for e in events], dtype=np.int64)
         b = np.array([index[e["models"][1]] for e in events], dtype=np.int64)
-        return cls(models, a, b, np.array([SCORE_A[e["choice"]] for e in events], dtype=np.float64))
+        raters: dict[str, int] = {}
+        rater = np.array([raters.setdefault(e["rater"], len(raters)) for e in events], dtype=np.int64)
+        free = np.array([e["rater"] in exempt for e in events], dtype=bool)
+        votes = cls(models, a, b, np.array([SCORE_A[e["choice"]] for e in events], dtype=np.float64), rater)
+        votes.weight = rater_weights(rater, a, b, len(models), exempt=free)
+        return votes
 
-    def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(pairs i<j, cell of each vote, votes per cell): cell 3k + (0: i won, 1: j won, 2: half each)."""
-        lo, hi = np.minimum(self.a, self.b), np.maximum(self.a, self.b)
-        score_lo = np.where(self.a == lo, self.score_a, 1.0 - self.score_a)
-        pair_code = lo * len(self.models) + hi
-        pairs, pair_index = np.unique(pair_code, return_inverse=True)
-        outcome = np.where(score_lo == 1.0, 0, np.where(score_lo == 0.0, 1, 2))
-        cell = pair_index * 3 + outcome
-        return pairs, cell, np.bincount(cell, minlength=3 * len(pairs))
+    def weights(self) -> np.ndarray:
+        return np.ones(len(self.a)) if self.weight is None else self.weight
 
     def wins(self) -> np.ndarray:
         m = len(self.models)
+        w = self.weights()
         wins = np.zeros((m, m))
-        np.add.at(wins, (self.a, self.b), self.score_a)
-        np.add.at(wins, (self.b, self.a), 1.0 - self.score_a)
+        np.add.at(wins, (self.a, self.b), w * self.score_a)
+        np.add.at(wins, (self.b, self.a), w * (1.0 - self.score_a))
         return wins
 
+    def evidence(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per model: (the votes it counts for, weighted; its distinct raters)."""
+        m = len(self.models)
+        w = self.weights()
+        counted = np.bincount(self.a, w, minlength=m) + np.bincount(self.b, w, minlength=m)
+        if self.rater is None:
+            return counted, np.bincount(np.concatenate([self.a, self.b]), minlength=m)
+        seen = np.unique(np.concatenate([self.rater * m + self.a, self.rater * m + self.b]))
+        return counted, np.bincount(seen % m, minlength=m)
 
-def _wins_of_cells(pairs: np.ndarray, counts: np.ndarray, m: int) -> np.ndarray:
-    """Win matrices of cell counts ``counts[..., 3k + outcome]`` (``Votes.cells``)."""
-    counts = counts.reshape(counts.shape[:-1] + (len(pairs), 3))
-    lo, hi = pairs // m, pairs % m
-    wins = np.zeros(counts.shape[:-2] + (m, m))
-    wins[..., lo, hi] = counts[..., 0] + 0.5 * counts[..., 2]
-    wins[..., hi, lo] = counts[..., 1] + 0.5 * counts[..., 2]
-    return wins
+
+def rater_weights(rater: np.ndarray, a: np.ndarray, b: np.ndarray, m: int, *,
+                  exempt: np.ndarray | None = None) -> np.ndarray:
+    """Each vote's weight in the fit (docs/arena.md "A young Arena"): a rater's votes on one model count for at most
+    ``max(RATER_FLOOR, RATER_MULTIPLE x the median rater's votes on it)`` votes, so one account, or a few, voting at
+    the fastest pace the rules allow weigh no more than a couple of the raters they would need to convince, and a rank
+    rests on several raters. A vote's weight is the smaller of its two models' (a vote informs both). ``exempt``:
+    votes of raters the host vouches for (experts), counted in full."""
+    if not len(rater):
+        return np.zeros(0)
+    n_raters = int(rater.max()) + 1
+    on = np.zeros((n_raters, m))
+    np.add.at(on, (rater, a), 1.0)
+    np.add.at(on, (rater, b), 1.0)
+    median = np.nanmedian(np.where(on > 0, on, np.nan), axis=0)  # every model here has a vote
+    cap = np.maximum(RATER_FLOOR, RATER_MULTIPLE * median)
+    per = np.minimum(1.0, cap[None, :] / np.maximum(on, 1.0))
+    weight = np.minimum(per[rater, a], per[rater, b])
+    return weight if exempt is None else np.where(exempt, 1.0, weight)
 
 
 def ranks_of(strengths: np.ndarray) -> np.ndarray:
@@ -186,35 +227,65 @@ class Fit:
     strength: np.ndarray
     low: np.ndarray
     high: np.ndarray
-    rank: np.ndarray
+    rank: np.ndarray  # among the ranked models; 0 for a preliminary one
     rank_low: np.ndarray
     rank_high: np.ndarray
     n_votes: np.ndarray  # per model
+    ranked: np.ndarray | None = None  # per model: enough evidence to be ranked (``MIN_RANK_VOTES``, ``MIN_RANK_RATERS``)
+    raters: np.ndarray | None = None  # per model: distinct raters
+
+
+def posterior_draws(wins: np.ndarray, strength: np.ndarray, ridge: float, n: int,
+                    rng: np.random.Generator) -> np.ndarray:
+    """``n`` draws of the strengths from the Laplace approximation of their posterior (a Gaussian at the MAP
+    ``strength`` whose precision is the log-likelihood's curvature there plus the prior's ``ridge``), each centred as
+    the strengths are."""
+    m = len(strength)
+    games = wins + wins.T
+    p = _sigmoid(strength[:, None] - strength[None, :])
+    w = games * p * (1.0 - p)
+    precision = np.diag(w.sum(1)) - w + ridge * np.eye(m)
+    # draws with covariance precision^-1: solve L^T x = z where precision = L L^T
+    chol = np.linalg.cholesky(precision)
+    z = rng.standard_normal((m, n))
+    draws = strength[:, None] + np.linalg.solve(chol.T, z)
+    draws = draws.T
+    return draws - draws.mean(1, keepdims=True)
 
 
 def fit(votes: Votes, *, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int | None = DEFAULT_SEED,
-        ridge: float = RIDGE) -> Fit:
-    """The Bradley-Terry fit with percentile-bootstrap intervals over votes (resampled with replacement, i.e. a
-    multinomial draw over the vote cells) for strengths and ranks."""
+        prior_sd: float | None = None, min_votes: float | None = None, min_raters: int | None = None) -> Fit:
+    """The Bayesian Bradley-Terry fit (docs/arena.md "Uncertainty"): strengths a priori independent N(0, ``PRIOR_SD``^2)
+    (a model's log-odds against the average model), the votes' (weighted) likelihood, the posterior's mode as the
+    strength and ``n_boot`` draws from its Laplace approximation for the strengths' and ranks' intervals (equal
+    tails, ``confidence``). With few votes the prior dominates and the intervals are wide (one vote cannot settle a
+    rank); with many the likelihood does and they shrink as the bootstrap's did. A model with fewer than
+    ``MIN_RANK_VOTES`` (weighted) votes or ``MIN_RANK_RATERS`` distinct raters is preliminary: rank 0, and the others
+    are ranked among themselves."""
+    prior_sd = PRIOR_SD if prior_sd is None else prior_sd
+    min_votes = MIN_RANK_VOTES if min_votes is None else min_votes
+    min_raters = MIN_RANK_RATERS if min_raters is None else min_raters
     m = len(votes.models)
-    strength = fit_wins(votes.wins(), ridge=ridge) if m else np.zeros(0)
-    pairs, _, counts = votes.cells()
-    n = int(counts.sum())
-    if n and n_boot:
-        rng = np.random.default_rng(seed)
-        draws = rng.multinomial(n, counts / n, size=n_boot)
-        samples = np.empty((n_boot, m))
-        for start in range(0, n_boot, 250):  # bounded memory: 250 x m x m matrices at a time
-            samples[start:start + 250] = fit_wins(_wins_of_cells(pairs, draws[start:start + 250], m), ridge=ridge,
-                                                  start=strength)
+    ridge = 1.0 / prior_sd ** 2
+    wins = votes.wins()
+    strength = fit_wins(wins, ridge=ridge) if m else np.zeros(0)
+    counted, raters = votes.evidence()
+    ranked = (counted >= min_votes) & (raters >= min_raters)
+    keep = np.flatnonzero(ranked)
+    rank = np.zeros(m, dtype=int)
+    rank_low, rank_high = np.zeros(m, dtype=int), np.zeros(m, dtype=int)
+    rank[keep] = ranks_of(strength[keep])
+    if len(votes.a) and n_boot and m:
+        samples = posterior_draws(wins, strength, ridge, n_boot, np.random.default_rng(seed))
         low, high = percentile_interval(samples, confidence)
-        rank_low, rank_high = percentile_interval(ranks_of(samples).astype(float), confidence)
+        if len(keep):
+            r_low, r_high = percentile_interval(ranks_of(samples[:, keep]).astype(float), confidence)
+            rank_low[keep], rank_high[keep] = np.floor(r_low).astype(int), np.ceil(r_high).astype(int)
     else:
         low = high = np.full(m, np.nan)
-        rank_low, rank_high = np.ones(m), np.full(m, float(m))
+        rank_low[keep], rank_high[keep] = 1, len(keep)
     n_votes = np.bincount(np.concatenate([votes.a, votes.b]), minlength=m)
-    return Fit(votes.models, strength, low, high, ranks_of(strength), np.floor(rank_low).astype(int),
-               np.ceil(rank_high).astype(int), n_votes)
+    return Fit(votes.models, strength, low, high, rank, rank_low, rank_high, n_votes, ranked, raters)
 
 
 # -- humans vs metrics, agreement --------------------------------------------------------------------------------------
@@ -734,32 +805,33 @@ class Arena:
         return [v for v in votes if v["rater"] not in flagged] if flagged else votes
 
     def board(self, *, include_flagged: bool = False) -> Fit:
-        """The fit of the votes counted now (cached per ``views_key``), by default without flagged raters' votes."""
+        """The fit of the votes counted now (cached per ``views_key``), by default without flagged raters' votes; each
+        rater's weight bounded (``rater_weights``) unless the host made them an expert."""
         key = (self.views_key(), include_flagged)
         if key == self._board_key and self._board is not None:
             return self._board
         votes = self.counted(include_flagged=include_flagged)
         models = sorted({m for v in votes for m in v["models"]})
-        result = fit(Votes.of(models, votes), n_boot=self.n_boot)
+        experts = frozenset(r for r, role in self.roles().items() if role == "expert")
+        result = fit(Votes.of(models, votes, exempt=experts), n_boot=self.n_boot)
         if not include_flagged:  # the board the pairing reads
             with self._lock:
                 self._board, self._board_key = result, key
         return result
 
     def board_rows(self, *, include_flagged: bool = False) -> list[dict[str, Any]]:
-        """The Arena board: one row per model, strongest first, with votes and raters counted."""
+        """The Arena board: one row per model, the ranked ones strongest first, then the preliminary ones (below the
+        evidence a rank needs: ``MIN_RANK_VOTES`` weighted votes from ``MIN_RANK_RATERS`` raters), whose rank is
+        ``PRELIMINARY``; votes and raters counted."""
         result = self.board(include_flagged=include_flagged)
-        votes = self.counted(include_flagged=include_flagged)
-        raters: dict[str, set[str]] = {}
-        for v in votes:
-            for m in v["models"]:
-                raters.setdefault(m, set()).add(v["rater"])
-        order = np.argsort(-result.strength, kind="stable")
-        return [{"rank": int(result.rank[i]), "model": result.models[i],
+        ranked = result.ranked if result.ranked is not None else np.ones(len(result.models), dtype=bool)
+        order = sorted(range(len(result.models)), key=lambda i: (not ranked[i], -result.strength[i]))
+        return [{"rank": int(result.rank[i]) if ranked[i] else PRELIMINARY, "model": result.models[i],
                  "strength": round(float(result.strength[i]), 3),
                  "interval": f"{result.low[i]:.2f} to {result.high[i]:.2f}",
-                 "rank interval": f"{result.rank_low[i]}-{result.rank_high[i]}",
-                 "votes": int(result.n_votes[i]), "raters": len(raters.get(result.models[i], ()))}
+                 "rank interval": f"{result.rank_low[i]}-{result.rank_high[i]}" if ranked[i] else "",
+                 "votes": int(result.n_votes[i]),
+                 "raters": int(result.raters[i]) if result.raters is not None else 0}
                 for i in order]
 
     def integrity(self) -> list[dict[str, Any]]:
@@ -845,6 +917,7 @@ class Arena:
                        and z[r, top] >= FLAG_Z)
             rows.append({"rater": rater, "votes": int(n_votes[r]), "ties": float(ties[r] / n_votes[r]),
                          "median s between votes": float(np.median(gaps)) if len(gaps) else float("nan"),
+                         "tandem votes": int((gaps < TANDEM_S).sum()),
                          "agreement with raters": float(agree_others[r] / n_others[r]) if n_others[r] else float("nan"),
                          "agreement with metrics": float(agree_metrics[r] / n_metrics[r]) if n_metrics[r]
                          else float("nan"),
@@ -876,13 +949,17 @@ class Arena:
     def humans_vs_metrics(self) -> list[dict[str, Any]]:
         """Per automatic metric: the share of decisive votes where the metric prefers the report the rater chose
         (Wilson 95% interval; a metric tie counts as disagreement), and Kendall's tau between the Arena's strengths
-        and the metric's mean over the Arena's studies, per model. ``label``: the name every view shows (the
-        MetricSpec's leaderboard column, e.g. BLEU for bleu2), ``metric`` the registry's."""
+        and the metric's mean over the Arena's studies, per ranked model of the board. ``label``: the name every view
+        shows (the MetricSpec's leaderboard column, e.g. BLEU for bleu2), ``metric`` the registry's. What each rests on
+        is in the row (``decisive votes``, ``models``); below the evidence they need nothing is claimed: a metric with
+        fewer than ``HVM_MIN_DECISIVE`` decisive votes has no row, and tau needs ``HVM_MIN_MODELS`` ranked models
+        (NaN otherwise; issue 50: tau 1.00 from two models and one vote read as a finding)."""
         from rexrank.metrics import REGISTRY
 
         pool = self._reports()
         votes = self.votes()
         fit_now = self.board()
+        ranked = fit_now.ranked if fit_now.ranked is not None else np.ones(len(fit_now.models), dtype=bool)
         names = sorted({k for values in pool["metrics"].values() for k in values})
         out = []
         for name in names:
@@ -898,18 +975,21 @@ class Arena:
                 n += 1
                 prefers = "a" if (a > b) == higher and a != b else ("b" if a != b else None)
                 agree += prefers == v["choice"]
+            if n < HVM_MIN_DECISIVE:
+                continue
             means = []
             for model in fit_now.models:
                 values = [vals[name] for (m, _), vals in pool["metrics"].items() if m == model and name in vals]
                 means.append(np.mean(values) * (1 if higher else -1) if values else np.nan)
             means = np.array(means)
-            ok = ~np.isnan(means)
+            ok = ~np.isnan(means) & ranked
             low, high = wilson(agree, n)
             spec = REGISTRY.spec(name) if name in REGISTRY else None
             out.append({"metric": name, "label": (spec.leaderboard_column if spec else None) or name,
-                        "decisive votes": n, "agreement": agree / n if n else float("nan"),
-                        "low": low, "high": high,
-                        "kendall tau": kendall_tau(fit_now.strength[ok], means[ok]) if ok.sum() > 1 else float("nan")})
+                        "decisive votes": n, "agreement": agree / n, "low": low, "high": high,
+                        "models": int(ok.sum()),
+                        "kendall tau": kendall_tau(fit_now.strength[ok], means[ok]) if ok.sum() >= HVM_MIN_MODELS
+                        else float("nan")})
         return out
 
     def agreement(self) -> dict[str, Any]:

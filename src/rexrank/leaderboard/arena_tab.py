@@ -15,18 +15,22 @@ named (``None``: voting is off). Refusals (not signed in, excluded, quota, a use
 # No ``from __future__ import annotations``: gradio reads the event functions' real annotations (the injected
 # gr.OAuthProfile).
 import json
+import os
 from typing import Any, Optional
 
 from rexrank.errors import RexrankError
-from rexrank.leaderboard.arena import CHOICE_LABELS, Arena, rater_identity
+from rexrank.leaderboard.arena import (CHOICE_LABELS, HVM_MIN_DECISIVE, HVM_MIN_MODELS, INTEGRITY_COLUMNS,
+                                      MIN_RANK_RATERS, MIN_RANK_VOTES, PACE, PRELIMINARY, PRIOR_SD, RATER_FLOOR,
+                                      RATER_MULTIPLE, Arena, rater_identity)
 from rexrank.leaderboard.gradio_compat import guarded, one_line_input_count, pass_values_through
 from rexrank.leaderboard.links import ARENA_TAB
 from rexrank.leaderboard.store import error_categories
 
 BOARD_HEADERS = ["rank", "model", "strength", "interval", "rank interval", "votes", "raters"]
-METRIC_HEADERS = ["metric", "decisive votes", "agreement", "95% interval", "Kendall tau"]
-INTEGRITY_HEADERS = ["rater", "votes", "ties", "median s between votes", "agreement with raters",
-                     "agreement with metrics", "one-sided model", "votes on it", "one-sided z", "flagged"]
+METRIC_HEADERS = ["metric", "decisive votes", "agreement", "95% interval", "Kendall tau", "ranked models"]
+# The rater integrity table is the host's (``rexrank leaderboard arena-integrity``; here only for the Space's owner,
+# signed in): on a public page it named which model a named rater preferred, and showed a rigger how far the flag was.
+INTEGRITY_HEADERS = list(INTEGRITY_COLUMNS)
 VOTE_API_NAMES = tuple(f"arena_vote_{choice}" for choice in CHOICE_LABELS)
 # The page's keys (ARENA_HEAD), each naming its button's elem_id: a vote per choice, n for the next pair.
 KEYS = {"a": "arena-vote-a", "b": "arena-vote-b", "t": "arena-vote-tie", "u": "arena-vote-both-bad",
@@ -68,7 +72,7 @@ document.addEventListener("keydown", (event) => {
 def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], list[list], str]:
     rows = [[r[h] for h in BOARD_HEADERS] for r in arena.board_rows(include_flagged=include_flagged)]
     metrics = [[m["label"], m["decisive votes"], _pct(m["agreement"]), f"{_pct(m['low'])} to {_pct(m['high'])}",
-                "n/a" if m["kendall tau"] != m["kendall tau"] else f"{m['kendall tau']:.2f}"]
+                "n/a" if m["kendall tau"] != m["kendall tau"] else f"{m['kendall tau']:.2f}", m["models"]]
                for m in arena.humans_vs_metrics()]
     agreement = arena.agreement()
     kappa = agreement["fleiss kappa"]
@@ -80,12 +84,27 @@ def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], 
     note = (f"{n} vote{'' if n == 1 else 's'} counted.{left_out} Inter-rater agreement: Fleiss' kappa "
             f"{'n/a' if kappa != kappa else f'{kappa:.2f}'} on {agreement['items']} study-pairs voted by two raters "
             "or more. Strengths: Bradley-Terry log-odds against the average model (ties and 'both unacceptable' "
-            "count as half a win each), 95% bootstrap intervals over votes.")
+            f"count as half a win each), 95% intervals of a Bayesian fit (a prior spread of {PRIOR_SD:g}: few "
+            f"votes give wide intervals). A model is ranked once it has {MIN_RANK_VOTES} votes from "
+            f"{MIN_RANK_RATERS} raters or more ({PRELIMINARY} until then); one rater's votes on a model count for "
+            f"at most {RATER_FLOOR:g} votes or {RATER_MULTIPLE:g} times the median rater's on it. Humans vs metrics: a "
+            f"metric is shown from {HVM_MIN_DECISIVE} decisive votes, Kendall tau from {HVM_MIN_MODELS} ranked "
+            "models.")
     return rows, metrics, note
 
 
 def _integrity(arena: Arena) -> list[list]:
     return [[_fmt(r[h]) for h in INTEGRITY_HEADERS] for r in arena.integrity()]
+
+
+def space_owner() -> Optional[str]:
+    """The Space's owner as a rater id (the platform's SPACE_AUTHOR_NAME), or None off a Space: the one signed-in
+    account the tab shows the rater integrity table to."""
+    name = os.environ.get("SPACE_AUTHOR_NAME", "").strip()
+    try:
+        return rater_identity(name) if name else None
+    except RexrankError:
+        return None
 
 
 def _fmt(value: Any) -> Any:
@@ -170,18 +189,30 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
 
     def refresh(include_flagged: bool = False):
         rows, metrics, note = _board(arena, include_flagged=bool(include_flagged))
-        return rows, metrics, note, _integrity(arena), arena.views_key()
+        return rows, metrics, note, arena.views_key()
+
+    def host_signals(profile: Optional[gr.OAuthProfile] = None):
+        """The integrity table, to the Space's owner only (checked here, on the server: the event is callable by
+        anyone who finds it)."""
+        owner = space_owner()
+        if owner is None or not oauth or who(profile) != owner:
+            return gr.Dataframe(value=None, visible=False), ("Only the Space's owner, signed in, sees the raters' "
+                                                             "signals (or the host: `rexrank leaderboard "
+                                                             "arena-integrity`).")
+        return gr.Dataframe(value=_integrity(arena), visible=True), ""
 
     def follow(shown_version: Optional[str], include_flagged: bool = False):
         """The page's periodic check (``refresh_s``): the board again only when the votes changed since it was
         drawn (another visitor's vote, a host's decision), nothing sent otherwise."""
         if shown_version == arena.views_key():
-            return [gr.skip()] * 5
+            return [gr.skip()] * 4
         return refresh(include_flagged)
 
     with gr.Tab("Arena", id=ARENA_TAB) as tab:
         gr.Markdown("Compare two models' reports of one study against the reference, as ReXVal's radiologists "
                     "did. The models stay anonymous until you vote; sides are random. One vote per study and pair. "
+                    f"A vote counts after {PACE.min_view_s:g} s with its pair; at most {PACE.pairs_per_minute} "
+                    f"pairs per {PACE.window_s:g} s, skipped ones included. "
                     "Keys: a, b, t (tie), u (both unacceptable), n (next pair).",
                     elem_id="arena-intro")
         if oauth:
@@ -224,9 +255,14 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         with gr.Row():
             include_flagged = gr.Checkbox(False, label="Count flagged raters' votes", elem_id="arena-flagged")
             refresh_button = gr.Button("Refresh the Arena board", elem_id="arena-refresh", size="sm")
-        with gr.Accordion("Rater integrity (for the host)", open=False):
-            integrity = gr.Dataframe(headers=INTEGRITY_HEADERS, interactive=False, elem_id="arena-integrity",
-                                     label="Per rater: signals of rigging (docs/arena.md, Integrity)")
+        if oauth and space_owner() is not None:  # the host's view of the signals, on the owner's own sign-in
+            with gr.Accordion("For the Space's owner", open=False):
+                host_button = gr.Button("Show the raters' signals", elem_id="arena-host-signals", size="sm")
+                host_note = gr.Markdown(elem_id="arena-host-note")
+                integrity = gr.Dataframe(headers=INTEGRITY_HEADERS, interactive=False, visible=False,
+                                         elem_id="arena-integrity",
+                                         label="Per rater: signals of rigging (docs/arena.md, Integrity)")
+            host_button.click(guarded(host_signals), None, [integrity, host_note], api_name=False, queue=False)
         board_version = gr.State(None)  # the Arena's views_key the board was drawn from
         # The vote endpoints' raw API in one line (issue 39 point 6; gradio_compat says why and how).
         pass_values_through([tags_a, tags_b], {"type": "array", "title": "Error categories",
@@ -238,7 +274,7 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         shown_images = gr.State([])  # the pair's image paths, between the two events below
         pair_outputs = [ticket, message, reference, report_a, report_b, shown_images, images, tags_a, tags_b, reveal]
         shown_outputs = [images, started, *buttons.values()]
-        board_outputs = [board, metrics, board_note, integrity, board_version]
+        board_outputs = [board, metrics, board_note, board_version]
         # The next pair in the page (bench/results/arena.md): no queue (its round trips would triple the latency), no
         # progress overlay on the outputs (drawing and removing it cost more than the answer), and the texts first:
         # filling the gallery in the same update held the new texts back until its images were laid out. The old
