@@ -419,3 +419,39 @@ def _pairs(values: Optional[list[str]]) -> dict[str, str]:
             raise ConfigError(f"--model-path takes metric=PATH (got {item!r})")
         out[key.strip()] = value.strip()
     return out
+
+
+@app.command("arena-integrity")
+def arena_integrity(
+    store: Path = typer.Option(DEFAULT_STORE, "--store"),
+    dataset: str = typer.Option("iu_xray", "--dataset", help="The Arena's test set (one whose text is open)."),
+    track: str = typer.Option("findings", "--track"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per rater instead of a table."),
+) -> None:
+    """The Arena's rater integrity signals (docs/arena.md "Signals and the flag"), most suspicious first: the host's
+    view, never shown on the public page (it names which model a named rater preferred)."""
+    from rexrank.errors import InputError
+    from rexrank.leaderboard.arena import INTEGRITY_COLUMNS, Arena
+    from rexrank.leaderboard.store import Store
+
+    if not store.is_file():
+        raise InputError(f"no store at {store}: give the Space's store file with --store")
+    rows = Arena(Store(store), dataset, track, n_boot=0).integrity()
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps({h: row[h] for h in INTEGRITY_COLUMNS}))
+        return
+    cells = [INTEGRITY_COLUMNS] + [[_integrity_cell(row[h]) for h in INTEGRITY_COLUMNS] for row in rows]
+    widths = [max(len(line[k]) for line in cells) for k in range(len(INTEGRITY_COLUMNS))]
+    for line in cells:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+    if not rows:
+        typer.echo("(no votes yet)")
+
+
+def _integrity_cell(value) -> str:
+    if isinstance(value, bool):
+        return "FLAGGED" if value else ""
+    if isinstance(value, float):
+        return "n/a" if value != value else f"{value:.2f}"
+    return str(value)
