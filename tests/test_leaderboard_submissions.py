@@ -721,6 +721,28 @@ def test_handled_uploads_are_deleted_accepted_or_rejected(space, tmp_path):
     assert store.model("MedVersa")["institution"] != "Evil Corp"
 
 
+def test_api_answers_are_plain_text(space, tmp_path):
+    """Issue 49 point 7: gradio_client users got the form's Markdown ("trained\\_on: Unknown dataset &#x27;none&#x27;").
+    /submit answers plain text, a refusal and an acceptance alike; the page's form keeps its Markdown."""
+    from gradio_client import Client, handle_file
+
+    from rexrank.errors import InputError
+    from rexrank.leaderboard.views import form_message
+
+    url, _, _, _ = space
+    client = Client(url, verbose=False)
+    path = iu_predictions(tmp_path / "plain.json", n_shift=13)
+    refused, _ = client.predict(handle_file(str(path)), "Plain_model", "", "", None, "", ["none"], "iu_xray",
+                                "findings", api_name="/submit")
+    assert refused.startswith("Submission rejected: trained_on: Unknown dataset 'none'"), refused
+    assert "\\" not in refused and "&#" not in refused and "**" not in refused
+    accepted, _ = client.predict(handle_file(str(path)), "Plain_model", "", "", None, "", [], "iu_xray",
+                                 "findings", api_name="/submit")
+    assert accepted.startswith("Submission #") and "\\" not in accepted and "&" not in accepted, accepted
+    page = form_message(InputError("trained_on: Unknown dataset 'none'"))  # the form: Markdown, escaped
+    assert page.startswith("**Submission rejected:**") and "trained\\_on" in page and "&#x27;" in page
+
+
 def _submit_together(url: str, uploads: list[tuple[bytes, str, dict]], *, upload_first: bool = True) -> list[str]:
     """Each (file bytes, model name, extra headers) sent by its own HTTP client, all at once (threads released
     together; with ``upload_first``, every upload lands before any /submit is sent, so all of them name gradio's one

@@ -463,20 +463,22 @@ class Views:
         return any(job["status"] in ("queued", "running") for job in (self.submissions.queue(20)
                                                                       if self.submissions else []))
 
-    def submit_status(self, job_id: int | None, note: str | None = None) -> str:
-        """An accepted submission's message, with the job's status as it is now (it follows the queue)."""
+    def submit_status(self, job_id: int | None, note: str | None = None, *, plain: bool = False) -> str:
+        """An accepted submission's message, with the job's status as it is now (it follows the queue): Markdown
+        for the page, plain text (``plain``) for an API caller."""
         if job_id is None or self.submissions is None:
             return ""
+        shown = (lambda line: line) if plain else md_text
         job = next((j for j in self.submissions.queue(200) if j["id"] == job_id), None)
         status = job["status"] if job else "queued"
         if status == "done":
             text = f"{QUEUED}{job_id} done: scored and on the board."
         elif status == "failed":
-            text = f"{QUEUED}{job_id} failed: {md_text((job or {}).get('error') or 'see the queue below')}"
+            text = f"{QUEUED}{job_id} failed: {shown((job or {}).get('error') or 'see the queue below')}"
         else:
             text = (f"{QUEUED}{job_id} {status}: it will appear on the board once scored (the queue below updates). "
                     + self.submissions.scoring_note())
-        return text + (f"\n\n{md_text(note)}" if note else "")
+        return text + (f"\n\n{shown(note)}" if note else "")
 
 
 def model_markdown(info: dict[str, Any], analyses: list[dict[str, Any]]) -> str:
@@ -575,21 +577,25 @@ def chosen_file(path: str | None) -> str:
     return f"Chosen: **{md_text(Path(path).name)}**" if path else NO_FILE_CHOSEN
 
 
-def form_message(error: Exception) -> str:
+def form_message(error: Exception, *, plain: bool = False) -> str:
     """A rejection as the form shows it: one Markdown list item per problem (the harness's message lists them one
     per line), without the `rexrank score` flags its hints name (the form has none: the fix is in the file, or in
-    the Test set and Track chosen)."""
+    the Test set and Track chosen). ``plain``: the same as plain text, what an API caller gets (issue 49 point 7:
+    gradio_client users got Markdown escapes and HTML entities)."""
     text = _CLI_HINT.sub("", str(error))
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     head, items = lines[0], [line[2:] if line.startswith("- ") else line for line in lines[1:]]
-    out = f"**Submission rejected:** {md_text(head)}"
+    shown = (lambda line: line) if plain else md_text
+    out = f"Submission rejected: {head}" if plain else f"**Submission rejected:** {md_text(head)}"
     if items:
-        out += "\n\n" + "\n".join(f"- {md_text(item)}" for item in items)
+        out += "\n\n" + "\n".join(f"- {shown(item)}" for item in items)
     if re.search(r"no reference study|has no prediction|have no prediction", text):
+        chosen = "Test set and Track" if plain else "*Test set* and *Track*"
         out += ("\n\nEach study of the chosen test set and track needs exactly one prediction: check the file, and "
-                "the *Test set* and *Track* chosen above.")
+                f"the {chosen} chosen above.")
     return out
 
 
-SERVER_PATH_REFUSED = ("**Submission rejected:** the predictions file must be uploaded with the request "
-                       "(gradio_client: `handle_file(path)`); a path on the server is never read.")
+# Why /submit refuses a path on the server (as an error's text: ``form_message`` words it for the form or the API).
+SERVER_PATH_TEXT = ("the predictions file must be uploaded with the request (gradio_client: handle_file(path)); a "
+                    "path on the server is never read.")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Optional
 
 from rexrank.data.tracks import DEFAULT_TRACK
-from rexrank.errors import RexrankError
+from rexrank.errors import InputError, RexrankError
 from rexrank.leaderboard import about, clients, links, quick_search
 from rexrank.leaderboard.compare_tab import compare_tab
 from rexrank.leaderboard.compare_tab import restore as compare_restore
@@ -41,7 +41,7 @@ from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.submissions import ALLOWED_SUFFIXES
 from rexrank.leaderboard.uploads import ReceivedUploads, upload_root
-from rexrank.leaderboard.views import (NO_FILE_CHOSEN, PRIMARY, QUEUED, SERVER_PATH_REFUSED, TITLE,
+from rexrank.leaderboard.views import (NO_FILE_CHOSEN, PRIMARY, QUEUED, SERVER_PATH_TEXT, TITLE,
                                        TRAINED_CHOICES, Views, chosen_file, first_rows, form_message,
                                        model_page_widths, overview_label, overview_widths, view_key)
 
@@ -718,7 +718,8 @@ def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False, upload_tt
     received = ReceivedUploads(Path(submissions.upload_dir) / "received", ttl=upload_ttl)
 
     def send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile, request):
-        """(message, job id or None, note): the submission handled, its upload deleted."""
+        """(the refusal or None, job id or None, note): the submission handled, its upload deleted. The form words
+        the answer as Markdown, the API as plain text."""
         # profile: gradio injects the logged-in user's gr.OAuthProfile (None when logged out or without OAuth);
         # request: the gr.Request (who an anonymous submission comes from).
         user = getattr(profile, "username", None) if oauth else None
@@ -730,7 +731,7 @@ def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False, upload_tt
         if path is not None and upload_root() not in Path(path).resolve().parents:
             # Hostile input: the API takes any string, and a server-side path would make the host read its own file
             # (a private reference set, say). Only what a user uploaded through gradio may be submitted.
-            return SERVER_PATH_REFUSED, None, None
+            return InputError(SERVER_PATH_TEXT), None, None
         own = None
         try:
             own = received.take(path) if path is not None else None  # gradio's file is gone from here on
@@ -739,10 +740,10 @@ def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False, upload_tt
                       "model_type": model_type, "trained_on": trained_on or []}, dataset, track, user=user,
                 client=client)
         except RexrankError as exc:
-            return form_message(exc), None, None
+            return exc, None, None
         finally:
             received.release(own)  # accepted (copied into the queue) or rejected: this request's copy is gone
-        return views.submit_status(job_id, note), job_id, note
+        return None, job_id, note
 
     payload = _frame_payload(gr)
 
@@ -750,9 +751,10 @@ def _submit_tab(gr, views: Views, submissions, *, oauth: bool = False, upload_tt
                model_type: str, trained_on: Optional[list[str]], dataset: str, track: str,
                profile: Optional[gr.OAuthProfile] = None, request: Optional[gr.Request] = None) -> tuple[str, dict]:
         """Submit a predictions file ({study_id: report} .json, .jsonl or .csv) for one test set and track: the
-        status message (Markdown) and the queue ({headers, data})."""
-        message = send(file, name, institution, url, year, model_type, trained_on, dataset, track, profile,
-                       request)[0]
+        status message (plain text) and the queue ({headers, data})."""
+        refused, job_id, note = send(file, name, institution, url, year, model_type, trained_on, dataset, track,
+                                     profile, request)
+        message = form_message(refused, plain=True) if refused else views.submit_status(job_id, note, plain=True)
         return message, payload(views.queue_view())
 
     def queue_api() -> dict:
@@ -834,8 +836,9 @@ def _submit_form(gr, views: Views, submissions, send, job, last) -> None:
 
     def submit_form(file, name, institution, url, year, model_type, trained_on, dataset, track,
                     profile: Optional[gr.OAuthProfile] = None, request: Optional[gr.Request] = None):
-        message, job_id, note = send(file, name, institution, url, year, model_type, trained_on, dataset, track,
+        refused, job_id, note = send(file, name, institution, url, year, model_type, trained_on, dataset, track,
                                      profile, request)
+        message = form_message(refused) if refused else views.submit_status(job_id, note)
         accepted = job_id is not None
         # The upload was used (and deleted) either way: its field is cleared; an accepted entry clears the form.
         cleared = [None, "", "", "", None, "", []] if accepted else [None] + [gr.skip()] * (len(form) - 1)
