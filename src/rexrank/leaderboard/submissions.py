@@ -2,17 +2,22 @@
 
 Rules the page relies on:
 - a model name belongs to whoever first registered it (the host for the published rows): a submission under a
-  name registered by someone else (or a look-alike of it, ``records.name_key``) is refused; an anonymous
+  name registered by someone else (or a look-alike of it, ``records.name_key``: punctuation, spacing, case and
+  look-alike letters ignored) is refused, and so is one under a published ReXrank model's name, whether or not this
+  store holds the published tables (``published_names``: no submitter can block the host's import); an anonymous
   submission may only register a new name; a submission never changes a registered model's details;
 - the parsed predictions identify a submission (``canonical_digest``: study ids and NFC, whitespace-collapsed
-  reports): the same predictions twice, in any format or spacing, are rejected as a duplicate;
+  reports): the same predictions twice, in any format or spacing, are rejected as a duplicate; the same bytes as a
+  file this service queued are a duplicate before the name and the quotas are checked, and identical files sent at
+  once are handled one at a time, so each of them gets that one answer;
 - files over ``max_bytes`` are rejected before they are read (the Space also refuses larger uploads outright);
 - metadata is sanitised (``ModelInfo.from_dict``) before it is stored, and escaped again when shown;
 - quotas, in a rolling ``rate_window``: per logged-in user ``private_quota`` per private test set and ``rate_limit``
   over the public ones; an anonymous client (``leaderboard/clients.py``: its address, as far as the server trusts it)
-  has ``rate_limit`` of its own, all of them together ``anonymous_limit``, over the public sets; anonymous submissions
-  are refused on private sets (log in first). What a quota counts is every attempt whose file is read (validation),
-  whatever comes of it. A request refused on what it says about itself, before its file is opened (no file, a missing
+  has ``rate_limit`` of its own, all of them together ``anonymous_limit`` accepted files, over the public sets;
+  anonymous submissions are refused on private sets (log in first). What a user's or a client's quota counts is
+  every attempt whose file is read (validation), whatever comes of it; the anonymous total counts only files that
+  passed validation (``_reserve_shared``), so no client's rejected files spend everyone's quota. A request refused on what it says about itself, before its file is opened (no file, a missing
   one, another suffix, over the size limit, bad metadata, a name taken), is not counted: it costs a stat and a lookup,
   reveals nothing about a test set, and would otherwise let one client spend the shared anonymous quota with junk;
 - the queue folder (``upload_dir``, ``<store>.uploads`` by default) is the service's own: created owner-only
@@ -259,7 +264,7 @@ class Submissions:
         """Validate and queue a predictions file; the job id. ``user``: the submitter's Hugging Face username
         (None: anonymous). ``client``: where an anonymous request came from (``clients.request_client``; the Space
         always says), whose own quota it counts against; None (a caller on the host) counts against the anonymous
-        total only. Raises ``InputError`` (its subclasses) with a message for the submitter."""
+        total only, if accepted. Raises ``InputError`` (its subclasses) with a message for the submitter."""
         return self.submit_with_note(path, metadata, dataset, track, user=user, client=client)[0]
 
     def submit_with_note(self, path: str | Path | None, metadata: dict[str, Any], dataset: str, track: str,
