@@ -444,3 +444,47 @@ def test_in_chromium_a_phone_in_dark_scrolls_the_table_in_its_box_and_searches_a
         server.should_exit = True
         thread.join(timeout=30)
         store.close()
+
+
+def _kept(store, models: list[str], n: int = 40) -> None:
+    """``models`` scored by rexrank on IU-Xray findings with their per-study BLEU-2 kept (as a submission does):
+    each further model 0.05 higher, so the first and the last differ beyond every permutation."""
+    import numpy as np
+
+    for index, model in enumerate(models):
+        add_scored_result(store, model, bleu=0.3 + index / 100)
+        values = 0.2 + 0.05 * index + np.random.default_rng(index).normal(0, 0.05, n)
+        store.keep_reports(dataset="iu_xray", split="test", track="findings", model=model, result_hash=f"h-{model}",
+                           rows=[(f"s{k:03d}", f"report {k}", f"reference {k}", {"bleu2": float(v)})
+                                 for k, v in enumerate(values)])
+
+
+def test_compare_page_shows_the_views_p_bounds_notes_and_the_order_picked(tmp_path):
+    """Issue 48 point 4 on the page: columns in the order picked, the board all share first, both p-values as
+    compare_view words them ("p < 0.001 (1,000 permutations)" at the floor, never "0.0010"), the note on multiple
+    comparisons with three models, and the reason a model is left out of the paired tests."""
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard import compare_view
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path / "board.sqlite")
+    _kept(store, ["Alpha", "Beta", "Gamma"])
+    add_scored_result(store, "Delta", bleu=0.2)  # scored, per-study values not kept
+    add_scored_result(store, "Gamma", bleu=0.2, dataset="rexgradient")  # a board only Gamma is on, listed first
+    client = TestClient(board_app(Views(store)))
+    page = Page(_get(client, "tab=compare&compare=Gamma&compare=Alpha&compare=Beta&compare=Delta").text)
+    caption, head, _ = page.table()
+    assert caption.startswith("IU-Xray · Findings") and head == ["Metric", "Gamma", "Alpha", "Beta", "Delta"]
+    text = " ".join(page.text)
+    assert "0.0010" not in text
+    paired = next(t for t in page.tables if t["caption"].endswith("paired tests"))
+    heads = [c[2] for c in paired["rows"][0]]
+    assert heads == list(compare_view.PAIRED_HEADERS)
+    gamma_alpha = next([c[2] for c in row] for row in paired["rows"][1:] if row[0][2] == "Alpha − Gamma")
+    assert gamma_alpha[4:6] == ["p < 0.001 (1,000 resamples)", "p < 0.001 (1,000 permutations)"]
+    assert "3 paired tests on this board, and no correction for multiple comparisons is applied" in text
+    assert f"Delta: {compare_view.NO_VALUES_NOT_KEPT}" in text
+    assert f"every model here: {compare_view.NO_VALUES_PRIVATE}" in text
+    store.close()

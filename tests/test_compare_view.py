@@ -52,11 +52,72 @@ def test_the_paired_p_value_is_compare_runs_on_the_same_runs(views):
     assert iu["paired"]["n_studies"] == N
 
 
-def test_columns_follow_the_callers_order_and_the_memo_serves_any_order(views):
-    a = compare_view.compare(views, ["Beta", "Alpha"])
-    b = compare_view.compare(views, ["Alpha", "Beta"])
-    assert a["models"] == ["Beta", "Alpha"] and b["models"] == ["Alpha", "Beta"]
-    assert a["boards"] is b["boards"]  # one memo entry per (generation, sorted models)
+def _iu(out) -> dict:
+    return next(b for b in out["boards"] if b["dataset"] == "iu_xray" and b["track"] == "findings")
+
+
+def test_columns_follow_the_callers_order_and_the_memo_serves_any_order(views, monkeypatch):
+    """Issue 48 point 4: a board's columns are in the order picked (before: the board's rank order whatever the
+    pick); one memo entry serves every order of the same models."""
+    computed = []
+    real = compare_view._compare
+    monkeypatch.setattr(compare_view, "_compare", lambda v, m: computed.append(m) or real(v, m))
+    for order in (["Gamma", "Alpha", "Beta"], ["Alpha", "Gamma", "Beta"], ["Beta", "Gamma", "Alpha"]):
+        out = compare_view.compare(views, order)
+        assert out["models"] == order and [c["model"] for c in _iu(out)["columns"]] == order
+    assert computed == [["Alpha", "Beta", "Gamma"]]  # one memo entry per (generation, sorted models)
+
+
+def test_the_board_every_picked_model_shares_comes_first(views):
+    """Issue 48 point 4: a board holding only one of the picked models (here the private ReXGradient, first in
+    the board list) comes after the one they all share (before: it came first)."""
+    add_scored_result(views.store, "Beta", bleu=0.4, dataset="rexgradient")
+    out = compare_view.compare(views, "Alpha,Beta")
+    assert [(b["dataset"], b["track"]) for b in out["boards"]] == [("iu_xray", "findings"),
+                                                                  ("rexgradient", "findings")]
+    assert [c["model"] for c in out["boards"][1]["columns"]] == ["Beta"]
+
+
+def test_a_p_value_at_the_permutation_floor_is_a_bound_with_its_draws(views):
+    """Issue 48 point 4: no permutation as extreme as Alpha - Gamma gives p = 1/(n+1): printed "p < 0.001 (1,000
+    permutations)", never "p 0.0010"; a p above the floor is printed as a value."""
+    test = _iu(compare_view.compare(views, "Alpha,Gamma"))["paired"]["pairwise"][0]["tests"]["bleu2"]
+    assert test["p_randomization"] == pytest.approx(1 / (compare_view.PERMUTATIONS + 1))
+    assert test["p_randomization_text"] == "p < 0.001 (1,000 permutations)"
+    assert test["p_bootstrap_text"] == "p < 0.001 (1,000 resamples)"
+    assert compare_view.p_text(0.0412, 1000, "permutations") == "p = 0.041"
+    assert compare_view.p_text(None, 1000, "permutations") == "–"
+    assert compare_view.p_text(1 / 10_001, 10_000, "permutations") == "p < 0.0001 (10,000 permutations)"
+
+
+def test_more_than_two_models_carry_a_note_on_multiple_comparisons(views):
+    """Issue 48 point 4: with three models, three pairs of tests: the note says none is corrected, how many tests
+    were run and Bonferroni's threshold; two models have no such note."""
+    paired = _iu(compare_view.compare(views, "Alpha,Beta,Gamma"))["paired"]
+    n_tests = sum(len(p["tests"]) for p in paired["pairwise"])
+    assert n_tests == 3
+    note = paired["multiple_comparisons"]
+    assert note.startswith("3 paired tests on this board, and no correction for multiple comparisons is applied")
+    assert "0.05/3 = 0.0167 (Bonferroni)" in note
+    assert _iu(compare_view.compare(views, "Alpha,Beta"))["paired"]["multiple_comparisons"] is None
+    assert "none can pass" not in compare_view.multiple_comparisons_note(48, 0.05, 1000)  # 0.00104 > 1/1001
+    floor_note = compare_view.multiple_comparisons_note(60, 0.05, 1000)  # 0.000833 < 1/1001: out of reach
+    assert "0.05/60 = 0.000833" in floor_note and "none can pass it here" in floor_note
+
+
+def test_each_model_without_per_study_values_is_named_with_its_reason(views):
+    """Issue 48 point 4: before, every missing model was "published results have none", a result rexrank scored
+    itself included. Now: scored but not kept, published, and private are three reasons."""
+    add_scored_result(views.store, "Delta", bleu=0.25)  # scored by rexrank; no per-study values kept
+    note = _iu(compare_view.compare(views, "Alpha,Beta,Delta"))["paired"]["note"]
+    assert note == f"Not in the paired tests: Delta: {compare_view.NO_VALUES_NOT_KEPT}."
+    alone = _iu(compare_view.compare(views, "Alpha,Delta"))["paired"]
+    assert alone == {"note": f"{compare_view.NO_PAIRED_TEST}. Delta: {compare_view.NO_VALUES_NOT_KEPT}."}
+    add_scored_result(views.store, "Delta", bleu=0.25, dataset="rexgradient")
+    add_scored_result(views.store, "Alpha", bleu=0.25, dataset="rexgradient")
+    private = next(b for b in compare_view.compare(views, "Alpha,Delta")["boards"] if b["dataset"] == "rexgradient")
+    assert private["paired"]["note"] == (f"{compare_view.NO_PAIRED_TEST}. every model here: "
+                                         f"{compare_view.NO_VALUES_PRIVATE}.")
 
 
 def test_published_rows_are_labelled_and_have_no_paired_test(tmp_path):
@@ -68,8 +129,11 @@ def test_published_rows_are_labelled_and_have_no_paired_test(tmp_path):
     assert "error" not in out and out["boards"]
     cells = [v for b in out["boards"] for c in b["columns"] for v in c["values"].values()]
     assert any(cell.endswith("(published, no CI)") for cell in cells)
-    assert {b["paired"]["note"] for b in out["boards"]} <= {compare_view.NO_PER_STUDY,
-                                                           compare_view.PRIVATE_NO_PER_STUDY}
+    for entry in out["boards"]:
+        expected = (f"every model here: {compare_view.NO_VALUES_PRIVATE}" if entry["dataset"] == "rexgradient"
+                    else "; ".join(f"{m}: {compare_view.NO_VALUES_PUBLISHED}" for m in sorted(
+                        {c["model"] for c in entry["columns"]}, key=str.lower)))
+        assert entry["paired"] == {"note": f"{compare_view.NO_PAIRED_TEST}. {expected}."}, entry["paired"]
     assert all(c["rank"] is None or c["rank"] >= 1 for b in out["boards"] for c in b["columns"])
 
 

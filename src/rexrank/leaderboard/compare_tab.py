@@ -59,10 +59,10 @@ def _paired_table(paired: dict[str, Any], labels: dict[str, str]) -> str:
         for metric, test in pair["tests"].items():
             rows.append("".join(f"<td {_CELL}>{_e(v)}</td>" for v in (
                 f"{pair['a']} − {pair['b']}", labels.get(metric, metric), _fmt(test.get("difference")),
-                f"[{_fmt(test.get('ci_low'))}, {_fmt(test.get('ci_high'))}]", _fmt(test.get("p_bootstrap")),
-                test.get("verdict", ""))))
-    heads = "".join(f"<th {_CELL}>{h}</th>" for h in ("Pair", "Metric", "Difference", "CI", "p", "Verdict"))
-    note = f"<p>{_e(paired['note'])}</p>" if paired.get("note") else ""
+                f"[{_fmt(test.get('ci_low'))}, {_fmt(test.get('ci_high'))}]", test.get("p_bootstrap_text", "–"),
+                test.get("p_randomization_text", "–"), test.get("verdict", ""))))
+    heads = "".join(f"<th {_CELL}>{h}</th>" for h in compare_view.PAIRED_HEADERS)
+    note = "".join(f"<p>{_e(paired[k])}</p>" for k in ("note", "multiple_comparisons") if paired.get(k))
     ranks = []
     for metric, ranking in paired["ranking"].items():
         for model, r in ranking["models"].items():

@@ -9,6 +9,11 @@ values (``Store.keep_reports``: public sets' rexrank-scored submissions only), n
 NaN/inf rule (``statistics.usable_studies``) applies unchanged. Resamples and permutations are bounded
 (``RESAMPLES``) so one request stays interactive; the result is memoised per (store generation, sorted models)
 in ``Views.memoized``, the page's one memo.
+
+What a reader sees (issue 48 point 4): columns in the order the models were picked; the boards that hold every
+picked model first; a p-value at its Monte Carlo floor as a bound with its number of draws (``p_text``); with more
+than two models, a note that no correction for multiple comparisons is applied and how to read the tests
+(``multiple_comparisons_note``); for each model left out of a board's paired tests, why (``NO_VALUES_*``).
 """
 
 from __future__ import annotations
@@ -30,8 +35,13 @@ MIN_MODELS, MAX_MODELS = 2, MAX_COMPARED  # the most a link may name is the most
 # four. Measured ad hoc (see docs/leaderboard.md, Compare).
 RESAMPLES = DEFAULT_RESAMPLES
 PERMUTATIONS = DEFAULT_RESAMPLES
-NO_PER_STUDY = "paired test needs per-study values; published results have none"
-PRIVATE_NO_PER_STUDY = "paired test needs per-study values; a private test set's are never kept"
+# Why a model on a board has no per-study values for the paired test (issue 48 point 4): three different facts.
+NO_VALUES_PUBLISHED = "published point estimate: no per-study values were released"
+NO_VALUES_NOT_KEPT = "scored by rexrank, but its per-study values were not kept"
+NO_VALUES_PRIVATE = "private test set: per-study values are never kept"
+# The paired tests' columns, as both the pages and the gradio tab show them.
+PAIRED_HEADERS = ("Pair", "Metric", "Difference", "CI", "p (bootstrap)", "p (permutation)", "Verdict")
+NO_PAIRED_TEST = "No paired test on this board: it needs per-study values of at least two of these models"
 
 
 def parse_selection(selection: str | list[str] | None) -> list[str]:
@@ -68,8 +78,12 @@ def compare(views, selection: str | list[str] | None) -> dict[str, Any]:
     canonical = [views.store.model(m)["name"] for m in models]
     key = ("compare", tuple(sorted(canonical, key=name_key)))
     result = views.memoized(key, lambda: _compare(views, sorted(canonical, key=name_key)))
-    # The memo holds one order; the caller's order is the columns' order.
-    return {**result, "models": canonical}
+    # The memo holds one order; the caller's order is the columns' order (a model with two rows on a board, e.g.
+    # published and scored by rexrank, keeps them together, in the board's order).
+    order = {name_key(m): k for k, m in enumerate(canonical)}
+    boards = [{**entry, "columns": sorted(entry["columns"], key=lambda c: order[name_key(c["model"])])}
+              for entry in result["boards"]]
+    return {"models": canonical, "boards": boards}
 
 
 def _compare(views, models: list[str]) -> dict[str, Any]:
@@ -79,7 +93,34 @@ def _compare(views, models: list[str]) -> dict[str, Any]:
             entry = _board(views, dataset, track, models)
             if entry is not None:
                 boards.append(entry)
+    # The boards that hold the most of the chosen models first (every one of them, then fewer); the board list's
+    # own order (test set, then track) among equals: a stable sort.
+    boards.sort(key=lambda entry: -len({name_key(c["model"]) for c in entry["columns"]}))
     return {"models": models, "boards": boards}
+
+
+def p_text(p: float | None, draws: int, what: str) -> str:
+    """A Monte Carlo p-value as the pages print it. At its floor (no draw as extreme as the observed difference,
+    p = 1/(n+1)) it is an upper bound, not an estimate: "p < 0.001 (1,000 permutations)", never "p 0.0010"."""
+    if p is None:
+        return "–"
+    if p <= 1 / (draws + 1) * (1 + 1e-9):
+        return f"p < {1 / draws:.2g} ({draws:,} {what})"
+    return f"p = {p:.3f}" if p >= 0.001 else f"p = {p:.1e}"
+
+
+def multiple_comparisons_note(n_tests: int, alpha: float, permutations: int) -> str:
+    """What a reader of several paired tests must know: none is corrected, how many were run, and how to read
+    them (Bonferroni's threshold, and whether these permutations can reach it)."""
+    threshold = alpha / n_tests
+    floor = 1 / (permutations + 1)
+    reach = ("" if floor < threshold else
+             f" With {permutations:,} permutations no p-value can go below {floor:.2g}, so none can pass it here: "
+             "read the verdicts as exploratory.")
+    return (f"{n_tests} paired tests on this board, and no correction for multiple comparisons is applied: at "
+            f"alpha {alpha:g}, about {alpha * n_tests:.1f} of them would come out significant by chance alone if no "
+            f"model differed. To hold the family-wise error at {alpha:g}, compare each p-value with {alpha:g}/"
+            f"{n_tests} = {threshold:.3g} (Bonferroni).{reach}")
 
 
 def _cell(row: pd.Series, metric: str) -> str:
@@ -110,7 +151,7 @@ def _board(views, dataset: str, track: str, models: list[str]) -> dict[str, Any]
     return {"dataset": dataset, "track": track,
             "label": f"{DATASET_LABELS.get(dataset, dataset)} · {TRACK_LABELS.get(track, track)}",
             "metrics": [{"metric": m, "label": board.column_label(m)} for m in metrics],
-            "columns": columns, "paired": _paired(views, dataset, track, models, metrics)}
+            "columns": columns, "paired": _paired(views, dataset, track, models, metrics, columns)}
 
 
 def _runs(views, dataset: str, track: str, models: list[str], metrics: list[str]) -> list[Run]:
@@ -140,14 +181,36 @@ def _runs(views, dataset: str, track: str, models: list[str], metrics: list[str]
     return runs
 
 
-def _paired(views, dataset: str, track: str, models: list[str], metrics: list[str]) -> dict[str, Any]:
+def _missing(dataset: str, columns: list[dict[str, Any]], runs: list[Run]) -> str | None:
+    """Each chosen model on this board without per-study values, and why (published, not kept, private)."""
+    if board.is_private(dataset):
+        return f"every model here: {NO_VALUES_PRIVATE}"
+    with_runs = {name_key(r.name) for r in runs}
+    reasons: dict[str, str] = {}
+    for column in sorted(columns, key=lambda c: name_key(c["model"])):  # the memo's order, whatever the pick
+        if name_key(column["model"]) not in with_runs:
+            # one reason per model: its first row's (a model may have a published and a scored row)
+            reasons.setdefault(column["model"], NO_VALUES_PUBLISHED if column["source"] == "published"
+                               else NO_VALUES_NOT_KEPT)
+    return "; ".join(f"{model}: {reason}" for model, reason in reasons.items()) or None
+
+
+def _paired(views, dataset: str, track: str, models: list[str], metrics: list[str],
+            columns: list[dict[str, Any]]) -> dict[str, Any]:
     runs = _runs(views, dataset, track, models, metrics)
+    missing = _missing(dataset, columns, runs)
     if len(runs) < 2:
-        return {"note": PRIVATE_NO_PER_STUDY if board.is_private(dataset) else NO_PER_STUDY}
+        return {"note": f"{NO_PAIRED_TEST}. {missing}." if missing else f"{NO_PAIRED_TEST}."}
     report = compare_runs(runs, resamples=RESAMPLES, permutations=PERMUTATIONS)
-    note = None
-    if len(runs) < len(models):
-        missing = sorted(set(models) - {r.name for r in runs})
-        note = f"{', '.join(missing)}: no per-study values on this set (published results have none)"
-    return {"n_studies": report["n_studies"], "settings": report["settings"], "note": note,
+    settings = report["settings"]
+    for pair in report["pairwise"]:
+        for test in pair["tests"].values():
+            test["p_bootstrap_text"] = p_text(test.get("p_bootstrap"), settings["resamples"], "resamples")
+            test["p_randomization_text"] = p_text(test.get("p_randomization"), settings["permutations"],
+                                                  "permutations")
+    n_tests = sum(len(pair["tests"]) for pair in report["pairwise"])
+    multiple = (multiple_comparisons_note(n_tests, settings["alpha"], settings["permutations"])
+                if len(models) > 2 and n_tests > 1 else None)
+    return {"n_studies": report["n_studies"], "settings": settings,
+            "note": f"Not in the paired tests: {missing}." if missing else None, "multiple_comparisons": multiple,
             "ranking": report["ranking"], "pairwise": report["pairwise"]}

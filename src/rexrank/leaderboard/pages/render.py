@@ -20,7 +20,7 @@ from rexrank.leaderboard import about, board, compare_view, links
 from rexrank.leaderboard.pages import assets
 from rexrank.leaderboard.pages.html import Html, el, join, table, text, void
 from rexrank.leaderboard.pages.params import view_defaults
-from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS, name_key
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.views import (PRIMARY, TITLE, TRAINED_CHOICES, Views, md_link, overview_label, table_label,
                                        when)
 
@@ -269,10 +269,9 @@ def compare_live(views: Views, link: links.Link) -> Html:
         return el("p", result["error"], class_="empty")
     if not result["boards"]:
         return el("p", "None of these models has a result on a board yet.", class_="empty")
-    order = {name_key(m): k for k, m in enumerate(result["models"])}  # the columns in the order picked
     parts = []
     for entry in result["boards"]:
-        columns = sorted(entry["columns"], key=lambda c: order.get(name_key(c["model"]), len(order)))
+        columns = entry["columns"]  # in the order picked (compare_view's)
         labels = {m["metric"]: m["label"] for m in entry["metrics"]}
         heads = ["Metric"] + [join([el("a", c["model"], href=model_href(c["model"])),
                                     " (published)" if c["source"] == "published" else ""]) for c in columns]
@@ -294,8 +293,8 @@ def _paired(paired: dict[str, Any], labels: dict[str, str], board_label: str) ->
     if not paired.get("pairwise"):
         return el("p", paired.get("note") or "", class_="note")
     rows = [[f"{pair['a']} − {pair['b']}", labels.get(metric, metric), _num(test.get("difference")),
-             f"[{_num(test.get('ci_low'))}, {_num(test.get('ci_high'))}]", _num(test.get("p_bootstrap")),
-             test.get("verdict", "")]
+             f"[{_num(test.get('ci_low'))}, {_num(test.get('ci_high'))}]", test.get("p_bootstrap_text", "–"),
+             test.get("p_randomization_text", "–"), test.get("verdict", "")]
             for pair in paired["pairwise"] for metric, test in pair["tests"].items()]
     ranks = [[model, labels.get(metric, metric), _num(r["rank"], 0),
               f"[{_num(r['rank_ci_low'], 0)}, {_num(r['rank_ci_high'], 0)}]"]
@@ -303,8 +302,9 @@ def _paired(paired: dict[str, Any], labels: dict[str, str], board_label: str) ->
     return join([el("p", f"Paired tests on {paired['n_studies']} shared studies (per-study values kept by the "
                          "board)."),
                  el("p", paired["note"], class_="note") if paired.get("note") else "",
-                 table(f"{board_label}: paired tests", ["Pair", "Metric", "Difference", "CI", "p", "Verdict"], rows,
-                       row_header=0),
+                 el("p", paired["multiple_comparisons"], class_="note multiple")
+                 if paired.get("multiple_comparisons") else "",
+                 table(f"{board_label}: paired tests", list(compare_view.PAIRED_HEADERS), rows, row_header=0),
                  table(f"{board_label}: rank intervals", ["Model", "Metric", "Rank", "Rank interval"], ranks,
                        row_header=0)])
 
