@@ -299,6 +299,35 @@ def test_published_names_are_kept_for_the_hosts_import(tmp_path):
     store.close()
 
 
+def test_a_name_upstream_adds_later_is_taken_back_by_the_host(tmp_path):
+    """The decided rule for a model upstream adds after this release, whose name a submitter registered first (it was
+    no published name then): the import skips that row with a note naming it, the host hands the name to itself
+    (`edit-model NAME --owner host`) and imports again; the published row is then on the board, under the spelling
+    registered first, and the submitter's own rows are not (the board shows only rows the owner or the host added)."""
+    table = bundled_tables() / "findings_result_iu_xray.csv"
+    folder = tmp_path / "upstream"
+    folder.mkdir()
+    lines = table.read_text(encoding="utf-8").splitlines()
+    header, first = lines[0], lines[1].split(",")
+    added = ",".join([str(len(lines)), "2026", "FutureModel-9", "Elsewhere", "https://example.org/future",
+                      *first[5:]])
+    (folder / table.name).write_text("\n".join([*lines, added]) + "\n", encoding="utf-8")
+    store = Store(tmp_path / "board.sqlite")
+    import_published(store, bundled_tables())
+    service = Submissions(store, tmp_path / "queue", metrics=["bleu2"])
+    service.submit(iu_predictions(tmp_path / "p.json", n_shift=4), {"name": "FutureModel 9"}, "iu_xray", "findings",
+                   user="mallory")
+    report = import_published(store, folder)
+    assert [n for n in report["notes"] if "not imported" in n and "FutureModel-9" in n]
+    store.edit_model("FutureModel-9", owner="host")
+    report = import_published(store, folder)
+    assert not [n for n in report["notes"] if "not imported" in n]
+    shown = [r for r in store.results("iu_xray", "findings") if name_key(r["model_name"]) == name_key("FutureModel-9")]
+    assert [r["source"] for r in shown] == ["published"] and store.model("FutureModel-9")["owner"] == "host"
+    assert shown[0]["model_name"] == "FutureModel 9"  # under the spelling registered first: names are never renamed
+    store.close()
+
+
 # -- markup (issue 39 point 3) ---------------------------------------------------------------------------------------
 EVIL_REVEAL = "Evil [claim your prize](https://evil.example/x) **B was MedVersa**"
 REAL_NAMES = ["CheXpertPlus-CheX-MIMIC", "MedGemma 1.5 4B", "RadPhi3.5Vision", "zzy-RGv2-2b", "Cvt2distilgpt2-IU",
