@@ -299,6 +299,36 @@ def test_csv_and_json_of_a_table(client, views):
     assert missing.status_code == 404 and "<b>" not in missing.text and "iu_xray" in missing.text
 
 
+def test_the_csv_names_each_column_for_what_it_holds(client, views):
+    """Issue 48 point 4: the board's 1/RadCliQ-v1 is the CSV's inv_radcliq_v1 (before: radcliq_v1, which an
+    analyst reads as the lower-is-better mean); every reciprocal metric of the registry is named so, its CI bounds
+    too; the other metrics keep their names; the values are the board's."""
+    import csv
+    import io
+
+    from rexrank.metrics import REGISTRY
+    from rexrank.metrics.aggregation import RECIPROCAL_OF_MEAN
+
+    for dataset, track in (("iu_xray", "findings"), ("mimic_cxr", "findings_impression")):
+        text = client.get(f"/csv/{dataset}/{track}").text
+        rows = list(csv.DictReader(io.StringIO(text)))
+        header = text.splitlines()[0].split(",")
+        numeric = views.numeric(dataset, track)
+        for metric in views.metrics(track):
+            reciprocal = REGISTRY.spec(metric).leaderboard_aggregation == RECIPROCAL_OF_MEAN
+            name = f"inv_{metric}" if reciprocal else metric
+            assert [name, f"{name}_low", f"{name}_high"] == header[header.index(name):header.index(name) + 3]
+            if reciprocal:
+                assert metric not in header and f"{metric}_low" not in header, (metric, header)
+            shown = [float(r[name]) if r[name] else None for r in rows]
+            assert shown == [None if v != v else float(f"{v:.6g}") for v in numeric[metric]]
+        assert "inv_radcliq_v1" in header and "radcliq_v1" not in header
+        assert "inv_radcliq_v1_from_components" in header and "radcliq_components" not in header
+    first = next(r for r in csv.DictReader(io.StringIO(client.get("/csv/iu_xray/findings").text))
+                 if r["source"] == "published")
+    assert float(first["inv_radcliq_v1"]) > 1  # 1/RadCliQ-v1 of a published row (its mean is below 1)
+
+
 def test_responses_are_gzip_compressed(client):
     response = client.get("/?tab=iu_xray", headers={"Accept-Encoding": "gzip"})
     assert response.headers["content-encoding"] == "gzip"

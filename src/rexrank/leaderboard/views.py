@@ -29,6 +29,8 @@ from rexrank.leaderboard import about, board, plots
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.editions import edition_of
+from rexrank.metrics import REGISTRY
+from rexrank.metrics.aggregation import RECIPROCAL_OF_MEAN, aggregation_name
 
 TITLE = "ReXrank leaderboard"
 PRIMARY = board.PRIMARY
@@ -135,6 +137,32 @@ def when(epoch: float | None) -> str:
 
 # OWASP's CSV-injection rule: a cell starting with one of these is a formula to a spreadsheet.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+# The CSV's prefix of a column that holds a metric's board value 1/mean (aggregation's reciprocal rule):
+# ``inv_radcliq_v1`` is 1/RadCliQ-v1 (higher is better); a bare ``radcliq_v1`` would read as the lower-is-better
+# mean itself (issue 48 point 4).
+RECIPROCAL_PREFIX = "inv_"
+# numeric_table's 1/RadCliQ-v1 recomputed from a published row's components (published.radcliq_check).
+_COMPONENTS = "radcliq_components"
+
+
+def csv_column(metric: str) -> str:
+    """The CSV's name of a metric's board column: the metric's name, ``inv_``-prefixed where the board shows
+    1/mean (``MetricSpec.leaderboard_aggregation``, read through ``aggregation.aggregation_name``)."""
+    reciprocal = aggregation_name(REGISTRY.spec(metric)) == RECIPROCAL_OF_MEAN
+    return f"{RECIPROCAL_PREFIX}{metric}" if reciprocal else metric
+
+
+def csv_columns(metrics: Iterable[str]) -> dict[str, str]:
+    """numeric_table's column -> the CSV's name, for the columns whose names would mislead (value, CI bounds)."""
+    out = {}
+    for metric in metrics:
+        name = csv_column(metric)
+        if name != metric:
+            out.update({metric: name, f"{metric}_low": f"{name}_low", f"{metric}_high": f"{name}_high"})
+    out[_COMPONENTS] = f"{csv_column(board.PRIMARY)}_from_components"
+    return out
 
 
 def csv_safe(cell: Any) -> Any:
@@ -380,11 +408,13 @@ class Views:
                            for d in DATASETS for t in TRACKS]}
 
     def csv_text(self, dataset: str, track: str) -> str:
-        """Every row of one dataset/track as CSV: numeric values and CI bounds as shown on the board; text cells a
+        """Every row of one dataset/track as CSV: numeric values and CI bounds as shown on the board, each column
+        named for what it holds (``csv_columns``: ``inv_radcliq_v1`` is the board's 1/RadCliQ-v1); text cells a
         spreadsheet would evaluate are prefixed with ``'`` (``csv_safe``)."""
         # The URL stays (a reader of the CSV follows it); the other internal columns go.
         df = self.numeric(dataset, track).drop(columns=[c for c in board.INTERNAL_COLUMNS if c != "url"],
                                                errors="ignore")
+        df = df.rename(columns=csv_columns(self.metrics(track)))
         for column in df.columns:
             if not pd.api.types.is_numeric_dtype(df[column]):
                 df[column] = df[column].map(csv_safe)
