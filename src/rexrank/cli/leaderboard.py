@@ -287,9 +287,17 @@ def import_published_cmd(
     dataset: Optional[str] = typer.Option(None, "--dataset", help="With --track: the test set of a single table "
                                           "file whose name does not say it."),
     track: Optional[str] = typer.Option(None, "--track", help="With --dataset: that file's track."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the sync (every model added, changed, withdrawn) "
+                                 "and write nothing; exit 2 where the sync itself would be refused."),
+    allow_withdraw: bool = typer.Option(False, "--allow-withdraw", help="Let the sync withdraw more than half of "
+                                        "the models a table lists (refused otherwise: a truncated table would "
+                                        "empty the board)."),
 ) -> None:
     """Sync the store with the published ReXrank tables: rows added, changed, withdrawn (a model the tables no
     longer list leaves the board), unchanged. The host's tables are authoritative: the store is never seeded again."""
+    import tempfile
+
+    from rexrank.errors import InputError
     from rexrank.leaderboard.editions import edition_of
     from rexrank.leaderboard.published import bundled_files, import_tables, read_tables, report_line
     from rexrank.leaderboard.store import Store
@@ -302,10 +310,20 @@ def import_published_cmd(
     else:
         tables, notes = read_tables(bundled_files(edition_of(Store(store)) if existing else None),
                                     dataset=dataset, track=track)
-    report = import_tables(Store(store), tables, notes=notes, seeded=not sources)
+    with tempfile.TemporaryDirectory() as scratch:
+        # A dry run on a store not made yet syncs into an empty one of its own: the host's path stays free.
+        target = Store(store if existing or not dry_run else Path(scratch) / "dry-run.sqlite")
+        report = import_tables(target, tables, notes=notes, seeded=not sources, dry_run=dry_run,
+                               allow_withdraw=allow_withdraw)
+        target.close()
     typer.echo(report_line(report))
     for note in report["notes"]:
         typer.echo(f"  note: {note}")
+    if dry_run:
+        for board_table, change, model in report["changes"]:
+            typer.echo(f"  {change}: {board_table} {model}")
+        if report["refused"] and not allow_withdraw:
+            raise InputError(f"the sync would be refused: {report['refused']}")
 
 
 @app.command("worker")

@@ -6,7 +6,11 @@ without the ``gh-pages_`` of copies taken from upstream's gh-pages branch. Colum
 metric's ``MetricSpec.leaderboard_column`` (CRIMSON, 1/RadCliQ-v1, ...) and upstream's five details columns; spaces
 around headers and cells, rows shorter than the header, CRLF line ends and a UTF-8 BOM are all read. A column no
 metric claims is named in one note, never dropped silently. Bad input is one ``InputError`` line, raised before the
-store is opened, so a failed import writes nothing (not even an empty store file).
+store is opened, so a failed import writes nothing (not even an empty store file): a cell longer than the csv
+module reads (``field larger than field limit``), a file over ``MAX_TABLE_BYTES``, one model on two rows of a table
+(compared by ``records.name_key``, as the store compares names). A row's name, institution, URL and year pass the
+rules a submission's do (``records.ModelInfo.from_dict``: ``clean_text``, ``markup_characters``, ``clean_url``); a
+row that fails them is not imported and named in a note (its model, if the board lists it, stays listed).
 
 Published rows are point estimates only: source "published", no CI. A reciprocal column (1/RadCliQ-v1,
 1/FineRadScore) is stored as the underlying mean, so every result in the store has the same meaning; the board
@@ -14,7 +18,10 @@ recomputes the published numbers from it (``metrics.aggregation.leaderboard_valu
 
 Re-import is a sync (``import_tables``), per (dataset, split, track) table read: an unchanged row adds nothing; a
 changed row is added and shown instead of the old one (both stay in the log); a model the table no longer lists
-leaves the board through a ``listing`` event of the store's log (its rows stay, shown on its model page).
+leaves the board through a ``listing`` event of the store's log (its rows stay, shown on its model page). A row is
+changed only when its numbers are, compared as numbers (``0.1160`` is ``0.116``); cells are stored as read, never
+rounded. A sync that would withdraw more than half of the models a table lists now (``WITHDRAW_GUARD``) is refused
+unless allowed; ``dry_run`` computes the whole sync, says what it would do, and writes nothing.
 
 Honest consistency marks (``radcliq_check``): a published 1/RadCliQ-v1 is compared, at import, with the interval
 that its row's 3-decimal component cells allow (interval arithmetic through RadCliQ-v1's linear formula,
@@ -52,6 +59,12 @@ DETAIL_COLUMNS = (RANK, DATE, MODEL, INSTITUTION, URL)
 BRANCH_COPY_PREFIX = "gh-pages_"
 # Every published value is a mean rounded to 3 decimals (shared/data/leaderboard_published/README.md).
 PUBLISHED_DECIMALS = 3
+# A published table is a few kB (31 rows of names, URLs and 3-decimal numbers); a file far larger is no such table,
+# and is refused before it is read into memory.
+MAX_TABLE_BYTES = 4 * 1024 * 1024
+# A host's sync that would withdraw more than this share of a table's listed models needs allow_withdraw
+# (--allow-withdraw): a truncated or header-only file would otherwise empty the board with exit 0.
+WITHDRAW_GUARD = 0.5
 QUIRK_NOTES = {
     "missing": "not reported in the published table",
 }
@@ -135,11 +148,19 @@ def _canonical_name(name: str) -> str:
     return re.sub(r"^CheXpertPlus_", "CheXpertPlus-", name.strip()).replace("CheX_MIMIC", "CheX-MIMIC")
 
 
-def _rows(text: str) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of a CSV text, every header and cell stripped; a BOM and CRLF line ends are read."""
+def _rows(text: str, name: str = "the table") -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """(header, [(line, cells)]) of a CSV text, every header and cell stripped; a BOM and CRLF line ends are read.
+    A text the csv module cannot read (a cell over its field limit, ...) is one ``InputError`` naming the line."""
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
-    header = [h.strip() for h in next(reader, [])]
-    return header, [[cell.strip() for cell in row] for row in reader if any(cell.strip() for cell in row)]
+    try:
+        header = [h.strip() for h in next(reader, [])]
+        rows = [(reader.line_num, [cell.strip() for cell in row]) for row in reader if any(c.strip() for c in row)]
+    except csv.Error as exc:
+        limit = csv.field_size_limit()
+        why = (f"a cell longer than {limit:,} characters" if "field limit" in str(exc) else f"not CSV ({exc})")
+        raise InputError(f"{name}: line {reader.line_num}: {why}; a published table's cells are names, URLs and "
+                         "numbers: not a published ReXrank table") from None
+    return header, rows
 
 
 def unknown_columns(header: Iterable[str]) -> list[str]:
@@ -148,22 +169,46 @@ def unknown_columns(header: Iterable[str]) -> list[str]:
     return [column for column in header if column and column not in known]
 
 
-def parse_table(text: str, dataset: str, split: str, track: str) -> tuple[list[ResultRecord], list[str]]:
-    """Parse one published CSV. Returns records and human-readable notes about quirks met."""
-    records, notes = [], []
-    header, rows = _rows(text)
+def parse_table(text: str, dataset: str, split: str, track: str,
+                name: str = "the table") -> tuple[list[ResultRecord], list[str]]:
+    """Parse one published CSV. Returns records and human-readable notes about quirks met (rows not imported
+    included). Raises ``InputError`` for an unreadable CSV or one model on two rows."""
+    records, notes, _ = _parse(text, dataset, split, track, name)
+    return records, notes
+
+
+def _parse(text: str, dataset: str, split: str, track: str,
+           name: str) -> tuple[list[ResultRecord], list[str], list[tuple[str, str]]]:
+    """``parse_table``'s records and notes, and (name, note) of each row whose details failed the rules."""
+    records, notes, refused = [], [], []
+    header, rows = _rows(text, name)
     by_header = metric_columns()
     published = [column for column in header if column in by_header]
-    for line_no, cells in enumerate(rows, start=2):
+    first_line: dict[str, tuple[int, str]] = {}  # name_key -> (line, name): one row per model
+    for line_no, cells in rows:
         row = dict(zip(header, cells))  # a row shorter than the header lacks its last cells
-        name = _canonical_name(row.get(MODEL) or "")
-        if not name:
+        name_cell = _canonical_name(row.get(MODEL) or "")
+        if not name_cell:
+            continue
+        key = name_key(name_cell)
+        if key in first_line:
+            line, seen = first_line[key]
+            same = f"{seen!r}" if seen == name_cell else f"{seen!r} and {name_cell!r} (the same name to the board)"
+            raise InputError(f"{name}: {same} on lines {line} and {line_no}: keep one row per model")
+        first_line[key] = (line_no, name_cell)
+        try:  # the rules a submission's details pass (a published name is shown beside submitted ones)
+            model = ModelInfo.from_dict({"name": name_cell, "institution": row.get(INSTITUTION),
+                                         "url": row.get(URL), "year": row.get(DATE) if (row.get(DATE) or "")
+                                         .isdigit() else None})
+        except InputError as exc:
+            notes.append(f"{dataset}/{track}: line {line_no} not imported: {exc}")
+            refused.append((name_cell, notes[-1]))
             continue
         values: dict[str, float] = {}
         missing = []
         for column in published:
             metric = by_header[column]
-            try:
+            try:  # the cell as written: never rounded here (a sync compares the numbers themselves)
                 value = float(row.get(column) or "")
             except ValueError:
                 value = None
@@ -172,10 +217,8 @@ def parse_table(text: str, dataset: str, split: str, track: str) -> tuple[list[R
                 continue
             values[metric] = value
         if missing:
-            notes.append(f"{dataset}/{track}: {name} (line {line_no}) lacks {', '.join(missing)}")
+            notes.append(f"{dataset}/{track}: {model.name} (line {line_no}) lacks {', '.join(missing)}")
         metrics = {metric: MetricValue(_stored(metric, value)) for metric, value in values.items()}
-        model = ModelInfo(name=name, institution=row.get(INSTITUTION) or None, url=row.get(URL) or None,
-                          year=int(row[DATE]) if (row.get(DATE) or "").isdigit() else None)
         note = "published, no CI" + (f"; {', '.join(missing)} {QUIRK_NOTES['missing']}" if missing else "")
         extra: dict[str, Any] = {"published_columns": {c: row.get(c) for c in published}}
         recomputed = radcliq_check(values)
@@ -183,7 +226,7 @@ def parse_table(text: str, dataset: str, split: str, track: str) -> tuple[list[R
             extra["radcliq_components"] = recomputed
         records.append(ResultRecord(model=model, dataset=dataset, split=split, track=track, source="published",
                                     metrics=metrics, note=note, extra=extra))
-    return records, notes
+    return records, notes, refused
 
 
 def table_of(file_name: str) -> tuple[str, str, str] | None:
@@ -216,6 +259,8 @@ class PublishedTable:
     records: list[ResultRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    # (name, note) of each row whose details failed the rules: not imported, its model kept as it was
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
 
 def read_tables(sources: Iterable[str | Path], *, dataset: str | None = None,
@@ -253,14 +298,18 @@ def read_tables(sources: Iterable[str | Path], *, dataset: str | None = None,
             raise InputError(f"{seen[table]} and {path.name} are both the {table[0]}/{table[2]} table: import one")
         seen[table] = path.name
         try:
+            size = path.stat().st_size
+            if size > MAX_TABLE_BYTES:
+                raise InputError(f"{path.name}: {size:,} bytes, over the {MAX_TABLE_BYTES:,} a published table can be "
+                                 "(they are a few kB): not a published ReXrank table")
             text = path.read_bytes().decode("utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: not a readable UTF-8 CSV table ({type(exc).__name__})") from None
-        header, _ = _rows(text)
+        header, _ = _rows(text, path.name)
         if MODEL not in header:
             raise InputError(f"{path.name}: no {MODEL!r} column in its header: not a published ReXrank table")
-        records, row_notes = parse_table(text, *table)
-        tables.append(PublishedTable(path.name, *table, text, records, row_notes, unknown_columns(header)))
+        records, row_notes, refused = _parse(text, *table, path.name)
+        tables.append(PublishedTable(path.name, *table, text, records, row_notes, unknown_columns(header), refused))
     if not tables:
         where = ", ".join(str(s) for s in sources)
         raise InputError(f"no published ReXrank tables in {where}: expected files named {_expected_names()}, "
@@ -292,11 +341,15 @@ def _disclosed(record: ResultRecord) -> ResultRecord:
     return ResultRecord.from_json(disclose_record(record.to_json()))
 
 
-def _result_key(item: dict[str, Any]) -> str | None:
+def _numbers(item: dict[str, Any] | ResultRecord) -> dict[str, tuple] | None:
+    """What a published row says, as numbers: metric -> (mean, ci_low, ci_high); None for a stored row an older
+    rexrank wrote without its record. Two rows with equal numbers are the same row, however their cells were
+    written (``0.116`` and ``0.1160``)."""
     try:
-        return ResultRecord.from_json(item["record"]).result_key()
-    except (KeyError, TypeError, ValueError, InputError):  # a row an older rexrank wrote without its record
+        record = item if isinstance(item, ResultRecord) else ResultRecord.from_json(item["record"])
+    except (KeyError, TypeError, ValueError, InputError):
         return None
+    return {metric: (value.mean, value.ci_low, value.ci_high) for metric, value in record.metrics.items()}
 
 
 def _add_shown(store: Store, conn: Any, record: ResultRecord, table: PublishedTable) -> None:
@@ -311,56 +364,91 @@ def _add_shown(store: Store, conn: Any, record: ResultRecord, table: PublishedTa
     store.add_result(again, conn, provenance=Provenance(via="published"))
 
 
+class _DryRun(Exception):
+    """Raised inside a dry run's transaction so that the store rolls back everything the sync wrote."""
+
+
 def import_tables(store: Store, tables: list[PublishedTable], *, notes: Iterable[str] = (),
-                  seeded: bool = False) -> dict[str, Any]:
+                  seeded: bool = False, dry_run: bool = False, allow_withdraw: bool = False) -> dict[str, Any]:
     """Sync the store with ``tables`` (one transaction): per table, rows added, changed, unchanged, and the models
     it no longer lists withdrawn (a ``listing`` event). ``seeded``: the bundled tables (``seed_store``), else the
-    host's own, after which the store is never seeded again. Returns counts and notes."""
+    host's own, after which the store is never seeded again. A sync that would withdraw more than
+    ``WITHDRAW_GUARD`` of a table's listed models raises ``InputError`` (nothing written) unless ``allow_withdraw``
+    (or ``seeded``: rexrank's own tables). ``dry_run``: the same sync, rolled back; the report says what it would
+    do and, under "refused", why the real run would refuse. Returns counts, notes and "changes" (table, what, model).
+    """
+    report: dict[str, Any] = {}
+    try:
+        with store.transaction() as conn:
+            report = _sync(store, conn, tables, notes, seeded)
+            if report["refused"] and not (allow_withdraw or seeded or dry_run):
+                raise InputError(report["refused"])
+            if dry_run:
+                raise _DryRun
+    except _DryRun:
+        pass
+    return {**report, "dry_run": dry_run}
+
+
+def _sync(store: Store, conn: Any, tables: list[PublishedTable], notes: Iterable[str],
+          seeded: bool) -> dict[str, Any]:
     counts = {"added": 0, "changed": 0, "withdrawn": 0, "unchanged": 0}
     notes = list(notes)
+    changes: list[tuple[str, str, str]] = []  # (dataset/track, "add" | "change" | "withdraw", model)
+    too_many: list[str] = []
     missing: dict[tuple[str, str], int] = {}  # (model, column) -> tables whose newly added row lacks that cell
     unknown: dict[str, list[str]] = {}
     rows = 0
-    with store.transaction() as conn:
-        for table in tables:
-            for column in table.unknown:
-                unknown.setdefault(column, []).append(table.name)
-            current = {name_key(item["model_name"]): item for item in store.results(
-                table.dataset, table.track, withdrawn=True) if item["source"] == "published"
-                and item["split"] == table.split}
-            listed = set()
-            for record in table.records:
-                rows += 1
-                key = name_key(record.model.name)
-                listed.add(key)
-                before = current.get(key)
-                same = before is not None and _result_key(before) == _disclosed(record).result_key()
-                gone = before is not None and bool(before.get("withdrawn"))
-                if same and not gone:
-                    counts["unchanged"] += 1
-                    continue
-                try:  # the host's rows; a name someone else registered first, or an impossible cell, is skipped
-                    if not same:  # (a withdrawn model back with the same values: its row is listed again)
-                        _add_shown(store, conn, record, table)
-                except InputError as exc:  # NameTaken, or records.check_numbers (nothing of the row was written)
-                    notes.append(f"{table.dataset}/{table.track}: {record.model.name} not imported: {exc}")
-                    continue
-                if gone:
-                    store.set_listing(conn, before["model_name"], table.dataset, table.split, table.track, True)
-                counts["added" if before is None or gone else "changed"] += 1
-                if not same:
-                    header = _rows(table.text)[0]
-                    for column, metric in metric_columns().items():
-                        if column in header and metric not in record.metrics:
-                            missing[(record.model.name, column)] = missing.get((record.model.name, column), 0) + 1
-            for key, item in current.items():
-                if key not in listed and not item.get("withdrawn"):
-                    store.set_listing(conn, item["model_name"], table.dataset, table.split, table.track, False)
-                    counts["withdrawn"] += 1
-        state = {"state": "seeded" if seeded else "imported", "tables": tables_digest(tables)}
-        recorded = store.meta(SEED_KEY) or {}
-        if {k: recorded.get(k) for k in state} != state:
-            store.set_meta(SEED_KEY, {**state, "at": time.time()}, conn)
+    for table in tables:
+        board_table = f"{table.dataset}/{table.track}"
+        for column in table.unknown:
+            unknown.setdefault(column, []).append(table.name)
+        current = {name_key(item["model_name"]): item for item in store.results(
+            table.dataset, table.track, withdrawn=True) if item["source"] == "published"
+            and item["split"] == table.split}
+        listed = {name_key(name) for name, _ in table.refused}  # a row not imported leaves its model as it was
+        notes += [note for _, note in table.refused]
+        rows += len(table.refused)
+        for record in table.records:
+            rows += 1
+            key = name_key(record.model.name)
+            listed.add(key)
+            before = current.get(key)
+            before_numbers = None if before is None else _numbers(before)
+            same = before_numbers is not None and before_numbers == _numbers(_disclosed(record))
+            gone = before is not None and bool(before.get("withdrawn"))
+            if same and not gone:
+                counts["unchanged"] += 1
+                continue
+            try:  # the host's rows; a name someone else registered first, or an impossible cell, is skipped
+                if not same:  # (a withdrawn model back with the same values: its row is listed again)
+                    _add_shown(store, conn, record, table)
+            except InputError as exc:  # NameTaken, or records.check_numbers (nothing of the row was written)
+                notes.append(f"{board_table}: {record.model.name} not imported: {exc}")
+                continue
+            if gone:
+                store.set_listing(conn, before["model_name"], table.dataset, table.split, table.track, True)
+            added = before is None or gone
+            counts["added" if added else "changed"] += 1
+            changes.append((board_table, "add" if added else "change", record.model.name))
+            if not same:
+                header = _rows(table.text, table.name)[0]
+                for column, metric in metric_columns().items():
+                    if column in header and metric not in record.metrics:
+                        missing[(record.model.name, column)] = missing.get((record.model.name, column), 0) + 1
+        shown = [item for item in current.values() if not item.get("withdrawn")]
+        leaving = [item for key, item in current.items() if key not in listed and not item.get("withdrawn")]
+        for item in leaving:
+            store.set_listing(conn, item["model_name"], table.dataset, table.split, table.track, False)
+            counts["withdrawn"] += 1
+            changes.append((board_table, "withdraw", item["model_name"]))
+        if len(leaving) > WITHDRAW_GUARD * len(shown):
+            too_many.append(f"{table.name} would withdraw {len(leaving)} of the {len(shown)} models "
+                            f"{board_table} lists")
+    state = {"state": "seeded" if seeded else "imported", "tables": tables_digest(tables)}
+    recorded = store.meta(SEED_KEY) or {}
+    if {k: recorded.get(k) for k in state} != state:
+        store.set_meta(SEED_KEY, {**state, "at": time.time()}, conn)
     for column, names in unknown.items():
         notes.append(f"column {column!r} ({', '.join(names)}) is no metric rexrank knows: not imported")
     if missing:
@@ -368,23 +456,29 @@ def import_tables(store: Store, tables: list[PublishedTable], *, notes: Iterable
                           for (model, column), count in missing.items())
         notes.append(f"published cells missing or 0, stored as {QUIRK_NOTES['missing']!r} (a known upstream quirk, "
                      f"listed in the About tab): {cells}")
-    return {"files": len(tables), "rows": rows, **counts, "notes": notes}
+    refused = None
+    if too_many:
+        refused = (f"{'; '.join(too_many)} (more than half): nothing written. Check the tables (a truncated or "
+                   "header-only file withdraws every model it lacks); if those models really left the published "
+                   "tables, run again with --allow-withdraw (--dry-run lists them)")
+    return {"files": len(tables), "rows": rows, **counts, "notes": notes, "changes": changes, "refused": refused}
 
 
-def import_published(store: Store, directory: str | Path | None = None, *,
-                     edition: str | None = None) -> dict[str, Any]:
+def import_published(store: Store, directory: str | Path | None = None, *, edition: str | None = None,
+                     dry_run: bool = False, allow_withdraw: bool = False) -> dict[str, Any]:
     """Read the tables of ``directory`` (None: the bundled tables of ``edition``) and sync the store with them."""
     if directory is None:
         tables, notes = read_tables(bundled_files(edition))
-        return import_tables(store, tables, notes=notes, seeded=True)
+        return import_tables(store, tables, notes=notes, seeded=True, dry_run=dry_run)
     tables, notes = read_tables([directory])
-    return import_tables(store, tables, notes=notes)
+    return import_tables(store, tables, notes=notes, dry_run=dry_run, allow_withdraw=allow_withdraw)
 
 
 def report_line(report: dict[str, Any]) -> str:
-    """What `import-published` and a seed say: the counts of a sync."""
-    return (f"{report['added']} added, {report['changed']} changed, {report['withdrawn']} withdrawn, "
-            f"{report['unchanged']} unchanged ({report['rows']} rows from {report['files']} tables)")
+    """What `import-published` and a seed say: the counts of a sync (a dry run's: what it would do)."""
+    counts = (f"{report['added']} added, {report['changed']} changed, {report['withdrawn']} withdrawn, "
+              f"{report['unchanged']} unchanged ({report['rows']} rows from {report['files']} tables)")
+    return f"dry run, nothing written: would be {counts}" if report.get("dry_run") else counts
 
 
 def seed_store(store: Store, *, seed: bool = True, edition: str | None = None) -> dict[str, Any]:
