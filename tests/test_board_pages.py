@@ -266,7 +266,8 @@ def test_the_live_part_is_the_pages_and_names_its_query(client):
     owner of the search rule) and sends the table alone, the same as in the page, with the canonical query."""
     response = client.get("/live?tab=iu_xray&q=maira+2")
     assert response.status_code == 200 and response.headers["x-board-query"] == "tab=iu_xray&q=maira+2"
-    assert "<html" not in response.text and "<form" not in response.text
+    # the table and its row-pick form, not the view's controls (the search and filter form)
+    assert "<html" not in response.text and 'role="search"' not in response.text and "board-search" not in response.text
     assert response.text in _get(client, "tab=iu_xray&q=maira+2").text
     assert [_model_cell(r[1]) for r in Page(response.text).table()[2]] == ["MAIRA-2"]
 
@@ -518,3 +519,41 @@ def test_compare_page_shows_the_views_p_bounds_notes_and_the_order_picked(tmp_pa
     assert f"Delta: {compare_view.NO_VALUES_NOT_KEPT}" in text
     assert f"every model here: {compare_view.NO_VALUES_PRIVATE}" in text
     store.close()
+
+
+@pytest.mark.parametrize("query", ["", "tab=iu_xray", "tab=mimic_cxr&track=findings_impression&q=mimic"])
+def test_models_are_picked_for_compare_from_a_tables_rows(client, query):
+    """Issue 48 point 4: each row's model cell holds a checkbox of the pick form (name compare, the model's name as
+    its value, labelled); the form sends tab=compare and the ticked names: the Compare page of those models."""
+    from rexrank.leaderboard.pages.render import PICK_FORM
+
+    page = Page(_get(client, query).text)
+    form = next(a for tag, a in page.elements if tag == "form" and a.get("id") == PICK_FORM)
+    assert form["method"] == "get" and form["action"] == "./"
+    assert ("input", {"type": "hidden", "name": "tab", "value": "compare"}) in page.elements
+    rows = page.tables[0]["rows"][1:]
+    boxes = [a for tag, a in page.elements if tag == "input" and a.get("form") == PICK_FORM]
+    assert len(boxes) == len(rows) and all(b["type"] == "checkbox" and b["name"] == "compare" for b in boxes)
+    names = [b["value"] for b in boxes]
+    assert all(b["aria-label"] == f"Compare {b['value']}" for b in boxes)
+    for row, name in zip(rows, names):  # the box is in its row's model cell
+        assert any(c[0] == "th" and _model_cell(c[2]).removesuffix(" ⚠").startswith(name) for c in row), (row, name)
+    if query == "tab=iu_xray":
+        assert HOSTILE_NAME in names  # an attribute value, escaped (test_store_text_comes_out_escaped holds it)
+    picked = [n for n in dict.fromkeys(names) if n != HOSTILE_NAME][:2]
+    submitted = client.get("/", params=[("tab", "compare")] + [("compare", n) for n in picked])
+    assert Page(submitted.text).table()[1][1:] == [f"{n} (published)" for n in picked]
+
+
+def test_words_with_a_break_inside_are_kept_whole(client):
+    """Issue 48 point 4: "1/RadCliQ-v1", "MAIRA-2", "IU-Xray" may be broken at their hyphen or slash by a browser;
+    in headers, model names and captions each is one span.w (nowrap); other words are plain text."""
+    from rexrank.leaderboard.pages.html import words
+
+    assert words("1/RadCliQ-v1 ↓") == '<span class="w">1/RadCliQ-v1</span> ↓'
+    assert words("<b>-x</b> plain") == '<span class="w">&lt;b&gt;-x&lt;/b&gt;</span> plain'
+    text = _get(client, "tab=iu_xray").text
+    assert '<span class="w">1/RadCliQ-v1</span> ↑' in text and '<span class="w">MAIRA-2</span>' in text
+    assert '<caption><span class="w">IU-Xray</span> ·' in text
+    css = client.get("/static/board.css").text
+    assert ".w { white-space: nowrap; }" in css and "overflow-wrap: normal" in css

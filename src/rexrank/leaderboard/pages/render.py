@@ -18,7 +18,7 @@ from typing import Any
 
 from rexrank.leaderboard import about, board, compare_view, links
 from rexrank.leaderboard.pages import assets
-from rexrank.leaderboard.pages.html import Html, el, join, table, text, void
+from rexrank.leaderboard.pages.html import Html, el, join, table, text, void, words
 from rexrank.leaderboard.pages.params import view_defaults
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.views import (PRIMARY, TITLE, TRAINED_CHOICES, Views, md_link, overview_label, table_label,
@@ -86,11 +86,27 @@ def model_href(name: str) -> str:
     return href(links.Link(tab=links.MODELS_TAB, model=name))
 
 
-def _model_cell(name: str, suffix: str = "", url: str = "") -> Html:
-    """A model's name linking to its page, the marks the view put after it, and its own site when it has one."""
+# Compare from a table's rows: each row's model cell holds a checkbox of this form (``form=``: the boxes sit in
+# the table, the form beside it), which opens Compare on the models ticked (``?tab=compare&compare=A&compare=B``).
+PICK_FORM = "compare-pick"
+
+
+def _model_cell(name: str, suffix: str = "", url: str = "", pick: bool = False) -> Html:
+    """A model's name linking to its page, the marks the view put after it, and its own site when it has one;
+    ``pick``: a checkbox that adds the model to a comparison (``pick_form``)."""
     site = el("a", "↗", href=url, rel="nofollow noopener ugc", class_="site",
               aria_label=f"{name}: the model's site") if url else ""
-    return join([el("a", name, href=model_href(name)), suffix, " " if site else "", site])
+    box = (void("input", type="checkbox", name=links.COMPARE, value=name, form=PICK_FORM, class_="pick",
+                aria_label=f"Compare {name}") if pick else "")
+    return join([box, el("a", words(name), href=model_href(name)), suffix, " " if site else "", site])
+
+
+def pick_form() -> Html:
+    """The form the rows' checkboxes belong to: Compare on the models ticked (2 to 4; compare_view says why not)."""
+    return el("form", void("input", type="hidden", name=links.TAB, value=links.COMPARE_TAB),
+              el("button", "Compare the ticked models", type="submit"),
+              f" (tick {compare_view.MIN_MODELS} to {compare_view.MAX_MODELS} rows)",
+              id=PICK_FORM, method="get", action="./", class_="pick-form")
 
 
 # -- overview ----------------------------------------------------------------------------------------------------
@@ -101,9 +117,10 @@ def overview_live(views: Views, link: links.Link) -> Html:
         if frame.empty:
             return el("p", "No ranked results on this track yet.", class_="empty")
         columns = list(frame.columns)
-        rows = ([_model_cell(cell) if column == "Model" else cell for column, cell in zip(columns, values)]
+        rows = ([_model_cell(cell, pick=True) if column == "Model" else cell for column, cell in zip(columns, values)]
                 for values in frame.itertuples(index=False))
-        return table(overview_label(link.track), columns, rows, row_header=columns.index("Model"), id="overview")
+        return join([pick_form(), table(overview_label(link.track), columns, rows, row_header=columns.index("Model"),
+                                        id="overview")])
     return views.memoized(("page-overview", link.track), compute)
 
 
@@ -139,7 +156,8 @@ def _dataset_live(views: Views, link: links.Link) -> Html:
             headers.append(column)
         else:  # a column header sorts by its metric (the link keeps the rest of the view)
             target = link._replace(view=link.view._replace(sort=metric))
-            headers.append(el("a", column, href=href(target, views), aria_current="true" if metric == sort else None))
+            headers.append(el("a", words(column), href=href(target, views),
+                              aria_current="true" if metric == sort else None))
     rows = []
     shown = page.shown
     at = list(page.frame.columns).index("Model")
@@ -149,7 +167,7 @@ def _dataset_live(views: Views, link: links.Link) -> Html:
         prefix = md_link(name, url)  # what the view's Model cell starts with; the rest are its marks
         marks = cells[at][len(prefix):] if cells[at].startswith(prefix) else ""
         # md_link makes a link only of a URL it accepts (an escaped name never starts with "[")
-        cells[at] = _model_cell(name, marks, url if prefix.startswith("[") else "")
+        cells[at] = _model_cell(name, marks, url if prefix.startswith("[") else "", pick=True)
         rows.append(cells)
     count = (f"{len(page.frame)} of {len(page.full)} rows" if len(page.frame) != len(page.full)
              else f"{len(page.full)} rows")
@@ -157,6 +175,7 @@ def _dataset_live(views: Views, link: links.Link) -> Html:
     if page.empty:
         parts.append(el("div", markdown(page.empty), class_="empty"))
     else:
+        parts.append(pick_form())
         parts.append(table(page.label, headers, rows, row_header=list(page.frame.columns).index("Model"),
                            id=f"table-{dataset}-{track}"))
     csv = f"csv/{dataset}/{track}"
@@ -273,7 +292,7 @@ def compare_live(views: Views, link: links.Link) -> Html:
     for entry in result["boards"]:
         columns = entry["columns"]  # in the order picked (compare_view's)
         labels = {m["metric"]: m["label"] for m in entry["metrics"]}
-        heads = ["Metric"] + [join([el("a", c["model"], href=model_href(c["model"])),
+        heads = ["Metric"] + [join([el("a", words(c["model"]), href=model_href(c["model"])),
                                     " (published)" if c["source"] == "published" else ""]) for c in columns]
         rows = [[f"Rank ({board.metric_name(PRIMARY)})"] + ["–" if c["rank"] is None else str(c["rank"])
                                                            for c in columns]]
