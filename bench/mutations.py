@@ -69,6 +69,24 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("crimson: the stray-quote window - 5 -> - 6", _CRIMSON, _CRIMSON_WINDOW,
              _CRIMSON_WINDOW.replace("- 5", "- 6"),
              ("tests/test_crimson.py::test_a_stray_quote_is_escaped_up_to_five_characters_before_the_error",)),
+    # Caught before issue 51 (kept caught): the Arena's pace and flag, CRIMSON's reader, aggregation flags, disclosure.
+    Mutation("arena: FLAG_Z 4.0 -> 3.5", _ARENA, "FLAG_Z = 4.0", "FLAG_Z = 3.5",
+             (f"{_ARENA_TESTS}::test_a_z_of_exactly_flag_z_is_flagged",)),
+    Mutation("arena: a vote counts after 7 s with its pair, not 8", _ARENA, "min_view_s: float = 8.0",
+             "min_view_s: float = 7.0",
+             (f"{_ARENA_TESTS}::test_a_vote_counts_only_after_the_minimum_time_with_its_pair",)),
+    Mutation("arena: 5 pairs a minute, not 4", _ARENA, "pairs_per_minute: int = 4", "pairs_per_minute: int = 5",
+             (f"{_ARENA_TESTS}::test_pairs_per_minute_count_skipped_pairs",)),
+    Mutation("crimson: the stray-quote window - 5 -> - 2", _CRIMSON, _CRIMSON_WINDOW,
+             _CRIMSON_WINDOW.replace("- 5", "- 2"),
+             ("tests/test_crimson.py::test_a_stray_quote_is_escaped_up_to_five_characters_before_the_error",)),
+    Mutation("aggregation: a negative mean's 1/mean not flagged", "src/rexrank/metrics/aggregation.py",
+             "    if mean < 0:\n        return (NEGATIVE_MEAN,)",
+             "    if mean < -1e300:\n        return (NEGATIVE_MEAN,)",
+             ("tests/test_aggregation.py::test_rule_reciprocal_of_mean",
+              "tests/test_aggregation.py::test_negative_mean_flag_reaches_the_printed_results")),
+    Mutation("disclosure: private counts to the nearest 5, not 10", "src/rexrank/evaluation/disclosure.py",
+             "PRIVATE_COUNT_STEP = 10", "PRIVATE_COUNT_STEP = 5", ("tests/test_private_sets.py",)),
 )
 
 

@@ -347,7 +347,8 @@ def test_voting_against_a_model_is_not_one_sided_toward_it(tmp_path):
 
 def test_the_z_weighs_each_vote_by_its_own_variance(tmp_path):
     """The weak model wins 10 of a fan's 18 votes on it: each vote's p(1 - p) (p ~0.2) gives z ~5.8, flagged; a fixed
-    variance of 1/4 per vote (the largest p(1 - p) can be) would give ~3.7 and miss it. The shown z is the definition's."""
+    variance of 1/4 per vote (the largest p(1 - p) can be) would give ~3.7 and miss it. The shown z is the
+    definition's."""
     votes = _population(RIGGED_WEAK) + [("hf:fan", f"s{k:03d}", RIGGED, _OTHERS[k % 3], "a" if k < 10 else "b")
                                         for k in range(18)]
     expected = _z_by_definition(votes, "hf:fan")
