@@ -19,7 +19,17 @@ answered, the browser's timing). Alternated click by click with a minimal gradio
 (one button filling one textbox from the server: the floor of a gradio round trip), medians of ``--clicks``.
 ``--baseline FILE``: also alternate with the tab built by another copy of arena_tab.py (e.g. an older commit's).
 
+Fourth table (``--coverage``, issue 50): the fit's calibration at every vote count. 6 models whose strengths are a
+fixed spread (-0.75..0.75), far apart (-2..2: wider than the prior expects) or drawn from N(0, 1); ``--reps`` boards
+of 10, 50, 200 and 2,000 votes each; the share of true ranks inside their 95% rank interval and of centred true
+strengths inside their interval, and the mean rank interval's width (tests/test_arena_uncertainty.py runs 40 boards).
+
+Fifth table (``--rigging``, issue 50): the rigging simulation of tests/test_arena_rigging.py (the real Arena, a test
+clock, 6 models, the target at true rank 4) over ``--seeds`` seeds per setup: the target's shown rank against the
+low end of the rank interval the honest votes alone give it, and the accounts' one-sided z.
+
 Usage: .venv/bin/python bench/arena.py [--models 50] [--votes 100000] [--boot 1000] [--repeats 3] [--serve] [--page]
+       [--coverage [--reps 300]] [--rigging [--seeds 10]]
 Prints Markdown tables (recorded in bench/results/arena.md). Targets: <= 5 s CPU; the next pair <= 150 ms in the page.
 """
 
@@ -232,6 +242,72 @@ def page_table(models: int, studies: int, clicks: int, baseline: str | None) -> 
     print(f"\n({models} models x {studies} studies, 2 images per study; load average {os.getloadavg()[0]:.1f})")
 
 
+def coverage_table(reps: int, n_boot: int) -> None:
+    from rexrank.leaderboard.arena import CONFIDENCE, PRIOR_SD, ranks_of
+
+    truths = {"spread -0.75..0.75": lambda rng: np.linspace(-0.75, 0.75, 6),
+              "far apart -2..2": lambda rng: np.linspace(-2.0, 2.0, 6),
+              "drawn N(0, 1)": lambda rng: rng.normal(0.0, 1.0, 6)}
+    print(f"\n| truth (6 models) | votes | boards | rank coverage | strength coverage | mean rank interval width |")
+    print("|---|---|---|---|---|---|")
+    for label, truth_of in truths.items():
+        for n in (10, 50, 200, 2000):
+            rng = np.random.default_rng(n)
+            ranks = strengths = width = total = 0
+            for rep in range(reps):
+                truth = truth_of(rng)
+                m = len(truth)
+                a = rng.integers(0, m, n)
+                b = (a + rng.integers(1, m, n)) % m
+                p = 1 / (1 + np.exp(-(truth[a] - truth[b])))
+                tie = 0.3 * np.minimum(p, 1 - p)
+                u = rng.random(n)
+                score = np.where(u < p - tie / 2, 1.0, np.where(u < p + tie / 2, 0.5, 0.0))
+                result = fit(Votes([f"m{i}" for i in range(m)], a, b, score), n_boot=n_boot, seed=rep, min_votes=0,
+                             min_raters=0)
+                true_rank, centred = ranks_of(truth), truth - truth.mean()
+                ranks += int(((result.rank_low <= true_rank) & (true_rank <= result.rank_high)).sum())
+                strengths += int(((result.low <= centred) & (centred <= result.high)).sum())
+                width += int((result.rank_high - result.rank_low).sum())
+                total += m
+            print(f"| {label} | {n:,} | {reps} | {ranks / total:.3f} | {strengths / total:.3f} | "
+                  f"{width / total:.2f} |")
+    print(f"\n(nominal {CONFIDENCE:.0%}; prior sd {PRIOR_SD:g}; {n_boot} posterior draws per board)")
+
+
+def rigging_table(seeds: int) -> None:
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import test_arena_rigging as sim  # the simulation the tests run, one owner
+
+    setups = [(10, 10, 1, False), (10, 20, 2, False), (10, 10, 3, False), (10, 10, 1, True), (10, 20, 3, True),
+              (40, 20, 1, True), (40, 20, 3, True), (40, 20, 3, False)]
+    print("\n| minutes | honest raters | accounts | rigger | rigger votes | target shown (seeds) | honest interval's "
+          "top (seeds) | shown above it | accounts' z (max) | flagged |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for minutes, honest, riggers, z_aware in setups:
+        shown_all, low_all, above, zs, flagged, votes = [], [], 0, [], 0, 0
+        for seed in range(seeds):
+            arena, clock = sim._arena(Path(tempfile.mkdtemp()), seed)
+            cast = sim.run(arena, clock, np.random.default_rng(seed + 100), minutes=minutes, honest=honest,
+                           riggers=riggers, z_aware=z_aware)
+            shown, low, _ = sim._target(arena)
+            shown_all.append(str(shown)[:4])
+            low_all.append(str(low))
+            above += not sim._never_above(shown, low)
+            rows = {r["rater"]: r for r in arena.integrity()}
+            accounts = [rows[f"hf:rigger{k}"] for k in range(riggers) if f"hf:rigger{k}" in rows]
+            zs.append(max(r["one-sided z"] for r in accounts))
+            flagged += sum(r["flagged"] for r in accounts)
+            votes = cast["rigger"]
+        print(f"| {minutes} | {honest} | {riggers} | {'z-aware' if z_aware else 'naive'} | {votes} | "
+              f"{' '.join(shown_all)} | {' '.join(low_all)} | {above} of {seeds} | {max(zs):.2f} | "
+              f"{flagged} of {riggers * seeds} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", type=int, default=50)
@@ -244,7 +320,17 @@ def main() -> None:
     parser.add_argument("--page-studies", type=int, default=100)
     parser.add_argument("--clicks", type=int, default=15)
     parser.add_argument("--baseline", help="another arena_tab.py to alternate with")
+    parser.add_argument("--coverage", action="store_true", help="only the calibration table")
+    parser.add_argument("--reps", type=int, default=300)
+    parser.add_argument("--rigging", action="store_true", help="only the rigging table")
+    parser.add_argument("--seeds", type=int, default=10)
     args = parser.parse_args()
+    if args.coverage:
+        coverage_table(args.reps, min(args.boot, 400))
+        return
+    if args.rigging:
+        rigging_table(args.seeds)
+        return
     if args.page:
         page_table(args.page_models, args.page_studies, args.clicks, args.baseline)
         return
@@ -256,7 +342,7 @@ def main() -> None:
         times.append(time.process_time() - start)
     covered = float(np.mean((result.low <= truth) & (truth <= result.high)))
     corr = float(np.corrcoef(result.strength, truth)[0, 1])
-    print(f"| models | votes | bootstrap refits | CPU s (median of {args.repeats}) | runs | corr(fit, truth) | "
+    print(f"| models | votes | posterior draws | CPU s (median of {args.repeats}) | runs | corr(fit, truth) | "
           "interval coverage |")
     print("|---|---|---|---|---|---|---|")
     print(f"| {args.models} | {args.votes:,} | {args.boot:,} | {statistics.median(times):.2f} | "

@@ -19,10 +19,13 @@ about raters are events too (``store.make_rater_event``): an ``expert`` is on th
 labelled expert; with ``experts_only`` only they may vote), an ``excluded`` rater's votes leave every view, which
 recomputes from the log (``votes``).
 
-The model (docs/arena.md): Bradley-Terry, P(i beats j) = sigmoid(s_i - s_j), fitted by maximum likelihood with ties
-(and "both unacceptable") counted as half a win for each side, plus a negligible ridge ``RIDGE`` that keeps a model
-that never lost finite and centres the strengths (sum 0). Intervals: percentile bootstrap over votes
-(``N_BOOT`` resamples with replacement), for strengths and for ranks.
+The model (docs/arena.md "Uncertainty"): Bradley-Terry, P(i beats j) = sigmoid(s_i - s_j), ties (and "both
+unacceptable") counted as half a win for each side, fitted as a Bayesian model: each strength a priori N(0,
+``PRIOR_SD``^2), the posterior's mode the strength (centred, sum 0) and ``N_BOOT`` draws from its Laplace
+approximation the intervals, for strengths and for ranks (a bootstrap over one vote gave a zero-width interval). Each
+rater's votes on a model weigh at most ``max(RATER_FLOOR, RATER_MULTIPLE x the median rater's)`` (``rater_weights``;
+experts in full), and a model is ranked only from ``MIN_RANK_VOTES`` weighted votes by ``MIN_RANK_RATERS`` raters
+(``PRELIMINARY`` before).
 
 Pairing (``next_pair``): among the pairs of models with reports on a common study that this rater has not voted on
 there, pairs whose rank intervals overlap weigh 1 and others ``SEPARATED_WEIGHT``, divided by sqrt(1 + votes on the
@@ -33,7 +36,8 @@ board fitted (``board``), which a vote does not wait for.
 
 Integrity (docs/arena.md, issue 39): the pace (``Pace``: a minimum time with a pair before its vote counts, pairs
 per minute with skipped ones counted) on the Arena's clock; per-rater signals and the rigging flag (``integrity``);
-boards without flagged raters' votes unless asked (``counted``).
+boards without flagged raters' votes unless asked (``counted``). The signals are the host's (``rexrank leaderboard
+arena-integrity``, or the Space's owner signed in): never on the public page, where they named a rater's preference.
 """
 
 from __future__ import annotations
@@ -806,14 +810,18 @@ class Arena:
 
     def board(self, *, include_flagged: bool = False) -> Fit:
         """The fit of the votes counted now (cached per ``views_key``), by default without flagged raters' votes; each
-        rater's weight bounded (``rater_weights``) unless the host made them an expert."""
+        rater's weight bounded (``rater_weights``) unless the host made them an expert. ``include_flagged``: the
+        flagged raters' votes counted as cast, at full weight: the board the integrity rules kept off (what the flag
+        and the weights prevented), for the host and the curious to compare."""
         key = (self.views_key(), include_flagged)
         if key == self._board_key and self._board is not None:
             return self._board
         votes = self.counted(include_flagged=include_flagged)
         models = sorted({m for v in votes for m in v["models"]})
-        experts = frozenset(r for r, role in self.roles().items() if role == "expert")
-        result = fit(Votes.of(models, votes, exempt=experts), n_boot=self.n_boot)
+        exempt = {r for r, role in self.roles().items() if role == "expert"}
+        if include_flagged:
+            exempt |= {row["rater"] for row in self.integrity() if row["flagged"]}
+        result = fit(Votes.of(models, votes, exempt=frozenset(exempt)), n_boot=self.n_boot)
         if not include_flagged:  # the board the pairing reads
             with self._lock:
                 self._board, self._board_key = result, key
@@ -839,7 +847,8 @@ class Arena:
         of ties, median seconds between their votes, agreement with the other raters on the same (study, pair) and
         with the metrics, and one-sidedness: for each model, the rater's score for it against what the Bradley-Terry
         fit of everyone else's votes predicts, as a z-score (positive: toward it); the model with the highest is the
-        ``one-sided model``. ``flagged``: that z is at least ``FLAG_Z`` over at least ``FLAG_MIN_VOTES`` of their votes
+        ``one-sided model``. ``tandem votes``: votes cast within ``TANDEM_S`` of the rater's previous one (several pages voting together: a
+        person reads one pair at a time). ``flagged``: that z is at least ``FLAG_Z`` over at least ``FLAG_MIN_VOTES`` of their votes
         on the model (the loop that votes for one model whenever it recognises its text), experts (the host's
         allow-list) excepted. Only toward: a rigged model makes the honest raters' votes look one-sided against it
         (their expectation includes the rigged votes), so flagging "against" would let a rigger get honest raters
