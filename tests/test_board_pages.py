@@ -516,8 +516,8 @@ def test_compare_page_shows_the_views_p_bounds_notes_and_the_order_picked(tmp_pa
     gamma_alpha = next([c[2] for c in row] for row in paired["rows"][1:] if row[0][2] == "Alpha − Gamma")
     assert gamma_alpha[4:6] == ["p < 0.001 (1,000 resamples)", "p < 0.001 (1,000 permutations)"]
     assert "3 paired tests on this board, and no correction for multiple comparisons is applied" in text
-    assert f"Delta: {compare_view.NO_VALUES_NOT_KEPT}" in text
-    assert f"every model here: {compare_view.NO_VALUES_PRIVATE}" in text
+    assert f"Delta ({compare_view.NO_VALUES_NOT_KEPT})" in text
+    assert f"every model here ({compare_view.NO_VALUES_PRIVATE})" in text
     store.close()
 
 

@@ -110,14 +110,15 @@ def test_each_model_without_per_study_values_is_named_with_its_reason(views):
     itself included. Now: scored but not kept, published, and private are three reasons."""
     add_scored_result(views.store, "Delta", bleu=0.25)  # scored by rexrank; no per-study values kept
     note = _iu(compare_view.compare(views, "Alpha,Beta,Delta"))["paired"]["note"]
-    assert note == f"Not in the paired tests: Delta: {compare_view.NO_VALUES_NOT_KEPT}."
+    assert note == f"Not in the paired tests: Delta ({compare_view.NO_VALUES_NOT_KEPT})."
     alone = _iu(compare_view.compare(views, "Alpha,Delta"))["paired"]
-    assert alone == {"note": f"{compare_view.NO_PAIRED_TEST}. Delta: {compare_view.NO_VALUES_NOT_KEPT}."}
+    assert alone == {"note": f"{compare_view.NO_PAIRED_TEST}. Without them: Delta "
+                              f"({compare_view.NO_VALUES_NOT_KEPT})."}
     add_scored_result(views.store, "Delta", bleu=0.25, dataset="rexgradient")
     add_scored_result(views.store, "Alpha", bleu=0.25, dataset="rexgradient")
     private = next(b for b in compare_view.compare(views, "Alpha,Delta")["boards"] if b["dataset"] == "rexgradient")
-    assert private["paired"]["note"] == (f"{compare_view.NO_PAIRED_TEST}. every model here: "
-                                         f"{compare_view.NO_VALUES_PRIVATE}.")
+    assert private["paired"]["note"] == (f"{compare_view.NO_PAIRED_TEST}. Without them: every model here "
+                                         f"({compare_view.NO_VALUES_PRIVATE}).")
 
 
 def test_published_rows_are_labelled_and_have_no_paired_test(tmp_path):
@@ -130,10 +131,10 @@ def test_published_rows_are_labelled_and_have_no_paired_test(tmp_path):
     cells = [v for b in out["boards"] for c in b["columns"] for v in c["values"].values()]
     assert any(cell.endswith("(published, no CI)") for cell in cells)
     for entry in out["boards"]:
-        expected = (f"every model here: {compare_view.NO_VALUES_PRIVATE}" if entry["dataset"] == "rexgradient"
-                    else "; ".join(f"{m}: {compare_view.NO_VALUES_PUBLISHED}" for m in sorted(
+        expected = (f"every model here ({compare_view.NO_VALUES_PRIVATE})" if entry["dataset"] == "rexgradient"
+                    else "; ".join(f"{m} ({compare_view.NO_VALUES_PUBLISHED})" for m in sorted(
                         {c["model"] for c in entry["columns"]}, key=str.lower)))
-        assert entry["paired"] == {"note": f"{compare_view.NO_PAIRED_TEST}. {expected}."}, entry["paired"]
+        assert entry["paired"] == {"note": f"{compare_view.NO_PAIRED_TEST}. Without them: {expected}."}, entry["paired"]
     assert all(c["rank"] is None or c["rank"] >= 1 for b in out["boards"] for c in b["columns"])
 
 

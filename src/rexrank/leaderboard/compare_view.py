@@ -184,7 +184,7 @@ def _runs(views, dataset: str, track: str, models: list[str], metrics: list[str]
 def _missing(dataset: str, columns: list[dict[str, Any]], runs: list[Run]) -> str | None:
     """Each chosen model on this board without per-study values, and why (published, not kept, private)."""
     if board.is_private(dataset):
-        return f"every model here: {NO_VALUES_PRIVATE}"
+        return f"every model here ({NO_VALUES_PRIVATE})"
     with_runs = {name_key(r.name) for r in runs}
     reasons: dict[str, str] = {}
     for column in sorted(columns, key=lambda c: name_key(c["model"])):  # the memo's order, whatever the pick
@@ -192,7 +192,7 @@ def _missing(dataset: str, columns: list[dict[str, Any]], runs: list[Run]) -> st
             # one reason per model: its first row's (a model may have a published and a scored row)
             reasons.setdefault(column["model"], NO_VALUES_PUBLISHED if column["source"] == "published"
                                else NO_VALUES_NOT_KEPT)
-    return "; ".join(f"{model}: {reason}" for model, reason in reasons.items()) or None
+    return "; ".join(f"{model} ({reason})" for model, reason in reasons.items()) or None
 
 
 def _paired(views, dataset: str, track: str, models: list[str], metrics: list[str],
@@ -200,7 +200,7 @@ def _paired(views, dataset: str, track: str, models: list[str], metrics: list[st
     runs = _runs(views, dataset, track, models, metrics)
     missing = _missing(dataset, columns, runs)
     if len(runs) < 2:
-        return {"note": f"{NO_PAIRED_TEST}. {missing}." if missing else f"{NO_PAIRED_TEST}."}
+        return {"note": f"{NO_PAIRED_TEST}. Without them: {missing}." if missing else f"{NO_PAIRED_TEST}."}
     report = compare_runs(runs, resamples=RESAMPLES, permutations=PERMUTATIONS)
     settings = report["settings"]
     for pair in report["pairwise"]:

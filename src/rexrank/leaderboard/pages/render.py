@@ -96,9 +96,13 @@ def _model_cell(name: str, suffix: str = "", url: str = "", pick: bool = False) 
     ``pick``: a checkbox that adds the model to a comparison (``pick_form``)."""
     site = el("a", "↗", href=url, rel="nofollow noopener ugc", class_="site",
               aria_label=f"{name}: the model's site") if url else ""
-    box = (void("input", type="checkbox", name=links.COMPARE, value=name, form=PICK_FORM, class_="pick",
-                aria_label=f"Compare {name}") if pick else "")
-    return join([box, el("a", words(name), href=model_href(name)), suffix, " " if site else "", site])
+    cell = join([el("a", words(name), href=model_href(name)), suffix, " " if site else "", site])
+    if not pick:
+        return cell
+    box = void("input", type="checkbox", name=links.COMPARE, value=name, form=PICK_FORM, class_="pick",
+               aria_label=f"Compare {name}")
+    # Side by side (board.css .pick-row): the box never sits on a line of its own above a long name.
+    return el("span", box, el("span", cell), class_="pick-row")
 
 
 def pick_form() -> Html:
