@@ -1,54 +1,197 @@
-"""Encoder passes of token-id lists, shared by the encoder-based metrics (BERTScore, CheXbert, RaTEScore, SRR-BERT).
+"""How every encoder metric runs its model: one batching policy and the deterministic settings (issue 52).
 
-``single_text_batches``, for every output that is a number or a decision without a margin: one text per forward
-pass, unpadded: a text's outputs are then a function of the text and the weights alone,
-never of which other texts a call happens to compute. Matrix-multiply kernels are not batch-invariant (a kernel
-and its summation order are picked by the whole batch's shape), so the same text came out up to ~2e-7 apart
-alone, padded beside a longer text, or beside another text of its own length (distilroberta layout, CPU). A
-metric computes only what the cache lacks, so with batches a value depended on what another run had left in
-the cache, and warm differed from cold (issue 35 point 7); ``tests/test_evaluation_cache.py`` checks them byte
-for byte. On CPU one text per pass was also faster than padded length-sorted batches of 64 (no padding; 150
-IU-Xray reports, distilroberta-sized stand-in: 36 s against 75 s of CPU); on a GPU it costs kernel launches.
+The owner of both for BERTScore, CheXbert (SembScore, CE F1), RaTEScore (NER and entity embeddings), SRR-BERT and
+RadGraph. A metric builds its ``BatchShape`` with ``batch_shape``, records ``shape.describe()`` (and
+``determinism(device)``) in its config, so in every fingerprint and cache key, and runs its passes through
+``run_fixed_shape``.
 
-``padded_batches``: right-padded, length-sorted batches, for RaTEScore's NER tags only. Its tags are argmax
-decisions, and a token whose two best logits are closer than ``NER_TIE_MARGIN`` is run again alone (as the
-official code runs every sentence): a tag therefore never depends on the batch either, and the margin stays a
-checked parity fact (ratescore/entities.py).
+**Fixed-shape batches.** A text goes to the narrowest of the shape's widths that holds it (length buckets) and every
+pass has exactly ``rows`` rows of exactly that width: texts are right-padded (masked) to the bucket's width and the
+last batch of a bucket is filled with copies of its first row. Every pass a text takes part in therefore has one
+shape, decided by the text's length alone. Matrix-multiply and attention kernels pick their blocking and summation
+order from the whole batch's shape, so padding to the batch's longest text let a text's bytes depend on which other
+texts shared its pass (distilroberta stand-in, CPU: two byte patterns for one text across neighbours, up to 1.5e-6
+apart; with a fixed width, one pattern across neighbours, positions and 2-8 rows, at 1 and 2 threads; issue 52,
+checked again here). Masked padding keeps other rows out of a row's values; the fixed shape keeps the kernels alike.
+A text's values are then a function of the text, the weights and the shape: whatever its neighbours, the batch a
+caller passes, the process count or what the per-text cache already held (tests/test_batch_invariance.py).
+
+The shape is the device's choice and is recorded: ``rows`` is the metric's ``batch_size`` where the caller gives
+one, else ``DEFAULT_ROWS`` for the device type. Before, every encoder but RadGraph ran one unpadded text per pass
+(invariant too, but ~850-1,600 operator dispatches per text, and 2.8-4.3x the CPU of batches at 2 threads; issue 52).
+
+**Asynchronous passes.** ``run_fixed_shape`` queues every pass before it reads any result back, so on a GPU the
+passes run back to back; results come to the CPU once all are queued (``to_cpu=False`` keeps them on the device).
+
+**Deterministic settings** (``prepare_device``), set where a model is loaded, on CUDA only (docs/gpu.md, with their
+costs): ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` unless set, ``torch.use_deterministic_algorithms(True,
+warn_only=True)``, TF32 off for matmuls and cuDNN, cuDNN benchmarking off. On every device the attention is pinned
+to transformers' eager implementation (``pin_attention``, at load): SDPA picks its kernel per call from the shape,
+the mask and the hardware, and transformers drops a mask that is all ones, so a pass whose rows all fill its width
+would take another kernel than the same rows beside a shorter text (on this CPU SDPA gave one text two byte
+patterns across widths 22-31 and 37-61; eager gave one across all). On CPU nothing global is changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rexrank.errors import ConfigError
 
 if TYPE_CHECKING:
     import torch
 
+# Padded widths of the length buckets (tokens, specials included), up to each metric's own limit, which is always
+# the last width. Neighbouring widths are at most 1.5x apart, so padding costs at most a third of a pass's tokens.
+WIDTHS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
+# Rows per pass when the caller gives no batch size. CUDA: enough rows to fill the device between launches. CPU:
+# few, so a call with a handful of texts does not pay for many empty rows (bench/encoders.py measured it).
+DEFAULT_ROWS = {"cuda": 64, "cpu": 8}
+FALLBACK_ROWS = 8  # other device types (mps, xpu): the CPU's choice until measured there
 
-def single_text_batches(encoded: Sequence[Sequence[int]],
-                        order: Sequence[int]) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
-    """Yield ([index into ``encoded``], input_ids (1, length), attention_mask (1, length)) for each of ``order``."""
-    # Imported here, as the metrics that call this do: importing a metric module (ce_f1's label names and corpus
-    # rule, read by every summary and comparison of its counts) must not load torch.
+RULE = ("fixed-shape length buckets: each text right-padded (masked) to the narrowest width that holds it; every pass "
+        "exactly `rows` rows of one width, the last batch of a bucket filled with copies of its first row")
+
+ATTENTION = "transformers eager"
+CUBLAS_WORKSPACE = ":4096:8"  # one of the two values PyTorch's reproducibility notes give for cuBLAS
+
+
+@dataclass(frozen=True)
+class BatchShape:
+    """The shape of every encoder pass: ``rows`` texts, each padded to one of ``widths``."""
+
+    rows: int
+    widths: tuple[int, ...]
+
+    def width_for(self, length: int) -> int:
+        for width in self.widths:
+            if length <= width:
+                return width
+        raise ConfigError(f"a text of {length} tokens is longer than the widest pass ({self.widths[-1]}); "
+                          "the encoder's truncation should have cut it")
+
+    def describe(self) -> dict[str, Any]:
+        return {"rule": RULE, "rows": self.rows, "widths": list(self.widths)}
+
+
+def policy(device: Any, batch_size: int | None) -> dict[str, Any]:
+    """What goes into a metric's config (its fingerprint and cache keys): the rule, the rows and the widths. The
+    last width is the encoder's own limit, fixed by its files, which the config identifies already; so the config
+    is known without loading the model."""
+    rows = batch_shape(device, batch_size, WIDTHS[-1]).rows
+    return {"rule": RULE, "rows": rows, "widths": list(WIDTHS), "widest": "the encoder's limit"}
+
+
+def device_type(device: Any) -> str:
+    """"cuda", "cpu", ... of a device given as a string, a torch.device or None (None: the CPU)."""
+    if device is None:
+        return "cpu"
+    text = str(getattr(device, "type", device))
+    return text.split(":", 1)[0]
+
+
+def batch_shape(device: Any, batch_size: int | None, max_length: int) -> BatchShape:
+    """The shape a metric's passes take: ``batch_size`` rows (``DEFAULT_ROWS`` of the device when None), widths of
+    ``WIDTHS`` below ``max_length``, then ``max_length`` itself (beyond 8,192: that one width)."""
+    if batch_size is None:
+        rows = DEFAULT_ROWS.get(device_type(device), FALLBACK_ROWS)
+    elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+    else:
+        rows = batch_size
+    if max_length < 1:
+        raise ConfigError(f"max_length must be >= 1, got {max_length}")
+    widths = tuple(w for w in WIDTHS if w < max_length) + (int(max_length),)
+    return BatchShape(rows=int(rows), widths=widths)
+
+
+def fixed_shape_batches(encoded: Sequence[Sequence[int]], shape: BatchShape,
+                        pad_id: int) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
+    """Yield (indices into ``encoded``, input_ids (rows, width), attention_mask (rows, width)); row r < len(indices)
+    holds text indices[r], the rest repeat row 0. Buckets go narrowest first, texts in their given order."""
+    # Imported here: importing a metric module (ce_f1's label names, read by every summary) must not load torch.
     import torch
 
-    for i in order:
-        input_ids = torch.tensor([list(encoded[i])], dtype=torch.long)
-        yield [i], input_ids, torch.ones_like(input_ids)
+    buckets: dict[int, list[int]] = {}
+    for i, ids in enumerate(encoded):
+        buckets.setdefault(shape.width_for(len(ids)), []).append(i)
+    for width in sorted(buckets):
+        members = buckets[width]
+        for begin in range(0, len(members), shape.rows):
+            chunk = members[begin:begin + shape.rows]
+            input_ids = torch.full((shape.rows, width), pad_id, dtype=torch.long)
+            mask = torch.zeros((shape.rows, width), dtype=torch.long)
+            for row, i in enumerate(chunk):
+                input_ids[row, :len(encoded[i])] = torch.tensor(list(encoded[i]), dtype=torch.long)
+                mask[row, :len(encoded[i])] = 1
+            # Filler rows copy a real row: an all-masked row can turn attention's softmax into NaN in some kernels.
+            input_ids[len(chunk):] = input_ids[0]
+            mask[len(chunk):] = mask[0]
+            yield chunk, input_ids, mask
 
 
-def padded_batches(encoded: Sequence[Sequence[int]], order: Sequence[int], batch_size: int,
-                   pad_id: int) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
-    """Yield (indices into ``encoded``, input_ids, attention_mask) for consecutive chunks of ``order``; padded
-    positions are masked."""
+def run_fixed_shape(encoded: Sequence[Sequence[int]], shape: BatchShape, pad_id: int, device: Any,
+                    forward: Callable[[torch.Tensor, torch.Tensor], Any],
+                    progress: Callable[[int, int], None] | None = None, to_cpu: bool = True) -> list[Any]:
+    """Per text of ``encoded``: its row of ``forward(input_ids, attention_mask)`` (a tensor, or a tuple of tensors,
+    whose first dimension is the row), on the CPU (``to_cpu``) or where ``forward`` left it.
+
+    Every pass is queued before any result is read back (one synchronisation per call on a GPU, not one per pass).
+    ``progress(done, total)`` hears of each queued pass (display only)."""
     import torch
 
-    for begin in range(0, len(order), batch_size):
-        chunk = list(order[begin:begin + batch_size])
-        width = max(len(encoded[i]) for i in chunk)
-        input_ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+    pending: list[tuple[list[int], Any]] = []
+    done = 0
+    with torch.inference_mode():
+        for chunk, input_ids, mask in fixed_shape_batches(encoded, shape, pad_id):
+            pending.append((chunk, forward(input_ids.to(device), mask.to(device))))
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(encoded))
+    results: list[Any] = [None] * len(encoded)
+    for chunk, out in pending:
+        parts = out if isinstance(out, tuple) else (out,)
+        parts = tuple(p[:len(chunk)] for p in parts)
+        if to_cpu:
+            parts = tuple(p.cpu() for p in parts)
         for row, i in enumerate(chunk):
-            input_ids[row, :len(encoded[i])] = torch.tensor(encoded[i], dtype=torch.long)
-            mask[row, :len(encoded[i])] = 1
-        yield chunk, input_ids, mask
+            results[i] = tuple(p[row] for p in parts) if isinstance(out, tuple) else parts[0][row]
+    return results
+
+
+# -- deterministic settings -------------------------------------------------------------------------------------------
+def determinism(device: Any) -> dict[str, Any]:
+    """The settings ``prepare_device`` makes for ``device``, as recorded in a metric's config."""
+    if device_type(device) != "cuda":
+        return {"device": device_type(device), "attention": ATTENTION,
+                "settings": "torch defaults (kernels chosen by shape and threads)"}
+    return {"device": "cuda", "use_deterministic_algorithms": "on (warn_only)",
+            "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE, "tf32": "off", "cudnn_benchmark": "off",
+            "attention": ATTENTION}
+
+
+def prepare_device(device: Any) -> None:
+    """Make CUDA runs deterministic before a model runs there (a no-op on other devices).
+
+    ``use_deterministic_algorithms`` is process-wide; ``warn_only`` keeps a trainer that calls a reward in the same
+    process running (an op without a deterministic kernel warns instead of raising). ``CUBLAS_WORKSPACE_CONFIG`` only
+    takes effect if set before cuBLAS starts in this process: a value the user set is kept."""
+    if device_type(device) != "cuda":
+        return
+    import torch
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+
+
+def pin_attention(model) -> None:
+    """Run ``model``'s attention in transformers' eager implementation (a no-op for models without the choice)."""
+    setter = getattr(model, "set_attn_implementation", None)
+    if setter is not None:
+        setter("eager")

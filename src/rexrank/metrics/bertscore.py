@@ -41,7 +41,7 @@ import numpy as np
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, fingerprint_of
-from rexrank.metrics.batching import single_text_batches
+from rexrank.metrics.batching import batch_shape, determinism, pin_attention, policy, prepare_device, run_fixed_shape
 from rexrank.metrics.semb import _default_device, _digest
 from rexrank.metrics.weights import file_sha256, resolve, weight_digests
 
@@ -57,7 +57,6 @@ DISTILROBERTA_BASELINES = {
     6: (0.89334005, 0.8935088, 0.8933471),
 }
 DEFAULT_LAYERS = 5  # bert_score utils.model2layers["distilroberta-base"]
-DEFAULT_BATCH_SIZE = 64  # BERTScorer.score's batch_size default (ReXrank's 256 goes to an unused attribute)
 # score_details columns beside the F1: bert-score's P and R per pair, rescaled like the F1 (the evaluate module's
 # precision/recall lists read them).
 PRECISION_COLUMN = "bertscore_precision"
@@ -99,8 +98,8 @@ class BertScore(Metric):
     """``get("bertscore", model=<Hub id or folder>, device=, batch_size=, idf=False, num_layers=5)``.
 
     ``idf_sents``: sentences for idf weights (default: the references of each ``score`` call, as ReXrank does).
-    ``batch_size``: accepted with the run's shared ``--batch-size``; the encoder runs one text per pass
-    (rexrank.metrics.batching), so it changes nothing here.
+    ``batch_size``: texts per encoder pass (default: the device's, rexrank.metrics.batching.DEFAULT_ROWS); every
+    pass has a fixed shape, so a text's vectors never depend on its neighbours; the shape is in the config.
     ``cache_refs``: keep reference-side token embeddings in the per-text cache (repeated scoring against the
     same references, e.g. a validation loop, then runs the encoder on hypotheses only).
     """
@@ -115,9 +114,10 @@ class BertScore(Metric):
         if model is None:
             self.model_id = "distilroberta-base"
         self.device = device or _default_device()
-        self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
-        if self.batch_size < 1:
-            raise ConfigError(f"bertscore: batch_size must be >= 1, got {batch_size}")
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                       or batch_size < 1):
+            raise ConfigError(f"bertscore: batch_size must be a positive integer, got {batch_size!r}")
+        self.batch_size = batch_size
         if num_layers not in DISTILROBERTA_BASELINES and rescale_with_baseline:
             raise ConfigError(f"bertscore: no distilroberta-base baseline for num_layers={num_layers} "
                               f"(available: 0-6); pass rescale_with_baseline=False")
@@ -164,6 +164,8 @@ class BertScore(Metric):
                 "tokenisation": "re.sub(' +',' ') + strip; tokenizer with specials, byte-level BPE "
                                 "add_prefix_space=True; truncate to model max length incl. specials",
                 "value": "rescaled F1" if baseline else "F1",
+                "batching": policy(self.device, self.batch_size),
+                "determinism": determinism(self.device),
             }
         return self._config
 
@@ -180,6 +182,8 @@ class BertScore(Metric):
         del layers[self.num_layers:]  # bert-score drops the unused top layers; output = last kept layer
         model.config.num_hidden_layers = self.num_layers
         self._max_length = _max_length(tokenizer, model.config)
+        prepare_device(self.device)
+        pin_attention(model)
         self._model, self._tokenizer = model.eval().to(self.device), tokenizer
         return self._model, self._tokenizer
 
@@ -198,25 +202,18 @@ class BertScore(Metric):
         return out
 
     def _embed(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per text: (token ids int32, L2-normalised token vectors float32), one text per forward pass
+        """Per text: (token ids int32, L2-normalised token vectors float32), in fixed-shape passes
         (rexrank.metrics.batching: a text's vectors never depend on which texts a call embeds)."""
-        import torch
-
         model, tokenizer = self._load()
         ids = self.encode(texts)
-        results: list[Any] = [None] * len(ids)
-        done = 0
-        with torch.inference_mode():
-            for chunk, input_ids, mask in single_text_batches(ids, range(len(ids))):
-                hidden = model(input_ids=input_ids.to(device=self.device),
-                               attention_mask=mask.to(device=self.device))[0].float()
-                hidden = hidden / hidden.norm(dim=-1, keepdim=True)
-                hidden = hidden.cpu().numpy()
-                for row, i in enumerate(chunk):
-                    results[i] = (np.asarray(ids[i], dtype=np.int32), hidden[row, :len(ids[i])].copy())
-                done += len(chunk)
-                self._report_progress(done, len(ids))
-        return results
+
+        def forward(input_ids, mask):
+            hidden = model(input_ids=input_ids, attention_mask=mask)[0].float()
+            return hidden / hidden.norm(dim=-1, keepdim=True)
+
+        shape = batch_shape(self.device, self.batch_size, self._max_length)
+        rows = run_fixed_shape(ids, shape, tokenizer.pad_token_id, self.device, forward, progress=self._report_progress)
+        return [(np.asarray(ids[i], dtype=np.int32), rows[i][:len(ids[i])].numpy().copy()) for i in range(len(ids))]
 
     # ---------------------------------------------------------------- scoring
     def _embed_pass(self, texts: list[str], before: int, total: int):

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rexrank.errors import ModelNotAvailableError
-from rexrank.metrics.batching import single_text_batches
+from rexrank.metrics.batching import batch_shape, run_fixed_shape
 
 CONDITIONS = (
     "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion", "Edema", "Consolidation",
@@ -128,29 +128,24 @@ class TextOutputs:
     classes: np.ndarray  # int8, (14,), indices into CLASS_NAMES
 
 
-def run(model, tokenizer, texts: Sequence[str], batch_size: int = 32, device: str = "cpu",
+def run(model, tokenizer, texts: Sequence[str], batch_size: int | None = None, device: str = "cpu",
         progress: Callable[[int, int], None] | None = None) -> list[TextOutputs]:
-    """Embed and label ``texts``, one text per forward pass (rexrank.metrics.batching: a text's outputs never depend
-    on which texts a call runs; ``batch_size`` is kept for callers and changes nothing); one pass gives both.
+    """Embed and label ``texts`` in fixed-shape passes of ``batch_size`` rows (None: the device's;
+    rexrank.metrics.batching: a text's outputs never depend on which texts a call runs); one pass gives both.
 
-    ``progress(done, total)``: called after each batch with the texts finished so far (display only)."""
+    ``progress(done, total)``: called after each queued pass with the texts so far (display only)."""
     import torch
 
     ids = encode_reports(tokenizer, texts)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
-    results: list[TextOutputs | None] = [None] * len(ids)
-    done = 0
-    with torch.inference_mode():
-        for chunk, input_ids, mask in single_text_batches(ids, order):
-            cls = model.bert(input_ids.to(device), attention_mask=mask.to(device))[0][:, 0, :]
-            classes = torch.stack([head(cls).argmax(dim=1) for head in model.linear_heads], dim=1)
-            cls, classes = cls.float().cpu().numpy(), classes.cpu().numpy().astype(np.int8)
-            for row, i in enumerate(chunk):
-                results[i] = TextOutputs(cls[row].copy(), classes[row].copy())
-            done += len(chunk)
-            if progress is not None:
-                progress(done, len(ids))
-    return results  # type: ignore[return-value]
+
+    def forward(input_ids, mask):
+        cls = model.bert(input_ids, attention_mask=mask)[0][:, 0, :]
+        return cls.float(), torch.stack([head(cls).argmax(dim=1) for head in model.linear_heads], dim=1)
+
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    widest = min(MAX_TOKENS, model.bert.config.max_position_embeddings)
+    rows = run_fixed_shape(ids, batch_shape(device, batch_size, widest), pad_id, device, forward, progress=progress)
+    return [TextOutputs(cls.numpy().copy(), classes.numpy().astype(np.int8)) for cls, classes in rows]
 
 
 def classes_to_frame(classes: np.ndarray, codes: bool = True):

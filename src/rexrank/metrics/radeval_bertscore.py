@@ -26,13 +26,13 @@ from typing import Any
 
 from rexrank.errors import ConfigError
 from rexrank.metrics import REGISTRY
+from rexrank.metrics.batching import determinism, pin_attention, policy, prepare_device
 from rexrank.metrics.bertscore import BertScore, load_encoder
 from rexrank.metrics.semb import _default_device, _digest
 from rexrank.metrics.weights import resolve, weight_digests
 
 MODEL_ID = "IAMJB/RadEvalModernBERT"  # radeval 2.2.1 radevalbertscore/adapter.py
 DEFAULT_LAYERS = 22  # same file: num_layers=22
-DEFAULT_BATCH_SIZE = 64  # RadEvalBERTScorer's batch_size default
 
 
 class RadEvalBertScore(BertScore):
@@ -46,9 +46,12 @@ class RadEvalBertScore(BertScore):
         self.model_id = MODEL_ID if model is None else (
             str(model) if not Path(str(model)).expanduser().exists() else None)
         self.device = device or _default_device()
-        self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
-        if self.batch_size < 1:
-            raise ConfigError(f"radeval_bertscore: batch_size must be >= 1, got {batch_size}")
+        # Texts per encoder pass (rexrank.metrics.batching; RadEvalBERTScorer's own default is 64): the device's
+        # default when None, recorded in the config.
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                       or batch_size < 1):
+            raise ConfigError(f"radeval_bertscore: batch_size must be a positive integer, got {batch_size!r}")
+        self.batch_size = batch_size
         if int(num_layers) < 0:
             raise ConfigError(f"radeval_bertscore: num_layers must be >= 0, got {num_layers}")
         self.num_layers = int(num_layers)
@@ -71,6 +74,8 @@ class RadEvalBertScore(BertScore):
                 "num_layers": self.num_layers,
                 "tokenisation": "strip; fast tokenizer with specials, no prefix space; truncate to model_max_length",
                 "value": "F1 (no idf, no baseline), as radeval 2.2.1",
+                "batching": policy(self.device, self.batch_size),
+                "determinism": determinism(self.device),
             }
         return self._config
 
@@ -90,6 +95,8 @@ class RadEvalBertScore(BertScore):
         if not limit or limit > 1_000_000:
             raise ConfigError(f"radeval_bertscore: the tokenizer in {self.model_path} declares no model_max_length")
         self._max_length = int(limit)
+        prepare_device(self.device)
+        pin_attention(model)
         self._model, self._tokenizer = model.eval().to(self.device), tokenizer
         return self._model, self._tokenizer
 

@@ -23,9 +23,8 @@ from rexrank.metrics import REGISTRY
 from rexrank.errors import ConfigError, InputError, ModelNotAvailableError
 from rexrank.metrics.base import Metric
 from rexrank.metrics import chexbert
+from rexrank.metrics.batching import determinism, pin_attention, policy, prepare_device
 from rexrank.metrics.weights import file_sha256, resolve, source
-
-DEFAULT_BATCH_SIZE = 32
 
 
 def cosine_per_pair(hyp_embeddings: np.ndarray, ref_embeddings: np.ndarray) -> np.ndarray:
@@ -64,15 +63,18 @@ class SembScore(Metric):
         # Only the official Hub file may need a full unpickle; a user's local file must hold tensors only.
         self._trusted = model is None or str(model) == source("chexbert").repo_id
         self.device = device or _default_device()
-        self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
-        if self.batch_size < 1:
-            raise ConfigError(f"semb: batch_size must be >= 1, got {batch_size}")
+        # Texts per CheXbert pass (rexrank.metrics.batching); None: the device's default. Recorded in the config.
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                       or batch_size < 1):
+            raise ConfigError(f"semb: batch_size must be a positive integer, got {batch_size!r}")
+        self.batch_size = batch_size
         self._model = None
         self._tokenizer = None
         self._config: dict[str, Any] | None = None
 
     def config(self) -> dict[str, Any]:
-        # Device and batch size only move float noise (<1e-6), so they stay out of the fingerprint.
+        # The batch shape and the device's settings move float bits (never by more than ~1e-6): they are part of
+        # the fingerprint, so a cached value always comes from the shape that computes it (rexrank.metrics.batching).
         if self._config is None:
             backbone_files = {name: _digest(self.backbone / name)[:16] for name in ("config.json", "vocab.txt")
                               if (self.backbone / name).is_file()}
@@ -83,6 +85,8 @@ class SembScore(Metric):
                 "text": "strip; \\n->space; collapse whitespace; strip; bert-base-uncased wordpiece",
                 "max_tokens": chexbert.MAX_TOKENS,
                 "empty": "[CLS] [SEP]",
+                "batching": policy(self.device, self.batch_size),
+                "determinism": determinism(self.device),
             }
         return self._config
 
@@ -90,7 +94,9 @@ class SembScore(Metric):
         if self._model is None:
             self._announce_load(f"{self.checkpoint} on {self.backbone}")
             self._tokenizer = chexbert.load_tokenizer(self.backbone)
+            prepare_device(self.device)
             self._model = chexbert.build_model(self.checkpoint, self.backbone, trusted=self._trusted).to(self.device)
+            pin_attention(self._model.bert)
         return self._model, self._tokenizer
 
     def _compute(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:

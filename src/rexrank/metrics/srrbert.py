@@ -17,7 +17,8 @@ What radeval 2.2.1 computes (radeval/metrics/SRRBert/srr_bert.py ``SRRBert.evalu
   weighted averages over labels (references as truth, zero_division 0): corpus-level, ``weighted_scores``.
   radeval rounds them to 4 decimals for display; rexrank does not.
 
-Labels of each distinct sentence are cached (per-text cache); sentences are classified in length-sorted batches.
+Labels of each distinct sentence are cached (per-text cache); sentences are classified in fixed-shape batches
+(rexrank.metrics.batching: a sentence's labels never depend on the sentences beside it).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, check_pairs, file_digest, fingerprint_of
-from rexrank.metrics.batching import single_text_batches
+from rexrank.metrics.batching import batch_shape, determinism, pin_attention, policy, prepare_device, run_fixed_shape
 from rexrank.metrics.semb import _default_device
 from rexrank.metrics.srrbert_labels import LABELS
 from rexrank.metrics.weights import resolve, weight_digests
@@ -47,7 +48,6 @@ REPOS = {
 DEFAULT_VARIANT = "leaves_with_statuses"
 MAX_TOKENS = 512
 EPS = 1e-8  # radeval.utils.multilabel_prf_per_sample
-DEFAULT_BATCH_SIZE = 32  # radeval uses 4; batch composition changes nothing beyond float rounding (masked padding)
 
 # radeval 2.2.1 srr_bert.py srr_bert_parse_sentences: list-numbering clean-up, applied in this order (exact patterns).
 _NUMBERING = (
@@ -167,9 +167,11 @@ class SRRBert(Metric):
         self.tokenizer_path = resolve("srrbert_tokenizer", tokenizer)
         self.punkt = punkt
         self.device = device or _default_device()
-        self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else int(batch_size)
-        if self.batch_size < 1:
-            raise ConfigError(f"srrbert: batch_size must be >= 1, got {batch_size}")
+        # Sentences per pass (rexrank.metrics.batching; radeval uses 4); None: the device's default, in the config.
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                       or batch_size < 1):
+            raise ConfigError(f"srrbert: batch_size must be a positive integer, got {batch_size!r}")
+        self.batch_size = batch_size
         self._model = self._tokenizer = self._splitter = None
         self._config: dict[str, Any] | None = None
 
@@ -190,6 +192,8 @@ class SRRBert(Metric):
                 "labels": len(self.labels),
                 "rule": "sentences (radeval regexes + Punkt) -> sigmoid > 0.5 per label -> union per report; "
                         "per-report mean P/R/F1 over the union of labels (eps 1e-8; 1 when both empty)",
+                "batching": policy(self.device, self.batch_size),
+                "determinism": determinism(self.device),
             }
         return self._config
 
@@ -216,27 +220,25 @@ class SRRBert(Metric):
             hf_logging.set_verbosity(previous)
             if bars:
                 hf_logging.enable_progress_bar()
+        prepare_device(self.device)
+        pin_attention(model)
         self._model, self._tokenizer = model.eval().to(self.device), tokenizer
         return self._model, self._tokenizer
 
     def classify(self, sentences: list[str]) -> list[list[int]]:
-        """Label indices (sigmoid > 0.5, i.e. logit > 0) of each sentence, in length-sorted batches."""
+        """Label indices (sigmoid > 0.5, i.e. logit > 0) of each sentence, in fixed-shape batches."""
         import torch
 
         model, tokenizer = self._load()
         ids = tokenizer(sentences, add_special_tokens=True, truncation=True, max_length=MAX_TOKENS)["input_ids"]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
-        out: list[Any] = [None] * len(ids)
-        done = 0
-        with torch.inference_mode():
-            for chunk, input_ids, mask in single_text_batches(ids, order):
-                logits = model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
-                positive = (torch.sigmoid(logits.float()) > 0.5).cpu().numpy()
-                for row, i in enumerate(chunk):
-                    out[i] = [int(k) for k in np.flatnonzero(positive[row])]
-                done += len(chunk)
-                self._report_progress(done, len(ids))
-        return out
+
+        def forward(input_ids, mask):
+            return torch.sigmoid(model(input_ids=input_ids, attention_mask=mask).logits.float()) > 0.5
+
+        widest = min(MAX_TOKENS, model.config.max_position_embeddings)
+        positive = run_fixed_shape(ids, batch_shape(self.device, self.batch_size, widest), tokenizer.pad_token_id,
+                                   self.device, forward, progress=self._report_progress)
+        return [[int(k) for k in np.flatnonzero(row.numpy())] for row in positive]
 
     def report_labels(self, texts: Sequence[str]) -> list[set[int]]:
         """Each report's label set: the union of its sentences' labels."""

@@ -26,6 +26,7 @@ import numpy as np
 from rexrank.errors import ConfigError, InputError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, check_pairs
+from rexrank.metrics.batching import determinism, policy
 from rexrank.metrics.radgraph.inference import Annotation, Annotator, resolve_device
 from rexrank.metrics.radgraph.scores import REWARD_LEVELS, combined_scores, reward
 
@@ -61,9 +62,10 @@ class _RadGraphMetric(Metric):
     """Shared model handling of the four RadGraph metrics."""
 
     def __init__(self, model: str | os.PathLike | None = None, device: str | int | None = None,
-                 batch_size: int | None = 32, encoder: str | os.PathLike | None = None, model_type: str | None = None):
-        batch_size = 32 if batch_size is None else batch_size
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+                 batch_size: int | None = None, encoder: str | os.PathLike | None = None, model_type: str | None = None):
+        # Encoder segments per pass (rexrank.metrics.batching); None: the device's default. In the config.
+        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
+                                       or batch_size < 1):
             raise ConfigError(f"{self.spec.name}: batch_size must be a positive integer, got {batch_size!r}")
         self.model = model
         self.device = resolve_device(device)
@@ -115,6 +117,8 @@ class _RadGraphMetric(Metric):
             "max_span_width": cfg.reader_max_span_width,
             "spans_per_word": cfg.relation_spans_per_word,
             "labels": [list(cfg.ner_labels), list(cfg.relation_labels)],
+            "batching": policy(self.device, self.batch_size),
+            "determinism": determinism(self.device),
         }
 
     def config(self) -> dict[str, Any]:

@@ -1,14 +1,15 @@
 """Batched RadGraph annotation: reports in, radgraph-package-shaped annotations out.
 
 Differences from radgraph 0.1.18 are only in how work is scheduled, never in what is computed:
-- reports are sorted by wordpiece count and run up to ``batch_size`` at a time (fewer when lengths are so
-  spread that padding would exceed a tenth of the batch), padded to the longest encoder segment of the batch
-  (attention masks keep padding out of every real position); every per-report step after the encoder (spans,
-  NER, pruning, relations) runs on that report's own unpadded rows;
+- the encoder segments of all reports of a call run in the fixed-shape batches of ``rexrank.metrics.batching``
+  (``batch_size`` rows, each padded to its length bucket, masked), so a segment's vectors are a function of the
+  segment and the weights, never of the reports beside it; every step after the encoder (word vectors, spans,
+  NER, pruning, relations) runs per report on tensors of that report's own shape. Before issue 52, reports ran in
+  padded batches of up to 32 and the heads over the batch's padded span matrix: a top-2 NER gap of 2.86e-6 became
+  0 beside longer reports and an entity was dropped (issue 52);
 - relations are scored only for pairs of two kept spans that are entities (radgraph's decoding drops every other
-  pair, and each pair's score is its own); pairs of short reports share one matrix multiply; a long report's pairs
-  are scored in blocks of subject rows (``RELATION_BLOCK_FLOATS``), so memory grows linearly with report length,
-  not with its square;
+  pair, and each pair's score is its own); a long report's pairs are scored in blocks of subject rows
+  (``RELATION_BLOCK_FLOATS``), so memory grows linearly with report length, not with its square;
 - no autograd, no allennlp data pipeline; wordpieces of each distinct word are computed once.
 
 Long reports: allennlp's mismatched indexer/embedder with ``max_length`` (512 in the RadGraph configs) does not
@@ -30,17 +31,16 @@ from typing import Any
 import torch
 
 from rexrank.errors import ConfigError, ModelNotAvailableError
+from rexrank.metrics.batching import batch_shape, pin_attention, prepare_device, run_fixed_shape
 from rexrank.metrics.radgraph.archive import Archive, encoder_location, read_archive
 from rexrank.metrics.radgraph.model import DyGIEHeads, split_dygie_state
 from rexrank.metrics.radgraph.tokenize import encoder_word, words_for
 
 Annotation = dict[str, Any]  # {"text": str, "entities": {"1": {"tokens", "label", "start_ix", "end_ix", "relations"}}}
 
-# Largest share of padding tolerated in one encoder batch (beyond it the batch is cut). Padding is wasted FLOPs,
-# which is what a CPU pays for; bigger batches only help through bigger matrix multiplies. On 40 IU-Xray reports
-# of spread lengths (bench/radgraph.py's subset, BERT-base stand-in) 0.1 was fastest or tied at 1 and 2 threads
-# (0.25: +8-13%, 0.0 i.e. mostly batch 1: +8-35%); full length-sorted sets of 32 stay under it anyway.
-PADDING_SHARE = 0.1
+# Reports whose encoder outputs are held at once (their segments still run in fixed-shape passes, so this bounds
+# memory and never changes a value).
+REPORTS_PER_ROUND = 256
 
 # Relation scoring holds, per scored pair of kept spans, a vector as wide as the widest intermediate (the span
 # product block, 2 x BERT hidden + 20, or a 150-wide hidden layer). All K * K pairs of a report at once grow with
@@ -135,6 +135,8 @@ class Annotator:
             self.heads.load_state_dict(heads_state, strict=True)
         except RuntimeError as exc:
             raise ModelNotAvailableError(f"radgraph: {self.archive.weights}: {str(exc)[:300]}") from None
+        prepare_device(self.device)
+        pin_attention(self.encoder)
         self.encoder.to(self.device).eval()
         self.heads.to(self.device).eval()
         self._piece_cache: dict[str, list[int]] = {}
@@ -180,101 +182,87 @@ class Annotator:
 
     # ---- model ----------------------------------------------------------------------------------------------
     @torch.inference_mode()
-    def annotate(self, texts: list[str], batch_size: int = 32) -> list[Annotation]:
-        """One annotation per text; ``self.progress(done, total)``, when set, hears of each finished batch."""
-        if batch_size < 1:
-            raise ConfigError(f"radgraph: batch_size must be >= 1, got {batch_size}")
+    def annotate(self, texts: list[str], batch_size: int | None = None) -> list[Annotation]:
+        """One annotation per text; ``self.progress(done, total)``, when set, hears of each finished round.
+        ``batch_size``: encoder segments per pass (rexrank.metrics.batching; None: the device's default)."""
+        self.batch_shape(batch_size)  # a bad batch size is refused before any work
         results, docs = self.prepare(list(texts))
         done = 0
-        for batch in self.batches(docs, batch_size):
-            for doc, annotation in zip(batch, self._annotate_batch(batch)):
-                results[doc.index] = annotation
-            done += len(batch)
+        for begin in range(0, len(docs), REPORTS_PER_ROUND):
+            chunk = docs[begin:begin + REPORTS_PER_ROUND]
+            for doc, words in zip(chunk, self.word_vectors(chunk, batch_size)):
+                results[doc.index] = self._annotate_doc(doc, words)
+            done += len(chunk)
             if self.progress is not None:
                 self.progress(done, len(docs))
         return results  # type: ignore[return-value]
 
-    def _rows(self, doc: _Doc) -> list[int]:
-        """Lengths of the encoder rows of one report (one per segment, special tokens included)."""
-        full, rest = divmod(doc.n_pieces, self.segment_length)
-        extra = len(self._start) + len(self._end)
-        return [self.segment_length + extra] * full + ([rest + extra] if rest else [])
+    def batch_shape(self, batch_size: int | None):
+        """The fixed shape of the encoder's passes (rows: ``batch_size``; widths up to a whole segment)."""
+        try:
+            return batch_shape(self.device, batch_size, self.segment_length + len(self._start) + len(self._end))
+        except ConfigError as exc:
+            raise ConfigError(f"radgraph: {exc}") from None
 
-    def batches(self, docs: list[_Doc], batch_size: int, max_padding: float = PADDING_SHARE):
-        """Reports sorted by wordpiece count, cut into batches of at most ``batch_size`` reports whose padding
-        stays under ``max_padding`` of the encoder tokens (a sparse mix of lengths gives smaller batches rather
-        than mostly padding). Padding never changes a result; it only costs time."""
-        batch: list[_Doc] = []
-        real = rows = width = 0
-        for doc in sorted(docs, key=lambda d: (d.n_pieces, len(d.words))):
-            lengths = self._rows(doc)
-            new_real, new_rows = real + sum(lengths), rows + len(lengths)
-            new_width = max([width, *lengths])
-            if batch and (len(batch) == batch_size or new_rows * new_width > (1 + max_padding) * new_real):
-                yield batch
-                batch, real, rows, width = [], 0, 0, 0
-                new_real, new_rows, new_width = sum(lengths), len(lengths), max(lengths, default=0)
-            batch.append(doc)
-            real, rows, width = new_real, new_rows, new_width
-        if batch:
-            yield batch
+    def _segments(self, doc: _Doc) -> list[list[int]]:
+        """The encoder rows of one report: its wordpieces cut into ``segment_length`` pieces, each wrapped in the
+        special tokens (allennlp's mismatched embedder folds long reports this way)."""
+        flat = [p for word in doc.pieces for p in word]
+        return [self._start + flat[s:s + self.segment_length] + self._end
+                for s in range(0, len(flat), self.segment_length)]
 
-    def _encode(self, batch: list[_Doc]) -> torch.Tensor:
-        """Word vectors (B, max_words, H): mean of each word's wordpiece vectors, zeros where a word has none."""
-        rows, row_of_piece = [], []  # per doc: (row index, position) of each of its wordpieces
-        for doc in batch:
-            flat = [p for word in doc.pieces for p in word]
-            places = []
-            for s in range(math.ceil(len(flat) / self.segment_length)):
-                segment = flat[s * self.segment_length:(s + 1) * self.segment_length]
-                places.extend((len(rows), len(self._start) + k) for k in range(len(segment)))
-                rows.append(self._start + segment + self._end)
-            row_of_piece.append(places)
+    def _words(self, doc: _Doc, rows: list[list[int]], hidden: list[torch.Tensor]) -> torch.Tensor:
+        """Word vectors (1, words, H): mean of each word's wordpiece vectors, zeros where a word has none."""
         hidden_size = self.encoder.config.hidden_size
-        max_words = max(len(d.words) for d in batch)
-        max_pieces = max(max((len(p) for p in d.pieces), default=0) for d in batch)
-        if not rows:  # every word of every report has no wordpiece (e.g. only zero-width characters)
-            return torch.zeros(len(batch), max_words, hidden_size, device=self.device)
-
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for r, row in enumerate(rows):
-            ids[r, :len(row)] = torch.tensor(row)
-            mask[r, :len(row)] = 1
-        hidden = self.encoder(input_ids=ids.to(self.device), attention_mask=mask.to(self.device))[0]
-        flat_hidden = hidden.reshape(-1, hidden_size)
-
-        # Gather index (B, W, P) into flat_hidden, with a mask; reduced like allennlp: masked sum / count.
-        index = torch.zeros((len(batch), max_words, max(max_pieces, 1)), dtype=torch.long)
+        if not rows:  # every word has no wordpiece (e.g. only zero-width characters)
+            return torch.zeros(1, len(doc.words), hidden_size, device=self.device)
+        # Each segment's real positions, specials cut off, in report order: row k of `pieces` is wordpiece k.
+        pieces = torch.cat([h[len(self._start):len(row) - len(self._end)] for row, h in zip(rows, hidden)])
+        max_pieces = max(max((len(p) for p in doc.pieces), default=0), 1)
+        index = torch.zeros((len(doc.words), max_pieces), dtype=torch.long)
         piece_mask = torch.zeros_like(index, dtype=torch.bool)
-        for b, (doc, places) in enumerate(zip(batch, row_of_piece)):
-            k = 0
-            for w, word_pieces in enumerate(doc.pieces):
-                for j in range(len(word_pieces)):
-                    row, pos = places[k]
-                    index[b, w, j] = row * width + pos
-                    piece_mask[b, w, j] = True
-                    k += 1
+        k = 0
+        for w, word_pieces in enumerate(doc.pieces):
+            index[w, :len(word_pieces)] = torch.arange(k, k + len(word_pieces))
+            piece_mask[w, :len(word_pieces)] = True
+            k += len(word_pieces)
         index, piece_mask = index.to(self.device), piece_mask.to(self.device)
-        pieces = flat_hidden[index.view(-1)].view(*index.shape, hidden_size)
-        pieces = pieces * piece_mask.unsqueeze(-1)
+        # Reduced like allennlp: masked sum / count.
+        gathered = pieces[index.view(-1)].view(*index.shape, hidden_size) * piece_mask.unsqueeze(-1)
         counts = piece_mask.sum(-1, keepdim=True)
-        words = pieces.sum(2) / torch.clamp_min(counts, 1)
-        return words.masked_fill(counts == 0, 0.0)
+        words = gathered.sum(1) / torch.clamp_min(counts, 1)
+        return words.masked_fill(counts == 0, 0.0).unsqueeze(0)
 
-    def span_vectors(self, batch: list[_Doc]) -> tuple[list[list[tuple[int, int]]], torch.Tensor]:
-        """Each report's spans (start, end), in the dygie reader's order, and their vectors (B, max_spans, D)."""
-        words = self._encode(batch)
+    def doc_span_vectors(self, doc: _Doc, words: torch.Tensor) -> tuple[list[tuple[int, int]], torch.Tensor]:
+        """The report's spans (start, end), in the dygie reader's order, and their vectors (1, spans, D)."""
         width = self.cfg.reader_max_span_width
-        spans = [[(s, e) for s in range(len(d.words)) for e in range(s, min(s + width, len(d.words)))] for d in batch]
-        max_spans = max(len(s) for s in spans)
-        starts = torch.zeros((len(batch), max_spans), dtype=torch.long)
-        ends = torch.zeros_like(starts)
-        for b, doc_spans in enumerate(spans):
-            starts[b, :len(doc_spans)] = torch.tensor([s for s, _ in doc_spans])
-            ends[b, :len(doc_spans)] = torch.tensor([e for _, e in doc_spans])
-        return spans, self.heads.span_embeddings(words, starts.to(self.device), ends.to(self.device))
+        n = len(doc.words)
+        spans = [(s, e) for s in range(n) for e in range(s, min(s + width, n))]
+        starts = torch.tensor([[s for s, _ in spans]], dtype=torch.long, device=self.device)
+        ends = torch.tensor([[e for _, e in spans]], dtype=torch.long, device=self.device)
+        return spans, self.heads.span_embeddings(words, starts, ends)
+
+    def word_vectors(self, docs: list[_Doc], batch_size: int | None = None) -> list[torch.Tensor]:
+        """Each report's word vectors (1, words, H), its segments run in the fixed-shape encoder passes."""
+        segments = [self._segments(doc) for doc in docs]
+        hidden = run_fixed_shape([row for rows in segments for row in rows], self.batch_shape(batch_size),
+                                 self.pad_id, self.device,
+                                 lambda ids, mask: self.encoder(input_ids=ids, attention_mask=mask)[0], to_cpu=False)
+        out, k = [], 0
+        for doc, rows in zip(docs, segments):
+            out.append(self._words(doc, rows, hidden[k:k + len(rows)]))
+            k += len(rows)
+        return out
+
+    def span_vectors(self, docs: list[_Doc]) -> tuple[list[list[tuple[int, int]]], torch.Tensor]:
+        """Each report's spans and their vectors stacked (B, max_spans, D), zero rows past a report's spans (the
+        stand-in's calibration reads them; annotation runs ``doc_span_vectors`` per report)."""
+        pairs = [self.doc_span_vectors(doc, words) for doc, words in zip(docs, self.word_vectors(docs))]
+        most = max(v.size(1) for _, v in pairs)
+        vectors = torch.zeros(len(docs), most, pairs[0][1].size(-1), device=self.device)
+        for b, (_, v) in enumerate(pairs):
+            vectors[b, :v.size(1)] = v[0]
+        return [spans for spans, _ in pairs], vectors
 
     def kept_spans(self, n_words: int, mentions: torch.Tensor) -> tuple[torch.Tensor, int]:
         """relation.py _prune_spans + Pruner: indices of the kept spans (sentence order) and how many count."""
@@ -283,22 +271,15 @@ class Annotator:
         scores = mentions.reshape(1, -1, 1)
         return scores.topk(max(keep, 1), 1)[1].view(-1).sort()[0], keep
 
-    def _annotate_batch(self, batch: list[_Doc]) -> list[Annotation]:
-        spans, span_vectors = self.span_vectors(batch)
-        ner_labels = self.heads.ner_scores(span_vectors).max(dim=-1)[1].cpu()
+    def _annotate_doc(self, doc: _Doc, words: torch.Tensor) -> Annotation:
+        """One report's annotation from its word vectors; every tensor here has that report's own shape."""
+        spans, span_vectors = self.doc_span_vectors(doc, words)
+        ner_labels = self.heads.ner_scores(span_vectors).max(dim=-1)[1][0].cpu()
         mentions = self.heads.mention_scores(span_vectors)
-
-        # Relations per report on its own kept spans (pair scoring grouped across reports, or cut into blocks of
-        # subject rows for a long report, to bound memory).
-        kept = [self.kept_spans(len(doc.words), mentions[b, :len(spans[b])]) for b, doc in enumerate(batch)]
-        labels = [ner_labels[b, :len(spans[b])] for b in range(len(batch))]
-        relations = self._relations(span_vectors, mentions, kept, spans, [lab != 0 for lab in labels])
-
-        out = []
-        for b, doc in enumerate(batch):
-            entities = [(spans[b][k], self.cfg.ner_labels[lab]) for k, lab in enumerate(labels[b].tolist()) if lab != 0]
-            out.append(build_annotation(doc.words, entities, relations[b]))
-        return out
+        kept = [self.kept_spans(len(doc.words), mentions[0])]
+        relations = self._relations(span_vectors, mentions, kept, [spans], [ner_labels != 0])
+        entities = [(spans[k], self.cfg.ner_labels[lab]) for k, lab in enumerate(ner_labels.tolist()) if lab != 0]
+        return build_annotation(doc.words, entities, relations[0])
 
     def _relations(self, span_vectors, mentions, kept, spans, is_entity, budget: int = 4096) -> list[list[tuple]]:
         """(subject span, object span, label) per report, in the package's order (row-major over kept pairs).

@@ -4,8 +4,9 @@ Official (RaTEScore 0.5.0/0.6.0 ``score.process_embedding``): per report, all it
 included, in order) in one padded batch, ``truncation=True, max_length=30``, ``last_hidden_state[:, 0, :]``.
 
 Two ways, used by score.py's two paths:
-- ``__call__``: each distinct entity text once, in length-sorted batches over all reports (fast; padding and
-  batch shape change the vector by float noise, ~1e-6).
+- ``__call__``: each distinct entity text once, in the fixed-shape batches of rexrank.metrics.batching over all
+  reports: an entity's vector is a function of its text and the weights, whatever entities share its pass (the
+  shape moves it from the official vector by float noise, ~1e-6, which score.py's tie margin covers).
 - ``report_batch``: one report's entity texts as the official code batches them, giving the official vectors bit for
   bit (same device, library and thread count). Used only for pairs whose nearest-neighbour choice is a near tie.
 """
@@ -15,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rexrank.metrics.batching import single_text_batches
+from rexrank.metrics.batching import batch_shape, run_fixed_shape
 from rexrank.metrics.ratescore.constants import EMBED_MAX_LENGTH
 
 
 class EntityEncoder:
-    def __init__(self, tokenizer, model, device: torch.device, batch_size: int):
+    def __init__(self, tokenizer, model, device: torch.device, batch_size: int | None):
         self.tokenizer = tokenizer
         self.model = model
         self.device = device
@@ -36,15 +37,12 @@ class EntityEncoder:
         return [vectors[key] for key in keys]
 
     def _encode(self, encoded: list[list[int]]) -> list[np.ndarray]:
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        out: list[np.ndarray | None] = [None] * len(encoded)
-        for batch, ids, mask in single_text_batches(encoded, order):
-            with torch.inference_mode():
-                hidden = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
-            cls = hidden[:, 0, :].float().cpu().numpy()
-            for row, i in enumerate(batch):
-                out[i] = cls[row].copy()
-        return out  # type: ignore[return-value]
+        def forward(input_ids, mask):
+            return self.model(input_ids=input_ids, attention_mask=mask).last_hidden_state[:, 0, :].float()
+
+        shape = batch_shape(self.device, self.batch_size, EMBED_MAX_LENGTH)
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        return [row.numpy().copy() for row in run_fixed_shape(encoded, shape, pad_id, self.device, forward)]
 
     def report_batch(self, texts: list[str]) -> np.ndarray:
         """[len(texts), dim] float32: one report's entity texts in the official batch (process_embedding)."""

@@ -7,8 +7,9 @@ span starting at that B-; an I- followed by B- restarts the span at the I- token
 the sentence closes at the token before [SEP]). ``decode_spans`` reproduces that behaviour exactly — it is what
 the metric was defined and validated with — written as our own code.
 
-We run the model on each distinct sentence once, in length-sorted batches; padding changes the logits from the
-official per-sentence runs (batch_size=1, no padding) by float noise only (~1e-5). That noise can flip an argmax
+We run the model on each distinct sentence once, in the fixed-shape batches of rexrank.metrics.batching (a
+sentence's logits are then a function of the sentence and the weights, whatever shares its pass); padding changes
+the logits from the official per-sentence runs (batch_size=1, no padding) by float noise only (~1e-5). That noise can flip an argmax
 only where a token's two best logits are that close, so a sentence with a token whose top-two gap is below
 ``NER_TIE_MARGIN`` is run again alone, exactly as the official code runs it (same tokenizer call, batch of one):
 its labels are then the official ones bit for bit (same device, library and thread count).
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from rexrank.metrics.batching import padded_batches
+from rexrank.metrics.batching import batch_shape, run_fixed_shape
 from rexrank.metrics.ratescore.constants import NER_MAX_LENGTH, NER_TIE_MARGIN
 
 SKIPPED_TOKENS = ("[CLS]", "[SEP]")  # post_process skips tokens by these strings
@@ -86,7 +87,7 @@ def decode_spans(tokens: Sequence[str], labels: Sequence[str], rules: set[str] |
 class NerRunner:
     """Token classification over many sentences; returns [(entity text, type)] per sentence."""
 
-    def __init__(self, tokenizer, model, device: torch.device, batch_size: int):
+    def __init__(self, tokenizer, model, device: torch.device, batch_size: int | None):
         self.tokenizer = tokenizer
         self.model = model
         self.device = device
@@ -108,28 +109,26 @@ class NerRunner:
             return []
         tok = self.tokenizer
         encoded = tok(sentences, max_length=NER_MAX_LENGTH, truncation=True)["input_ids"]
-        order = sorted(range(len(sentences)), key=lambda i: len(encoded[i]))
         pad_id = tok.pad_token_id
-        results: list[tuple[list[str], list[str]] | None] = [None] * len(sentences)
-        done = 0
-        for batch, ids, mask in padded_batches(encoded, order, self.batch_size, pad_id):
-            with torch.inference_mode():
-                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
-            predicted = logits.argmax(dim=-1).cpu().tolist()
-            gaps = self._top_two_gaps(logits)
-            for row, i in enumerate(batch):
-                label_ids = predicted[row][: len(encoded[i])]
-                if float(gaps[row, : len(encoded[i])].min()) < NER_TIE_MARGIN:
-                    label_ids = self._alone(sentences[i])
-                    self.sentences_rerun += 1
-                # run_ner keeps the first (#ids != pad id) ids: identical to the real length unless the text itself
-                # contains the literal "[PAD]" token, where we follow the official truncation too.
-                kept = encoded[i][: sum(1 for t in encoded[i] if t != pad_id)]
-                results[i] = (tok.convert_ids_to_tokens(kept), [self.id2label[j] for j in label_ids])
-            done += len(batch)
-            if progress is not None:
-                progress(done, len(sentences))
-        return results  # type: ignore[return-value]
+
+        def forward(input_ids, mask):
+            logits = self.model(input_ids=input_ids, attention_mask=mask).logits
+            return logits.argmax(dim=-1), self._top_two_gaps(logits)
+
+        widest = min(NER_MAX_LENGTH, getattr(self.model.config, "max_position_embeddings", NER_MAX_LENGTH))
+        rows = run_fixed_shape(encoded, batch_shape(self.device, self.batch_size, widest), pad_id, self.device,
+                               forward, progress=progress)
+        results: list[tuple[list[str], list[str]]] = []
+        for i, (predicted, gaps) in enumerate(rows):
+            label_ids = predicted[: len(encoded[i])].tolist()
+            if float(gaps[: len(encoded[i])].min()) < NER_TIE_MARGIN:
+                label_ids = self._alone(sentences[i])
+                self.sentences_rerun += 1
+            # run_ner keeps the first (#ids != pad id) ids: identical to the real length unless the text itself
+            # contains the literal "[PAD]" token, where we follow the official truncation too.
+            kept = encoded[i][: sum(1 for t in encoded[i] if t != pad_id)]
+            results.append((tok.convert_ids_to_tokens(kept), [self.id2label[j] for j in label_ids]))
+        return results
 
     @staticmethod
     def _top_two_gaps(logits: torch.Tensor) -> torch.Tensor:
@@ -137,7 +136,7 @@ class NerRunner:
         if logits.shape[-1] < 2:
             return torch.full(logits.shape[:-1], float("inf"))
         top = torch.topk(logits.float(), 2, dim=-1).values
-        return (top[..., 0] - top[..., 1]).cpu()
+        return top[..., 0] - top[..., 1]
 
     def _alone(self, sentence: str) -> list[int]:
         """Label ids of one sentence run as the official run_ner runs it (batch_size=1, hence no padding)."""

@@ -26,6 +26,7 @@ import numpy as np
 from rexrank.errors import ConfigError, ModelNotAvailableError
 from rexrank.metrics import REGISTRY
 from rexrank.metrics.base import Metric, check_pairs
+from rexrank.metrics.batching import determinism, pin_attention, policy, prepare_device
 from rexrank.metrics.ratescore import sentences
 from rexrank.metrics.ratescore.constants import (EMBED_MAX_LENGTH, NER_MAX_LENGTH, NER_TIE_MARGIN,
                                                  SIMILARITY_TIE_MARGIN, variant as get_variant)
@@ -76,8 +77,9 @@ class RaTEScore(Metric):
     Options: ``ner_model`` (default Angelakeke/RaTE-NER-Deberta), ``embed_model`` (default
     FremyCompany/BioLORD-2023-C) — Hub ids or local folders; or ``model`` = a folder with ner/ and embed/ or a
     mapping {"ner": .., "embed": ..}. ``variant``: "v0.5" (default), "v0.6-long", "v0.6-short".
-    ``device`` (default: cuda if available), ``batch_size`` (sentences per NER forward, default 32),
-    ``embed_batch_size`` (entities per encoder forward, default 256).
+    ``device`` (default: cuda if available), ``batch_size`` (sentences per NER forward) and ``embed_batch_size``
+    (entities per encoder forward): the rows of rexrank.metrics.batching's fixed-shape passes, the device's default
+    when None; both recorded in the config.
     """
 
     spec = REGISTRY.spec("ratescore")
@@ -92,8 +94,8 @@ class RaTEScore(Metric):
         for name, value in (("batch_size", batch_size), ("embed_batch_size", embed_batch_size)):
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ConfigError(f"ratescore: {name} must be a positive integer, got {value!r}")
-        self.batch_size = batch_size or 32
-        self.embed_batch_size = embed_batch_size or 256
+        self.batch_size = batch_size
+        self.embed_batch_size = embed_batch_size
         sentences.check_available()
         self.ner_path = resolve("ratescore_ner", ner_model)
         self.embed_path = resolve("ratescore_embed", embed_model)
@@ -120,6 +122,9 @@ class RaTEScore(Metric):
                 # near ties are redone in the official computation order (entities.py, score.py)
                 "tie_margins": {"ner_logit": NER_TIE_MARGIN, "cosine": SIMILARITY_TIE_MARGIN},
                 "sentence_splitter": {"pipeline": "medspacy_pyrush", **sentences.splitter_versions()},
+                "batching": {"ner": policy(self._device(), self.batch_size),
+                             "embed": policy(self._device(), self.embed_batch_size)},
+                "determinism": determinism(self._device()),
             }
         return self._config
 
@@ -144,6 +149,7 @@ class RaTEScore(Metric):
         from rexrank.metrics.ratescore.entities import NerRunner
 
         device = self._device()
+        prepare_device(device)
         try:
             ner_tok = AutoTokenizer.from_pretrained(str(self.ner_path))
             ner_model = AutoModelForTokenClassification.from_pretrained(str(self.ner_path)).eval().to(device)
@@ -162,6 +168,8 @@ class RaTEScore(Metric):
         if not labels or not all(lab == "O" or lab[:2] in ("B-", "I-") for lab in labels):
             raise ModelNotAvailableError(f"ratescore: {self.ner_path} is not an IOB token classifier "
                                          f"(labels: {sorted(labels)[:12]})")
+        pin_attention(ner_model)
+        pin_attention(emb_model)
         self._ner = NerRunner(ner_tok, ner_model, device, self.batch_size)
         self._encoder = EntityEncoder(emb_tok, emb_model, device, self.embed_batch_size)
 

@@ -1,0 +1,264 @@
+"""Every encoder metric's values depend on the text and the weights alone (issue 52, rexrank.metrics.batching).
+
+For BERTScore, SembScore (CheXbert), SRR-BERT, RaTEScore (NER and entity embeddings), RadEval BERTScore and RadGraph:
+the raw output of every pass a text takes part in (hidden states, logits) is byte-identical whatever texts share its
+call (alone, among longer and shorter texts of its own length bucket, among many), and so are the metric's values,
+whatever the cache already held and however many processes share the work. A spy on each encoder records, per
+real row, the text's token ids and the bytes of its output; the same ids must always give the same bytes.
+
+Each spy also checks every pass has the policy's shape, so a metric that pads to its batch's longest text fails
+here even where this CPU's kernels happen to give the same bytes at both widths (checked by hand, issue 52: with
+``fixed_shape_batches`` mutated to pad each pass to its longest text, every spy test fails).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rexrank import metrics
+
+ROWS = 4  # every test metric runs passes of 4 rows: a chunk of a bucket then holds the target and 3 others
+
+TARGET = "Small left pleural effusion with adjacent basilar atelectasis."
+# Texts that share the target's length bucket and are longer (more words each), shorter texts, and long ones:
+# padded to its pass's longest text, the target would see a different width in each call below.
+FAMILY = [TARGET + " Stable" + " and unchanged" * k + "." for k in range(1, 7)]
+OTHERS = ["No acute cardiopulmonary process.", "Heart size normal.", "Lungs clear.",
+          "The cardiomediastinal silhouette is within normal limits. There is no focal consolidation, pleural "
+          "effusion or pneumothorax. Degenerative changes of the thoracic spine. " * 3,
+          "Moderate cardiomegaly with pulmonary vascular congestion and small bilateral pleural effusions."]
+CALLS = [[TARGET], [*FAMILY, TARGET], [TARGET, *OTHERS], [*OTHERS[:2], TARGET, *FAMILY[:3], *OTHERS[2:]],
+         [*reversed(FAMILY), *OTHERS, TARGET]]
+
+
+class OutputSpy:
+    """Forward hook on an encoder: {token ids of a real row: {bytes of that row's output}} over every pass, and
+    the passes whose shape is not the policy's (``rows`` rows, each of the width of its text's bucket, up to
+    ``limit``). ``alone_ok``: passes of one unpadded text are allowed too (RaTEScore's NER runs a sentence whose
+    tag is a near tie alone, as the official code runs every sentence; they are not recorded)."""
+
+    def __init__(self, module, limit: int, rows: int = ROWS, alone_ok: bool = False):
+        from rexrank.metrics.batching import batch_shape
+
+        self.shape = batch_shape("cpu", rows, limit)
+        self.alone_ok = alone_ok
+        self.seen: dict[tuple[int, ...], set[bytes]] = {}
+        self.off_shape: list[tuple[int, ...]] = []
+        self.handle = module.register_forward_hook(self._hook, with_kwargs=True)
+
+    def _hook(self, module, args, kwargs, output):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        mask = kwargs.get("attention_mask")
+        out = output[0] if not hasattr(output, "dim") else output
+        lengths = [int(m.sum()) for m in mask]
+        if self.alone_ok and ids.shape[0] == 1 and lengths[0] == ids.shape[1]:
+            return
+        if ids.shape[0] != self.shape.rows or any(self.shape.width_for(n) != ids.shape[1] for n in lengths):
+            self.off_shape.append((tuple(ids.shape), *lengths))
+        for r, n in enumerate(lengths):
+            row = out[r, :n] if out.dim() == 3 else out[r]
+            self.seen.setdefault(tuple(ids[r, :n].tolist()), set()).add(row.float().cpu().numpy().tobytes())
+
+    def assert_one_pattern(self):
+        self.handle.remove()
+        assert self.seen, "the spy saw no pass"
+        assert not self.off_shape, f"passes not of the policy's shape (shape, row lengths): {self.off_shape[:5]}"
+        several = {ids: len(found) for ids, found in self.seen.items() if len(found) > 1}
+        assert not several, f"{len(several)} texts got different bytes in different calls: {list(several.values())}"
+
+
+def _paths(standins):
+    bert, semb, rg = standins("bertscore"), standins("semb"), standins("radgraph")
+    rate, srr = standins("ratescore"), standins("srrbert")
+    return {
+        "bertscore": {"model": bert["bertscore"]},
+        "semb": {"model": semb["semb"], "backbone": semb["semb_backbone"]},
+        "radgraph": {"model": rg["radgraph"]},
+        "ratescore": {"ner_model": rate["ratescore_ner"], "embed_model": rate["ratescore_embed"]},
+        "srrbert": {"model": srr["srrbert"], "tokenizer": srr["srrbert_tokenizer"], "punkt": srr["srrbert_punkt"]},
+    }
+
+
+@pytest.fixture(scope="module")
+def configs(standins):
+    found = {name: {**options, "device": "cpu", "batch_size": ROWS} for name, options in _paths(standins).items()}
+    found["ratescore"]["embed_batch_size"] = ROWS
+    return found
+
+
+def _fresh(configs, name):
+    return metrics.get(name, **configs[name])
+
+
+# -- the rule itself ------------------------------------------------------------------------------------------------
+def test_every_pass_has_the_shape_of_its_bucket():
+    """Rows and width of each pass come from the shape alone: the last batch of a bucket is filled, a text goes to
+    the narrowest width that holds it, whatever else is in the call."""
+    from rexrank.metrics.batching import batch_shape, fixed_shape_batches
+
+    shape = batch_shape("cpu", 3, 40)
+    assert shape.widths == (8, 16, 24, 32, 40)
+    encoded = [[1] * n for n in (5, 17, 9, 40, 16, 1, 30, 12)]
+    seen = {}
+    for chunk, ids, mask in fixed_shape_batches(encoded, shape, pad_id=0):
+        assert ids.shape[0] == 3 and mask.shape == ids.shape
+        for row, i in enumerate(chunk):
+            assert ids.shape[1] == shape.width_for(len(encoded[i]))
+            assert int(mask[row].sum()) == len(encoded[i])
+            seen[i] = ids.shape[1]
+        # filler rows repeat the first row (never an all-masked row)
+        for row in range(len(chunk), 3):
+            assert ids[row].tolist() == ids[0].tolist() and mask[row].tolist() == mask[0].tolist()
+    assert seen == {0: 8, 1: 24, 2: 16, 3: 40, 4: 16, 5: 8, 6: 32, 7: 16}
+
+
+def test_batch_size_is_the_rows_and_is_in_the_fingerprint(configs):
+    """batch_size is honoured (the rows of every pass) and recorded: another batch size is another fingerprint,
+    so a cached value is always one computed with the shape in force. None takes the device's default."""
+    from rexrank.metrics.batching import DEFAULT_ROWS, batch_shape
+    from rexrank.errors import ConfigError
+
+    assert batch_shape("cuda:0", None, 512).rows == DEFAULT_ROWS["cuda"]
+    assert batch_shape("cpu", None, 512).rows == DEFAULT_ROWS["cpu"]
+    with pytest.raises(ConfigError, match="batch_size"):
+        batch_shape("cpu", 0, 512)
+    for name in ("bertscore", "semb", "srrbert", "radgraph"):
+        four = metrics.get(name, **configs[name])
+        five = metrics.get(name, **{**configs[name], "batch_size": 5})
+        assert four.config()["batching"]["rows"] == 4 and five.config()["batching"]["rows"] == 5, name
+        assert four.fingerprint != five.fingerprint, name
+    rate = metrics.get("ratescore", **configs["ratescore"])
+    assert rate.config()["batching"]["ner"]["rows"] == 4
+
+
+# -- each encoder metric ---------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_bertscore_vectors_never_depend_on_the_call(configs):
+    from rexrank.metrics.bertscore import BertScore
+
+    spy_metric = BertScore(**configs["bertscore"])
+    model, _ = spy_metric._load()
+    spy = OutputSpy(model, spy_metric._max_length)
+    values = []
+    for texts in CALLS:
+        metric = BertScore(**configs["bertscore"])
+        metric._model, metric._tokenizer, metric._max_length = model, spy_metric._tokenizer, spy_metric._max_length
+        values.append(metric.score(texts, list(reversed(texts)))[texts.index(TARGET)].tobytes())
+        ids, vectors = metric._embed([TARGET])[0]
+        assert vectors.dtype == np.float32
+    spy.assert_one_pattern()
+    alone = BertScore(**configs["bertscore"]).score([TARGET], [TARGET])
+    assert alone[0] == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_semb_embeddings_never_depend_on_the_call(configs):
+    metric = _fresh(configs, "semb")
+    model, _ = metric._load()
+    spy = OutputSpy(model.bert, min(512, model.bert.config.max_position_embeddings))
+    patterns = set()
+    for texts in CALLS:
+        fresh = _fresh(configs, "semb")
+        fresh._model, fresh._tokenizer = model, metric._tokenizer
+        patterns.add(fresh.embeddings(texts)[texts.index(TARGET)].tobytes())
+    spy.assert_one_pattern()
+    assert len(patterns) == 1
+
+
+@pytest.mark.slow
+def test_srrbert_logits_never_depend_on_the_call(configs):
+    metric = _fresh(configs, "srrbert")
+    model, _ = metric._load()
+    spy = OutputSpy(model, min(512, model.config.max_position_embeddings))
+    labels = []
+    for texts in CALLS:
+        fresh = _fresh(configs, "srrbert")
+        fresh._model, fresh._tokenizer = model, metric._tokenizer
+        labels.append(fresh.report_labels(texts)[texts.index(TARGET)])
+    spy.assert_one_pattern()
+    assert all(found == labels[0] for found in labels)
+
+
+@pytest.mark.slow
+def test_ratescore_ner_and_embeddings_never_depend_on_the_call(configs):
+    metric = _fresh(configs, "ratescore")
+    metric._load()
+    ner_limit = min(512, metric._ner.model.config.max_position_embeddings)
+    ner_spy = OutputSpy(metric._ner.model, ner_limit, alone_ok=True)
+    embed_spy = OutputSpy(metric._encoder.model, 30)
+    entities, vectors = [], []
+    for texts in CALLS:
+        found = metric._ner.tag(texts)  # every sentence of the call in one NER run
+        entities.append(found[texts.index(TARGET)])
+        names = [w for text in texts for w in text.split()]  # entity-like phrases of many lengths
+        vectors.append(metric._encoder(names + ["pleural effusion"])[-1].tobytes())
+    ner_spy.assert_one_pattern()
+    embed_spy.assert_one_pattern()
+    assert all(e == entities[0] for e in entities) and len(set(vectors)) == 1
+
+
+@pytest.mark.slow
+def test_radgraph_word_vectors_never_depend_on_the_call(configs):
+    """RadGraph's encoder segments go through the same fixed-shape passes; the heads run per report, on tensors of
+    that report's own shape, so an annotation is a function of the report alone."""
+    metric = _fresh(configs, "radgraph")
+    annotator = metric._annotator()
+    spy = OutputSpy(annotator.encoder, annotator.segment_length + 2)
+    words, annotations = set(), []
+    for texts in CALLS:
+        _, docs = annotator.prepare(texts)
+        vectors = annotator.word_vectors(docs, ROWS)
+        words.add(vectors[texts.index(TARGET)].cpu().numpy().tobytes())
+        annotations.append(annotator.annotate(texts, ROWS)[texts.index(TARGET)])
+    spy.assert_one_pattern()
+    assert len(words) == 1 and all(a == annotations[0] for a in annotations)
+
+
+@pytest.mark.slow
+def test_radgraph_long_reports_fold_into_the_same_passes(configs):
+    """A report longer than one segment is several rows of the policy's passes; its vectors are still the same
+    whatever shares the call."""
+    metric = _fresh(configs, "radgraph")
+    annotator = metric._annotator()
+    long_report = " ".join(OTHERS * 12)
+    spy = OutputSpy(annotator.encoder, annotator.segment_length + 2)
+    first = annotator.annotate([long_report], ROWS)[0]
+    assert annotator.annotate([*FAMILY, long_report, TARGET], ROWS)[len(FAMILY)] == first
+    spy.assert_one_pattern()
+
+
+# -- the cache's content and the process count -----------------------------------------------------------------------
+@pytest.mark.slow
+def test_warm_equals_cold_byte_for_byte(configs):
+    """A metric computes only what its cache lacks, so a warm cache changes which texts share a pass; the values
+    are the cold ones bit for bit."""
+    hyps = [TARGET, *OTHERS[:3], FAMILY[2]]
+    refs = [OTHERS[4], FAMILY[0], TARGET, OTHERS[3], OTHERS[0]]
+    for name in ("bertscore", "semb", "srrbert", "radgraph", "ratescore"):
+        cold = _fresh(configs, name).score(hyps, refs)
+        warm_metric = _fresh(configs, name)
+        warm_metric.score([FAMILY[1], TARGET], [OTHERS[2], FAMILY[5]])  # some texts cached, among other neighbours
+        warm = warm_metric.score(hyps, refs)
+        assert warm.tobytes() == cold.tobytes(), name
+
+
+@pytest.mark.slow
+def test_two_processes_give_one_process_bytes(tmp_path, configs):
+    """Every rank of a launched 2-process job (tests/test_parallel.py's worker) gets the single-process frame
+    exactly: each rank embeds only its share of the texts, with other neighbours, in passes of the same shapes."""
+    from test_parallel import changed_sources, launch
+
+    hyps = [TARGET, *OTHERS, *FAMILY[:3]]
+    refs = [*FAMILY[3:], *reversed(OTHERS), TARGET, OTHERS[1]][:len(hyps)]
+    options = {"hyps": hyps, "refs": refs,
+               "metrics": {name: {k: (str(v) if isinstance(v, Path) else v) for k, v in configs[name].items()}
+                           for name in ("bertscore", "semb", "srrbert", "radgraph", "ratescore")}}
+    one = launch("models", tmp_path / "one", 1, options)[0]
+    assert one["ok"], one
+    for rank in launch("models", tmp_path / "two", 2, options):
+        assert rank["ok"], rank
+        for name in options["metrics"]:
+            assert rank[name]["frame"] == one[name]["frame"], (name, changed_sources(rank, one))
