@@ -114,6 +114,17 @@ def test_each_model_without_per_study_values_is_named_with_its_reason(views):
     alone = _iu(compare_view.compare(views, "Alpha,Delta"))["paired"]
     assert alone == {"note": f"{compare_view.NO_PAIRED_TEST}. Without them: Delta "
                               f"({compare_view.NO_VALUES_NOT_KEPT})."}
+    from rexrank.leaderboard.records import MetricValue, ModelInfo, ResultRecord
+
+    # A model with a published row and a scored one: the scored one's values were not kept (not "published").
+    views.store.add_result(ResultRecord(model=ModelInfo(name="Delta"), dataset="iu_xray", split="test",
+                                        track="findings", source="published",
+                                        metrics={"bleu2": MetricValue(0.9), "radcliq_v1": MetricValue(0.8)}))
+    # ranked by 1/RadCliQ-v1, Delta's published row comes before its scored one (the reason was the first row's)
+    assert [(c["model"], c["source"]) for c in _iu(compare_view.compare(views, "Alpha,Delta"))["columns"]] == [
+        ("Alpha", "rexrank"), ("Delta", "published"), ("Delta", "rexrank")]
+    again = _iu(compare_view.compare(views, "Alpha,Beta,Delta"))["paired"]["note"]
+    assert again == f"Not in the paired tests: Delta ({compare_view.NO_VALUES_NOT_KEPT})."
     add_scored_result(views.store, "Delta", bleu=0.25, dataset="rexgradient")
     add_scored_result(views.store, "Alpha", bleu=0.25, dataset="rexgradient")
     private = next(b for b in compare_view.compare(views, "Alpha,Delta")["boards"] if b["dataset"] == "rexgradient")

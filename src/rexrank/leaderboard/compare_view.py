@@ -189,9 +189,11 @@ def _missing(dataset: str, columns: list[dict[str, Any]], runs: list[Run]) -> st
     reasons: dict[str, str] = {}
     for column in sorted(columns, key=lambda c: name_key(c["model"])):  # the memo's order, whatever the pick
         if name_key(column["model"]) not in with_runs:
-            # one reason per model: its first row's (a model may have a published and a scored row)
-            reasons.setdefault(column["model"], NO_VALUES_PUBLISHED if column["source"] == "published"
-                               else NO_VALUES_NOT_KEPT)
+            # One reason per model: a model with a published and a scored row has a result rexrank scored, whose
+            # values were not kept (the more useful fact: a re-submission would keep them).
+            if column["source"] != "published" or column["model"] not in reasons:
+                reasons[column["model"]] = (NO_VALUES_PUBLISHED if column["source"] == "published"
+                                            else NO_VALUES_NOT_KEPT)
     return "; ".join(f"{model} ({reason})" for model, reason in reasons.items()) or None
 
 
