@@ -67,7 +67,7 @@ def _fail_skip_in_ci(report) -> None:
     report.longrepr = f"skipped with CI set, which fails the run: {reason}"
 
 
-# -- the fast tier's time rule and the times of every run ---------------------------------------------------------------
+# -- the fast tier's time rule and the times of every run --------------------------------------------------------------
 # A test outside these markers is in the fast tier (`make test-fast`) and must stay cheap (tests/README.md, "Tiers").
 TIER_MARKERS = ("slow", "browser", "refvenv")
 # Its own CPU time (this process's, threads included, plus the subprocesses it waited for): what the test costs, the
@@ -128,7 +128,8 @@ class _FirstImports(importlib.abc.MetaPathFinder):
         finally:
             self._looking.discard(fullname)
         loader = spec.loader
-        if isinstance(loader, (importlib.abc.FileLoader, importlib.machinery.ExtensionFileLoader)) and "exec_module" not in vars(loader):
+        per_module = (importlib.abc.FileLoader, importlib.machinery.ExtensionFileLoader)
+        if isinstance(loader, per_module) and "exec_module" not in vars(loader):
             run = loader.exec_module
 
             def exec_module(module):
@@ -234,8 +235,9 @@ def _time_rule(item, report) -> None:
     if own_cpu > CPU_LIMIT_S or own_wall > WALL_LIMIT_S:
         report.outcome = "failed"
         report.longrepr = (
-            f"{item.nodeid} took {own_cpu:.1f} s of CPU and {own_wall:.1f} s of wall time (its own setup and body), over "
-            f"the fast tier's {CPU_LIMIT_S:.0f} s of CPU or {WALL_LIMIT_S:.0f} s of wall: mark it "
+            f"{item.nodeid} took {own_cpu:.1f} s of CPU and {own_wall:.1f} s of wall time (its own setup and body), "
+            "over "
+            f"the fast tier's {CPU_LIMIT_S:g} s of CPU or {WALL_LIMIT_S:g} s of wall: mark it "
             "@pytest.mark.slow (or browser/refvenv) or make it cheaper (tests/README.md, \"Tiers\")")
 
 
