@@ -115,10 +115,10 @@ def multiple_comparisons_note(n_tests: int, alpha: float, permutations: int) -> 
     threshold = alpha / n_tests
     floor = 1 / (permutations + 1)
     reach = ("" if floor < threshold else
-             f" With {permutations:,} permutations no p-value can go below {floor:.2g}, so none can pass it here: "
-             "read the verdicts as exploratory.")
+             f" With {permutations:,} permutations the smallest p-value is 1/{permutations + 1:,} = {floor:.3g}, "
+             "above it, so none can pass it here: read the verdicts as exploratory.")
     return (f"{n_tests} paired tests on this board, and no correction for multiple comparisons is applied: at "
-            f"alpha {alpha:g}, about {alpha * n_tests:.1f} of them would come out significant by chance alone if no "
+            f"alpha {alpha:g}, about {alpha * n_tests:.2g} of them would come out significant by chance alone if no "
             f"model differed. To hold the family-wise error at {alpha:g}, compare each p-value with {alpha:g}/"
             f"{n_tests} = {threshold:.3g} (Bonferroni).{reach}")
 
