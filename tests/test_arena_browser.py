@@ -282,3 +282,70 @@ def test_next_pair_keeps_images_with_their_study_and_the_board(browser, space):
                            arg=sorted(voted), timeout=STATE_CEILING_MS)
     page.screenshot(path=str(SHOTS / "arena_desktop_board.png"), full_page=True)
     page.close()
+
+
+@pytest.fixture(scope="module")
+def paced(tmp_path_factory):
+    """The Arena page with a short pace (a vote counts after 1 s; 2 pairs per 6 s), so that a refused pair, the
+    countdown and its end happen within seconds."""
+    from rexrank.leaderboard.arena import Pace
+
+    root = tmp_path_factory.mktemp("paced")
+    store = Store(root / "board.sqlite")
+    _keep(store, n_studies=N_STUDIES)
+    arena = Arena(store, n_boot=200, rng=np.random.default_rng(1), pace=Pace(min_view_s=1.0, pairs_per_minute=2,
+                                                                            window_s=6.0))
+    demo = arena_demo(arena, rater="hf:ann")
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS, head=HEAD,
+                theme=theme())
+    try:
+        yield f"http://127.0.0.1:{port}/", arena
+    finally:
+        demo.close()
+        store.close()
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_a_paced_session_keeps_the_pair_counts_down_and_announces(browser, paced, size):
+    """Issue 50 point 5 in Chromium: the vote buttons at least 44 px high (about 26 before) and primary; the answer
+    to a vote in a live region; a refused "Next pair" leaves the pair being read on screen and its countdown moves,
+    then loads the next pair by itself; no rater integrity table on the page."""
+    from rexrank.leaderboard.arena_tab import TOUCH_PX
+
+    url, arena = paced
+    page = browser.new_page(viewport=SIZES[size])
+    console = record_console(page)
+    page.goto(url, wait_until="load")
+    page.get_by_role("tab", name="Arena", exact=True).click()
+    page.wait_for_function("() => document.querySelector('#arena-report-a textarea')?.value.length > 0",
+                           timeout=STATE_CEILING_MS)
+    assert "Rater integrity" not in page.content() and page.locator("#arena-integrity").count() == 0
+    for selector in VOTE_BUTTONS + ["#arena-next"]:
+        box = _box(page, selector)
+        assert box["height"] >= TOUCH_PX - 0.5 and box["width"] >= TOUCH_PX - 0.5, (selector, box)
+    assert page.locator("#arena-message").get_attribute("aria-live") == "polite"
+    _wait_buttons(page, True)
+    page.wait_for_timeout(1100)  # the pace's minimum time with the pair
+    page.locator("#arena-vote-a").click()
+    page.wait_for_function("() => document.getElementById('arena-announce')?.textContent.includes('A was')",
+                           timeout=STATE_CEILING_MS)
+    assert page.locator("#arena-announce").get_attribute("aria-live") == "polite"
+    page.locator("#arena-next").click()  # the second pair of the window
+    page.wait_for_function("() => !document.querySelector('#arena-reveal textarea').value", timeout=STATE_CEILING_MS)
+    reading = _value(page, "arena-report-a")
+    page.locator("#arena-next").click()  # the third: refused by the pace
+    page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('next pair in')",
+                           timeout=STATE_CEILING_MS)
+    first = _value(page, "arena-reveal")
+    assert _value(page, "arena-report-a") == reading and _value(page, "arena-reference")  # the pair stays
+    assert _buttons_enabled(page) == [True] * 4  # and can still be voted
+    page.wait_for_function("t => document.querySelector('#arena-reveal textarea').value !== t", arg=first,
+                           timeout=STATE_CEILING_MS)  # the countdown moves
+    page.wait_for_function("r => document.querySelector('#arena-report-a textarea').value !== r", arg=reading,
+                           timeout=15_000)  # and at its end the next pair comes by itself
+    assert not _value(page, "arena-reveal")
+    _wait_buttons(page, True)
+    page.screenshot(path=str(SHOTS / f"arena_paced_{size}.png"), full_page=False)
+    assert not [m for m in console if m[0] == "error"], console
+    page.close()

@@ -680,13 +680,44 @@ class Arena:
     def _pace_check(self, rater: str, now: float, live: list[Ticket]) -> None:
         """Refuse a new pair past ``pace.pairs_per_minute`` in the window: votes (from their time) and pairs on offer
         (from their issue) of this rater, i.e. every pair served in the window, voted or skipped."""
+        wait = self._pace_wait(rater, now, live)
+        if wait > 0:
+            raise InputError(self.slow_down(wait))
+
+    def slow_down(self, wait: float) -> str:
+        """The pace's refusal of a new pair, ``wait`` seconds before one may be served (the page's countdown too)."""
+        return (f"slow down: at most {self.pace.pairs_per_minute} pairs per {self.pace.window_s:g} s, voted or "
+                f"skipped; the next pair in {max(1, math.ceil(wait))} s")
+
+    def too_quick(self, wait: float) -> str:
+        """The pace's refusal of a vote, ``wait`` seconds before it counts (the page's countdown too)."""
+        return (f"too quick: a vote counts after {self.pace.min_view_s:g} s with the pair (read the reference and "
+                f"both reports); vote again in {max(1, math.ceil(wait))} s")
+
+    def _pace_wait(self, rater: str, now: float, live: list[Ticket]) -> float:
+        """Seconds until this rater may be served a new pair (0: now)."""
         since = now - self.pace.window_s
         times = [t for t in self._vote_times.get(rater, ()) if t > since]
         times += [t.issued for t in live if t.rater == rater and t.issued > since]
-        if len(times) >= self.pace.pairs_per_minute:
-            wait = max(1, math.ceil(min(times) + self.pace.window_s - now))
-            raise InputError(f"slow down: at most {self.pace.pairs_per_minute} pairs per "
-                             f"{self.pace.window_s:g} s, voted or skipped; the next pair in {wait} s")
+        if len(times) < self.pace.pairs_per_minute:
+            return 0.0
+        return max(0.0, sorted(times)[len(times) - self.pace.pairs_per_minute] + self.pace.window_s - now)
+
+    def pace_wait(self, rater: str | None) -> float:
+        """Seconds until ``rater`` may be served a new pair by the pace (0: now; the page's countdown reads it)."""
+        if not rater:
+            return 0.0
+        with self._lock:
+            self._follow()
+            now = self._clock()
+            return self._pace_wait(rater, now, self._live(now))
+
+    def vote_wait(self, rater: str | None, ticket_id: Any) -> float:
+        """Seconds until a vote on ``ticket_id`` by ``rater`` counts (``Pace.min_view_s``; 0: now, or no such pair)."""
+        held = self.ticket(ticket_id) if rater else None
+        if held is None or held.rater != rater:
+            return 0.0
+        return max(0.0, held.issued + self.pace.min_view_s - self._clock())
 
     def next_pair(self, rater: str | None) -> Pair:
         """The most informative (study, pair) this rater may still see, under a new ticket (module docstring): never a
@@ -778,9 +809,7 @@ class Arena:
         held = self.ticket(ticket_id)
         if held is not None and held.rater == rater and now - held.issued < self.pace.min_view_s:
             # Refused before it is claimed: the pair stays on offer and the same click works a little later.
-            wait = max(1, math.ceil(held.issued + self.pace.min_view_s - now))
-            raise InputError(f"too quick: a vote counts after {self.pace.min_view_s:g} s with the pair (read the "
-                             f"reference and both reports); vote again in {wait} s")
+            raise InputError(self.too_quick(held.issued + self.pace.min_view_s - now))
         # Consumed here, whatever happens next: a ticket is used once.
         ticket = self.store.claim_ticket(ticket_id, arena=self._key, rater=rater, now=now) \
             if isinstance(ticket_id, str) and len(ticket_id) <= MAX_TICKET_CHARS else None

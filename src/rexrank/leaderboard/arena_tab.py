@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.arena import (CHOICE_LABELS, HVM_MIN_DECISIVE, HVM_MIN_MODELS, INTEGRITY_COLUMNS,
-                                      MIN_RANK_RATERS, MIN_RANK_VOTES, PACE, PRELIMINARY, PRIOR_SD, RATER_FLOOR,
+                                      MIN_RANK_RATERS, MIN_RANK_VOTES, PRELIMINARY, PRIOR_SD, RATER_FLOOR,
                                       RATER_MULTIPLE, Arena, rater_identity)
 from rexrank.leaderboard.gradio_compat import guarded, one_line_input_count, pass_values_through
 from rexrank.leaderboard.links import ARENA_TAB
@@ -31,6 +31,8 @@ METRIC_HEADERS = ["metric", "decisive votes", "agreement", "95% interval", "Kend
 # The rater integrity table is the host's (``rexrank leaderboard arena-integrity``; here only for the Space's owner,
 # signed in): on a public page it named which model a named rater preferred, and showed a rigger how far the flag was.
 INTEGRITY_HEADERS = list(INTEGRITY_COLUMNS)
+# What the page's countdown waits for (its ``waiting`` state): a new pair (the pace) or a vote to count.
+PAIR, VOTE = "pair", "vote"
 VOTE_API_NAMES = tuple(f"arena_vote_{choice}" for choice in CHOICE_LABELS)
 # The page's keys (ARENA_HEAD), each naming its button's elem_id: a vote per choice, n for the next pair.
 KEYS = {"a": "arena-vote-a", "b": "arena-vote-b", "t": "arena-vote-tie", "u": "arena-vote-both-bad",
@@ -43,16 +45,22 @@ IMAGE_HEIGHT_PX = 560
 # sat ~1,330 px below the first report; it sticks thanks to gradio_compat.STICKY_CSS). Rules on the Arena's own ids
 # only (``arena-*``); assets.CSS includes them. z-index: above gradio's block labels (they showed through the bar),
 # below its toasts.
+# Touch targets of at least 44 px (issue 50: the vote buttons were about 80x26 px on a phone); the vote buttons carry
+# the bar's weight (primary), "Next pair" is secondary.
+TOUCH_PX = 44
 ARENA_CSS = """
 #arena-vote-bar { position: sticky; bottom: 0; z-index: 60; background: var(--background-fill-primary);
   border-top: 1px solid var(--border-color-primary); padding: 4px 0; gap: 4px; }
 #arena-vote-bar textarea { min-height: 0; }
-"""
+#arena-announce { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+""" + f"#arena-vote-bar button {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}\n"
 # In <head> (gradio scopes css='s @media rules, gradio_compat.PHONE_HEAD says why): a phone's gallery one view per
 # row; and the keys, which act only while the Arena is on screen and never while text is being typed (a checkbox
 # keeps them: a rater ticks an error type, then votes).
+# A phone's vote buttons, four in a row of 390 px, hold "Both unacceptable" in two lines of 13 px text.
 ARENA_HEAD = """<style>@media (max-width: 640px) {
   #arena-images .grid-container { grid-template-columns: 1fr !important; }
+  #arena-vote-bar button { font-size: 13px; padding-left: 2px; padding-right: 2px; overflow-wrap: anywhere; }
 }</style>
 <script>
 document.addEventListener("keydown", (event) => {
@@ -66,6 +74,21 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
   button.click();
 });
+// Live regions (issue 50: "too quick" and the reveal were not announced): the message above the pair is one
+// (class board-live: gradio_compat.LIVE_REGION_HEAD marks it); the vote bar's answer is a read-only textbox, whose
+// value changes are no DOM change, so its text is copied, as text, into a visually hidden live region.
+setInterval(() => {
+  const reveal = document.querySelector("#arena-reveal textarea");
+  if (!reveal) return;
+  let live = document.getElementById("arena-announce");
+  if (!live) {
+    live = document.createElement("div");
+    live.id = "arena-announce";
+    live.className = "board-live";
+    document.body.appendChild(live);
+  }
+  if (live.textContent !== reveal.value) live.textContent = reveal.value;
+}, 500);
 </script>""" % json.dumps(KEYS)
 
 
@@ -145,16 +168,45 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
 
     def load(profile: Optional[gr.OAuthProfile] = None):
         """A new pair: (ticket state, message, reference, report A, report B, its images' paths (state), the gallery
-        hidden, tags A, tags B, reveal). The gallery and the vote buttons follow in the event chained after this one
-        (``show``). A refusal (pace, sign-in) goes to the reveal too: it sits in the vote bar, where the eye is when
-        "Next pair" was pressed."""
+        hidden, tags A, tags B, reveal, waiting (state), countdown timer). The gallery and the vote buttons follow in
+        the event chained after this one (``show``). A refusal (pace, sign-in) goes to the reveal, in the vote bar
+        where the eye is when "Next pair" was pressed, and leaves the pair on screen as it was (issue 50: the pair
+        being read was emptied though still valid); the pace's refusal starts the countdown (``tick``)."""
         hidden = gr.Gallery(visible=False)
         try:
             pair = arena.next_pair(who(profile))
         except RexrankError as exc:
-            return (None, f"**{exc}**", "", "", "", [], hidden, [], [], str(exc))
+            pacing = arena.pace_wait(who(profile)) > 0
+            return (*[gr.skip()] * 9, str(exc), PAIR if pacing else None, gr.Timer(active=pacing))
         return (pair.ticket, f"Study {pair.study}: which report is better? Vote to see the models' names.",
-                pair.reference, pair.report_a, pair.report_b, list(pair.images), hidden, [], [], "")
+                pair.reference, pair.report_a, pair.report_b, list(pair.images), hidden, [], [], "", None,
+                gr.Timer(active=False))
+
+    def tick(waiting: Optional[str], ticket_id: Optional[str], profile: Optional[gr.OAuthProfile] = None):
+        """The countdown (each second while the page waits on the pace): the reveal says how long is left; at 0 the
+        next pair is loaded (``PAIR``: the rater had asked for it) or the vote bar says the vote counts now
+        (``VOTE``: a vote refused as too quick). Outputs: ``load``'s and a flag for ``show_new``."""
+        rater = who(profile)
+        if waiting == PAIR:
+            left = arena.pace_wait(rater)
+            if left <= 0:
+                return (*load(profile), True)
+            return (*[gr.skip()] * 9, arena.slow_down(left), gr.skip(), gr.skip(), False)
+        if waiting == VOTE and ticket_id:
+            left = arena.vote_wait(rater, ticket_id)
+            if left > 0:
+                return (*[gr.skip()] * 9, arena.too_quick(left), gr.skip(), gr.skip(), False)
+            return (*[gr.skip()] * 9, "Your vote counts now.", None, gr.Timer(active=False), False)
+        return (*[gr.skip()] * 10, None, gr.Timer(active=False), False)
+
+    def show_new(fresh: bool, paths: list[str], ticket_id: Optional[str]):
+        """``show`` after a countdown's tick that loaded a new pair; nothing otherwise (the gallery kept as is)."""
+        return show(paths, ticket_id) if fresh else [gr.skip()] * len(shown_outputs)
+
+    def after_vote(ticket_id: Optional[str], profile: Optional[gr.OAuthProfile] = None):
+        """After a vote refused as too quick (the pair still on offer): the countdown to when it counts."""
+        waiting = bool(ticket_id) and arena.vote_wait(who(profile), ticket_id) > 0
+        return (VOTE if waiting else gr.skip()), (gr.Timer(active=True) if waiting else gr.skip())
 
     def first(started: bool, profile: Optional[gr.OAuthProfile] = None):
         """The tab opened: its first pair, unless this page already has one (a vote's reveal stays until "Next
@@ -211,15 +263,15 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
     with gr.Tab("Arena", id=ARENA_TAB) as tab:
         gr.Markdown("Compare two models' reports of one study against the reference, as ReXVal's radiologists "
                     "did. The models stay anonymous until you vote; sides are random. One vote per study and pair. "
-                    f"A vote counts after {PACE.min_view_s:g} s with its pair; at most {PACE.pairs_per_minute} "
-                    f"pairs per {PACE.window_s:g} s, skipped ones included. "
+                    f"A vote counts after {arena.pace.min_view_s:g} s with its pair; at most "
+                    f"{arena.pace.pairs_per_minute} pairs per {arena.pace.window_s:g} s, skipped ones included. "
                     "Keys: a, b, t (tie), u (both unacceptable), n (next pair).",
                     elem_id="arena-intro")
         if oauth:
             gr.LoginButton(elem_id="arena-login")
         ticket = gr.State(None)  # server-side: the page never holds the ticket's pair or names
         started = gr.State(False)  # this page has been given a pair (opening the tab again keeps what is shown)
-        message = gr.Markdown(elem_id="arena-message")
+        message = gr.Markdown(elem_id="arena-message", elem_classes=["board-live"])  # a live region
         # The study's images first and large: what a radiologist reads before the reports (columns=1 on a phone
         # through ARENA_CSS's rules would need gradio's grid classes: one view per row at every width instead).
         images = gr.Gallery(label="Images", visible=False, elem_id="arena-images", height=IMAGE_HEIGHT_PX,
@@ -242,10 +294,9 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
                                 elem_id="arena-reveal")
             with gr.Row(elem_classes=["arena-vote-buttons"]):
                 buttons = {choice: gr.Button(label, elem_id=f"arena-vote-{choice.replace('_', '-')}", min_width=80,
-                                             interactive=False, size="sm")
+                                             interactive=False, variant="primary")
                            for choice, label in CHOICE_LABELS.items()}
-                next_button = gr.Button("Next pair", variant="primary", elem_id="arena-next", min_width=80,
-                                        size="sm")
+                next_button = gr.Button("Next pair", variant="secondary", elem_id="arena-next", min_width=80)
         gr.Markdown("### Arena board")
         board_note = gr.Markdown(elem_id="arena-board-note")
         board = gr.Dataframe(headers=BOARD_HEADERS, interactive=False, elem_id="arena-board")
@@ -272,7 +323,11 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
             f"categories of A and of B as lists of numbers); got {got}"))
 
         shown_images = gr.State([])  # the pair's image paths, between the two events below
-        pair_outputs = [ticket, message, reference, report_a, report_b, shown_images, images, tags_a, tags_b, reveal]
+        waiting = gr.State(None)  # what the countdown waits for: PAIR (the pace), VOTE (too quick) or None
+        fresh = gr.State(False)  # a countdown's tick loaded a new pair (its images and buttons follow)
+        countdown = gr.Timer(1.0, active=False)
+        pair_outputs = [ticket, message, reference, report_a, report_b, shown_images, images, tags_a, tags_b, reveal,
+                        waiting, countdown]
         shown_outputs = [images, started, *buttons.values()]
         board_outputs = [board, metrics, board_note, board_version]
         # The next pair in the page (bench/results/arena.md): no queue (its round trips would triple the latency), no
@@ -285,6 +340,10 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         # Opening the tab: the first pair (the same two steps) and the board as of now.
         tab.select(guarded(first), started, pair_outputs, api_name=False, queue=False, show_progress="hidden").then(
             guarded(show), [shown_images, ticket], shown_outputs, api_name=False, queue=False, show_progress="hidden")
+        # The countdown: each second while the page waits on the pace; at its end the next pair (or "vote now").
+        countdown.tick(guarded(tick), [waiting, ticket], [*pair_outputs, fresh], api_name=False, queue=False,
+                       show_progress="hidden").then(guarded(show_new), [fresh, shown_images, ticket], shown_outputs,
+                                                    api_name=False, queue=False, show_progress="hidden")
 
         def caster(choice: str):
             def cast(ticket_id: Optional[str], chosen_a: list[int], chosen_b: list[int],
@@ -301,7 +360,8 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
                          api_name=f"arena_vote_{choice}", queue=False).then(
                 guarded(voted), ticket, list(buttons.values()), api_name=False, queue=False,
                 show_progress="hidden").then(guarded(refresh), include_flagged, board_outputs, api_name=False,
-                                             queue=False)
+                                             queue=False).then(guarded(after_vote), ticket, [waiting, countdown],
+                                                               api_name=False, queue=False, show_progress="hidden")
         for trigger in (refresh_button.click, tab.select, include_flagged.change):
             trigger(guarded(refresh), include_flagged, board_outputs, api_name=False, queue=False)
         if refresh_s:  # other visitors' votes: within the page's own refresh period
