@@ -149,11 +149,17 @@ def test_every_view_has_no_word_broken_and_no_serious_axe_violation(browser, bas
 
 
 def test_models_ticked_in_a_tables_rows_open_compare(browser, base):
-    """Point 4: tick two rows of a dataset table, press the form's button: Compare on those two, in that order."""
+    """Point 4: tick two rows of a dataset table, press the form's button: Compare on those two, in that order.
+    A search as typed that hides a ticked row keeps it ticked in the form (board.js), so models found by two
+    searches can be compared."""
     page = browser.new_page(viewport=PHONE)
     try:
         page.goto(base + "?tab=iu_xray")
         page.get_by_label("Compare MAIRA-2", exact=True).check()
+        page.locator("#board-search").press_sequentially("alpha")
+        wait_until(lambda: page.locator("#board-live tbody tr").count() == 1, "the search's one row")
+        assert page.locator("#compare-pick input:checked").evaluate_all("boxes => boxes.map(b => b.value)") == [
+            "MAIRA-2"]  # hidden by the search, still ticked, in the form
         page.get_by_label("Compare Alpha", exact=True).check()
         page.get_by_role("button", name="Compare the ticked models").click()
         wait_until(lambda: page.evaluate("new URLSearchParams(location.search).get('tab')") == "compare",

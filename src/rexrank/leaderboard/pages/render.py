@@ -175,11 +175,11 @@ def _dataset_live(views: Views, link: links.Link) -> Html:
         rows.append(cells)
     count = (f"{len(page.frame)} of {len(page.full)} rows" if len(page.frame) != len(page.full)
              else f"{len(page.full)} rows")
-    parts = [el("p", count, class_="count", role="status")]
+    # The pick form even without rows: models ticked before a search that hides them stay in it (board.js).
+    parts = [el("p", count, class_="count", role="status"), pick_form()]
     if page.empty:
         parts.append(el("div", markdown(page.empty), class_="empty"))
     else:
-        parts.append(pick_form())
         parts.append(table(page.label, headers, rows, row_header=list(page.frame.columns).index("Model"),
                            id=f"table-{dataset}-{track}"))
     csv = f"csv/{dataset}/{track}"
