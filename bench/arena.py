@@ -95,6 +95,18 @@ def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
         start = time.perf_counter()
         arena.board()
         board = time.perf_counter() - start
+        from rexrank.leaderboard import arena_tab
+        from rexrank.leaderboard.arena import N_BOOT
+
+        arena.n_boot = N_BOOT  # the redraw as served: the board's intervals at their default draws
+        redraw = {}
+        for label in ("after a vote", "no new vote"):
+            if label == "after a vote":
+                arena.vote("hf:redraw", arena.next_pair("hf:redraw").ticket, "a")
+            start = time.process_time()
+            arena_tab._board(arena)
+            redraw[label] = time.process_time() - start
+        arena.n_boot = 0
         served, voted = [], []
         for _ in range(50):
             start = time.perf_counter()
@@ -109,6 +121,8 @@ def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
     print("|---|---|---|---|---|---|---|")
     print(f"| {len(votes.a):,} ({counted:,}) | {loaded:.1f} | {first:.2f} | {integrity:.2f} | {board:.2f} | "
           f"{1000 * statistics.median(served):.1f} | {1000 * statistics.median(voted):.1f} |")
+    print(f"\nThe page's redraw (arena_tab._board: board, humans vs metrics, agreement, the note), CPU s: after a vote "
+          f"{redraw['after a vote']:.2f}, with no new vote {redraw['no new vote']:.2f}")
 
 
 REPORT = ("The cardiomediastinal silhouette is within normal limits for size and contour. The lungs are normally "

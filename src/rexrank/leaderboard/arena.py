@@ -556,6 +556,7 @@ class Arena:
         self._pool_key: tuple[int, int] | None = None
         self._pool: dict[str, Any] = {}
         self._board_key: tuple | None = None
+        self._views: dict[str, tuple[Any, Any]] = {}  # humans vs metrics, agreement: (views_key, value)
         self._board: Fit | None = None
         self._reset_log()
 
@@ -984,7 +985,24 @@ class Arena:
         balance = np.nan_to_num(np.sign((values[ka] - values[kb]) * direction)).sum(1)
         return np.sign(balance).astype(np.int64)
 
+    def _cached(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per ``views_key`` (a page's redraw without a new vote recomputed them: issue 50)."""
+        key = self.views_key()
+        held = self._views.get(name)
+        if held is None or held[0] != key:
+            held = (key, compute())
+            self._views[name] = held
+        return held[1]
+
     def humans_vs_metrics(self) -> list[dict[str, Any]]:
+        """``_humans_vs_metrics``, once per change of the votes or the kept reports (copies: callers may edit)."""
+        return [dict(row) for row in self._cached("humans_vs_metrics", self._humans_vs_metrics)]
+
+    def agreement(self) -> dict[str, Any]:
+        """``_agreement``, once per change of the votes."""
+        return dict(self._cached("agreement", self._agreement))
+
+    def _humans_vs_metrics(self) -> list[dict[str, Any]]:
         """Per automatic metric: the share of decisive votes where the metric prefers the report the rater chose
         (Wilson 95% interval; a metric tie counts as disagreement), and Kendall's tau between the Arena's strengths
         and the metric's mean over the Arena's studies, per ranked model of the board. ``label``: the name every view
@@ -1030,7 +1048,7 @@ class Arena:
                         else float("nan")})
         return out
 
-    def agreement(self) -> dict[str, Any]:
+    def _agreement(self) -> dict[str, Any]:
         """Inter-rater agreement: Fleiss' kappa over (study, pair) items voted by at least two raters, using the
         first two votes of each (categories: the alphabetically first model better, the other, no preference)."""
         items: dict[str, list[int]] = {}
