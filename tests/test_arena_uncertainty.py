@@ -117,3 +117,16 @@ def test_humans_vs_metrics_says_what_it_rests_on(tmp_path):
     (row,) = arena.humans_vs_metrics()
     assert row["decisive votes"] == len(rows) and row["agreement"] == 1.0
     assert row["models"] == HVM_MIN_MODELS and row["kendall tau"] == pytest.approx(1.0)
+
+
+def test_pairing_treats_a_preliminary_model_as_unrated():
+    """A preliminary model has no rank interval (0-0): the pairing must not read it as separated from every other
+    (weight SEPARATED_WEIGHT) but as unrated (weight 1), so that it gathers the votes a rank needs."""
+    from rexrank.leaderboard.arena import Fit
+
+    board = Fit(["a", "b", "c"], np.array([1.0, 0.0, -1.0]), np.zeros(3), np.zeros(3), np.array([1, 2, 0]),
+                np.array([1, 1, 0]), np.array([1, 2, 0]), np.array([30, 30, 2]), np.array([True, True, False]),
+                np.array([5, 5, 1]))
+    index = {"a": 0, "b": 1, "c": 2}
+    assert Arena._overlap(board, index, ("a", "c")) == 1.0 and Arena._overlap(board, index, ("b", "c")) == 1.0
+    assert Arena._overlap(board, index, ("a", "b")) == 1.0  # ranks 1-1 and 1-2 overlap

@@ -772,6 +772,8 @@ class Arena:
         if board is None or pair[0] not in index or pair[1] not in index:
             return 1.0  # unrated models: as informative as can be
         i, j = index[pair[0]], index[pair[1]]
+        if board.ranked is not None and not (board.ranked[i] and board.ranked[j]):
+            return 1.0  # a preliminary model has no rank interval yet: its votes are the most needed
         apart = board.rank_high[i] < board.rank_low[j] or board.rank_high[j] < board.rank_low[i]
         return SEPARATED_WEIGHT if apart else 1.0
 
