@@ -184,3 +184,36 @@ def test_a_vote_locks_the_buttons_and_the_board_counts_it(store):  # noqa: F811
     assert state is None and "A was" in message
     assert all(b.constructor_args == {"interactive": False} for b in lock.fn(state))
     assert board.fn(False)[2].startswith("1 vote counted.")
+
+
+def test_reports_are_readable_text_never_markup(tmp_path):
+    """Issue 50 point 5: the reference and reports were disabled textboxes (a screen reader reads a disabled field);
+    now text under a heading, every character of a submitter's report escaped: no tag, no template, no Markdown."""
+    import html
+    import re
+
+    import gradio as gr
+
+    from rexrank.leaderboard.arena_tab import readable
+    from rexrank.leaderboard.store import Store
+
+    evil = 'no acute disease.\n<img src=x onerror="alert(1)"> ${1+1} **bold** & </p><script>x()</script>'
+    s = Store(tmp_path / "b.sqlite")
+    s.keep_reports(dataset="iu_xray", split="test", track="findings", model="m-evil", result_hash="h1",
+                   rows=[("s000", evil, "reference <b>clear</b>", {"bleu2": 0.1})])
+    s.keep_reports(dataset="iu_xray", split="test", track="findings", model="m-plain", result_hash="h2",
+                   rows=[("s000", "plain report", "reference <b>clear</b>", {"bleu2": 0.2})])
+    arena = Arena(s, n_boot=0, rng=np.random.default_rng(0), pace=NO_PACE)
+    demo = arena_demo(arena, rater="hf:ann")
+    out = _fns(demo)["arena_next"].fn()
+    texts = [out[3], out[4]]
+    shown = next(t for t in texts if "onerror" in t)
+    assert "<img" not in shown and "<script" not in shown and "${" not in shown and shown.count("</p>") == 1
+    (body,) = re.findall(r'<p class="arena-text">(.*)</p></div>$', shown, flags=re.S)
+    assert html.unescape(body) == evil  # the text itself, exactly
+    assert 'aria-level="3">Report ' in shown and "&lt;b&gt;clear" in out[2]
+    for elem_id in ("arena-reference", "arena-report-a", "arena-report-b"):
+        (block,) = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id]
+        assert isinstance(block, gr.HTML) and not isinstance(block, gr.Textbox)
+    assert readable("Report A", "") == ""
+    s.close()

@@ -5,15 +5,17 @@
 What the page and its API see: before a vote, the study's reference, its images (when the host has them; shown by
 an event chained after the texts, the previous pair's hidden meanwhile) and the two reports, never a model name
 (the ticket that binds the pair to the rater stays on the server in a ``gr.State``: a client sends only its clicks,
-i.e. its choice and its tags). After the vote, the two names. Every text is shown as plain text (read-only
-textboxes, the revealed names and every answer to a vote included), never as Markdown or HTML; the Markdown
-message above the pair holds only our own words and a study id of the public set. Who votes: the signed-in Hugging Face
+i.e. its choice and its tags). After the vote, the two names. Every text is shown as plain text, never as
+Markdown or markup: the reference and the reports escaped into readable text under a heading (``readable``), the
+revealed names and every answer to a vote in a read-only textbox; the Markdown message above the pair holds only our
+own words and a study id of the public set. Who votes: the signed-in Hugging Face
 user (``oauth``: gradio injects the profile), or, on a host's own server without login, the ``rater`` the host
 named (``None``: voting is off). Refusals (not signed in, excluded, quota, a used ticket) are one-line messages.
 """
 
 # No ``from __future__ import annotations``: gradio reads the event functions' real annotations (the injected
 # gr.OAuthProfile).
+import html
 import json
 import os
 from typing import Any, Optional
@@ -52,6 +54,8 @@ ARENA_CSS = """
 #arena-vote-bar { position: sticky; bottom: 0; z-index: 60; background: var(--background-fill-primary);
   border-top: 1px solid var(--border-color-primary); padding: 4px 0; gap: 4px; }
 #arena-vote-bar textarea { min-height: 0; }
+.arena-text-label { font-size: var(--text-sm); color: var(--block-label-text-color); margin-bottom: 4px; }
+.arena-text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; }
 #arena-announce { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
 """ + f"#arena-vote-bar button {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}\n"
 # In <head> (gradio scopes css='s @media rules, gradio_compat.PHONE_HEAD says why): a phone's gallery one view per
@@ -114,6 +118,17 @@ def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], 
             f"metric is shown from {HVM_MIN_DECISIVE} decisive votes, Kendall tau from {HVM_MIN_MODELS} ranked "
             "models.")
     return rows, metrics, note
+
+
+def readable(label: str, text: str) -> str:
+    """A text of the pair as the page shows it: plain text a screen reader reads as text (issue 50: the reports were
+    disabled textboxes), under a heading naming it. Every character of ``text`` is escaped (a submitter wrote it):
+    ``<``, ``&``, quotes, and ``$`` (gradio's HTML template reads ``${...}``), so nothing in it is markup."""
+    if not text:
+        return ""
+    escaped = html.escape(text, quote=True).replace("$", "&#36;")
+    return (f'<div class="arena-readable"><div class="arena-text-label" role="heading" aria-level="3">'
+            f'{html.escape(label)}</div><p class="arena-text">{escaped}</p></div>')
 
 
 def _integrity(arena: Arena) -> list[list]:
@@ -179,7 +194,8 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
             pacing = arena.pace_wait(who(profile)) > 0
             return (*[gr.skip()] * 9, str(exc), PAIR if pacing else None, gr.Timer(active=pacing))
         return (pair.ticket, f"Study {pair.study}: which report is better? Vote to see the models' names.",
-                pair.reference, pair.report_a, pair.report_b, list(pair.images), hidden, [], [], "", None,
+                readable("Reference report", pair.reference), readable("Report A", pair.report_a),
+                readable("Report B", pair.report_b), list(pair.images), hidden, [], [], "", None,
                 gr.Timer(active=False))
 
     def tick(waiting: Optional[str], ticket_id: Optional[str], profile: Optional[gr.OAuthProfile] = None):
@@ -276,14 +292,15 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         # through ARENA_CSS's rules would need gradio's grid classes: one view per row at every width instead).
         images = gr.Gallery(label="Images", visible=False, elem_id="arena-images", height=IMAGE_HEIGHT_PX,
                             object_fit="contain", preview=True, allow_preview=True)
-        reference = gr.Textbox(label="Reference report", interactive=False, lines=3, elem_id="arena-reference")
+        # The texts as readable text (``readable``: escaped, never markup), each under its heading.
+        reference = gr.HTML(elem_id="arena-reference", padding=True, js_on_load=None)
         with gr.Row(equal_height=True):
             with gr.Column(min_width=300):
-                report_a = gr.Textbox(label="Report A", interactive=False, lines=4, elem_id="arena-report-a")
+                report_a = gr.HTML(elem_id="arena-report-a", padding=True, js_on_load=None)
                 tags_a = gr.CheckboxGroup(categories, label="Clinically significant errors in A (optional)",
                                           elem_id="arena-tags-a")
             with gr.Column(min_width=300):
-                report_b = gr.Textbox(label="Report B", interactive=False, lines=4, elem_id="arena-report-b")
+                report_b = gr.HTML(elem_id="arena-report-b", padding=True, js_on_load=None)
                 tags_b = gr.CheckboxGroup(categories, label="Clinically significant errors in B (optional)",
                                           elem_id="arena-tags-b")
         # The vote bar: sticky at the bottom of the screen (ARENA_CSS) while the pair is read, so the buttons, the
