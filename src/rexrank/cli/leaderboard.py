@@ -442,8 +442,9 @@ def _pairs(values: Optional[list[str]]) -> dict[str, str]:
 @app.command("arena-integrity")
 def arena_integrity(
     store: Path = typer.Option(DEFAULT_STORE, "--store"),
-    dataset: str = typer.Option("iu_xray", "--dataset", help="The Arena's test set (one whose text is open)."),
-    track: str = typer.Option("findings", "--track"),
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="The Arena's test set (one whose text is open; "
+                                          "default: the Arena's)."),
+    track: Optional[str] = typer.Option(None, "--track", help="Default: the Arena's."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per rater instead of a table."),
 ) -> None:
     """The Arena's rater integrity signals (docs/arena.md "Signals and the flag"), most suspicious first: the host's
@@ -454,7 +455,8 @@ def arena_integrity(
 
     if not store.is_file():
         raise InputError(f"no store at {store}: give the Space's store file with --store")
-    rows = Arena(Store(store), dataset, track, n_boot=0).integrity()
+    chosen = {k: v for k, v in (("dataset", dataset), ("track", track)) if v is not None}
+    rows = Arena(Store(store), n_boot=0, **chosen).integrity()
     if as_json:
         for row in rows:
             typer.echo(json.dumps({h: row[h] for h in INTEGRITY_COLUMNS}))
