@@ -225,6 +225,61 @@ def green_check(args, work: Path) -> list[dict]:
     return rows
 
 
+# ---- encoders (issue 52) -------------------------------------------------------------------------------------
+ENCODERS = ("bertscore", "semb", "srrbert")
+
+
+def _encoder_metric(name: str, paths: dict, device: str, batch: int):
+    from rexrank.metrics import get
+
+    options = {"bertscore": {"model": paths.get("bertscore")},
+               "semb": {"model": paths.get("semb"), "backbone": paths.get("semb_backbone")},
+               "srrbert": {"model": paths.get("srrbert"), "tokenizer": paths.get("srrbert_tokenizer"),
+                           "punkt": paths.get("srrbert_punkt")}}[name]
+    return get(name, **options, device=device, batch_size=batch)
+
+
+def _encoder_outputs(name: str, metric, texts: list[str]) -> list[bytes]:
+    """The raw per-text outputs of one encoder call, as bytes (vectors; CheXbert's embedding; SRR-BERT's labels)."""
+    if name == "bertscore":
+        return [vectors.tobytes() for _, vectors in metric._embed(texts)]
+    if name == "semb":
+        return [embedding.tobytes() for embedding, _ in metric._compute(texts)]
+    return [bytes(repr(labels), "ascii") for labels in metric.classify(texts)]
+
+
+def encoders_check(args, tmp: Path) -> list[dict]:
+    """Texts per second at one text per pass (batch_size=1, each text padded to its bucket) and at the fixed-shape
+    batches of ``--encoder-batch`` rows, on distinct IU-Xray reports; and whether one report's outputs are the same
+    bytes alone and among all the others (rexrank.metrics.batching)."""
+    from rexrank.testing import standins
+
+    texts = list(dict.fromkeys(_reports(args.reports)))
+    rows = []
+    for name in ENCODERS:
+        family = {"semb": "semb"}.get(name, name)
+        paths = standins.build(tmp / name, "small" if args.smoke else "real", [family])
+        seconds = {}
+        for side, batch in (("one text per pass", 1), ("fixed-shape batches", args.encoder_batch)):
+            metric = _encoder_metric(name, paths, args.device, batch)
+            _encoder_outputs(name, metric, texts[:batch])  # warm-up (and the model's load)
+            _sync(args.device)
+            if args.device.startswith("cuda"):
+                import torch
+
+                torch.cuda.reset_peak_memory_stats(args.device)
+            start = time.perf_counter()
+            together = _encoder_outputs(name, metric, texts)
+            _sync(args.device)
+            seconds[side] = time.perf_counter() - start
+            alone = _encoder_outputs(name, metric, texts[-1:])[0]
+            rows.append({"check": "encoders", "side": f"{name}, {side}", "items": len(texts),
+                         "seconds": seconds[side], "peak_bytes": _peak(args.device),
+                         "identical": alone == together[-1],
+                         "what": f"batch_size={batch}; last report alone == among all: {alone == together[-1]}"})
+    return rows
+
+
 # ---- printing ---------------------------------------------------------------------------------------------------
 def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -235,8 +290,8 @@ def _size(n: float) -> str:
 
 
 def show(rows: list[dict]) -> None:
-    unit = {"radgraph": "reports", "green": "pairs"}
-    for check in ("radgraph", "green"):
+    unit = {"radgraph": "reports", "green": "pairs", "encoders": "texts"}
+    for check in ("radgraph", "green", "encoders"):
         mine = [r for r in rows if r["check"] == check]
         if not mine:
             continue
@@ -250,6 +305,11 @@ def show(rows: list[dict]) -> None:
             print(f"  {row['side']:<18} {row['items']} {unit[check]} in {row['seconds']:.2f} s = {rate:.2f} "
                   f"{unit[check]}/s{extra}, peak memory {_size(row['peak_bytes'])} ({row['what']})")
         timed = [r for r in mine if "seconds" in r]
+        if check == "encoders":
+            for first, second in zip(timed[::2], timed[1::2]):
+                print(f"  speed-up {first['seconds'] / second['seconds']:.2f}x ({second['side']}); byte-identical "
+                      f"alone and among others: {first['identical'] and second['identical']}")
+            continue
         if len(timed) == 2:
             print(f"  speed-up {timed[0]['seconds'] / timed[1]['seconds']:.2f}x ({timed[1]['side']} vs "
                   f"{timed[0]['side']})" + (f"; identical completions {timed[1]['same_outputs']}/{timed[1]['items']}"
@@ -260,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="tiny configs and a few reports (runs on CPU)")
     parser.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda when available)")
-    parser.add_argument("--only", default="radgraph,green", help="comma-separated: radgraph, green")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated: radgraph, green, encoders (default all three; --smoke: radgraph,green)")
+    parser.add_argument("--encoder-batch", type=int, default=64, help="encoders check: rows of the batched side")
     parser.add_argument("--reports", type=int, default=None, help="RadGraph reports (default 590; smoke 6)")
     parser.add_argument("--radgraph-batch", type=int, default=32)
     parser.add_argument("--green-pairs", type=int, default=None, help="GREEN pairs (default 64; smoke 6)")
@@ -281,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     args.reports = args.reports or (6 if args.smoke else 590)
+    args.only = args.only or ("radgraph,green" if args.smoke else "radgraph,green,encoders")
     args.green_pairs = args.green_pairs or (6 if args.smoke else 64)
     args.green_new_tokens = args.green_new_tokens or (4 if args.smoke else 128)
     if args.smoke:
@@ -293,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
         for check in [c.strip() for c in args.only.split(",") if c.strip()]:
             started = time.perf_counter()
             (Path(tmp) / check).mkdir()
-            rows += {"radgraph": radgraph_check, "green": green_check}[check](args, Path(tmp) / check)
+            rows += {"radgraph": radgraph_check, "green": green_check,
+                     "encoders": encoders_check}[check](args, Path(tmp) / check)
             show([r for r in rows if r["check"] == check])
             print(f"  ({check} check took {time.perf_counter() - started:.0f} s in all)", flush=True)
     if args.json:

@@ -262,3 +262,27 @@ def test_two_processes_give_one_process_bytes(tmp_path, configs):
         assert rank["ok"], rank
         for name in options["metrics"]:
             assert rank[name]["frame"] == one[name]["frame"], (name, changed_sources(rank, one))
+
+
+# -- the GPU check's encoder part, on CPU ----------------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_gpu_check_covers_the_encoders(tmp_path):
+    """bench/gpu.py's encoders check (what a lent GPU runs, docs/gpu.md) runs here with --smoke: both sides of
+    each encoder print texts per second, and the byte-identity check holds."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    rows_file = tmp_path / "rows.json"
+    done = subprocess.run([sys.executable, str(repo / "bench" / "gpu.py"), "--smoke", "--device", "cpu", "--only",
+                           "encoders", "--reports", "12", "--encoder-batch", "4", "--json", str(rows_file)],
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(rows_file.read_text())
+    assert {r["side"] for r in rows} == {f"{name}, {side}" for name in ("bertscore", "semb", "srrbert")
+                                         for side in ("one text per pass", "fixed-shape batches")}
+    assert all(r["identical"] and r["seconds"] > 0 and r["items"] == 12 for r in rows), rows
+    assert done.stdout.count("byte-identical alone and among others: True") == 3, done.stdout
