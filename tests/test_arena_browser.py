@@ -139,7 +139,8 @@ def test_vote_flow_keyboard_only(browser, space, size, theme):
     page.get_by_role("tab", name="Arena", exact=True).focus()
     page.keyboard.press("Enter")
     # Opening the tab shows the first pair, with live vote buttons (no "Next pair" needed).
-    page.wait_for_function("() => (document.querySelector('#arena-report-a .arena-text')?.textContent ?? '').length > 0",
+    page.wait_for_function("() => (document.querySelector('#arena-report-a .arena-text')?.textContent ?? '')"
+                           ".length > 0",
                            timeout=STATE_CEILING_MS)
     page.wait_for_selector("#arena-images img", state="visible", timeout=STATE_CEILING_MS)
     _wait_buttons(page, True)
@@ -201,7 +202,8 @@ def test_vote_flow_keyboard_only(browser, space, size, theme):
     for go in (lambda: page.locator("body").press("n"), lambda: page.locator("#arena-next").click()):
         old = _value(page, "arena-report-a") + "|" + page.locator("#arena-message").inner_text()
         go()
-        page.wait_for_function("old => (document.querySelector('#arena-report-a .arena-text')?.textContent ?? '') + '|' + "
+        page.wait_for_function("old => (document.querySelector('#arena-report-a .arena-text')?.textContent ?? '')"
+                               " + '|' + "
                                "document.querySelector('#arena-message').innerText !== old "
                                "&& !document.querySelector('#arena-reveal textarea').value",
                                arg=old, timeout=STATE_CEILING_MS)
@@ -321,7 +323,8 @@ def test_a_paced_session_keeps_the_pair_counts_down_and_announces(browser, paced
     console = record_console(page)
     page.goto(url, wait_until="load")
     page.get_by_role("tab", name="Arena", exact=True).click()
-    page.wait_for_function("() => (document.querySelector('#arena-report-a .arena-text')?.textContent ?? '').length > 0",
+    page.wait_for_function("() => (document.querySelector('#arena-report-a .arena-text')?.textContent ?? '')"
+                           ".length > 0",
                            timeout=STATE_CEILING_MS)
     assert "Rater integrity" not in page.content() and page.locator("#arena-integrity").count() == 0
     for selector in VOTE_BUTTONS + ["#arena-next"]:
@@ -345,7 +348,8 @@ def test_a_paced_session_keeps_the_pair_counts_down_and_announces(browser, paced
     assert _buttons_enabled(page) == [True] * 4  # and can still be voted
     page.wait_for_function("t => document.querySelector('#arena-reveal textarea').value !== t", arg=first,
                            timeout=STATE_CEILING_MS)  # the countdown moves
-    page.wait_for_function("r => (document.querySelector('#arena-report-a .arena-text')?.textContent ?? '') !== r", arg=reading,
+    page.wait_for_function("r => (document.querySelector('#arena-report-a .arena-text')?.textContent ?? '') !== r",
+                           arg=reading,
                            timeout=15_000)  # and at its end the next pair comes by itself
     assert not _value(page, "arena-reveal")
     _wait_buttons(page, True)

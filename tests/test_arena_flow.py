@@ -1,7 +1,8 @@
 """A flow that respects the rater (issue 50 point 5): a refused "Next pair" keeps the pair being read on screen; the
 pace's wait is a countdown that moves and loads the next pair when it ends (and a vote refused as too quick is told
-when it counts); the rules (the Arena's own pace) are stated before the first pair; the vote buttons are the bar's primary actions, at
-least 44 px high, and what the page answers is in live regions. Time comes from a clock the test moves."""
+when it counts); the rules (the Arena's own pace) are stated before the first pair; the vote buttons are the bar's
+primary actions, at least 44 px high, and what the page answers is in live regions. Time comes from a clock the
+test moves."""
 
 from __future__ import annotations
 
@@ -94,9 +95,11 @@ def test_the_rules_come_before_the_first_pair_and_the_bar_is_for_voting(store): 
     blocks = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
     intro = blocks["arena-intro"].value
     assert f"{PACE.min_view_s:g} s" in intro and f"{PACE.pairs_per_minute} pairs per {PACE.window_s:g} s" in intro
-    votes = [b for b in demo.blocks.values() if isinstance(b, gr.Button) and (b.elem_id or "").startswith("arena-vote-")]
+    votes = [b for b in demo.blocks.values()
+             if isinstance(b, gr.Button) and (b.elem_id or "").startswith("arena-vote-")]
     assert len(votes) == 4 and all(b.variant == "primary" for b in votes)
     assert blocks["arena-next"].variant == "secondary"  # it was the bar's one primary button
-    assert TOUCH_PX >= 44 and f"#arena-vote-bar button {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}" in ARENA_CSS
+    assert TOUCH_PX >= 44
+    assert f"#arena-vote-bar button {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}" in ARENA_CSS
     assert "board-live" in blocks["arena-message"].elem_classes  # a live region (gradio_compat.LIVE_REGION_HEAD)
     assert 'live.className = "board-live"' in ARENA_HEAD and "live.textContent = reveal.value" in ARENA_HEAD

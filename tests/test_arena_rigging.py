@@ -176,9 +176,10 @@ def test_tandem_votes_are_a_signal(tmp_path):
 
 def test_one_account_weighs_what_one_rater_does(tmp_path):
     """The young Arena of the issue's first row (10 honest raters, one naive account, 10 minutes): the account's
-    votes, counted as an unflagged rater's (the flag may or may not have caught it yet), lift the target's strength by under 0.45 logits over the honest votes' fit (its weight is a
-    median rater's: about 3 of its votes on the target count); the previous board's weighed every vote and lifted it
-    0.85 here (0.35-1.11 over eight seeds; the new 0.14-0.39)."""
+    votes, counted as an unflagged rater's (the flag may or may not have caught it yet), lift the target's strength
+    by under 0.45 logits over the honest votes' fit (its weight is a median rater's: about 3 of its votes on the
+    target count); the previous board weighed every vote and lifted it 0.85 here (0.35-1.11 over eight seeds; the
+    new 0.14-0.39)."""
     arena, clock = _arena(tmp_path, 0)
     run(arena, clock, np.random.default_rng(100), minutes=10, honest=10, riggers=1, z_aware=False)
     everyone = arena.votes()  # the account's votes counted as the board counts an unflagged rater's

@@ -154,8 +154,8 @@ def fit_wins(wins: np.ndarray, *, ridge: float = RIDGE, tol: float = 1e-10, max_
 @dataclass
 class Votes:
     """Votes as indices: ``a``, ``b`` (the models shown on sides A and B), ``score_a`` (1, 0 or 0.5); ``rater`` (an
-    index per vote; None: every vote its own rater) and ``weight`` (what each vote counts for in the fit, ``rater_weights``;
-    None: 1 each)."""
+    index per vote; None: every vote its own rater) and ``weight`` (what each vote counts for in the fit,
+    ``rater_weights``; None: 1 each)."""
 
     models: list[str]
     a: np.ndarray
@@ -235,7 +235,7 @@ class Fit:
     rank_low: np.ndarray
     rank_high: np.ndarray
     n_votes: np.ndarray  # per model
-    ranked: np.ndarray | None = None  # per model: enough evidence to be ranked (``MIN_RANK_VOTES``, ``MIN_RANK_RATERS``)
+    ranked: np.ndarray | None = None  # per model: evidence enough to rank it (MIN_RANK_VOTES, MIN_RANK_RATERS)
     raters: np.ndarray | None = None  # per model: distinct raters
 
 
@@ -879,8 +879,9 @@ class Arena:
         of ties, median seconds between their votes, agreement with the other raters on the same (study, pair) and
         with the metrics, and one-sidedness: for each model, the rater's score for it against what the Bradley-Terry
         fit of everyone else's votes predicts, as a z-score (positive: toward it); the model with the highest is the
-        ``one-sided model``. ``tandem votes``: votes cast within ``TANDEM_S`` of the rater's previous one (several pages voting together: a
-        person reads one pair at a time). ``flagged``: that z is at least ``FLAG_Z`` over at least ``FLAG_MIN_VOTES`` of their votes
+        ``one-sided model``. ``tandem votes``: votes cast within ``TANDEM_S`` of the rater's previous one (several
+        pages voting together: a person reads one pair at a time). ``flagged``: that z is at least ``FLAG_Z`` over at
+        least ``FLAG_MIN_VOTES`` of their votes
         on the model (the loop that votes for one model whenever it recognises its text), experts (the host's
         allow-list) excepted. Only toward: a rigged model makes the honest raters' votes look one-sided against it
         (their expectation includes the rigged votes), so flagging "against" would let a rigger get honest raters
@@ -1019,6 +1020,10 @@ class Arena:
         fit_now = self.board()
         ranked = fit_now.ranked if fit_now.ranked is not None else np.ones(len(fit_now.models), dtype=bool)
         names = sorted({k for values in pool["metrics"].values() for k in values})
+        per_model: dict[str, dict[str, list[float]]] = {}  # metric -> model -> its values over the studies (one pass)
+        for (model, _), values in pool["metrics"].items():
+            for metric, value in values.items():
+                per_model.setdefault(metric, {}).setdefault(model, []).append(value)
         out = []
         for name in names:
             higher = REGISTRY.spec(name).higher_is_better if name in REGISTRY else True
@@ -1035,11 +1040,9 @@ class Arena:
                 agree += prefers == v["choice"]
             if n < HVM_MIN_DECISIVE:
                 continue
-            means = []
-            for model in fit_now.models:
-                values = [vals[name] for (m, _), vals in pool["metrics"].items() if m == model and name in vals]
-                means.append(np.mean(values) * (1 if higher else -1) if values else np.nan)
-            means = np.array(means)
+            sums = per_model.get(name, {})
+            means = np.array([np.mean(sums[model]) * (1 if higher else -1) if model in sums else np.nan
+                              for model in fit_now.models])
             ok = ~np.isnan(means) & ranked
             low, high = wilson(agree, n)
             spec = REGISTRY.spec(name) if name in REGISTRY else None
@@ -1053,11 +1056,11 @@ class Arena:
     def _agreement(self) -> dict[str, Any]:
         """Inter-rater agreement: Fleiss' kappa over (study, pair) items voted by at least two raters, using the
         first two votes of each (categories: the alphabetically first model better, the other, no preference)."""
-        items: dict[str, list[int]] = {}
+        items: dict[tuple[str, str, str], list[int]] = {}
         for v in self.votes():
             first = min(v["models"])
             score_first = SCORE_A[v["choice"]] if v["models"][0] == first else 1 - SCORE_A[v["choice"]]
-            key = vote_key({**v, "rater": ""})
+            key = (v["study"], first, max(v["models"]))  # the study and pair (one Arena: one set, split, track)
             items.setdefault(key, []).append(0 if score_first == 1 else (1 if score_first == 0 else 2))
         table = [np.bincount(c[:2], minlength=3) for c in items.values() if len(c) >= 2]
         return {"items": len(table), "fleiss kappa": fleiss_kappa(np.array(table)) if table else float("nan")}
