@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
 
@@ -178,24 +180,37 @@ def test_an_oversized_answer_is_never_read_whole(declare_length, gzip):
 
 
 def test_a_slow_endpoint_does_not_slow_the_farm():
-    """The issue's bench case, scaled down 20x: 3 fast endpoints (0.1 s a request) against the same 3 plus one 4x
-    slower. Before: the slow one took its share to the end and set the finish (about 0.9 s against 0.7 s here).
-    Now its tail is hedged on the fast ones once they are idle: the four finish no later than the three (medians
-    of three alternated runs, 10 % slack for this shared machine), with the same answers in the same order."""
-    conversations = [[{"role": "user", "content": f"pair {i}"}] for i in range(48)]
+    """The issue's bench case, scaled down: 3 fast endpoints (0.1 s a request, 2 in flight each) against the same 3
+    plus a slow one (3 s), 12 requests, each client warmed by one call (as `rexrank score`'s chunks after the
+    first). Before, the slow one's two requests set the finish: never under 3 s. Now its first ones are sent again to
+    the fast ones once those are idle, and once measured it takes no request the fast ones would answer before it
+    answered it: every run ends well before the slow one could answer, and the four finish as the three (medians
+    of three alternated runs), with the same answers in the same order."""
+    conversations = [[{"role": "user", "content": f"pair {i}"}] for i in range(12)]
     expected = [answer_for(c) for c in conversations]
-    with _servers({"latency": 0.1}, {"latency": 0.1}, {"latency": 0.1}, {"latency": 0.4}) as servers:
-        fast = [s.base_url for s in servers[:3]]
-        three, four = _client(fast, max_concurrency=4), _client(fast + [servers[3].base_url], max_concurrency=4)
+    slow_latency = 3.0
+    # The servers in a child process, as bench/judge_farm.py runs them: in this one they would share the client's
+    # interpreter and the timing would measure that contention.
+    servers = subprocess.Popen([sys.executable, "-m", "rexrank.testing.fake_openai", "4", "0.1", "0.1", "0.1",
+                                str(slow_latency)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        urls = [servers.stdout.readline().strip() for _ in range(4)]
+        three, four = _client(urls[:3], max_concurrency=2), _client(urls, max_concurrency=2)
         times: dict[int, list[float]] = {3: [], 4: []}
-        for _ in range(3):
+        for run in range(4):
             for count, client in ((3, three), (4, four)):
                 started = time.perf_counter()
                 results = client.complete_results(conversations)
-                times[count].append(time.perf_counter() - started)
+                if run:
+                    times[count].append(time.perf_counter() - started)
                 assert [r.text for r in results] == expected
-    assert statistics.median(times[4]) <= 1.1 * statistics.median(times[3]), times
-    assert four.last_answered[servers[3].base_url] > 0  # the slow one helped where it could
+    finally:
+        servers.stdin.close()
+        servers.wait(timeout=30)
+    # Before: never under 3 s. The ratio's slack is this machine's noise: the runs are a few tenths of a second of
+    # which the 0.2 s of serving is the smaller part (bench/judge_farm.py --slow measures it at 2 s a request).
+    assert max(times[4]) < slow_latency / 2, times
+    assert statistics.median(times[4]) <= 1.5 * statistics.median(times[3]), times
 
 
 def test_an_answer_over_the_default_cap_is_never_cached_as_the_judges():

@@ -22,7 +22,8 @@
   then gets requests again; the last endpoint standing is never set aside (its requests retry and then fail as they
   would with one endpoint).
 - Work goes where it finishes soonest: each endpoint's answer time is measured (a moving average, kept across
-  calls); once no request is waiting, an idle endpoint measured at least ``HEDGE_RATIO`` times faster than the one
+  calls; a copy that lost the race raises it to at least the time it ran). An endpoint HEDGE_RATIO times slower
+  than others takes a new request only while the waiting ones would last the others longer than it needs; once no request is waiting, an idle endpoint measured at least ``HEDGE_RATIO`` times faster than the one
   holding a request sends that request too (a hedge) when it would answer at least ``HEDGE_MIN_GAIN_S`` sooner;
   the first answer wins and the other copy is cancelled. So a slow endpoint's tail never sets the finish: adding an
   endpoint does not make a run slower. ``hedge=False`` never sends a request twice (a paid API bills both).
@@ -348,8 +349,10 @@ class OpenAIChatClient:
             """The next request for ``url``: a waiting one it has not failed (or that every endpoint standing has
             failed), else one worth hedging, else None."""
             others = [u for u in standing() if u != url]
+            worth = worth_taking(url, others)
             for index in waiting_list:
-                if url not in failed_on[index] or all(u in failed_on[index] for u in others):
+                if failed_on[index] and url not in failed_on[index] or not failed_on[index] and worth \
+                        or failed_on[index] and all(u in failed_on[index] for u in others):
                     waiting_list.remove(index)
                     return index, False
             if waiting_list:
@@ -364,6 +367,19 @@ class OpenAIChatClient:
                 if when is not None and when <= now and (best is None or started < best[1]):
                     best = index, started
             return None if best is None else (best[0], True)
+
+        def worth_taking(url: str, others: list[str]) -> bool:
+            """Whether ``url`` should take a new request now: not when it is measured HEDGE_RATIO times slower
+            than endpoints that would take every waiting request and answer it before ``url`` answered one (the
+            list lasts (its length / their throughput) + their answer time); a request that failed somewhere goes
+            by ``take``'s own rule."""
+            mine = self._speed.get(url)
+            faster = [speed for u in others if (speed := self._speed.get(u)) is not None
+                      and mine is not None and speed * HEDGE_RATIO <= mine]
+            if not faster:
+                return True
+            throughput = sum(self.max_concurrency / speed for speed in faster)
+            return len(waiting_list) >= (mine - min(faster)) * throughput
 
         def next_hedge(url: str) -> float | None:
             now = time.monotonic()
@@ -412,7 +428,10 @@ class OpenAIChatClient:
                 held[index].pop(url, None)
                 if not held[index]:
                     del held[index]
-            if task.cancelled():  # the other copy answered first
+            if task.cancelled():  # the other copy answered first: this endpoint needs at least this long
+                took = time.monotonic() - sent
+                if self._speed.get(url, 0.0) < took:  # (else a slow endpoint whose copies always lose stays unknown)
+                    self._speed[url] = took
                 return
             kind, value, retry_after = task.result()  # EndpointError propagates: it stops the run
             attempts[index] += 1
