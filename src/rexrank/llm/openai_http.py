@@ -297,11 +297,14 @@ class OpenAIChatClient:
         if not self.hedge or mine is None:
             return None
         elapsed = now - started
-        if theirs is not None and elapsed < theirs:  # before its usual time: the rest of it, as measured
-            if theirs >= HEDGE_RATIO * mine and theirs - elapsed - mine >= HEDGE_MIN_GAIN_S:
+        if theirs is not None and theirs >= HEDGE_RATIO * mine:  # held by a slower endpoint
+            # The rest of its usual time; past that, as long again (its time may be a lower bound, see `send`).
+            remaining = theirs - elapsed if elapsed < theirs else elapsed
+            if remaining - mine >= HEDGE_MIN_GAIN_S:
                 return now
-        # A straggler (well past its endpoint's usual time, or past this one's when that is not measured yet): it
-        # may take as long again, so it is sent here too once that is clearly longer than this endpoint needs.
+            return started + max(theirs, mine + HEDGE_MIN_GAIN_S)
+        # Held by an endpoint as fast, or not measured yet: only a straggler (well past that endpoint's usual time,
+        # or past this one's) is sent here too: it may take as long again, clearly longer than this one needs.
         return started + max(HEDGE_RATIO * (theirs or 0.0), HEDGE_RATIO * mine, mine + HEDGE_MIN_GAIN_S)
 
     def _set_aside(self, url: str) -> bool:
