@@ -286,3 +286,52 @@ def test_the_gpu_check_covers_the_encoders(tmp_path):
                                          for side in ("one text per pass", "fixed-shape batches")}
     assert all(r["identical"] and r["seconds"] > 0 and r["items"] == 12 for r in rows), rows
     assert done.stdout.count("byte-identical alone and among others: True") == 3, done.stdout
+
+
+# -- the deterministic settings (the parts a CPU can check) -------------------------------------------------------
+@pytest.mark.slow
+def test_cuda_settings_are_set_where_a_model_loads_and_cpu_is_left_alone():
+    """prepare_device('cuda') turns on deterministic algorithms (warn only), sets CUBLAS_WORKSPACE_CONFIG unless the
+    user did, turns TF32 and cuDNN benchmarking off; on CPU it changes nothing. In a child process: the flags are
+    process-wide."""
+    import subprocess
+    import sys
+
+    probe = ("import os, torch\n"
+             "from rexrank.metrics.batching import prepare_device, determinism\n"
+             "torch.backends.cuda.matmul.allow_tf32 = True\n"
+             "prepare_device('cpu')\n"
+             "print(torch.are_deterministic_algorithms_enabled(), os.environ.get('CUBLAS_WORKSPACE_CONFIG'),"
+             " torch.backends.cuda.matmul.allow_tf32)\n"
+             "prepare_device('cuda:0')\n"
+             "print(torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),"
+             " os.environ.get('CUBLAS_WORKSPACE_CONFIG'), torch.backends.cuda.matmul.allow_tf32,"
+             " torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark)\n"
+             "print(sorted(determinism('cuda')), determinism('cpu')['attention'])\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "CUBLAS_WORKSPACE_CONFIG"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0] == "False None True"
+    assert lines[1] == "True True :4096:8 False False False"
+    assert "use_deterministic_algorithms" in lines[2] and "tf32" in lines[2] and "transformers eager" in lines[2]
+    kept = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          env={**env, "CUBLAS_WORKSPACE_CONFIG": ":16:8"})
+    assert kept.stdout.splitlines()[1].split()[2] == ":16:8"  # the user's value is kept
+
+
+@pytest.mark.slow
+def test_every_encoder_runs_eager_attention(configs):
+    """The attention backend is pinned at load (transformers' eager implementation) for every encoder metric."""
+    bert = _fresh(configs, "bertscore")
+    semb = _fresh(configs, "semb")
+    srr = _fresh(configs, "srrbert")
+    rate = _fresh(configs, "ratescore")
+    rate._load()
+    models = {"bertscore": bert._load()[0], "semb": semb._load()[0].bert, "srrbert": srr._load()[0],
+              "ratescore ner": rate._ner.model, "ratescore embed": rate._encoder.model,
+              "radgraph": _fresh(configs, "radgraph")._annotator().encoder}
+    for name, model in models.items():
+        assert model.config._attn_implementation == "eager", name
+    for name in ("bertscore", "semb", "srrbert", "radgraph"):
+        assert _fresh(configs, name).config()["determinism"]["attention"] == "transformers eager", name

@@ -105,8 +105,9 @@ def test_reward_levels_follow_the_package_definitions():
         reward(hyp, hyp, "all")
 
 
+@pytest.mark.slow  # 12 s CPU since issue 52: 32-row passes filled with copies for a call of 48 reports
 def test_batch_size_does_not_change_any_annotation(annotator, iu_reports):
-    """Length-sorted padded batches give exactly the batch-1 annotations (incl. a report folded into 3 encoder
+    """Fixed-shape passes of 32 or 7 rows give exactly the batch-1 annotations (incl. a report folded into 3 encoder
     segments and reports without wordpieces sharing a batch with normal ones)."""
     reports = iu_reports[:40] + ODD_REPORTS + [" ".join(iu_reports[:20])]
     one = annotator.annotate(reports, batch_size=1)
@@ -115,6 +116,7 @@ def test_batch_size_does_not_change_any_annotation(annotator, iu_reports):
     assert sum(len(a["entities"]) for a in one[:40]) / 40 > 5  # the stand-in does find entities
 
 
+@pytest.mark.slow  # 2.2 s CPU since issue 52 (heads per report)
 def test_odd_reports_give_defined_annotations(annotator, iu_reports):
     """No crash, no wordpiece-less mix-up: blank reports have no entities; zero-width words still form spans;
     a report over 510 wordpieces keeps entities past the first encoder segment (folded, not truncated)."""
@@ -135,6 +137,7 @@ def test_odd_reports_give_defined_annotations(annotator, iu_reports):
     assert max(e["end_ix"] for e in long_annotation["entities"].values()) > last_word * 0.8
 
 
+@pytest.mark.slow  # 3.0 s CPU since issue 52 (32-row passes for single pairs)
 def test_scores_stay_aligned_with_their_pairs(archive, iu_reports):
     """Sorting by length inside the metric never reorders results: permuted pairs give permuted scores, and
     each equals the pair scored alone."""

@@ -273,6 +273,7 @@ def test_official_paths_give_the_same_numbers(paths, monkeypatch):
     np.testing.assert_allclose(details["score"], expected, atol=1e-6)
 
 
+@pytest.mark.slow  # 2.5 s CPU since issue 52: 512-row entity passes, filled with copies
 def test_empty_input_and_batch_sizes(paths):
     """No pairs -> empty array; batch sizes change batching only, never the numbers."""
     m1 = M.get("ratescore", model=paths, batch_size=1, embed_batch_size=1)

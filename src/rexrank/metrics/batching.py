@@ -113,6 +113,7 @@ def fixed_shape_batches(encoded: Sequence[Sequence[int]], shape: BatchShape,
     """Yield (indices into ``encoded``, input_ids (rows, width), attention_mask (rows, width)); row r < len(indices)
     holds text indices[r], the rest repeat row 0. Buckets go narrowest first, texts in their given order."""
     # Imported here: importing a metric module (ce_f1's label names, read by every summary) must not load torch.
+    import numpy as np
     import torch
 
     buckets: dict[int, list[int]] = {}
@@ -122,22 +123,24 @@ def fixed_shape_batches(encoded: Sequence[Sequence[int]], shape: BatchShape,
         members = buckets[width]
         for begin in range(0, len(members), shape.rows):
             chunk = members[begin:begin + shape.rows]
-            input_ids = torch.full((shape.rows, width), pad_id, dtype=torch.long)
-            mask = torch.zeros((shape.rows, width), dtype=torch.long)
+            # Built in numpy and handed over once: a torch op per text would be host work per text (issue 52
+            # counts operator dispatches per text).
+            input_ids = np.full((shape.rows, width), pad_id, dtype=np.int64)
+            mask = np.zeros((shape.rows, width), dtype=np.int64)
             for row, i in enumerate(chunk):
-                input_ids[row, :len(encoded[i])] = torch.tensor(list(encoded[i]), dtype=torch.long)
+                input_ids[row, :len(encoded[i])] = encoded[i]
                 mask[row, :len(encoded[i])] = 1
             # Filler rows copy a real row: an all-masked row can turn attention's softmax into NaN in some kernels.
             input_ids[len(chunk):] = input_ids[0]
             mask[len(chunk):] = mask[0]
-            yield chunk, input_ids, mask
+            yield chunk, torch.from_numpy(input_ids), torch.from_numpy(mask)
 
 
 def run_fixed_shape(encoded: Sequence[Sequence[int]], shape: BatchShape, pad_id: int, device: Any,
                     forward: Callable[[torch.Tensor, torch.Tensor], Any],
                     progress: Callable[[int, int], None] | None = None, to_cpu: bool = True) -> list[Any]:
     """Per text of ``encoded``: its row of ``forward(input_ids, attention_mask)`` (a tensor, or a tuple of tensors,
-    whose first dimension is the row), on the CPU (``to_cpu``) or where ``forward`` left it.
+    whose first dimension is the row), as a numpy array (``to_cpu``) or as a tensor where ``forward`` left it.
 
     Every pass is queued before any result is read back (one synchronisation per call on a GPU, not one per pass).
     ``progress(done, total)`` hears of each queued pass (display only)."""
@@ -154,9 +157,7 @@ def run_fixed_shape(encoded: Sequence[Sequence[int]], shape: BatchShape, pad_id:
     results: list[Any] = [None] * len(encoded)
     for chunk, out in pending:
         parts = out if isinstance(out, tuple) else (out,)
-        parts = tuple(p[:len(chunk)] for p in parts)
-        if to_cpu:
-            parts = tuple(p.cpu() for p in parts)
+        parts = tuple(p.cpu().numpy() if to_cpu else p for p in parts)
         for row, i in enumerate(chunk):
             results[i] = tuple(p[row] for p in parts) if isinstance(out, tuple) else parts[0][row]
     return results

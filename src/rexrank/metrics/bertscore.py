@@ -213,7 +213,7 @@ class BertScore(Metric):
 
         shape = batch_shape(self.device, self.batch_size, self._max_length)
         rows = run_fixed_shape(ids, shape, tokenizer.pad_token_id, self.device, forward, progress=self._report_progress)
-        return [(np.asarray(ids[i], dtype=np.int32), rows[i][:len(ids[i])].numpy().copy()) for i in range(len(ids))]
+        return [(np.asarray(ids[i], dtype=np.int32), rows[i][:len(ids[i])].copy()) for i in range(len(ids))]
 
     # ---------------------------------------------------------------- scoring
     def _embed_pass(self, texts: list[str], before: int, total: int):

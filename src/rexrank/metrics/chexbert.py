@@ -145,7 +145,7 @@ def run(model, tokenizer, texts: Sequence[str], batch_size: int | None = None, d
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     widest = min(MAX_TOKENS, model.bert.config.max_position_embeddings)
     rows = run_fixed_shape(ids, batch_shape(device, batch_size, widest), pad_id, device, forward, progress=progress)
-    return [TextOutputs(cls.numpy().copy(), classes.numpy().astype(np.int8)) for cls, classes in rows]
+    return [TextOutputs(cls.copy(), classes.astype(np.int8)) for cls, classes in rows]
 
 
 def classes_to_frame(classes: np.ndarray, codes: bool = True):

@@ -238,7 +238,7 @@ class SRRBert(Metric):
         widest = min(MAX_TOKENS, model.config.max_position_embeddings)
         positive = run_fixed_shape(ids, batch_shape(self.device, self.batch_size, widest), tokenizer.pad_token_id,
                                    self.device, forward, progress=self._report_progress)
-        return [[int(k) for k in np.flatnonzero(row.numpy())] for row in positive]
+        return [[int(k) for k in np.flatnonzero(row)] for row in positive]
 
     def report_labels(self, texts: Sequence[str]) -> list[set[int]]:
         """Each report's label set: the union of its sentences' labels."""

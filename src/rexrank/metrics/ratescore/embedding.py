@@ -42,7 +42,7 @@ class EntityEncoder:
 
         shape = batch_shape(self.device, self.batch_size, EMBED_MAX_LENGTH)
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        return [row.numpy().copy() for row in run_fixed_shape(encoded, shape, pad_id, self.device, forward)]
+        return [row.copy() for row in run_fixed_shape(encoded, shape, pad_id, self.device, forward)]
 
     def report_batch(self, texts: list[str]) -> np.ndarray:
         """[len(texts), dim] float32: one report's entity texts in the official batch (process_embedding)."""
