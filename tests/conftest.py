@@ -26,6 +26,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# torch's OpenMP threads otherwise spin while they wait for work (GOMP's default), burning CPU that belongs to no one:
+# on a busy machine it took from the other processes and made a 0.2 s test read 10-12 s of CPU (issue 51). Passive
+# waiting changes no number (how idle threads wait, not how work is split); it must be set before torch is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

@@ -303,6 +303,7 @@ def test_iu_xray_validation_references_equal_the_official_report(tmp_path, share
     assert refs == {sid: entry["report"] for sid, entry in official.items()}
 
 
+@pytest.mark.slow  # 2.5 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_alternative_unpack_layouts_are_found(mimic_tree, chexpert_tree, tmp_path):
     """Reports unzipped apart (reports/files/...) and CheXpert PNGs under PNG/PNG/ are both common layouts."""
     for report in list((mimic_tree / "files").glob("p*/p*/s*.txt")):

@@ -77,6 +77,7 @@ def test_build_py_pushes_to_the_catalog_repo_through_the_upload_api(pushed):
         assert route in calls
 
 
+@pytest.mark.slow  # 1.9 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_load_dataset_on_the_hub_name_gives_every_row_of_data_load(pushed, tmp_path):
     """The real `datasets.load_dataset("rexrank/iu_xray", "findings", split="test")` over HTTP equals
     `rexrank.data.load("iu_xray", split="test", track="findings")` row for row, column for column (image paths

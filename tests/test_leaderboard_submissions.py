@@ -406,6 +406,7 @@ def test_the_trusted_proxy_count_is_checked(monkeypatch):
             trusted_proxies(bad)
 
 
+@pytest.mark.slow  # 1.9 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_each_anonymous_client_has_its_own_quota_within_the_shared_total(tmp_path):
     """One client used 19 anonymous submissions in a row (each got an owner of its own, so no per-user limit applied).
     Now a client has ``rate_limit`` of its own (rejected attempts included), another client is not affected, all

@@ -36,6 +36,7 @@ def test_blocked_relation_scores_equal_the_full_matrix(annotator):
             torch.testing.assert_close(torch.cat([b for _, b in blocks]), full, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # 1.7 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_blocked_relation_scoring_changes_no_annotation(annotator, iu_xray_test, monkeypatch):
     """Long synthetic reports (and short real ones in the same batches) annotated with every pair at once and in
     blocks of 1 or a few subject rows: identical annotations, relations included."""

@@ -301,6 +301,7 @@ def _files(folder: Path, n: int) -> tuple[Path, Path]:
     return refs, preds
 
 
+@pytest.mark.slow  # 1.7 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_a_plugin_metric_runs_through_the_harness_with_cache_and_aggregation(site, tmp_path):
     refs, preds = _files(tmp_path, 12)
     log = tmp_path / "computed.log"
