@@ -218,10 +218,14 @@ def pytest_runtest_call(item):
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
-    """A test that runs the reference virtualenv (the ``ref_python`` fixture, directly or through ``run_reference``
-    or a parity class's reference) is ``refvenv``, marked or not: the marker cannot drift from what the test needs."""
+    """A test that runs the reference virtualenv (the ``ref_python`` fixture, directly or through ``run_reference``)
+    or belongs to a parity class (``parity.ParityTester``: its other tests share the class's heavy fixtures, the
+    model's outputs on the compared inputs) is ``refvenv``, marked or not: the marker cannot drift from what the test
+    needs, and the fast tier never pays for a parity class's setup."""
     for item in items:
-        if "ref_python" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("refvenv"):
+        cls = getattr(item, "cls", None)
+        parity = cls is not None and any(base.__name__ == "ParityTester" for base in cls.__mro__)
+        if (parity or "ref_python" in getattr(item, "fixturenames", ())) and not item.get_closest_marker("refvenv"):
             item.add_marker(pytest.mark.refvenv)
 
 
