@@ -18,6 +18,7 @@ from rexrank.errors import DatasetNotAvailableError
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 1.5 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_verify_reports_missing_studies_corrupt_images_and_extra_studies(tmp_path):
     """verify lists what is wrong, study by study; a complete copy is OK and its extra test studies are listed."""
     root = synthetic.write_mimic_cxr_tree(tmp_path / "m")

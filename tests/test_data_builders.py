@@ -130,6 +130,7 @@ def test_mimic_csv_problems_are_named(mimic_tree, tmp_path):
         data.load("mimic_cxr", mimic_tree, cache_dir=tmp_path / "cache")
 
 
+@pytest.mark.slow  # 2.0 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_mimic_empty_findings_section_is_excluded_and_counted(mimic_tree, tmp_path):
     """A report whose FINDINGS section is empty: the findings track excludes it and says so (never silently)."""
     row = read_manifest("mimic_cxr", "test")[5]

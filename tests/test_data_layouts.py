@@ -198,6 +198,7 @@ def test_rexgradient_explicit_roots_and_missing_metadata(tmp_path):
 
 # ---- the CLI -------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # 1.6 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_cli_prepare_and_verify_take_the_explicit_roots(flat_mimic, tmp_path, cli):
     """`rexrank data verify/prepare --image-root --reports-root`; a root that does not apply is exit 2, one line."""
     root = synthetic.write_mimic_cxr_tree(tmp_path / "dl", layout="wget -r", reports="zip")

@@ -71,6 +71,7 @@ def _writer(directory: str, worker: int, rounds: int) -> None:
     cache.close()
 
 
+@pytest.mark.slow  # 1.5 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_two_processes_writing_at_once_do_not_corrupt_the_cache(tmp_path):
     """Two processes hammer the same SQLite file with small transactions; every write lands, the file is sound."""
     rounds = 300

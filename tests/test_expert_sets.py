@@ -341,6 +341,7 @@ def test_radeval_expert_hub_route_reads_the_authors_repo_into_an_owner_only_fold
     assert read["modes"] == {RADEVAL.files[0]: "0o600"}
 
 
+@pytest.mark.slow  # 1.7 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_meta_eval_runs_on_the_radeval_expert_set(tmp_path, cli):
     """`rexrank meta-eval --dataset radeval_expert`: 624 pairs over 104 studies (a study's rows resampled together),
     one reader per pair (no ceiling), the notes in the JSON, the seventh category among the targets."""

@@ -125,6 +125,7 @@ def test_stand_in_weights_are_flagged():
     assert me._notes({"bleu2": {"config": {}}}, ["bleu2"], {"n_pairs_dropped": 0}) == []
 
 
+@pytest.mark.slow  # 1.6 s of CPU of its own: over the fast tier's 2 s or near it (tests/README.md, "Tiers")
 def test_cli_and_python_api_write_the_same_aggregates(tmp_path, cli):
     data, _ = write_rexval(tmp_path / "data" / "rexval-dataset" / "1.0.0", seed=8)
     out = tmp_path / "out"
