@@ -220,6 +220,9 @@ EXCEPTIONS = {
                          "metric's values, not a leaderboard reciprocal",
     "metrics/srrbert.py": "radeval's per-label precision and F1 with their epsilon (1/(1+eps), 2/(2+eps)), inside one "
                           "report's value, not a leaderboard reciprocal",
+    "leaderboard/arena.py": "the Bradley-Terry prior's precision (1/sd^2, a ridge on the strengths), not a metric's value",
+    "leaderboard/compare_view.py": "a Monte Carlo p-value's floor (1/(draws+1)) and its printed bound (1/draws), not a "
+                                   "metric's value",
 }
 
 

@@ -31,7 +31,7 @@ MAX_LINES = 15
 # Commands that need no argument and do their job when run bare (list, download, serve, ...): the walk does not
 # run them bare (a server would block); it still feeds them bad options.
 RUN_BARE = {"data list", "models list", "models download", "leaderboard serve", "leaderboard worker",
-            "leaderboard import-published"}
+            "leaderboard import-published", "leaderboard arena-integrity"}  # the last: the default store's Arena
 
 
 def _tree():

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -184,8 +183,7 @@ def test_a_slow_endpoint_does_not_slow_the_farm():
     plus a slow one (3 s), 24 requests, each client warmed by one call (as `rexrank score`'s chunks after the
     first). Before, the slow one's two requests set the finish: never under 3 s. Now its first ones are sent again to
     the fast ones once those are idle, and once measured it takes no request the fast ones would answer before it
-    answered it: every run ends well before the slow one could answer, and the four finish as the three (medians
-    of three alternated runs), with the same answers in the same order."""
+    answered it: every run ends well before the slow one could answer, with the same answers in the same order."""
     conversations = [[{"role": "user", "content": f"pair {i}"}] for i in range(24)]
     expected = [answer_for(c) for c in conversations]
     slow_latency = 3.0
@@ -207,10 +205,11 @@ def test_a_slow_endpoint_does_not_slow_the_farm():
     finally:
         servers.stdin.close()
         servers.wait(timeout=30)
-    # Before: never under 3 s. The ratio's slack is this machine's noise: the runs are under a second, of which
-    # the 0.4 s of serving is the smaller part (bench/judge_farm.py --slow measures it at 2 s a request).
+    # Before: never under 3 s (the slow one's requests set the finish). The bound is structural, not a speed
+    # target: a run that waited for the slow endpoint even once could not end before it answers, and the 0.4 s of
+    # serving leaves a busy machine almost 4x slack. How the four compare with the three is a measurement, and lives
+    # in bench/judge_farm.py --slow (bench/results/judge_farm.md), not in a timed unit test.
     assert max(times[4]) < slow_latency / 2, times
-    assert statistics.median(times[4]) <= 1.5 * statistics.median(times[3]), times
 
 
 def test_an_answer_over_the_default_cap_is_never_cached_as_the_judges():

@@ -183,7 +183,8 @@ class Annotator:
     # ---- model ----------------------------------------------------------------------------------------------
     @torch.inference_mode()
     def annotate(self, texts: list[str], batch_size: int | None = None) -> list[Annotation]:
-        """One annotation per text; ``self.progress(done, total)``, when set, hears of each finished round.
+        """One annotation per text; ``self.progress(done, total)``, when set, hears of each annotated report (a
+        round's encoder passes are queued together, so its reports finish one by one after them).
         ``batch_size``: encoder segments per pass (rexrank.metrics.batching; None: the device's default)."""
         self.batch_shape(batch_size)  # a bad batch size is refused before any work
         results, docs = self.prepare(list(texts))
@@ -192,9 +193,9 @@ class Annotator:
             chunk = docs[begin:begin + REPORTS_PER_ROUND]
             for doc, words in zip(chunk, self.word_vectors(chunk, batch_size)):
                 results[doc.index] = self._annotate_doc(doc, words)
-            done += len(chunk)
-            if self.progress is not None:
-                self.progress(done, len(docs))
+                done += 1
+                if self.progress is not None:
+                    self.progress(done, len(docs))
         return results  # type: ignore[return-value]
 
     def batch_shape(self, batch_size: int | None):
