@@ -51,16 +51,22 @@ from rexrank.evaluation.defaults import DEFAULT_RESAMPLES  # noqa: E402
 from rexrank.leaderboard.arena import Votes, fit  # noqa: E402
 
 
-def simulate(m: int, n: int, seed: int = 1) -> tuple[Votes, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    truth = rng.normal(0.0, 1.0, m)
+def votes_for(truth: np.ndarray, n: int, rng: np.random.Generator) -> Votes:
+    """``n`` votes between random pairs of models of true strengths ``truth`` (Bradley-Terry, ties near even)."""
+    m = len(truth)
     a = rng.integers(0, m, n)
     b = (a + rng.integers(1, m, n)) % m
     p = 1 / (1 + np.exp(-(truth[a] - truth[b])))
     tie = 0.3 * np.minimum(p, 1 - p)
     u = rng.random(n)
     score = np.where(u < p - tie / 2, 1.0, np.where(u < p + tie / 2, 0.5, 0.0))
-    return Votes([f"m{i}" for i in range(m)], a, b, score), truth - truth.mean()
+    return Votes([f"m{i}" for i in range(m)], a, b, score)
+
+
+def simulate(m: int, n: int, seed: int = 1) -> tuple[Votes, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    truth = rng.normal(0.0, 1.0, m)
+    return votes_for(truth, n, rng), truth - truth.mean()
 
 
 def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
@@ -270,20 +276,12 @@ def coverage_table(reps: int, n_boot: int) -> None:
             ranks = strengths = width = total = 0
             for rep in range(reps):
                 truth = truth_of(rng)
-                m = len(truth)
-                a = rng.integers(0, m, n)
-                b = (a + rng.integers(1, m, n)) % m
-                p = 1 / (1 + np.exp(-(truth[a] - truth[b])))
-                tie = 0.3 * np.minimum(p, 1 - p)
-                u = rng.random(n)
-                score = np.where(u < p - tie / 2, 1.0, np.where(u < p + tie / 2, 0.5, 0.0))
-                result = fit(Votes([f"m{i}" for i in range(m)], a, b, score), n_boot=n_boot, seed=rep, min_votes=0,
-                             min_raters=0)
+                result = fit(votes_for(truth, n, rng), n_boot=n_boot, seed=rep, min_votes=0, min_raters=0)
                 true_rank, centred = ranks_of(truth), truth - truth.mean()
                 ranks += int(((result.rank_low <= true_rank) & (true_rank <= result.rank_high)).sum())
                 strengths += int(((result.low <= centred) & (centred <= result.high)).sum())
                 width += int((result.rank_high - result.rank_low).sum())
-                total += m
+                total += len(truth)
             print(f"| {label} | {n:,} | {reps} | {ranks / total:.3f} | {strengths / total:.3f} | "
                   f"{width / total:.2f} |")
     print(f"\n(nominal {CONFIDENCE:.0%}; prior sd {PRIOR_SD:g}; {n_boot} posterior draws per board)")

@@ -226,6 +226,20 @@ def add_scored_result(store, name: str, *, bleu: float, dataset: str = "iu_xray"
     return store.add_result(record)
 
 
+def add_kept_results(store, models: list[str], n: int = 40) -> None:
+    """``models`` scored by rexrank on IU-Xray findings with their per-study BLEU-2 kept (as a submission does), so
+    Compare shows paired tests: each further model 0.05 higher, the first and the last apart beyond every
+    permutation."""
+    import numpy as np
+
+    for index, model in enumerate(models):
+        add_scored_result(store, model, bleu=0.3 + index / 100)
+        values = 0.2 + 0.05 * index + np.random.default_rng(index).normal(0, 0.05, n)
+        store.keep_reports(dataset="iu_xray", split="test", track="findings", model=model, result_hash=f"h-{model}",
+                           rows=[(f"s{k:03d}", f"report {k}", f"reference {k}", {"bleu2": float(v)})
+                                 for k, v in enumerate(values)])
+
+
 def add_published_models(store, n_models: int, *, seed: int = 0, prefix: str = "Grown") -> int:
     """Add ``n_models`` synthetic published results on every dataset and track (ranked rows: a board larger than
     the published one, for the page's weight as the board grows). Returns how many results were added. The store

@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from leaderboard_helpers import add_scored_result
+from leaderboard_helpers import add_kept_results, add_scored_result
 from rexrank.leaderboard import links
 from rexrank.leaderboard.records import DATASETS, TRACKS
 from rexrank.leaderboard.store import Store
@@ -477,18 +477,6 @@ def test_in_chromium_a_phone_in_dark_scrolls_the_table_in_its_box_and_searches_a
         store.close()
 
 
-def _kept(store, models: list[str], n: int = 40) -> None:
-    """``models`` scored by rexrank on IU-Xray findings with their per-study BLEU-2 kept (as a submission does):
-    each further model 0.05 higher, so the first and the last differ beyond every permutation."""
-    import numpy as np
-
-    for index, model in enumerate(models):
-        add_scored_result(store, model, bleu=0.3 + index / 100)
-        values = 0.2 + 0.05 * index + np.random.default_rng(index).normal(0, 0.05, n)
-        store.keep_reports(dataset="iu_xray", split="test", track="findings", model=model, result_hash=f"h-{model}",
-                           rows=[(f"s{k:03d}", f"report {k}", f"reference {k}", {"bleu2": float(v)})
-                                 for k, v in enumerate(values)])
-
 
 def test_compare_page_shows_the_views_p_bounds_notes_and_the_order_picked(tmp_path):
     """Issue 48 point 4 on the page: columns in the order picked, the board all share first, both p-values as
@@ -501,7 +489,7 @@ def test_compare_page_shows_the_views_p_bounds_notes_and_the_order_picked(tmp_pa
     from rexrank.leaderboard.views import Views
 
     store = Store(tmp_path / "board.sqlite")
-    _kept(store, ["Alpha", "Beta", "Gamma"])
+    add_kept_results(store, ["Alpha", "Beta", "Gamma"])
     add_scored_result(store, "Delta", bleu=0.2)  # scored, per-study values not kept
     add_scored_result(store, "Gamma", bleu=0.2, dataset="rexgradient")  # a board only Gamma is on, listed first
     client = TestClient(board_app(Views(store)))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, skip_unless_ci
-from leaderboard_helpers import DESKTOP, PHONE, add_scored_result, free_port, wait_until
+from leaderboard_helpers import DESKTOP, PHONE, add_kept_results, free_port, wait_until
 from rexrank.leaderboard.records import DATASETS, TRACKS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -84,17 +84,6 @@ def axe_script() -> Path:
     return AXE_SCRIPT
 
 
-def _kept(store, models, n: int = 40) -> None:
-    """``models`` scored by rexrank on IU-Xray findings with per-study BLEU-2 kept: Compare shows paired tests."""
-    import numpy as np
-
-    for index, model in enumerate(models):
-        add_scored_result(store, model, bleu=0.3 + index / 100)
-        values = 0.2 + 0.05 * index + np.random.default_rng(index).normal(0, 0.05, n)
-        store.keep_reports(dataset="iu_xray", split="test", track="findings", model=model, result_hash=f"h-{model}",
-                           rows=[(f"s{k:03d}", f"report {k}", f"reference {k}", {"bleu2": float(v)})
-                                 for k, v in enumerate(values)])
-
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
@@ -108,7 +97,7 @@ def base(tmp_path_factory):
 
     store = Store(tmp_path_factory.mktemp("pages-browser") / "board.sqlite")
     seed_store(store)
-    _kept(store, COMPARED[:3])
+    add_kept_results(store, COMPARED[:3])
     server = uvicorn.Server(uvicorn.Config(board_app(Views(store)), host="127.0.0.1", port=free_port(),
                                            log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
