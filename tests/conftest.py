@@ -80,6 +80,12 @@ CPU_LIMIT_S = 2.0
 # Wall time only catches waiting (sleeps, timeouts, a server that never answers), which CPU time does not see. It is
 # generous on purpose: at the load seen in CI (up to ~21 on 2 cores) a test at the CPU limit takes ~20 s of wall.
 WALL_LIMIT_S = 60.0
+# CPU time still grows under load (shared caches, hyper-threads): CI's full run saw a test measured at 1.6 s on the
+# fast tier read 2.2 s. `make test-fast`, the tier's own run, holds the rule at CPU_LIMIT_S; a run of every tier (what
+# CI lands on) fails a test only past this factor and lists the ones between in its summary, so noise at the edge
+# cannot refuse a landing while a test that really grew still does.
+FULL_RUN_TOLERANCE = 1.5
+_STRICT = [True]  # set per run in pytest_configure: is this the fast tier's own run?
 
 
 def _cpu_now() -> float:
@@ -229,6 +235,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.refvenv)
 
 
+def pytest_configure(config):
+    # The fast tier's own run deselects a tier (`-m "not slow and ..."`, make test-fast); a run of all of them does not.
+    markexpr = config.getoption("markexpr", "") or ""
+    _STRICT[0] = any(f"not {name}" in markexpr for name in TIER_MARKERS)
+
+
 def _tier_marker(item) -> str | None:
     return next((name for name in TIER_MARKERS if item.get_closest_marker(name)), None)
 
@@ -240,7 +252,11 @@ def _time_rule(item, report) -> None:
     report.user_properties = [*report.user_properties, ("cpu_s", own_cpu), ("tier", tier)]  # travel with the report
     if report.when != "call" or not report.passed or tier != "fast":
         return
-    if own_cpu > CPU_LIMIT_S or own_wall > WALL_LIMIT_S:
+    cpu_limit = CPU_LIMIT_S * (1.0 if _STRICT[0] else FULL_RUN_TOLERANCE)
+    if own_cpu > CPU_LIMIT_S and own_cpu <= cpu_limit and own_wall <= WALL_LIMIT_S:
+        _AT_THE_EDGE.append((own_cpu, item.nodeid))
+        return
+    if own_cpu > cpu_limit or own_wall > WALL_LIMIT_S:
         report.outcome = "failed"
         report.longrepr = (
             f"{item.nodeid} took {own_cpu:.1f} s of CPU and {own_wall:.1f} s of wall time (its own setup and body), "
@@ -259,6 +275,7 @@ def pytest_runtest_makereport(item, call):
 
 
 _FILE_TIMES: dict[str, list] = defaultdict(lambda: [0, 0.0, 0.0])  # file -> [tests, wall s, own CPU s]
+_AT_THE_EDGE: list[tuple[float, str]] = []  # (own CPU s, node id): over the limit, under the full run's tolerance
 _TEST_CPU: list[tuple[float, str, str]] = []  # (own CPU s, node id, tier marker or "fast")
 SUMMARY_TESTS = 25
 
@@ -289,6 +306,12 @@ def pytest_terminal_summary(terminalreporter):
                              f"{CPU_LIMIT_S:g} s outside {'/'.join(TIER_MARKERS)})")
     for cpu, nodeid, tier in sorted(_TEST_CPU, reverse=True)[:SUMMARY_TESTS]:
         terminalreporter.write_line(f"{cpu:9.2f} s CPU  {tier:8s} {nodeid}")
+    if _AT_THE_EDGE:
+        terminalreporter.section(f"fast-tier tests over {CPU_LIMIT_S:g} s of CPU, within this run's tolerance "
+                                 f"(x{FULL_RUN_TOLERANCE:g}): `make test-fast` fails them; mark them slow or make "
+                                 "them cheaper")
+        for cpu, nodeid in sorted(_AT_THE_EDGE, reverse=True):
+            terminalreporter.write_line(f"{cpu:9.2f} s CPU  {nodeid}")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -107,6 +107,7 @@ def test_a_link_to_an_overview_track_shows_it_whole(browser, grown):
         page.close()
 
 
+@pytest.mark.slow  # 1.6-2.2 s of CPU of its own (2.2 s in CI's full run, 8ac9772)
 def test_two_answers_of_one_page_at_once_never_leave_whole_rows_under_the_first_rows_label(tmp_path, monkeypatch):
     """A page's dataset tab and track tab both ask for a table's other rows when it is opened, unqueued, sharing the
     page's ``sent`` state. One answer noted the rows as whole while the other sent them without the label's change:
