@@ -55,7 +55,7 @@ def _register() -> None:
     if _REGISTERED:
         return
     _REGISTERED = True
-    from rexrank.cli import data, evaluation, generate, hub, leaderboard, meta_eval, models
+    from rexrank.cli import data, evaluation, explore, generate, hub, leaderboard, meta_eval, models
 
     app.add_typer(models.app, name="models", help="Download and inspect metric model weights.")
     app.add_typer(data.app, name="data", help="Prepare and verify the ReXrank test sets.")
@@ -64,6 +64,7 @@ def _register() -> None:
     evaluation.register(app)
     generate.register(app)
     meta_eval.register(app)
+    explore.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:
