@@ -1,0 +1,237 @@
+"""`rexrank explore` at the HTTP level (issue 53): every study listed, sorting by a metric and by the difference of
+two runs, the subgroup filters, paging, a study's page (reports, values, what BLEU saw, previous/next in the current
+order), hostile report text shown as text, inputs that moved or changed named in one line, and no file written.
+
+The runs are IU-Xray findings scored with BLEU-2 (no model); the stand-in run of every model-backed view is the slow
+test at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rexrank.cli import main
+
+N = 30
+HOSTILE = ('<script>alert("x")</script> "double" \'single\' &lt;b&gt; </pre><img src=x onerror=alert(1)> '
+           "\uff1cscript\uff1e look-alike \u0430dmin")
+HOSTILE_ID = 'CXR"><i>id'
+
+
+def _score(preds: Path, refs: Path, out: Path, cache: Path, *extra: str) -> None:
+    code = main(["score", "-p", str(preds), "-r", str(refs), "-m", "bleu2", "-o", str(out), "-q", "--resamples",
+                 "20", "--cache-dir", str(cache), *extra])
+    assert code == 0
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, iu_xray_test):
+    """Two runs of IU-Xray findings (N studies + one with a hostile id): "shifted" reports another study's findings,
+    "hostile" starts every report with markup and look-alikes."""
+    root = tmp_path_factory.mktemp("explore")
+    ids = [i for i in iu_xray_test if iu_xray_test[i]["section_findings"]][:N]
+    refs = {i: iu_xray_test[i] for i in ids}
+    refs[HOSTILE_ID] = dict(iu_xray_test[ids[0]])
+    ids.append(HOSTILE_ID)
+    (root / "refs.json").write_text(json.dumps(refs))
+    shifted = {i: refs[ids[(k + 1) % len(ids)]]["section_findings"] for k, i in enumerate(ids)}
+    hostile = {i: HOSTILE + " " + refs[i]["section_findings"][: 20 + 5 * k] for k, i in enumerate(ids)}
+    for name, texts in (("shifted", shifted), ("hostile", hostile)):
+        (root / f"{name}.json").write_text(json.dumps(texts))
+    cwd = os.getcwd()
+    os.chdir(root)  # relative input paths, as a user types them: explore reads them from the same folder
+    try:
+        for name in ("shifted", "hostile"):
+            _score(Path(f"{name}.json"), Path("refs.json"), root / name, root / "cache")
+    finally:
+        os.chdir(cwd)
+    return root, ids
+
+
+@pytest.fixture(scope="module")
+def client(runs):
+    from starlette.testclient import TestClient
+
+    from rexrank.explore.server import build
+
+    root, _ = runs
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        explorer, details, app = build([root / "shifted", root / "hostile"], cache_dir=root / "cache")
+    finally:
+        os.chdir(cwd)
+    with TestClient(app) as c:
+        c.explorer = explorer
+        yield c
+
+
+def _listed(page: str) -> list[str]:
+    return [unescape(m) for m in re.findall(r'<th scope="row"[^>]*><a href="study\?[^"]*">([^<]*)</a>', page)]
+
+
+def _values(root: Path, name: str) -> dict[str, float]:
+    frame = pd.read_parquet(root / name / "per_study.parquet")
+    return dict(zip(frame["study_id"], frame["bleu_score"]))
+
+
+def test_every_study_is_listed_once(client, runs):
+    _, ids = runs
+    page = client.get("/", params={"per": "500"})
+    assert page.status_code == 200
+    assert sorted(_listed(page.text)) == sorted(ids)
+    assert f"{len(ids)} studies · page 1 of 1" in page.text
+    assert page.headers["cache-control"] == "no-store"
+
+
+def test_sorting_by_a_metric_and_by_the_difference_of_two_runs(client, runs):
+    root, ids = runs
+    a, b = _values(root, "shifted"), _values(root, "hostile")
+    shown = _listed(client.get("/", params={"per": "500", "sort": "bleu2@1", "dir": "desc"}).text)
+    assert [b[i] for i in shown] == sorted(b.values(), reverse=True)
+    shown = _listed(client.get("/", params={"per": "500", "sort": "bleu2@0-1", "dir": "asc"}).text)
+    differences = [a[i] - b[i] for i in shown]
+    assert differences == sorted(differences) and len(shown) == len(ids)
+    assert differences[0] < 0 < differences[-1]  # both signs present: the order is not trivially the file's
+    page = client.get("/", params={"sort": "bleu2@0-1"}).text
+    assert "bleu_score · shifted − hostile" in page  # the difference is a column of its own while sorted by it
+
+
+def test_filters_by_the_subgroups(client, runs):
+    explorer = client.explorer
+    assert {"length", "view"} <= set(explorer.groups)
+    for value in ("short", "long"):
+        shown = _listed(client.get("/", params={"per": "500", "length": value}).text)
+        expected = [sid for sid, g in zip(explorer.study_ids, explorer.groups["length"]) if g == value]
+        assert sorted(shown) == sorted(expected) and 0 < len(shown) < len(explorer)
+    view = explorer.groups["view"][0]
+    shown = _listed(client.get("/", params={"per": "500", "view": view}).text)
+    assert shown and all(explorer.groups["view"][explorer.index[s]] == view for s in shown)
+    # A value the subgroup does not have is left out and named by its parameter, never echoed.
+    page = client.get("/", params={"length": "<b>huge</b>", "per": "500"}).text
+    assert "Left out of this link" in page and "length" in page and "huge" not in page
+    assert len(_listed(page)) == len(explorer)
+
+
+def test_pages_cover_the_order_once(client, runs):
+    _, ids = runs
+    seen = []
+    for page in range(1, 6):
+        text = client.get("/", params={"per": "7", "page": str(page), "sort": "bleu2@0", "dir": "asc"}).text
+        assert f"page {page} of 5" in text
+        seen += _listed(text)
+    assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))
+    whole = _listed(client.get("/", params={"per": "500", "sort": "bleu2@0", "dir": "asc"}).text)
+    assert seen == whole
+    past = client.get("/", params={"per": "7", "page": "99"}).text  # past the end: the last page
+    assert "page 5 of 5" in past
+
+
+def test_a_study_page_shows_reports_values_ngrams_and_its_neighbours(client, runs):
+    root, _ = runs
+    explorer = client.explorer
+    order = _listed(client.get("/", params={"per": "500", "sort": "bleu2@0", "dir": "desc"}).text)
+    sid = order[3]
+    page = client.get("/study", params={"id": sid, "sort": "bleu2@0", "dir": "desc"})
+    assert page.status_code == 200
+    text = page.text
+    k = explorer.index[sid]
+    assert f"4 of {len(order)} in this order" in text
+    prev_href, next_href = (re.search(rf'<a href="([^"]*)" rel="{rel}">', text)[1] for rel in ("prev", "next"))
+    assert f"id={order[2]}" in unescape(prev_href) and f"id={order[4]}" in unescape(next_href)
+    assert "sort=bleu2%400" in unescape(next_href)  # the neighbours keep the order
+    reference = explorer.refs[k]
+    assert f'<pre class="report-text">{reference}</pre>' in text
+    assert f"{_values(root, 'shifted')[sid]:.4f}" in text and f"{_values(root, 'hostile')[sid]:.4f}" in text
+    assert "1-grams of the report found in the reference" in text and "2-grams" in text
+    # The first study has no previous one; the last no next.
+    first = client.get("/study", params={"id": order[0], "sort": "bleu2@0", "dir": "desc"}).text
+    assert 'rel="prev"' not in first and "Previous study" in first
+    assert client.get("/study", params={"id": "nope"}).status_code == 404
+
+
+def test_hostile_report_text_and_ids_are_shown_as_text(client, runs):
+    sid = client.explorer.study_ids[0]
+    for page in (client.get("/", params={"per": "500"}).text, client.get("/study", params={"id": sid}).text,
+                 client.get("/study", params={"id": HOSTILE_ID}).text):
+        assert "<script>alert" not in page and "<img src=x" not in page and "</pre><img" not in page
+        assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+        assert "&#x27;single&#x27;" in page and "&amp;lt;b&amp;gt;" in page
+        assert "\uff1cscript\uff1e" in page and "\u0430dmin" in page  # look-alikes are shown as they are
+        assert "<i>id" not in page
+    listing = client.get("/", params={"per": "500"}).text
+    assert "id=CXR%22%3E%3Ci%3Eid" in listing  # the hostile id reaches a link percent-encoded
+    assert "CXR&quot;&gt;&lt;i&gt;id" in listing
+
+
+def test_a_run_page_names_its_files(client):
+    page = client.get("/run/1").text
+    assert "hostile.json" in page and "bleu_score" in page
+    assert client.get("/run/7").status_code == 404
+
+
+def _cli_error(args: list[str], capsys) -> str:
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), err
+    return lines[0]
+
+
+def test_inputs_that_moved_or_changed_are_named_in_one_line(runs, tmp_path, capsys, monkeypatch):
+    root, _ = runs
+    for name in ("refs.json", "shifted.json", "hostile.json"):
+        shutil.copy(root / name, tmp_path / name)
+    for name in ("shifted", "hostile"):
+        shutil.copytree(root / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hostile.json").unlink()
+    line = _cli_error(["explore", "shifted", "hostile"], capsys)
+    assert "hostile.json" in line and "not there" in line
+    texts = json.loads((root / "hostile.json").read_text())
+    texts[next(iter(texts))] = "an edited report"
+    (tmp_path / "hostile.json").write_text(json.dumps(texts))
+    line = _cli_error(["explore", "shifted", "hostile"], capsys)
+    assert "hostile.json changed since the run scored it (1 of" in line
+    (tmp_path / "refs.json").unlink()
+    assert "refs.json" in _cli_error(["explore", "shifted"], capsys)
+    assert "--port" in _cli_error(["explore", "shifted", "--port", "70000"], capsys)
+
+
+def test_the_explorer_writes_no_file(runs, client):
+    """Every page served, and the tree (results, inputs, score cache) holds the same files with the same bytes."""
+    root, _ = runs
+
+    def snapshot():
+        return {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and not p.name.startswith("scores.sqlite")}
+
+    before = snapshot()
+    for sid in client.explorer.study_ids[:5]:
+        assert client.get("/study", params={"id": sid}).status_code == 200
+    client.get("/", params={"sort": "bleu2@0-1"})
+    client.get("/run/0")
+    assert snapshot() == before
+
+
+def test_orders_are_index_arrays_with_nan_last():
+    from rexrank.explore.data import Explorer, Run
+    from rexrank.explore.table import Orders, View
+
+    values = np.array([0.5, np.nan, 0.1, 0.9])
+    run = Run("m", "m", {}, None, {"bleu2": values}, ["a"] * 4, "p.json")
+    explorer = Explorer(["s0", "s1", "s2", "s3"], ["r"] * 4, [run], ["bleu2"], "iu_xray", "findings",
+                        {"length": np.array(["short", "long", "short", "long"], dtype=object)})
+    orders = Orders(explorer)
+    assert orders.order(View(sort="bleu2@0", desc=True)).tolist() == [3, 0, 2, 1]
+    assert orders.order(View(sort="bleu2@0", desc=False)).tolist() == [2, 0, 3, 1]
+    assert orders.order(View(sort="bleu2@0", filters=(("length", "long"),))).tolist() == [3, 1]
+    assert orders.neighbours(View(sort="bleu2@0"), 0) == (3, 2, 1)
