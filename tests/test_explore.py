@@ -235,3 +235,50 @@ def test_orders_are_index_arrays_with_nan_last():
     assert orders.order(View(sort="bleu2@0", desc=False)).tolist() == [2, 0, 3, 1]
     assert orders.order(View(sort="bleu2@0", filters=(("length", "long"),))).tolist() == [3, 1]
     assert orders.neighbours(View(sort="bleu2@0"), 0) == (3, 2, 1)
+
+
+@pytest.mark.slow
+def test_two_standin_runs_show_every_metrics_view(tmp_path, standins, iu_xray_test, monkeypatch):
+    """The issue's run: two IU-Xray runs scored with bleu2, radgraph, semb and ratescore on random-weight stand-ins
+    (plumbing, not real numbers). Every study is listed and a study page shows RadGraph's entities and relations,
+    both reports' CheXbert labels and RaTEScore's entities, read from the score cache, which stays unchanged."""
+    from starlette.testclient import TestClient
+
+    from rexrank.cli.evaluation import _metric_options, _model_paths
+    from rexrank.explore.server import build
+
+    paths = {name: standins(name) for name in ("radgraph", "semb", "ratescore")}
+    model_paths = [f"radgraph={paths['radgraph']['radgraph']}", f"semb={paths['semb']['semb']}",
+                   f"ratescore={Path(paths['ratescore']['ratescore_ner']).parent}"]
+    options = [f"semb.backbone={paths['semb']['semb_backbone']}"]
+    ids = [i for i in iu_xray_test if iu_xray_test[i]["section_findings"]][:6]
+    refs = {i: iu_xray_test[i] for i in ids}
+    (tmp_path / "refs.json").write_text(json.dumps(refs))
+    (tmp_path / "a.json").write_text(json.dumps({i: refs[ids[(k + 1) % 6]]["section_findings"]
+                                                 for k, i in enumerate(ids)}))
+    (tmp_path / "b.json").write_text(json.dumps({i: "No acute disease. " + refs[i]["section_findings"][:60]
+                                                 for i in ids}))
+    monkeypatch.chdir(tmp_path)
+    settings = [a for p in model_paths for a in ("--model-path", p)] + [a for o in options for a in ("--option", o)]
+    for name in ("a", "b"):
+        code = main(["score", "-p", f"{name}.json", "-r", "refs.json", "-m", "bleu2,radgraph,semb,ratescore",
+                     *settings, "--cache-dir", "cache", "-o", name, "-q", "--resamples", "20", "--batch-size", "4"])
+        assert code == 0
+    cache_bytes = (tmp_path / "cache" / "scores.sqlite").read_bytes()
+    _, _, app = build(["a", "b"], model_paths=_model_paths(model_paths), metric_configs=_metric_options(options),
+                      cache_dir="cache", batch_size=4)
+    with TestClient(app) as client:
+        assert sorted(_listed(client.get("/", params={"per": "500"}).text)) == sorted(ids)
+        page = client.get("/study", params={"id": ids[0]}).text
+    for column in ("bleu_score", "radgraph_combined", "semb_score", "ratescore"):
+        assert f"<h4>{column}</h4>" in page
+    assert "cannot be built" not in page and "is not the run" not in page and "not available" not in page
+    assert page.count("<caption>CheXbert labels: reference and") == 2 and "No Finding" in page
+    assert page.count("Entities in the reference, missed") == 4  # RadGraph and RaTEScore, both runs
+    assert page.count("Relations matched") == 2
+    assert (tmp_path / "cache" / "scores.sqlite").read_bytes() == cache_bytes
+    # Another batch shape is another fingerprint: the view says so rather than show another model's annotations.
+    _, _, app = build(["a", "b"], model_paths=_model_paths(model_paths), metric_configs=_metric_options(options),
+                      cache_dir="cache")
+    with TestClient(app) as client:
+        assert "is not the run" in client.get("/study", params={"id": ids[0]}).text

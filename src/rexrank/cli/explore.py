@@ -22,6 +22,8 @@ def explore_command(
                                                    "scored: what RadGraph, SembScore and RaTEScore saw is read "
                                                    "from the score cache with these weights."),
     option: Optional[list[str]] = typer.Option(None, "--option", help="METRIC.KEY=VALUE, as the runs were scored."),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="As the runs were scored (an encoder "
+                                             "metric's batch shape is part of its fingerprint)."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="The score cache the runs used (read "
                                              "only; default: rexrank score's)."),
 ) -> None:
@@ -30,7 +32,11 @@ def explore_command(
     from rexrank.explore import server
 
     server.check_port(port)
+    if batch_size is not None and batch_size < 1:
+        from rexrank.errors import ConfigError
+
+        raise ConfigError(f"--batch-size must be at least 1 (got {batch_size})")
     paths, configs = _model_paths(model_path), _metric_options(option)
     _, _, app = server.build([str(r) for r in runs], data_dir=data_dir, model_paths=paths, metric_configs=configs,
-                             cache_dir=cache_dir)
+                             cache_dir=cache_dir, batch_size=batch_size)
     server.serve(app, port, announce=typer.echo)

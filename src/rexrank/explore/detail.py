@@ -79,8 +79,9 @@ class Details:
 
     def __init__(self, explorer: Explorer, *, model_paths: Mapping[str, Any] | None = None,
                  metric_configs: Mapping[str, Mapping[str, Any]] | None = None,
-                 cache_dir: str | os.PathLike | None = None) -> None:
+                 cache_dir: str | os.PathLike | None = None, batch_size: int | None = None) -> None:
         self.explorer = explorer
+        self.batch_size = batch_size  # part of an encoder metric's config (its fingerprint): as the run had it
         self.model_paths = dict(model_paths or {})
         self.metric_configs = {k: dict(v) for k, v in (metric_configs or {}).items()}
         self.cache_dir = cache_dir
@@ -110,7 +111,7 @@ class Details:
                     from rexrank.evaluation.runner import build_metrics
 
                     built = build_metrics([name], model_paths=self.model_paths, metric_configs=self.metric_configs,
-                                          device="cpu")[name]
+                                          device="cpu", batch_size=self.batch_size)[name]
                     built.use_text_cache(_ReadOnlyCache(self.cache()))
                     self._metrics[name] = (built, built.fingerprint)
                 except (RexrankError, OSError, ImportError, KeyError) as exc:
@@ -121,7 +122,7 @@ class Details:
                           "scored with")
         if wanted and found != wanted:
             return None, (f"the {name} built here (fingerprint {found}) is not the run's ({wanted}): pass the "
-                          "--model-path/--option the run was scored with")
+                          "--model-path/--option/--batch-size the run was scored with")
         return built, None
 
     # -- each metric's view ------------------------------------------------------------------------------------

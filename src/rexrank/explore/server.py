@@ -96,12 +96,14 @@ def check_port(port: int) -> None:
 
 
 def build(runs: list[str | os.PathLike], *, data_dir=None, model_paths: Mapping[str, Any] | None = None,
-          metric_configs: Mapping[str, Mapping[str, Any]] | None = None, cache_dir=None):
+          metric_configs: Mapping[str, Mapping[str, Any]] | None = None, cache_dir=None,
+          batch_size: int | None = None):
     """(the explorer's data, its details, the app) for ``runs``."""
     from rexrank.explore.data import load
 
     explorer = load(list(runs), data_dir=data_dir)
-    details = Details(explorer, model_paths=model_paths, metric_configs=metric_configs, cache_dir=cache_dir)
+    details = Details(explorer, model_paths=model_paths, metric_configs=metric_configs, cache_dir=cache_dir,
+                      batch_size=batch_size)
     return explorer, details, explore_app(explorer, details)
 
 
