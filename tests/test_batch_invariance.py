@@ -5,6 +5,8 @@ the raw output of every pass a text takes part in (hidden states, logits) is byt
 call (alone, among longer and shorter texts of its own length bucket, among many), and so are the metric's values,
 whatever the cache already held and however many processes share the work. A spy on each encoder records, per
 real row, the text's token ids and the bytes of its output; the same ids must always give the same bytes.
+RadGraph's heads (NER, mention and relation scores) run in fixed-shape passes too: a spy checks their shapes and
+``Annotator.head_scores`` gives the bytes a report's scores take in each call.
 
 Each spy also checks every pass has the policy's shape, so a metric that pads to its batch's longest text fails
 here even where this CPU's kernels happen to give the same bytes at both widths (checked by hand, issue 52: with
@@ -200,21 +202,81 @@ def test_ratescore_ner_and_embeddings_never_depend_on_the_call(configs):
     assert all(e == entities[0] for e in entities) and len(set(vectors)) == 1
 
 
+class HeadSpy:
+    """Forward hooks on RadGraph's NER scorer and relation output layer: the sizes of the head passes whose first
+    dimension is not one the policy allows (a bucket's rows x its padded spans, or x its padded pairs)."""
+
+    def __init__(self, annotator, rows: int = ROWS):
+        from rexrank.metrics.batching import WIDTHS
+        from rexrank.metrics.radgraph import inference
+
+        heads = annotator.heads
+        span_dim = heads.ner.ff.layers[0].in_features
+        pair_width = heads.relation_pair_width()
+        self.spans = set()
+        for width in WIDTHS[:8]:
+            n_spans = len(annotator._spans_of(width)[0])
+            self.spans.add(annotator._pass_rows(rows, n_spans * span_dim, inference.SPAN_PASS_FLOATS) * n_spans)
+        self.pairs = {annotator._pass_rows(rows, k * k * pair_width, inference.RELATION_PASS_FLOATS) * k * k
+                      for k in WIDTHS[:6]}
+        self.off_shape: list[tuple[str, int]] = []
+        self.passes = {"ner": 0, "relations": 0}
+        self.handles = [heads.ner.register_forward_hook(self._hook("ner", self.spans)),
+                        heads.relation_out.register_forward_hook(self._hook("relations", self.pairs))]
+
+    def _hook(self, name, allowed):
+        def hook(module, args, output):
+            self.passes[name] += 1
+            if args[0].reshape(-1, args[0].shape[-1]).shape[0] not in allowed:
+                self.off_shape.append((name, int(args[0].reshape(-1, args[0].shape[-1]).shape[0])))
+        return hook
+
+    def assert_fixed_shapes(self):
+        for handle in self.handles:
+            handle.remove()
+        assert self.passes["ner"] and self.passes["relations"], self.passes
+        assert not self.off_shape, f"head passes not of a bucket's shape (head, rows): {self.off_shape[:5]}"
+
+
 @pytest.mark.slow
-def test_radgraph_word_vectors_never_depend_on_the_call(configs):
-    """RadGraph's encoder segments go through the same fixed-shape passes; the heads run per report, on tensors of
-    that report's own shape, so an annotation is a function of the report alone."""
+def test_radgraph_never_depends_on_the_call(configs):
+    """RadGraph's encoder segments go through the same fixed-shape passes, and so do its heads: word vectors, NER
+    and mention scores (span passes of one word-count bucket) and relation scores (passes of one bucket of kept
+    entity spans) are the same bytes for a report whatever shares the call, and so is its annotation."""
     metric = _fresh(configs, "radgraph")
     annotator = metric._annotator()
     spy = OutputSpy(annotator.encoder, annotator.segment_length + 2)
-    words, annotations = set(), []
+    heads = HeadSpy(annotator)
+    words, scores, annotations = set(), set(), []
     for texts in CALLS:
         _, docs = annotator.prepare(texts)
         vectors = annotator.word_vectors(docs, ROWS)
         words.add(vectors[texts.index(TARGET)].cpu().numpy().tobytes())
+        found = annotator.head_scores(texts, ROWS)[texts.index(TARGET)]
+        assert set(found) == {"ner", "mentions", "relations"}
+        scores.add(tuple(found[name].tobytes() for name in sorted(found)))
         annotations.append(annotator.annotate(texts, ROWS)[texts.index(TARGET)])
     spy.assert_one_pattern()
-    assert len(words) == 1 and all(a == annotations[0] for a in annotations)
+    heads.assert_fixed_shapes()
+    assert len(words) == 1 and len(scores) == 1 and all(a == annotations[0] for a in annotations)
+    assert annotations[0]["entities"] and any(e["relations"] for e in annotations[0]["entities"].values())
+
+
+@pytest.mark.slow
+def test_radgraph_heads_do_not_depend_on_the_batch_position_or_size(configs):
+    """Every report of a call gets the same head scores (bytes) in any order and with any rows per pass but the
+    shape's own: each one alone, the call reversed, and the call again (a second call on the same annotator)."""
+    metric = _fresh(configs, "radgraph")
+    annotator = metric._annotator()
+    texts = [TARGET, *FAMILY, *OTHERS]
+    together = annotator.head_scores(texts, ROWS)
+    backwards = annotator.head_scores(list(reversed(texts)), ROWS)[::-1]
+    again = annotator.head_scores(texts, ROWS)
+    for i, text in enumerate(texts):
+        alone = annotator.head_scores([text], ROWS)[0]
+        for found in (backwards[i], again[i]):
+            assert {k: v.tobytes() for k, v in found.items()} == {k: v.tobytes() for k, v in alone.items()}, text
+        assert {k: v.tobytes() for k, v in together[i].items()} == {k: v.tobytes() for k, v in alone.items()}, text
 
 
 @pytest.mark.slow

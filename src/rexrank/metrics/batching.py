@@ -144,6 +144,21 @@ def run_fixed_shape(encoded: Sequence[Sequence[int]], shape: BatchShape, pad_id:
 
     Every pass is queued before any result is read back (one synchronisation per call on a GPU, not one per pass).
     ``progress(done, total)`` hears of each queued pass (display only)."""
+    results: list[Any] = [None] * len(encoded)
+    for chunk, out in queue_fixed_shape(encoded, shape, pad_id, device, forward, progress):
+        parts = out if isinstance(out, tuple) else (out,)
+        parts = tuple(p.cpu().numpy() if to_cpu else p for p in parts)
+        for row, i in enumerate(chunk):
+            results[i] = tuple(p[row] for p in parts) if isinstance(out, tuple) else parts[0][row]
+    return results
+
+
+def queue_fixed_shape(encoded: Sequence[Sequence[int]], shape: BatchShape, pad_id: int, device: Any,
+                      forward: Callable[[torch.Tensor, torch.Tensor], Any],
+                      progress: Callable[[int, int], None] | None = None) -> list[tuple[list[int], Any]]:
+    """Every pass of ``encoded`` queued, nothing read back: [(indices into ``encoded``, the pass's whole output)];
+    row r of an output is text indices[r] (rows past len(indices) are filler). For a caller that works on whole
+    passes (RadGraph's heads) rather than on one row per text (``run_fixed_shape``)."""
     import torch
 
     pending: list[tuple[list[int], Any]] = []
@@ -154,13 +169,7 @@ def run_fixed_shape(encoded: Sequence[Sequence[int]], shape: BatchShape, pad_id:
             done += len(chunk)
             if progress is not None:
                 progress(done, len(encoded))
-    results: list[Any] = [None] * len(encoded)
-    for chunk, out in pending:
-        parts = out if isinstance(out, tuple) else (out,)
-        parts = tuple(p.cpu().numpy() if to_cpu else p for p in parts)
-        for row, i in enumerate(chunk):
-            results[i] = tuple(p[row] for p in parts) if isinstance(out, tuple) else parts[0][row]
-    return results
+    return pending
 
 
 # -- deterministic settings -------------------------------------------------------------------------------------------

@@ -3,10 +3,14 @@
 Differences from radgraph 0.1.18 are only in how work is scheduled, never in what is computed:
 - the encoder segments of all reports of a call run in the fixed-shape batches of ``rexrank.metrics.batching``
   (``batch_size`` rows, each padded to its length bucket, masked), so a segment's vectors are a function of the
-  segment and the weights, never of the reports beside it; every step after the encoder (word vectors, spans,
-  NER, pruning, relations) runs per report on tensors of that report's own shape. Before issue 52, reports ran in
-  padded batches of up to 32 and the heads over the batch's padded span matrix: a top-2 NER gap of 2.86e-6 became
-  0 beside longer reports and an entity was dropped (issue 52);
+  segment and the weights, never of the reports beside it. The heads follow the same rule (``Annotator._round``):
+  word vectors are summed piece by piece per word; span passes (NER, mention pruning) take the reports of one
+  word-count bucket, each padded to that bucket's spans; relation passes take the reports of one bucket of kept
+  entity spans, padded to it; a bucket's last pass is filled with copies of its first report. A report's values
+  therefore depend on the report and the weights alone, and a round of 256 reports costs a few dozen head passes,
+  not a dozen operator calls per report. Before issue 52, reports ran in padded batches of up to 32 and the heads
+  over the batch's padded span matrix: a top-2 NER gap of 2.86e-6 became 0 beside longer reports and an entity was
+  dropped (issue 52);
 - relations are scored only for pairs of two kept spans that are entities (radgraph's decoding drops every other
   pair, and each pair's score is its own); a long report's pairs are scored in blocks of subject rows
   (``RELATION_BLOCK_FLOATS``), so memory grows linearly with report length, not with its square;
@@ -22,16 +26,16 @@ pieces from both segments). We do the same, so nothing past 510 wordpieces is dr
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from rexrank.errors import ConfigError, ModelNotAvailableError
-from rexrank.metrics.batching import batch_shape, pin_attention, prepare_device, run_fixed_shape
+from rexrank.metrics.batching import WIDTHS, batch_shape, pin_attention, prepare_device, queue_fixed_shape
 from rexrank.metrics.radgraph.archive import Archive, encoder_location, read_archive
 from rexrank.metrics.radgraph.model import DyGIEHeads, split_dygie_state
 from rexrank.metrics.radgraph.tokenize import encoder_word, words_for
@@ -50,6 +54,16 @@ REPORTS_PER_ROUND = 256
 # at 2**20, 9.5 s at 2**22, 14 s at 2**24 (docs/radgraph.md, "Memory").
 RELATION_BLOCK_FLOATS = 1 << 20
 
+# Head passes (rexrank.metrics.batching's rule applied to the heads): reports of one bucket per pass, as many as the
+# shape's rows unless one report's widest intermediate would make a pass hold more than this many floats (256 MiB);
+# then fewer, a number fixed by the bucket. Span passes hold spans x (2 x hidden + width features) floats per
+# report, relation passes pairs x the relation pair width.
+SPAN_PASS_FLOATS = 1 << 26
+RELATION_PASS_FLOATS = 1 << 26
+# A report whose kept entity spans, padded to their bucket, make at most this many pairs always goes in a relation
+# pass; beyond it (and beyond ``relation_block_floats``), alone in blocks of subject rows.
+PAIRS_ALWAYS_BATCHED = 4096
+
 # BERT buffers some checkpoints saved as persistent state; they are constants (aranges / zeros), safe to skip.
 _IGNORABLE_ENCODER_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids")
 
@@ -66,6 +80,19 @@ class _Doc:
     words: list[str]
     pieces: list[list[int]]  # wordpiece ids per word (possibly empty)
     n_pieces: int
+
+
+@dataclass
+class _Found:
+    entities: list[tuple[tuple[int, int], str]]
+    relations: list[tuple[tuple[int, int], tuple[int, int], str]]
+    scores: dict[str, np.ndarray] | None  # raw head scores, when asked for (Annotator.head_scores)
+
+
+def _ladder(n: int) -> int:
+    """The padded size of a head-pass bucket holding ``n`` (words of a report, or its kept entity spans): the
+    narrowest of the encoders' widths that holds it; beyond the last, ``n`` itself (a pass of its own)."""
+    return next((w for w in WIDTHS if w >= n), n)
 
 
 def resolve_device(device: str | int | torch.device | None) -> torch.device:
@@ -140,6 +167,8 @@ class Annotator:
         self.encoder.to(self.device).eval()
         self.heads.to(self.device).eval()
         self._piece_cache: dict[str, list[int]] = {}
+        self._span_cache: dict[int, tuple[list[tuple[int, int]], np.ndarray, np.ndarray]] = {}
+        self._keep_cache: dict[int, int] = {}
         self.relation_block_floats = RELATION_BLOCK_FLOATS  # changes memory and speed, never an annotation
 
     def _load_weights_plainly(self) -> dict[str, torch.Tensor]:
@@ -184,15 +213,15 @@ class Annotator:
     @torch.inference_mode()
     def annotate(self, texts: list[str], batch_size: int | None = None) -> list[Annotation]:
         """One annotation per text; ``self.progress(done, total)``, when set, hears of each annotated report (a
-        round's encoder passes are queued together, so its reports finish one by one after them).
-        ``batch_size``: encoder segments per pass (rexrank.metrics.batching; None: the device's default)."""
-        self.batch_shape(batch_size)  # a bad batch size is refused before any work
+        round's passes are queued together, so its reports finish one by one after them).
+        ``batch_size``: rows per pass (rexrank.metrics.batching; None: the device's default)."""
+        shape = self.batch_shape(batch_size)  # a bad batch size is refused before any work
         results, docs = self.prepare(list(texts))
         done = 0
         for begin in range(0, len(docs), REPORTS_PER_ROUND):
             chunk = docs[begin:begin + REPORTS_PER_ROUND]
-            for doc, words in zip(chunk, self.word_vectors(chunk, batch_size)):
-                results[doc.index] = self._annotate_doc(doc, words)
+            for doc, found in zip(chunk, self._round(chunk, shape)):
+                results[doc.index] = build_annotation(doc.words, found.entities, found.relations)
                 done += 1
                 if self.progress is not None:
                     self.progress(done, len(docs))
@@ -212,27 +241,223 @@ class Annotator:
         return [self._start + flat[s:s + self.segment_length] + self._end
                 for s in range(0, len(flat), self.segment_length)]
 
-    def _words(self, doc: _Doc, rows: list[list[int]], hidden: list[torch.Tensor]) -> torch.Tensor:
-        """Word vectors (1, words, H): mean of each word's wordpiece vectors, zeros where a word has none."""
+    def _on_device(self, array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(array, dtype=np.int64)).to(self.device)
+
+    def _word_table(self, docs: list[_Doc], shape) -> tuple[torch.Tensor, list[np.ndarray]]:
+        """Every word vector of ``docs`` in one table (row 0: zeros, the padding row and the vector of a word without
+        wordpieces) and, per report, the table rows of its words.
+
+        A word vector is the mean of its wordpiece vectors (allennlp: masked sum / count). Words are grouped by
+        their number of pieces c and summed piece by piece (c elementwise adds in piece order), so a word's bytes
+        depend on its own pieces alone, not on the widest word beside it."""
+        segments = [self._segments(doc) for doc in docs]
+        rows = [row for doc_rows in segments for row in doc_rows]
         hidden_size = self.encoder.config.hidden_size
-        if not rows:  # every word has no wordpiece (e.g. only zero-width characters)
-            return torch.zeros(1, len(doc.words), hidden_size, device=self.device)
-        # Each segment's real positions, specials cut off, in report order: row k of `pieces` is wordpiece k.
-        pieces = torch.cat([h[len(self._start):len(row) - len(self._end)] for row, h in zip(rows, hidden)])
-        max_pieces = max(max((len(p) for p in doc.pieces), default=0), 1)
-        index = torch.zeros((len(doc.words), max_pieces), dtype=torch.long)
-        piece_mask = torch.zeros_like(index, dtype=torch.bool)
-        k = 0
-        for w, word_pieces in enumerate(doc.pieces):
-            index[w, :len(word_pieces)] = torch.arange(k, k + len(word_pieces))
-            piece_mask[w, :len(word_pieces)] = True
-            k += len(word_pieces)
-        index, piece_mask = index.to(self.device), piece_mask.to(self.device)
-        # Reduced like allennlp: masked sum / count.
-        gathered = pieces[index.view(-1)].view(*index.shape, hidden_size) * piece_mask.unsqueeze(-1)
-        counts = piece_mask.sum(-1, keepdim=True)
-        words = gathered.sum(1) / torch.clamp_min(counts, 1)
-        return words.masked_fill(counts == 0, 0.0).unsqueeze(0)
+        passes = queue_fixed_shape(rows, shape, self.pad_id, self.device,
+                                   lambda ids, mask: self.encoder(input_ids=ids, attention_mask=mask)[0])
+        # Where each segment's first position lies once every pass's output is flattened and concatenated.
+        row_start = np.zeros(len(rows), dtype=np.int64)
+        parts, offset = [], 0
+        for chunk, out in passes:
+            n_rows, width = out.shape[:2]
+            parts.append(out.reshape(n_rows * width, hidden_size))
+            row_start[chunk] = offset + np.arange(len(chunk), dtype=np.int64) * width
+            offset += n_rows * width
+        # The output row of every wordpiece of the round (reports in order; piece p of a report sits in its
+        # segment p // L after the start tokens), and each word's piece count.
+        piece_rows, counts, segment = [], [], 0
+        for doc, doc_rows in zip(docs, segments):
+            p = np.arange(doc.n_pieces, dtype=np.int64)
+            piece_rows.append(row_start[segment + p // self.segment_length] + len(self._start)
+                              + p % self.segment_length)
+            counts.append(np.array([len(w) for w in doc.pieces], dtype=np.int64))
+            segment += len(doc_rows)
+        all_pieces, all_counts = np.concatenate(piece_rows), np.concatenate(counts)
+        first_piece = np.cumsum(all_counts) - all_counts
+        table_row = np.zeros(len(all_counts), dtype=np.int64)
+        groups = [torch.zeros(1, hidden_size, device=self.device)]
+        if parts:
+            pieces = torch.cat(parts)
+            next_row = 1
+            for c in np.unique(all_counts[all_counts > 0]).tolist():
+                words = np.nonzero(all_counts == c)[0]
+                index = all_pieces[first_piece[words, None] + np.arange(c)]
+                vectors = pieces.index_select(0, self._on_device(index.reshape(-1))).view(len(words), c, hidden_size)
+                total = vectors[:, 0]
+                for j in range(1, c):
+                    total = total + vectors[:, j]
+                groups.append(total / c if c > 1 else total)
+                table_row[words] = next_row + np.arange(len(words))
+                next_row += len(words)
+        ends = np.cumsum([len(doc.words) for doc in docs])
+        return torch.cat(groups), np.split(table_row, ends[:-1])
+
+    def word_vectors(self, docs: list[_Doc], batch_size: int | None = None) -> list[torch.Tensor]:
+        """Each report's word vectors (1, words, H), its segments run in the fixed-shape encoder passes."""
+        table, word_rows = self._word_table(docs, self.batch_shape(batch_size))
+        return [table[self._on_device(r)].unsqueeze(0) for r in word_rows]
+
+    def _spans_of(self, n_words: int) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
+        """The spans (start, end) of a report of ``n_words`` words in the dygie reader's order, and their starts and
+        ends as arrays."""
+        found = self._span_cache.get(n_words)
+        if found is None:
+            width = self.cfg.reader_max_span_width
+            spans = [(s, e) for s in range(n_words) for e in range(s, min(s + width, n_words))]
+            found = (spans, np.array([s for s, _ in spans], dtype=np.int64),
+                     np.array([e for _, e in spans], dtype=np.int64))
+            self._span_cache[n_words] = found
+        return found
+
+    def _keep(self, n_words: int) -> int:
+        """relation.py _prune_spans: ceil(float32(n_words) * spans_per_word) spans kept, at least one."""
+        if n_words not in self._keep_cache:
+            keep = int(torch.ceil(torch.tensor([float(n_words)]) * self.cfg.relation_spans_per_word).long())
+            self._keep_cache[n_words] = max(keep, 1)
+        return self._keep_cache[n_words]
+
+    def _pass_rows(self, rows: int, floats_per_report: int, budget: int) -> int:
+        """Reports per head pass: the shape's rows, fewer where one report's widest intermediate is large (a
+        function of the bucket alone, so every pass of a bucket has one shape)."""
+        return max(1, min(rows, budget // max(floats_per_report, 1)))
+
+    def _round(self, docs: list[_Doc], shape, keep_scores: bool = False) -> list[_Found]:
+        """Entities and relations of ``docs``. Every pass has a shape fixed by its bucket: span passes take the
+        reports of one word-count width (``WIDTHS``), each padded to that width's spans; relation passes take the
+        reports whose kept entity spans fit one width of the same ladder, padded to it; the last pass of a bucket
+        is filled with copies of its first report. So no value depends on a neighbour or on the round's size.
+        ``keep_scores``: also return each report's raw scores (the invariance tests read their bytes)."""
+        table, word_rows = self._word_table(docs, shape)
+        span_dim = 2 * table.size(1) + self.cfg.feature_size
+        found = [_Found([], [], {} if keep_scores else None) for _ in docs]
+
+        def gather(rows_: np.ndarray, s: np.ndarray, e: np.ndarray) -> torch.Tensor:
+            # Exact copies: two table rows and the width's embedding per span.
+            width_ids = self._on_device(e - s)
+            return torch.cat([table.index_select(0, self._on_device(rows_[0].reshape(-1))),
+                              table.index_select(0, self._on_device(rows_[1].reshape(-1))),
+                              self.heads.width_embedding(width_ids.reshape(-1))], dim=-1)
+
+        # -- span passes: NER labels, mention scores, the kept spans ------------------------------------------
+        by_width: dict[int, list[int]] = {}
+        for d, doc in enumerate(docs):
+            by_width.setdefault(_ladder(len(doc.words)), []).append(d)
+        span_passes = []
+        for width in sorted(by_width):
+            n_spans = len(self._spans_of(width)[0])
+            rows = self._pass_rows(shape.rows, n_spans * span_dim, SPAN_PASS_FLOATS)
+            top_k = min(self._keep(width), n_spans)
+            members = by_width[width]
+            for begin in range(0, len(members), rows):
+                chunk = members[begin:begin + rows]
+                starts = np.zeros((2, rows, n_spans), dtype=np.int64)  # table rows of each span's first, last word
+                start_word = np.zeros((rows, n_spans), dtype=np.int64)
+                end_word = np.zeros((rows, n_spans), dtype=np.int64)
+                padding = np.ones((rows, n_spans), dtype=bool)
+                for r, d in enumerate(chunk):
+                    _, s, e = self._spans_of(len(docs[d].words))
+                    starts[0, r, :len(s)], starts[1, r, :len(s)] = word_rows[d][s], word_rows[d][e]
+                    start_word[r, :len(s)], end_word[r, :len(s)] = s, e
+                    padding[r, :len(s)] = False
+                for array in (starts[0], starts[1], start_word, end_word, padding):
+                    array[len(chunk):] = array[0]
+                vectors = gather(starts, start_word, end_word)
+                ner = self.heads.ner_scores(vectors)
+                mentions = self.heads.mention_scores(vectors).view(rows, n_spans)
+                pad = torch.from_numpy(padding).to(self.device)
+                top = mentions.masked_fill(pad, float("-inf")).topk(top_k, dim=1)[1]
+                span_passes.append((chunk, n_spans, ner.max(dim=-1)[1].view(rows, n_spans), mentions, top,
+                                    ner.view(rows, n_spans, -1) if keep_scores else None))
+        all_mentions = torch.cat([p[3].reshape(-1) for p in span_passes])
+
+        # -- read back: entities and, per report, the kept spans that are entities ----------------------------
+        chosen: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(docs)
+        mention_at: list[int] = [0] * len(docs)
+        offset = 0
+        for chunk, n_spans, labels, mentions, top, ner in span_passes:
+            labels, top = labels.cpu().numpy(), top.cpu().numpy()
+            for r, d in enumerate(chunk):
+                n_words = len(docs[d].words)
+                spans = self._spans_of(n_words)[0]
+                own = labels[r, :len(spans)]
+                found[d].entities = [(spans[k], self.cfg.ner_labels[own[k]]) for k in np.nonzero(own)[0].tolist()]
+                kept = np.sort(top[r, :self._keep(n_words)])
+                chosen[d] = kept[own[kept] != 0]
+                mention_at[d] = offset + r * n_spans
+                if keep_scores:
+                    found[d].scores["ner"] = ner[r, :len(spans)].cpu().numpy()
+                    found[d].scores["mentions"] = mentions[r, :len(spans)].cpu().numpy()
+            offset += labels.size
+
+        # -- relation passes over pairs of kept entity spans ----------------------------------------------------
+        pair_width = self.heads.relation_pair_width()
+        largest = max(PAIRS_ALWAYS_BATCHED, self.relation_block_floats // pair_width)
+        by_k: dict[int, list[int]] = {}
+        blocked = []
+        for d, ids in enumerate(chosen):
+            if len(ids):
+                k_pad = _ladder(len(ids))
+                (by_k.setdefault(k_pad, []) if k_pad * k_pad <= largest else blocked).append(d)
+        relation_passes = []
+        for k_pad in sorted(by_k):
+            rows = self._pass_rows(shape.rows, k_pad * k_pad * pair_width, RELATION_PASS_FLOATS)
+            members = by_k[k_pad]
+            for begin in range(0, len(members), rows):
+                chunk = members[begin:begin + rows]
+                ends = np.zeros((2, rows, k_pad), dtype=np.int64)
+                start_word = np.zeros((rows, k_pad), dtype=np.int64)
+                end_word = np.zeros((rows, k_pad), dtype=np.int64)
+                mention_rows = np.zeros((rows, k_pad), dtype=np.int64)
+                for r, d in enumerate(chunk):
+                    ids = chosen[d]
+                    _, s, e = self._spans_of(len(docs[d].words))
+                    ends[0, r, :len(ids)], ends[1, r, :len(ids)] = word_rows[d][s[ids]], word_rows[d][e[ids]]
+                    start_word[r, :len(ids)], end_word[r, :len(ids)] = s[ids], e[ids]
+                    mention_rows[r, :len(ids)] = mention_at[d] + ids
+                for array in (ends[0], ends[1], start_word, end_word, mention_rows):
+                    array[len(chunk):] = array[0]
+                top = gather(ends, start_word, end_word).view(rows, k_pad, span_dim)
+                m = all_mentions.index_select(0, self._on_device(mention_rows.reshape(-1))).view(rows, k_pad)
+                scores = self.heads.relation_scores_fixed(top, m)
+                relation_passes.append((chunk, scores.max(dim=-1)[1], scores if keep_scores else None))
+        for chunk, labels, scores in relation_passes:
+            labels = labels.cpu().numpy() - 1  # scorer index 0 is "no relation"
+            for r, d in enumerate(chunk):
+                k = len(chosen[d])
+                spans = self._spans_of(len(docs[d].words))[0]
+                ids = chosen[d].tolist()
+                own = labels[r, :k, :k]
+                for i, j in np.argwhere(own >= 0).tolist():
+                    found[d].relations.append((spans[ids[i]], spans[ids[j]], self.cfg.relation_labels[own[i, j]]))
+                if keep_scores:
+                    found[d].scores["relations"] = scores[r, :k, :k].cpu().numpy()
+
+        # -- reports with too many pairs for one pass: their own shape, in blocks of subject rows ---------------
+        max_pairs = max(self.relation_block_floats // pair_width, 1)
+        for d in blocked:
+            ids = chosen[d]
+            _, s, e = self._spans_of(len(docs[d].words))
+            top = gather(np.stack([word_rows[d][s[ids]], word_rows[d][e[ids]]]), s[ids], e[ids])
+            m = all_mentions.index_select(0, self._on_device(mention_at[d] + ids))
+            blocks = []
+            for start, scores in self.heads.relation_score_rows(top, m, max(max_pairs // len(ids), 1)):
+                self._collect(found[d].relations, scores, start, ids, self._spans_of(len(docs[d].words))[0])
+                if keep_scores:
+                    blocks.append(scores.cpu().numpy())
+            if keep_scores:
+                found[d].scores["relations"] = np.concatenate(blocks)
+        return found
+
+    def head_scores(self, texts: list[str], batch_size: int | None = None) -> list[dict[str, np.ndarray] | None]:
+        """Per text, the raw scores of its heads: "ner" (spans, labels), "mentions" (spans,), "relations" (K, K,
+        relation labels + 1) for its K kept entity spans (absent without any); None for a text without words."""
+        _, docs = self.prepare(list(texts))
+        scores: list[dict[str, np.ndarray] | None] = [None] * len(texts)
+        with torch.inference_mode():
+            for doc, found in zip(docs, self._round(docs, self.batch_shape(batch_size), keep_scores=True)):
+                scores[doc.index] = found.scores
+        return scores
 
     def doc_span_vectors(self, doc: _Doc, words: torch.Tensor) -> tuple[list[tuple[int, int]], torch.Tensor]:
         """The report's spans (start, end), in the dygie reader's order, and their vectors (1, spans, D)."""
@@ -242,18 +467,6 @@ class Annotator:
         starts = torch.tensor([[s for s, _ in spans]], dtype=torch.long, device=self.device)
         ends = torch.tensor([[e for _, e in spans]], dtype=torch.long, device=self.device)
         return spans, self.heads.span_embeddings(words, starts, ends)
-
-    def word_vectors(self, docs: list[_Doc], batch_size: int | None = None) -> list[torch.Tensor]:
-        """Each report's word vectors (1, words, H), its segments run in the fixed-shape encoder passes."""
-        segments = [self._segments(doc) for doc in docs]
-        hidden = run_fixed_shape([row for rows in segments for row in rows], self.batch_shape(batch_size),
-                                 self.pad_id, self.device,
-                                 lambda ids, mask: self.encoder(input_ids=ids, attention_mask=mask)[0], to_cpu=False)
-        out, k = [], 0
-        for doc, rows in zip(docs, segments):
-            out.append(self._words(doc, rows, hidden[k:k + len(rows)]))
-            k += len(rows)
-        return out
 
     def span_vectors(self, docs: list[_Doc]) -> tuple[list[list[tuple[int, int]]], torch.Tensor]:
         """Each report's spans and their vectors stacked (B, max_spans, D), zero rows past a report's spans (the
@@ -271,60 +484,6 @@ class Annotator:
         keep = int(torch.ceil(torch.tensor([float(n_words)]) * self.cfg.relation_spans_per_word).long())
         scores = mentions.reshape(1, -1, 1)
         return scores.topk(max(keep, 1), 1)[1].view(-1).sort()[0], keep
-
-    def _annotate_doc(self, doc: _Doc, words: torch.Tensor) -> Annotation:
-        """One report's annotation from its word vectors; every tensor here has that report's own shape."""
-        spans, span_vectors = self.doc_span_vectors(doc, words)
-        ner_labels = self.heads.ner_scores(span_vectors).max(dim=-1)[1][0].cpu()
-        mentions = self.heads.mention_scores(span_vectors)
-        kept = [self.kept_spans(len(doc.words), mentions[0])]
-        relations = self._relations(span_vectors, mentions, kept, [spans], [ner_labels != 0])
-        entities = [(spans[k], self.cfg.ner_labels[lab]) for k, lab in enumerate(ner_labels.tolist()) if lab != 0]
-        return build_annotation(doc.words, entities, relations[0])
-
-    def _relations(self, span_vectors, mentions, kept, spans, is_entity, budget: int = 4096) -> list[list[tuple]]:
-        """(subject span, object span, label) per report, in the package's order (row-major over kept pairs).
-
-        Only pairs of two kept entity spans are scored: build_annotation drops every relation whose subject or
-        object is no entity, and each pair's score is the same formula on its own two vectors (no pair sees
-        another), so scoring the others could change no annotation. Pairs grow with the square of the report, so
-        on a long one this was most of the work: 4,900 words of IU-Xray findings took 55.6 s scoring all kept
-        pairs and 7.7 s scoring the entity pairs, the same annotation (small stand-in, 1 thread,
-        bench/radgraph_memory.py --text iu_xray). Reports whose pairs would hold more than ``relation_block_floats``
-        floats in the widest intermediate are scored in blocks of subject rows (``DyGIEHeads.relation_score_rows``):
-        memory linear in the report.
-        """
-        results: list[list[tuple]] = [[] for _ in kept]
-        # Per report: the kept spans that may take part in a relation, in kept (sentence) order. relation.py
-        # _predict_sentence masks columns beyond `keep`; rows equal `keep` whenever keep >= 1 (keep 0: none).
-        chosen = []
-        for (top, keep), entity in zip(kept, is_entity):
-            positions = top[:keep]
-            chosen.append(positions[entity[positions.cpu()].to(positions.device)])
-        max_pairs = max(self.relation_block_floats // self.heads.relation_pair_width(), 1)
-        b = 0
-        while b < len(kept):
-            k = len(chosen[b])
-            if k == 0:
-                b += 1
-                continue
-            if k * k > max(budget, max_pairs):
-                blocks = self.heads.relation_score_rows(span_vectors[b, chosen[b]], mentions[b, chosen[b]],
-                                                        max(max_pairs // k, 1))
-                for start, scores in blocks:
-                    self._collect(results[b], scores, start, chosen[b], spans[b])
-                b += 1
-                continue
-            group, pairs = [], 0
-            while b < len(kept) and (not group or pairs + len(chosen[b]) ** 2 <= budget):
-                if len(chosen[b]):
-                    group.append(b)
-                    pairs += len(chosen[b]) ** 2
-                b += 1
-            scored = self.heads.relation_scores([(span_vectors[g, chosen[g]], mentions[g, chosen[g]]) for g in group])
-            for g, scores in zip(group, scored):
-                self._collect(results[g], scores, 0, chosen[g], spans[g])
-        return results
 
     def _collect(self, out: list[tuple], scores: torch.Tensor, start: int, chosen: torch.Tensor,
                  spans: list[tuple[int, int]]) -> None:

@@ -109,6 +109,22 @@ class DyGIEHeads(nn.Module):
             out.append(self.with_null(chunk.view(k, k, -1) + (m.view(k, 1, 1) + m.view(1, k, 1))))
         return out
 
+    def relation_scores_fixed(self, top: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        """Relation scores of a fixed-shape pass: ``top`` (R, K, D) holds R reports' kept span vectors (padded to K),
+        ``m`` (R, K) their mention scores; returns (R, K, K, n_relations + 1). The formula of ``relation_scores``;
+        every matrix multiply has the pass's shape, so a report's scores never depend on the other rows."""
+        first, rest = self.relation_ff.layers[0], self.relation_ff.layers[1:]
+        r, k, dim = top.shape
+        w_subject, w_object, w_product = first.weight.split(dim, dim=1)
+        flat = top.reshape(r * k, dim)
+        subject, obj = (flat @ w_subject.T).view(r, k, 1, -1), (flat @ w_object.T).view(r, 1, k, -1)
+        hidden = (top.unsqueeze(2) * top.unsqueeze(1)).reshape(r * k * k, dim) @ w_product.T + first.bias
+        hidden = torch.relu(hidden + (subject + obj).reshape(r * k * k, -1))
+        for layer in rest:
+            hidden = torch.relu(layer(hidden))
+        scores = self.relation_out(hidden).view(r, k, k, -1)
+        return self.with_null(scores + (m.view(r, k, 1, 1) + m.view(r, 1, k, 1)))
+
     def relation_pair_width(self) -> int:
         """Floats held per scored pair by the widest intermediate (the [s_i * s_j] block or a hidden layer)."""
         first = self.relation_ff.layers[0]
