@@ -60,10 +60,10 @@ class Explorer:
         return len(self.study_ids)
 
 
-def _text_key(text: str) -> str:
-    from rexrank.metrics.base import text_key
+def _text_keys(texts: list[str]) -> list[str]:
+    from rexrank.metrics.base import text_keys
 
-    return text_key(text)
+    return text_keys(texts)
 
 
 def _missing(run_source: str, role: str, path: str) -> InputError:
@@ -201,26 +201,28 @@ def load(paths: list[str | os.PathLike], *, data_dir: str | os.PathLike | None =
         raise InputError(f"{loaded[0].source}: {len(missing)} scored studies are not in its references ({where}), "
                          f"e.g. {missing[0]!r}; explore needs the references the run read")
     refs = [ref_texts[sid] for sid in ids]
-    position = {sid: k for k, sid in enumerate(ids)}
     runs: list[Run] = []
     order: list[str] = []
+    ref_keys = dict(zip(ids, _text_keys(refs)))  # each distinct text hashed once (metrics.base.text_keys)
     for run in loaded:
         frame = run.frame.copy()
-        frame["study_id"] = frame["study_id"].astype(str)
+        # Plain lists: iterating an Arrow-backed column element by element costs most of a 10,000-study load.
+        own_ids = [str(s) for s in frame["study_id"].tolist()]
+        frame["study_id"] = own_ids
         if REFERENCE_HASH_COLUMN in frame.columns:
-            keys = frame[REFERENCE_HASH_COLUMN].tolist()
-            differ = sum(_text_key(refs[position[s]]) != k for s, k in zip(frame["study_id"], keys))
+            differ = sum(ref_keys[s] != k for s, k in zip(own_ids, frame[REFERENCE_HASH_COLUMN].tolist()))
             if differ:
                 raise _changed(run.source, "references", where, differ, len(frame))
         pred_path = str(run.results.get("inputs", {}).get("predictions") or "")
         if not pred_path:
             raise InputError(f"{run.source}: results.json names no predictions file (inputs.predictions)")
         texts = _read_predictions(run.source, pred_path, limit)
-        absent = [s for s in frame["study_id"] if s not in texts]
+        absent = [s for s in own_ids if s not in texts]
         if absent:
             raise _changed(run.source, "predictions", pred_path, len(absent), len(frame))
         if "hyp_sha256" in frame.columns:
-            differ = sum(_text_key(texts[s]) != k for s, k in zip(frame["study_id"], frame["hyp_sha256"]))
+            keys = _text_keys([texts[s] for s in own_ids])
+            differ = sum(a != b for a, b in zip(keys, frame["hyp_sha256"].tolist()))
             if differ:
                 raise _changed(run.source, "predictions", pred_path, differ, len(frame))
         aligned = frame.set_index("study_id").reindex(ids)
@@ -234,7 +236,7 @@ def load(paths: list[str | os.PathLike], *, data_dir: str | os.PathLike | None =
         names[name] = names.get(name, 0) + 1
         if names[name] > 1:
             name = f"{name} ({names[name]})"
-        present = set(frame["study_id"])
+        present = set(own_ids)
         hyps = [texts[sid] if sid in present else None for sid in ids]
         runs.append(Run(name, run.source, run.results, aligned.reset_index(), values, hyps, pred_path))
     shared = [m for m in order if all(m in r.values for r in runs)]
