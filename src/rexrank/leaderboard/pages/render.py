@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from rexrank.leaderboard import about, board, compare_view, links
-from rexrank.leaderboard.pages import assets
+from rexrank.leaderboard.pages import assets, studies
 from rexrank.leaderboard.pages.html import Html, el, join, table, text, void, words
 from rexrank.leaderboard.pages.params import view_defaults
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
@@ -256,6 +256,7 @@ def _model_live(views: Views, model: str) -> Html:
         parts.append(table(f"{model}: every result on this board", columns,
                            (list(values) for values in frame.itertuples(index=False)), row_header=0))
     parts.append(el("div", markdown(details), class_="model-details"))
+    parts.append(studies.model_links(views, model))  # its per-study view on open sets (issue 53)
     return join(parts)
 
 

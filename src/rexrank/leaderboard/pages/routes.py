@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from rexrank.leaderboard.pages import render
+from rexrank.leaderboard.pages import render, studies
 from rexrank.leaderboard.pages.assets import ASSETS
 from rexrank.leaderboard.pages.params import page_link
 from rexrank.leaderboard.records import DATASETS, TRACKS
@@ -122,6 +122,7 @@ def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
     routes = [Route("/", page), Route("/live", live), Route("/version", version),
               Route("/static/{name}", static), Route("/csv/{dataset}/{track}", csv),
               Route("/json/{dataset}/{track}", results)]
+    routes.append(Route(studies.PATH, studies.endpoint(views)))  # a model's per-study view (open sets)
     return Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)])
 
 
