@@ -282,3 +282,45 @@ def test_two_standin_runs_show_every_metrics_view(tmp_path, standins, iu_xray_te
                       cache_dir="cache")
     with TestClient(app) as client:
         assert "is not the run" in client.get("/study", params={"id": ids[0]}).text
+
+
+@pytest.mark.slow
+def test_licensed_reference_text_reaches_no_file(tmp_path, monkeypatch):
+    """A canary planted in MIMIC-CXR's reference reports (a synthetic tree; the catalog calls the set licensed):
+    the explorer shows the user their own text on 127.0.0.1 (the positive control), and afterwards no file under
+    the tree holds a byte more than before: not the results folder, the score cache or anything new."""
+    from starlette.testclient import TestClient
+
+    from rexrank.data import catalog, load, synthetic
+    from rexrank.explore.server import build
+    from test_licensed_text import _SENTENCE, _plant
+
+    canary = "zqcanaryexplore"
+    assert catalog.licensed("mimic_cxr")
+    data = tmp_path / "data" / "mimic_cxr"
+    synthetic.write_mimic_cxr_tree(data, compress_csv=False, images=False)
+    assert _plant(data, _SENTENCE, canary)
+    arrow = tmp_path / "arrow"
+    monkeypatch.setattr("datasets.config.HF_DATASETS_CACHE", str(arrow))
+    monkeypatch.setenv("REXRANK_CACHE", str(tmp_path / "rexrank-cache"))
+    studies = load("mimic_cxr", data_dir=data, split=catalog.leaderboard_split("mimic_cxr"), track="findings",
+                   cache_dir=arrow, require_images=False)
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({sid: "The heart is normal. No pleural effusion." for sid in studies["study_id"]}))
+    assert main(["score", "-p", str(preds), "--dataset", "mimic_cxr", "--data-dir", str(data), "-m", "bleu2",
+                 "-o", str(tmp_path / "run"), "-q", "--resamples", "20", "--cache-dir", str(tmp_path / "cache")]) == 0
+
+    def files():
+        return {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and data not in p.parents}
+
+    before = files()
+    _, _, app = build([tmp_path / "run"], data_dir=data, cache_dir=tmp_path / "cache")
+    with TestClient(app) as client:
+        pages = [client.get("/", params={"per": "500", "page": str(k)}).text for k in range(1, 6)]
+        ids = [sid for page in pages for sid in _listed(page)]
+        assert sorted(ids) == sorted(str(s) for s in studies["study_id"])
+        pages += [client.get("/study", params={"id": sid}).text for sid in ids[:200]]
+    assert any(canary in page for page in pages)  # the scan below looks for text the explorer did read
+    after = files()
+    assert after == before
+    assert not [p for p, data_ in after.items() if canary.encode() in data_ and (tmp_path / "run") in p.parents]
