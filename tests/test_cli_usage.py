@@ -78,7 +78,7 @@ def _assert_usage_error(code: int, text: str, *names: str) -> None:
 
 def test_the_walk_sees_every_command():
     names = set(IDS)
-    assert {"score", "compare", "generate", "leaderboard add", "data export", "models download",
+    assert {"score", "compare", "explore", "generate", "leaderboard add", "data export", "models download",
             "hub publish-metrics"} <= names
     bare = {name for name, (_, command) in zip(IDS, TREE)
             if not _is_group(command) and not any(p.required for p in command.params)}
@@ -147,6 +147,7 @@ ISSUE_EXAMPLES = [
     (["generate", "--dataset", "iu_xray"], ["--model"]),
     (["leaderboard", "add"], ["results"]),
     (["compare"], ["runs"]),
+    (["explore"], ["runs"]),
 ]
 
 
@@ -380,6 +381,8 @@ def test_other_commands_check_options_first(cli, tmp_path):
         (["leaderboard", "serve", "--store", store, "--rate-limit", "-1"], ["--rate-limit"]),
         (["leaderboard", "serve", "--store", store, "--submission-metrics", "nope"], ["Unknown metric 'nope'"]),
         (["leaderboard", "worker", "--store", store, "--references-dir", str(a_file)], ["--references-dir"]),
+        (["explore", str(tmp_path / "run"), "--port", "70000"], ["--port"]),
+        (["explore", str(tmp_path / "run"), "--batch-size", "0"], ["--batch-size"]),
         (["leaderboard", "import-published", str(a_file), "--store", store],
          ["its name does not say which test set and track", "--dataset"]),
         (["leaderboard", "sync", "--repo", "x/y", "--store", str(tmp_path)], ["--store", "existing folder"]),
