@@ -135,14 +135,23 @@ def fit_wins(wins: np.ndarray, *, ridge: float = RIDGE, tol: float = 1e-10, max_
     wins = np.asarray(wins, dtype=np.float64)
     m = wins.shape[-1]
     games = wins + np.swapaxes(wins, -1, -2)
+    won = wins.sum(-1)
     s = np.zeros(wins.shape[:-1]) if start is None else np.broadcast_to(start, wins.shape[:-1]).copy()
-    eye = np.eye(m)
-    shift = np.ones((m, m)) / m
+    diagonal = np.arange(m)
     for _ in range(max_iter):
-        p = _sigmoid(s[..., :, None] - s[..., None, :])
-        grad = (wins - games * p).sum(-1) - ridge * s
-        w = games * p * (1.0 - p)
-        hess = w - eye * w.sum(-1)[..., None] - ridge * eye - shift  # negative definite, well conditioned
+        # In place, few passes: the leave-one-rater-out fit (integrity) runs this on (raters, m, m) at every vote.
+        p = np.subtract(s[..., :, None], s[..., None, :])
+        p *= 0.5
+        np.tanh(p, out=p)
+        p += 1.0
+        p *= 0.5  # _sigmoid
+        gp = games * p
+        grad = won - gp.sum(-1) - ridge * s
+        np.subtract(1.0, p, out=p)
+        hess = np.multiply(gp, p, out=p)  # the weights games p (1 - p); zero on the diagonal (no self-games)
+        total = hess.sum(-1)
+        hess -= 1.0 / m  # the all-ones term (see above)
+        hess[..., diagonal, diagonal] = -total - ridge - 1.0 / m  # negative definite, well conditioned
         step = np.linalg.solve(hess, -grad[..., None])[..., 0]
         step = np.clip(step, -2.0, 2.0)
         s = s + step
@@ -200,24 +209,37 @@ class Votes:
         return counted, np.bincount(seen % m, minlength=m)
 
 
+def rater_caps(on: np.ndarray, exempt: np.ndarray | None = None) -> np.ndarray:
+    """``per[r, i]``: what each of rater r's votes on model i weighs (docs/arena.md "A young Arena"), from ``on[r, i]``,
+    the rater's votes on the model (every model with a vote): their votes on a model count for at most
+    ``max(RATER_FLOOR, RATER_MULTIPLE x the median rater's votes on it)`` votes, so one account, or a few, voting at
+    the fastest pace the rules allow weigh no more than a couple of the raters they would need to convince, and a
+    rank rests on several raters. ``exempt[r]``: a rater the host vouches for (an expert), counted in full. A vote's
+    weight is the smaller of its two models' (a vote informs both)."""
+    median = np.nanmedian(np.where(on > 0, on, np.nan), axis=0)  # every model here has a vote
+    cap = np.maximum(RATER_FLOOR, RATER_MULTIPLE * median)
+    per = np.minimum(1.0, cap[None, :] / np.maximum(on, 1.0))
+    if exempt is not None:
+        per[exempt] = 1.0
+    return per
+
+
 def rater_weights(rater: np.ndarray, a: np.ndarray, b: np.ndarray, m: int, *,
                   exempt: np.ndarray | None = None) -> np.ndarray:
-    """Each vote's weight in the fit (docs/arena.md "A young Arena"): a rater's votes on one model count for at most
-    ``max(RATER_FLOOR, RATER_MULTIPLE x the median rater's votes on it)`` votes, so one account, or a few, voting at
-    the fastest pace the rules allow weigh no more than a couple of the raters they would need to convince, and a rank
-    rests on several raters. A vote's weight is the smaller of its two models' (a vote informs both). ``exempt``:
-    votes of raters the host vouches for (experts), counted in full."""
+    """Each vote's weight in the fit: ``rater_caps`` of its rater on its two models, the smaller. ``exempt``: per
+    vote, its rater's votes count in full."""
     if not len(rater):
         return np.zeros(0)
     n_raters = int(rater.max()) + 1
     on = np.zeros((n_raters, m))
     np.add.at(on, (rater, a), 1.0)
     np.add.at(on, (rater, b), 1.0)
-    median = np.nanmedian(np.where(on > 0, on, np.nan), axis=0)  # every model here has a vote
-    cap = np.maximum(RATER_FLOOR, RATER_MULTIPLE * median)
-    per = np.minimum(1.0, cap[None, :] / np.maximum(on, 1.0))
-    weight = np.minimum(per[rater, a], per[rater, b])
-    return weight if exempt is None else np.where(exempt, 1.0, weight)
+    free = None
+    if exempt is not None:
+        free = np.zeros(n_raters, dtype=bool)
+        free[rater[exempt]] = True
+    per = rater_caps(on, free)
+    return np.minimum(per[rater, a], per[rater, b])
 
 
 def ranks_of(strengths: np.ndarray) -> np.ndarray:
@@ -266,20 +288,29 @@ def fit(votes: Votes, *, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, s
     rank); with many the likelihood does and they shrink as the bootstrap's did. A model with fewer than
     ``MIN_RANK_VOTES`` (weighted) votes or ``MIN_RANK_RATERS`` distinct raters is preliminary: rank 0, and the others
     are ranked among themselves."""
+    counted, raters = votes.evidence()
+    n_votes = np.bincount(np.concatenate([votes.a, votes.b]), minlength=len(votes.models))
+    return fit_counts(votes.models, votes.wins(), counted, raters, n_votes, n_boot=n_boot, confidence=confidence,
+                      seed=seed, prior_sd=prior_sd, min_votes=min_votes, min_raters=min_raters)
+
+
+def fit_counts(models: list[str], wins: np.ndarray, counted: np.ndarray, raters: np.ndarray, n_votes: np.ndarray, *,
+               n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int | None = DEFAULT_SEED,
+               prior_sd: float | None = None, min_votes: float | None = None, min_raters: int | None = None) -> Fit:
+    """``fit`` from the votes' sums (the Arena keeps them per vote, issue 50 point 4): ``wins`` (weighted, as
+    ``Votes.wins``), per model the weighted votes ``counted``, distinct ``raters`` and votes ``n_votes``."""
     prior_sd = PRIOR_SD if prior_sd is None else prior_sd
     min_votes = MIN_RANK_VOTES if min_votes is None else min_votes
     min_raters = MIN_RANK_RATERS if min_raters is None else min_raters
-    m = len(votes.models)
+    m = len(models)
     ridge = 1.0 / prior_sd ** 2
-    wins = votes.wins()
     strength = fit_wins(wins, ridge=ridge) if m else np.zeros(0)
-    counted, raters = votes.evidence()
     ranked = (counted >= min_votes) & (raters >= min_raters)
     keep = np.flatnonzero(ranked)
     rank = np.zeros(m, dtype=int)
     rank_low, rank_high = np.zeros(m, dtype=int), np.zeros(m, dtype=int)
     rank[keep] = ranks_of(strength[keep])
-    if len(votes.a) and n_boot and m:
+    if n_votes.sum() and n_boot and m:
         samples = posterior_draws(wins, strength, ridge, n_boot, np.random.default_rng(seed))
         low, high = percentile_interval(samples, confidence)
         if len(keep):
@@ -288,8 +319,8 @@ def fit(votes: Votes, *, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, s
     else:
         low = high = np.full(m, np.nan)
         rank_low[keep], rank_high[keep] = 1, len(keep)
-    n_votes = np.bincount(np.concatenate([votes.a, votes.b]), minlength=m)
-    return Fit(votes.models, strength, low, high, rank, rank_low, rank_high, n_votes, ranked, raters)
+    return Fit(models, strength, low, high, rank, rank_low, rank_high, np.asarray(n_votes, dtype=np.int64), ranked,
+               raters)
 
 
 # -- humans vs metrics, agreement --------------------------------------------------------------------------------------
@@ -319,6 +350,101 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     from scipy.stats import kendalltau
 
     return float(kendalltau(x, y).statistic) if len(x) > 1 else float("nan")
+
+
+# -- what the views read, followed vote by vote ------------------------------------------------------------------------
+class Tally:
+    """The sums every view of the votes reads, added to vote by vote (issue 50 point 4: a redraw after a vote rebuilt
+    them from every event and cost 2.67 s at 100,000 votes): ``wins[r, i, j]``, model i's score against model j in
+    rater r's votes (a tie: 0.5 each way; every sum is a multiple of 0.5, so exact in any order); the agreement's
+    (study, pair) items (the first two votes of each); and per metric, decisive votes and agreements with the rater
+    (``hvm``, read against the kept reports of one ``pool_key``, counted again when they change). Raters and models
+    are numbered by first vote (the log's order); the views put models in name order. ``follow`` adds the votes of
+    ``source`` (the Arena's counted list) not yet added; a new list (the log read again) needs a new Tally."""
+
+    def __init__(self, source: list[dict[str, Any]]) -> None:
+        self.source, self.upto = source, 0
+        self.models: list[str] = []
+        self.raters: list[str] = []
+        self._model: dict[str, int] = {}
+        self._rater: dict[str, int] = {}
+        self._wins = np.zeros((0, 0, 0))  # with room to grow; ``wins`` is the filled part
+        self.items: dict[tuple[str, str, str], list[int]] = {}
+        self.pairs_of_two = np.zeros(6, dtype=np.int64)  # items with two votes, per ITEM_ROWS row
+        self.hvm_key: Any = None
+        self.hvm_upto = 0
+        self.hvm: dict[str, list[int]] = {}  # metric -> [decisive votes, agreements]
+
+    ITEM_ROWS = np.array([[2, 0, 0], [0, 2, 0], [0, 0, 2], [1, 1, 0], [1, 0, 1], [0, 1, 1]])
+
+    @property
+    def wins(self) -> np.ndarray:
+        return self._wins[:len(self.raters), :len(self.models), :len(self.models)]
+
+    def _index(self, names: list[str], index: dict[str, int], name: str) -> int:
+        if name not in index:
+            index[name] = len(names)
+            names.append(name)
+            r, m = len(self.raters), len(self.models)
+            if r > self._wins.shape[0] or m > self._wins.shape[1]:  # room doubles: amortised O(1) per vote
+                grown = np.zeros((max(r, 2 * self._wins.shape[0]), max(m, 2 * self._wins.shape[1]),
+                                  max(m, 2 * self._wins.shape[1])))
+                old = self._wins.shape
+                grown[:old[0], :old[1], :old[2]] = self._wins
+                self._wins = grown
+        return index[name]
+
+    def follow(self) -> None:
+        for v in self.source[self.upto:]:
+            r = self._index(self.raters, self._rater, v["rater"])
+            a = self._index(self.models, self._model, v["models"][0])
+            b = self._index(self.models, self._model, v["models"][1])
+            score = SCORE_A[v["choice"]]
+            self._wins[r, a, b] += score
+            self._wins[r, b, a] += 1.0 - score
+            first = min(v["models"])
+            score_first = score if v["models"][0] == first else 1.0 - score
+            item = self.items.setdefault((v["study"], first, max(v["models"])), [])
+            if len(item) < 2:
+                item.append(0 if score_first == 1 else (1 if score_first == 0 else 2))
+                if len(item) == 2:
+                    self.pairs_of_two[self._row(item)] += 1
+        self.upto = len(self.source)
+
+    @classmethod
+    def _row(cls, item: list[int]) -> int:
+        counts = np.bincount(item, minlength=3)
+        return int(np.flatnonzero((cls.ITEM_ROWS == counts).all(1))[0])
+
+    def agreement(self) -> dict[str, Any]:
+        """Fleiss' kappa over the (study, pair) items voted by two raters or more (``Arena.agreement``)."""
+        table = np.repeat(self.ITEM_ROWS, self.pairs_of_two, axis=0)
+        return {"items": len(table), "fleiss kappa": fleiss_kappa(table) if len(table) else float("nan")}
+
+    def humans_vs_metrics(self, pool_key: Any, pool: dict[str, Any]) -> dict[str, list[int]]:
+        """Per metric of the kept reports: [decisive votes it has values for, those where it prefers the chosen
+        report] (directions from each metric's ``MetricSpec``; a metric tie is a disagreement)."""
+        from rexrank.metrics import REGISTRY
+
+        if pool_key != self.hvm_key:
+            names = sorted({k for values in pool["metrics"].values() for k in values})
+            self.hvm_key, self.hvm_upto, self.hvm = pool_key, 0, {name: [0, 0] for name in names}
+        higher = {name: REGISTRY.spec(name).higher_is_better if name in REGISTRY else True for name in self.hvm}
+        metrics = pool["metrics"]
+        for v in self.source[self.hvm_upto:self.upto]:
+            if v["choice"] not in ("a", "b"):
+                continue
+            values_a = metrics.get((v["models"][0], v["study"]), {})
+            values_b = metrics.get((v["models"][1], v["study"]), {})
+            for name, counts in self.hvm.items():
+                a, b = values_a.get(name), values_b.get(name)
+                if a is None or b is None:
+                    continue
+                counts[0] += 1
+                prefers = "a" if (a > b) == higher[name] and a != b else ("b" if a != b else None)
+                counts[1] += prefers == v["choice"]
+        self.hvm_upto = self.upto
+        return self.hvm
 
 
 # -- the Arena ---------------------------------------------------------------------------------------------------------
@@ -548,16 +674,15 @@ class Arena:
         self._rng = rng  # tests: reproducible draws; None: the OS's randomness (sides are not guessable)
         self.pace = PACE if pace is None else pace
         self._clock = clock  # tests: a clock they move; every time the Arena reads comes from it
-        self._flags_key: tuple[int, tuple[int, int]] | None = None
-        self._flags_lock = threading.Lock()
-        self._flags: list[dict[str, Any]] = []
+        self._views_lock = threading.RLock()  # one computation per change, however many pages refresh at once
         self._lock = threading.Lock()
         self._key = json.dumps([self.dataset, self.split, self.track])  # the store's name for this Arena's tickets
         self._pool_key: tuple[int, int] | None = None
         self._pool: dict[str, Any] = {}
-        self._board_key: tuple | None = None
-        self._views: dict[str, tuple[Any, Any]] = {}  # humans vs metrics, agreement: (views_key, value)
+        self._views: dict[str, tuple[Any, Any]] = {}  # the votes' views: name -> (views_key, value)
         self._board: Fit | None = None
+        self._tally: Tally | None = None  # the views' sums, followed vote by vote
+        self._means: tuple[Any, dict[str, dict[str, float]]] = (None, {})  # per kept reports: metric means
         self._reset_log()
 
     # -- randomness: a secret source unless a test gives a seeded one
@@ -833,31 +958,52 @@ class Arena:
 
     # -- views
     def counted(self, *, include_flagged: bool = False) -> list[dict[str, Any]]:
-        """The votes a board counts: ``votes()``, less those of flagged raters (``integrity``) unless asked."""
+        """The votes a board counts: ``votes()``, less those of flagged raters (``flagged``) unless asked."""
         votes = self.votes()
         if include_flagged:
             return votes
-        flagged = {row["rater"] for row in self.integrity() if row["flagged"]}
+        flagged = self.flagged()
         return [v for v in votes if v["rater"] not in flagged] if flagged else votes
+
+    def _sums(self) -> tuple[list[str], list[str], np.ndarray]:
+        """(raters, models, ``Tally.wins``) as of now: a copy, so a vote arriving meanwhile changes nothing read."""
+        with self._lock:
+            self._follow()
+            tally = self._tally_locked()
+            return list(tally.raters), list(tally.models), tally.wins.copy()
+
+    def _tally_locked(self) -> Tally:
+        if self._tally is None or self._tally.source is not self._counted:  # the log was read again
+            self._tally = Tally(self._counted)
+        self._tally.follow()
+        return self._tally
 
     def board(self, *, include_flagged: bool = False) -> Fit:
         """The fit of the votes counted now (cached per ``views_key``), by default without flagged raters' votes; each
-        rater's weight bounded (``rater_weights``) unless the host made them an expert. ``include_flagged``: the
-        flagged raters' votes counted as cast, at full weight: the board the integrity rules kept off (what the flag
-        and the weights prevented), for the host and the curious to compare."""
-        key = (self.views_key(), include_flagged)
-        if key == self._board_key and self._board is not None:
-            return self._board
-        votes = self.counted(include_flagged=include_flagged)
-        models = sorted({m for v in votes for m in v["models"]})
-        exempt = {r for r, role in self.roles().items() if role == "expert"}
-        if include_flagged:
-            exempt |= {row["rater"] for row in self.integrity() if row["flagged"]}
-        result = fit(Votes.of(models, votes, exempt=frozenset(exempt)), n_boot=self.n_boot)
+        rater's weight bounded (``rater_caps``) unless the host made them an expert. ``include_flagged``: the flagged
+        raters' votes counted too, under the same bound as anyone's (issue 50: a rank needs several raters, flagged or
+        not): the board the flag kept off, for the host and the curious to compare."""
+        result = self._cached(f"board {include_flagged} {self.n_boot}", lambda: self._fit(include_flagged))
         if not include_flagged:  # the board the pairing reads
             with self._lock:
-                self._board, self._board_key = result, key
+                self._board = result
         return result
+
+    def _fit(self, include_flagged: bool) -> Fit:
+        raters, models, wins = self._sums()
+        flagged = {} if include_flagged else self.flagged()
+        roles = self.roles()
+        keep = [r for r, name in enumerate(raters) if name not in flagged]
+        wins = wins[keep]
+        games = wins + wins.transpose(0, 2, 1)
+        on = games.sum(-1)  # [rater, model]: their votes on it
+        present = np.flatnonzero(on.sum(0) > 0)
+        order = present[np.argsort([models[i] for i in present], kind="stable")]  # models in name order
+        wins, games, on = wins[:, order][:, :, order], games[:, order][:, :, order], on[:, order]
+        per = rater_caps(on, np.array([roles.get(raters[r]) == "expert" for r in keep], dtype=bool))
+        weight = np.minimum(per[:, :, None], per[:, None, :])  # a vote's weight: the smaller of its models'
+        return fit_counts([models[i] for i in order], (weight * wins).sum(0), (weight * games).sum((0, 2)),
+                          (on > 0).sum(0), on.sum(0), n_boot=self.n_boot)
 
     def board_rows(self, *, include_flagged: bool = False) -> list[dict[str, Any]]:
         """The Arena board: one row per model, the ranked ones strongest first, then the preliminary ones (below the
@@ -874,6 +1020,40 @@ class Arena:
                  "raters": int(result.raters[i]) if result.raters is not None else 0}
                 for i in order]
 
+    def _one_sided(self) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+        """(raters, models, z, count), both in name order: ``z[r, i]`` rater r's one-sidedness toward model i
+        (``integrity``) over their ``count[r, i]`` votes on it. Once per change of the votes, from the ``Tally``'s
+        sums: one batched fit (each rater left out in turn) and sums over (rater, model, model) cells, never over
+        every vote (issue 50 point 4)."""
+        def compute():
+            raters, models, wins = self._sums()
+            rows, cols = np.argsort(raters, kind="stable"), np.argsort(models, kind="stable")
+            wins = wins[rows][:, cols][:, :, cols]
+            games = wins + wins.transpose(0, 2, 1)
+            count = games.sum(-1)
+            total = wins.sum(0)
+            others = fit_wins(total - wins, start=fit_wins(total)) if len(raters) else np.zeros((0, len(models)))
+            p = _sigmoid(others[:, :, None] - others[:, None, :])  # P(i beats j) by everyone else's votes
+            observed, expected = wins.sum(-1), (games * p).sum(-1)
+            variance = (games * p * (1 - p)).sum(-1)
+            z = np.where(variance > 0, (observed - expected) / np.sqrt(np.maximum(variance, 1e-12)), 0.0)
+            return sorted(raters), sorted(models), np.where(count > 0, z, 0.0), count
+        return self._cached("one_sided", compute)
+
+    def flagged(self) -> dict[str, int]:
+        """The flagged raters (``integrity``'s rule) and their votes: what a board leaves out. Once per change of
+        the votes, without the rest of the host's table (the board's redraw needs only this)."""
+        def compute():
+            raters, models, z, count = self._one_sided()
+            roles = self.roles()
+            top = np.argmax(np.where(count > 0, z, -np.inf), axis=1) if len(models) else np.zeros(0, dtype=int)
+            out = {}
+            for r, rater in enumerate(raters):  # toward only: see ``integrity``
+                if roles.get(rater) != "expert" and count[r, top[r]] >= FLAG_MIN_VOTES and z[r, top[r]] >= FLAG_Z:
+                    out[rater] = int(round(count[r].sum() / 2))
+            return out
+        return dict(self._cached("flagged", compute))
+
     def integrity(self) -> list[dict[str, Any]]:
         """Per rater, what the host judges rigging by (docs/arena.md "Integrity"), most suspicious first: votes, share
         of ties, median seconds between their votes, agreement with the other raters on the same (study, pair) and
@@ -881,19 +1061,12 @@ class Arena:
         fit of everyone else's votes predicts, as a z-score (positive: toward it); the model with the highest is the
         ``one-sided model``. ``tandem votes``: votes cast within ``TANDEM_S`` of the rater's previous one (several
         pages voting together: a person reads one pair at a time). ``flagged``: that z is at least ``FLAG_Z`` over at
-        least ``FLAG_MIN_VOTES`` of their votes
-        on the model (the loop that votes for one model whenever it recognises its text), experts (the host's
-        allow-list) excepted. Only toward: a rigged model makes the honest raters' votes look one-sided against it
-        (their expectation includes the rigged votes), so flagging "against" would let a rigger get honest raters
-        flagged. Cost: one batched fit (a leave-one-rater-out fit per rater), once per change of what it reads
-        (``views_key``): 3.5 s at 100,000 votes (bench/arena.py --serve), so a board refresh must not redo it."""
-        with self._flags_lock:  # one computation per change, however many pages refresh at once
-            key = self.views_key()
-            if key == self._flags_key:
-                return [dict(row) for row in self._flags]
-            rows = self._integrity_rows()
-            self._flags, self._flags_key = rows, key
-            return [dict(row) for row in rows]
+        least ``FLAG_MIN_VOTES`` of their votes on the model (the loop that votes for one model whenever it
+        recognises its text), experts (the host's allow-list) excepted (``flagged``). Only toward: a rigged model
+        makes the honest raters' votes look one-sided against it (their expectation includes the rigged votes), so
+        flagging "against" would let a rigger get honest raters flagged. Once per change of what it reads
+        (``views_key``); the host's (a board's redraw reads only ``flagged``)."""
+        return [dict(row) for row in self._cached("integrity", self._integrity_rows)]
 
     def views_key(self) -> tuple[int, tuple[int, int]]:
         """What the votes' views (board, integrity, humans vs metrics) read, as a key for caches and pages: the last
@@ -906,29 +1079,14 @@ class Arena:
         return last, self.store.reports_version()
 
     def _integrity_rows(self) -> list[dict[str, Any]]:
-        votes, roles, pool = self.votes(), self.roles(), self._reports()
-        models = sorted({m for v in votes for m in v["models"]})
-        raters = sorted({v["rater"] for v in votes})
-        m, n_raters = len(models), len(raters)
+        votes, pool, flags = self.votes(), self._reports(), self.flagged()
+        raters, models = self._one_sided()[:2]
+        n_raters = len(raters)
         rater_index = {r: i for i, r in enumerate(raters)}
         table = Votes.of(models, votes)
         who = np.array([rater_index[v["rater"]] for v in votes], dtype=np.int64)
         a, b, score = table.a, table.b, table.score_a
-        per_rater = np.zeros((n_raters, m, m))
-        np.add.at(per_rater, (who, a, b), score)
-        np.add.at(per_rater, (who, b, a), 1 - score)
-        # one batched fit: each rater left out in turn
-        total = per_rater.sum(0)
-        others = fit_wins(total - per_rater, start=fit_wins(total)) if n_raters else np.zeros((0, m))
-        p = _sigmoid(others[who, a] - others[who, b]) if len(votes) else np.zeros(0)
-        observed, expected, variance, count = (np.zeros((n_raters, m)) for _ in range(4))
-        for side, side_score, side_p in ((a, score, p), (b, 1 - score, 1 - p)):
-            np.add.at(observed, (who, side), side_score)
-            np.add.at(expected, (who, side), side_p)
-            np.add.at(variance, (who, side), side_p * (1 - side_p))
-            np.add.at(count, (who, side), 1)
-        z = np.where(variance > 0, (observed - expected) / np.sqrt(np.maximum(variance, 1e-12)), 0.0)
-        z = np.where(count > 0, z, 0.0)
+        z, count = self._one_sided()[2:]
         # agreement with the others on the same (study, pair): the direction of their mean score for the pair's
         # first model (by name)
         item_of: dict[tuple, int] = {}
@@ -953,10 +1111,9 @@ class Arena:
             times.setdefault(r, []).append(v["at"])
         rows = []
         for r, rater in enumerate(raters):
-            top = int(np.argmax(np.where(count[r] > 0, z[r], -np.inf)))  # toward: see the docstring
+            top = int(np.argmax(np.where(count[r] > 0, z[r], -np.inf)))  # toward: see ``integrity``
             gaps = np.diff(sorted(times[r]))
-            flagged = (roles.get(rater) != "expert" and count[r, top] >= FLAG_MIN_VOTES
-                       and z[r, top] >= FLAG_Z)
+            flagged = rater in flags
             rows.append({"rater": rater, "votes": int(n_votes[r]), "ties": float(ties[r] / n_votes[r]),
                          "median s between votes": float(np.median(gaps)) if len(gaps) else float("nan"),
                          "tandem votes": int((gaps < TANDEM_S).sum()),
@@ -990,20 +1147,27 @@ class Arena:
 
     def _cached(self, name: str, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per ``views_key`` (a page's redraw without a new vote recomputed them: issue 50)."""
-        key = self.views_key()
-        held = self._views.get(name)
-        if held is None or held[0] != key:
-            held = (key, compute())
-            self._views[name] = held
-        return held[1]
+        with self._views_lock:
+            key = self.views_key()
+            held = self._views.get(name)
+            if held is None or held[0] != key:
+                held = (key, compute())
+                self._views[name] = held
+            return held[1]
 
     def humans_vs_metrics(self) -> list[dict[str, Any]]:
         """``_humans_vs_metrics``, once per change of the votes or the kept reports (copies: callers may edit)."""
         return [dict(row) for row in self._cached("humans_vs_metrics", self._humans_vs_metrics)]
 
     def agreement(self) -> dict[str, Any]:
-        """``_agreement``, once per change of the votes."""
-        return dict(self._cached("agreement", self._agreement))
+        """Inter-rater agreement (``Tally.agreement``): Fleiss' kappa over (study, pair) items voted by at least two
+        raters, using the first two votes of each (categories: the alphabetically first model better, the other, no
+        preference)."""
+        def compute():
+            with self._lock:
+                self._follow()
+                return self._tally_locked().agreement()
+        return dict(self._cached("agreement", compute))
 
     def _humans_vs_metrics(self) -> list[dict[str, Any]]:
         """Per automatic metric: the share of decisive votes where the metric prefers the report the rater chose
@@ -1012,36 +1176,32 @@ class Arena:
         shows (the MetricSpec's leaderboard column, e.g. BLEU for bleu2), ``metric`` the registry's. What each rests on
         is in the row (``decisive votes``, ``models``); below the evidence they need nothing is claimed: a metric with
         fewer than ``HVM_MIN_DECISIVE`` decisive votes has no row, and tau needs ``HVM_MIN_MODELS`` ranked models
-        (NaN otherwise; issue 50: tau 1.00 from two models and one vote read as a finding)."""
+        (NaN otherwise; issue 50: tau 1.00 from two models and one vote read as a finding). The counts are the
+        ``Tally``'s, added to vote by vote; the metrics' means are computed once per change of the kept reports."""
         from rexrank.metrics import REGISTRY
 
         pool = self._reports()
-        votes = self.votes()
+        with self._lock:
+            self._follow()
+            counts = {name: list(c) for name, c in self._tally_locked().humans_vs_metrics(self._pool_key, pool).items()}
+            pool_key = self._pool_key
+        if self._means[0] != pool_key:
+            per_model: dict[str, dict[str, list[float]]] = {}  # metric -> model -> its values over the studies
+            for (model, _), values in pool["metrics"].items():
+                for metric, value in values.items():
+                    per_model.setdefault(metric, {}).setdefault(model, []).append(value)
+            self._means = (pool_key, {metric: {model: float(np.mean(v)) for model, v in by_model.items()}
+                                      for metric, by_model in per_model.items()})
+        means_of = self._means[1]
         fit_now = self.board()
         ranked = fit_now.ranked if fit_now.ranked is not None else np.ones(len(fit_now.models), dtype=bool)
-        names = sorted({k for values in pool["metrics"].values() for k in values})
-        per_model: dict[str, dict[str, list[float]]] = {}  # metric -> model -> its values over the studies (one pass)
-        for (model, _), values in pool["metrics"].items():
-            for metric, value in values.items():
-                per_model.setdefault(metric, {}).setdefault(model, []).append(value)
         out = []
-        for name in names:
-            higher = REGISTRY.spec(name).higher_is_better if name in REGISTRY else True
-            agree = n = 0
-            for v in votes:
-                if v["choice"] not in ("a", "b"):
-                    continue
-                a = pool["metrics"].get((v["models"][0], v["study"]), {}).get(name)
-                b = pool["metrics"].get((v["models"][1], v["study"]), {}).get(name)
-                if a is None or b is None:
-                    continue
-                n += 1
-                prefers = "a" if (a > b) == higher and a != b else ("b" if a != b else None)
-                agree += prefers == v["choice"]
+        for name, (n, agree) in counts.items():
             if n < HVM_MIN_DECISIVE:
                 continue
-            sums = per_model.get(name, {})
-            means = np.array([np.mean(sums[model]) * (1 if higher else -1) if model in sums else np.nan
+            higher = REGISTRY.spec(name).higher_is_better if name in REGISTRY else True
+            sums = means_of.get(name, {})
+            means = np.array([sums[model] * (1 if higher else -1) if model in sums else np.nan
                               for model in fit_now.models])
             ok = ~np.isnan(means) & ranked
             low, high = wilson(agree, n)
@@ -1052,15 +1212,3 @@ class Arena:
                         "kendall tau": kendall_tau(fit_now.strength[ok], means[ok]) if ok.sum() >= HVM_MIN_MODELS
                         else float("nan")})
         return out
-
-    def _agreement(self) -> dict[str, Any]:
-        """Inter-rater agreement: Fleiss' kappa over (study, pair) items voted by at least two raters, using the
-        first two votes of each (categories: the alphabetically first model better, the other, no preference)."""
-        items: dict[tuple[str, str, str], list[int]] = {}
-        for v in self.votes():
-            first = min(v["models"])
-            score_first = SCORE_A[v["choice"]] if v["models"][0] == first else 1 - SCORE_A[v["choice"]]
-            key = (v["study"], first, max(v["models"]))  # the study and pair (one Arena: one set, split, track)
-            items.setdefault(key, []).append(0 if score_first == 1 else (1 if score_first == 0 else 2))
-        table = [np.bincount(c[:2], minlength=3) for c in items.values() if len(c) >= 2]
-        return {"items": len(table), "fleiss kappa": fleiss_kappa(np.array(table)) if table else float("nan")}

@@ -103,10 +103,10 @@ def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], 
                for m in arena.humans_vs_metrics()]
     agreement = arena.agreement()
     kappa = agreement["fleiss kappa"]
-    n = len(arena.counted(include_flagged=include_flagged))
-    flagged = [r for r in arena.integrity() if r["flagged"]]
+    flagged = arena.flagged()  # not the host's whole table: a redraw after a vote needs only this (issue 50)
+    n = len(arena.votes()) - (0 if include_flagged else sum(flagged.values()))
     left_out = "" if include_flagged or not flagged else (
-        f" {len(flagged)} flagged rater{'' if len(flagged) == 1 else 's'} left out ({sum(r['votes'] for r in flagged)} "
+        f" {len(flagged)} flagged rater{'' if len(flagged) == 1 else 's'} left out ({sum(flagged.values())} "
         "votes).")
     note = (f"{n} vote{'' if n == 1 else 's'} counted.{left_out} Inter-rater agreement: Fleiss' kappa "
             f"{'n/a' if kappa != kappa else f'{kappa:.2f}'} on {agreement['items']} study-pairs voted by two raters "
