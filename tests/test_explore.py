@@ -75,7 +75,8 @@ def client(runs):
 
 
 def _listed(page: str) -> list[str]:
-    return [unescape(m) for m in re.findall(r'<th scope="row"[^>]*><a href="study\?[^"]*">([^<]*)</a>', page)]
+    found = re.findall(r'<th scope="row"[^>]*><a href="study\?[^"]*">(.*?)</a>', page)
+    return [unescape(re.sub(r"<[^>]*>", "", m)) for m in found]  # an id with a hyphen is in a span (html.words)
 
 
 def _values(root: Path, name: str) -> dict[str, float]:

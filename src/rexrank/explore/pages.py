@@ -189,7 +189,8 @@ def list_page(explorer: Explorer, orders: Orders, view: View, ignored: list[str]
     for k, i in enumerate(rows_index.tolist()):
         sid = explorer.study_ids[i]
         link_query = "&".join(q for q in (f"id={_quote(sid)}", study_query) if q)
-        cells: list[Any] = [str(start + k + 1), el("a", sid, href=f"study?{link_query}"),
+        # words(): an id like "CXR3030_IM-1405" is never broken at its hyphen on a narrow screen.
+        cells: list[Any] = [str(start + k + 1), el("a", words(sid), href=f"study?{link_query}"),
                             el("span", _preview(explorer.refs[i]))]
         cells += [el("span", _preview(run.hyps[i])) for run in explorer.runs]
         cells += [_num(float(arrays[c][i])) for c in columns]
@@ -334,7 +335,7 @@ def study_page(explorer: Explorer, orders: Orders, details: detail_mod.Details, 
                     for metric in explorer.metrics if metric in run.values]
         saw.append(el("section", el("h3", join(["What each metric saw: ", words(run.name)])), *sections,
                       class_="saw"))
-    body = join([el("h2", f"Study {sid}"), nav, el("div", *reports, class_="reports"),
+    body = join([el("h2", words(f"Study {sid}")), nav, el("div", *reports, class_="reports"),
                  table(f"Study {sid}: each metric's value", headers, rows, row_header=0, sticky=False,
                        id="study-values"),
                  el("h3", "Subgroups"), el("ul", *groups), *saw, nav])
