@@ -325,3 +325,45 @@ def test_licensed_reference_text_reaches_no_file(tmp_path, monkeypatch):
     after = files()
     assert after == before
     assert not [p for p, data_ in after.items() if canary.encode() in data_ and (tmp_path / "run") in p.parents]
+
+
+def test_a_judges_errors_and_text_come_from_the_score_cache(tmp_path, monkeypatch):
+    """A GREEN-like judge (score, error count, free-text analysis): the analysis never reaches per_study.parquet
+    (the harness keeps it in the cache only); the study page shows it, and the count, from the run's cached pair
+    row, escaped."""
+    from starlette.testclient import TestClient
+
+    from rexrank.explore.server import build
+    from rexrank.metrics import REGISTRY
+    from rexrank.metrics.base import Metric
+    from rexrank.metrics.registry import MetricSpec
+
+    class Judge(Metric):
+        spec = MetricSpec("explore_judge", "explore_judge", True, "1", "test judge with an analysis")
+
+        def __init__(self, **_):
+            pass
+
+        def _score(self, hyps, refs):
+            return self.score_details(hyps, refs)["explore_judge"].to_numpy()
+
+        def _score_details(self, hyps, refs):
+            errors = [sum(w not in r for w in h.split()) for h, r in zip(hyps, refs)]
+            return pd.DataFrame({"explore_judge": [1 / (1 + e) for e in errors],
+                                 "explore_judge_significant_errors": errors,
+                                 "explore_judge_analysis": [f"<b>judge</b> found {e} errors" for e in errors]})
+
+    refs = {f"s{k}": f"no effusion {k}" for k in range(4)}
+    (tmp_path / "refs.json").write_text(json.dumps(refs))
+    (tmp_path / "p.json").write_text(json.dumps({s: f"small effusion {k}" for k, s in enumerate(refs)}))
+    monkeypatch.chdir(tmp_path)
+    with REGISTRY.scoped():
+        REGISTRY.register(Judge.spec, Judge)
+        assert main(["score", "-p", "p.json", "-r", "refs.json", "-m", "explore_judge", "-o", "run", "-q",
+                     "--resamples", "20", "--cache-dir", "cache"]) == 0
+        assert not [c for c in pd.read_parquet("run/per_study.parquet").columns if c.endswith("_analysis")]
+        _, _, app = build(["run"], cache_dir="cache")
+        with TestClient(app) as client:
+            page = client.get("/study", params={"id": "s1"}).text
+    assert '<pre class="judge">&lt;b&gt;judge&lt;/b&gt; found 1 errors</pre>' in page
+    assert "explore_judge_significant_errors: 1" in page
