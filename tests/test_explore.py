@@ -206,6 +206,13 @@ def test_inputs_that_moved_or_changed_are_named_in_one_line(runs, tmp_path, caps
     (tmp_path / "refs.json").unlink()
     assert "refs.json" in _cli_error(["explore", "shifted"], capsys)
     assert "--port" in _cli_error(["explore", "shifted", "--port", "70000"], capsys)
+    import socket
+
+    with socket.socket() as busy:  # a port in use is one line, before any run is read
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        line = _cli_error(["explore", "no-such-run", "--port", str(busy.getsockname()[1])], capsys)
+    assert "--port" in line and "cannot be used" in line and "no-such-run" not in line
 
 
 def test_the_explorer_writes_no_file(runs, client):
@@ -266,10 +273,16 @@ def test_two_standin_runs_show_every_metrics_view(tmp_path, standins, iu_xray_te
                      *settings, "--cache-dir", "cache", "-o", name, "-q", "--resamples", "20", "--batch-size", "4"])
         assert code == 0
     cache_bytes = (tmp_path / "cache" / "scores.sqlite").read_bytes()
-    _, _, app = build(["a", "b"], model_paths=_model_paths(model_paths), metric_configs=_metric_options(options),
-                      cache_dir="cache", batch_size=4)
+    explorer, _, app = build(["a", "b"], model_paths=_model_paths(model_paths),
+                             metric_configs=_metric_options(options), cache_dir="cache", batch_size=4)
+    normal = dict(zip(pd.read_parquet("a/per_study.parquet")["study_id"],
+                      pd.read_parquet("a/per_study.parquet")["ref_normal"]))
     with TestClient(app) as client:
         assert sorted(_listed(client.get("/", params={"per": "500"}).text)) == sorted(ids)
+        for value, flag in (("normal", True), ("abnormal", False)):  # SembScore ran: CheXbert's No Finding
+            if flag in normal.values():
+                shown = _listed(client.get("/", params={"per": "500", "normal": value}).text)
+                assert sorted(shown) == sorted(s for s, v in normal.items() if v == flag)
         page = client.get("/study", params={"id": ids[0]}).text
     for column in ("bleu_score", "radgraph_combined", "semb_score", "ratescore"):
         assert f"<h4>{column}</h4>" in page

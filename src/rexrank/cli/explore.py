@@ -32,6 +32,7 @@ def explore_command(
     from rexrank.explore import server
 
     server.check_port(port)
+    port = server.usable_port(port)  # a busy port is one line before any run is read
     if batch_size is not None and batch_size < 1:
         from rexrank.errors import ConfigError
 

@@ -107,9 +107,23 @@ def build(runs: list[str | os.PathLike], *, data_dir=None, model_paths: Mapping[
     return explorer, details, explore_app(explorer, details)
 
 
+def usable_port(port: int) -> int:
+    """``port`` (0: a free one) if 127.0.0.1 can listen on it now; else one ConfigError line."""
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind((HOST, port))
+        except OSError as exc:
+            raise ConfigError(f"--port {port}: {HOST}:{port} cannot be used ({exc.strerror or exc}); choose another "
+                              "port, or 0 for any free one") from None
+        return probe.getsockname()[1]
+
+
 def serve(app, port: int = DEFAULT_PORT, *, announce=print) -> None:
-    """Run ``app`` on 127.0.0.1 until interrupted."""
+    """Run ``app`` on 127.0.0.1 until interrupted (the port checked first, so a busy one is one line)."""
     import uvicorn
 
+    port = usable_port(port)
     announce(f"rexrank explore: http://{HOST}:{port}/ (this machine only; Ctrl+C stops it)")
     uvicorn.run(app, host=HOST, port=port, log_level="warning")
