@@ -28,8 +28,12 @@ Fifth table (``--rigging``, issue 50): the rigging simulation of tests/test_aren
 clock, 6 models, the target at true rank 4) over ``--seeds`` seeds per setup: the target's shown rank against the
 low end of the rank interval the honest votes alone give it, and the accounts' one-sided z.
 
+Sixth table (``--redraw REV [REV ...]``, issue 50 point 4): the page's redraw after one new vote, CPU seconds, for
+each git revision's tree in a process of its own on copies of one store (``--votes`` simulated votes, 400 raters),
+the processes alternated vote by vote, medians of ``--rounds``. Target: <= 0.25 s at 100,000 votes.
+
 Usage: .venv/bin/python bench/arena.py [--models 50] [--votes 100000] [--boot 1000] [--repeats 3] [--serve] [--page]
-       [--coverage [--reps 300]] [--rigging [--seeds 10]]
+       [--coverage [--reps 300]] [--rigging [--seeds 10]] [--redraw REV [REV ...] [--rounds 9]]
 Prints Markdown tables (recorded in bench/results/arena.md). Targets: <= 5 s CPU; the next pair <= 150 ms in the page.
 """
 
@@ -69,27 +73,34 @@ def simulate(m: int, n: int, seed: int = 1) -> tuple[Votes, np.ndarray]:
     return votes_for(truth, n, rng), truth - truth.mean()
 
 
+def _vote_store(path: str, votes: Votes, n_studies: int = 590):
+    """A store holding the models' reports on ``n_studies`` studies and ``votes`` as vote events of 400 raters.
+    Returns (the store, seconds to add the events)."""
+    from rexrank.leaderboard.store import Store, make_vote
+
+    choices = {1.0: "a", 0.0: "b", 0.5: "tie"}
+    store = Store(path)
+    for name in votes.models:
+        store.keep_reports(dataset="iu_xray", split="test", track="findings", model=name, result_hash=name,
+                           rows=[(f"s{k}", f"{name} report {k}", f"reference {k}", {"bleu2": 0.1})
+                                 for k in range(n_studies)])
+    events = [make_vote(at=1e9 + i, rater=f"hf:r{i % 400}", expert=False, dataset="iu_xray", split="test",
+                        track="findings", study=f"s{i % n_studies}",
+                        models=[votes.models[votes.a[i]], votes.models[votes.b[i]]],
+                        choice=choices[float(votes.score_a[i])], tags={"a": [], "b": []}, version="bench")
+              for i in range(len(votes.a))]
+    start = time.perf_counter()
+    store.add_events(events)
+    return store, time.perf_counter() - start
+
+
 def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
     import tempfile
 
     from rexrank.leaderboard.arena import NO_PACE, Arena
-    from rexrank.leaderboard.store import Store, make_vote
 
-    choices = {1.0: "a", 0.0: "b", 0.5: "tie"}
     with tempfile.TemporaryDirectory() as tmp:
-        store = Store(f"{tmp}/board.sqlite")
-        for name in votes.models:
-            store.keep_reports(dataset="iu_xray", split="test", track="findings", model=name, result_hash=name,
-                               rows=[(f"s{k}", f"{name} report {k}", f"reference {k}", {"bleu2": 0.1})
-                                     for k in range(n_studies)])
-        events = [make_vote(at=1e9 + i, rater=f"hf:r{i % 400}", expert=False, dataset="iu_xray", split="test",
-                            track="findings", study=f"s{i % n_studies}",
-                            models=[votes.models[votes.a[i]], votes.models[votes.b[i]]],
-                            choice=choices[float(votes.score_a[i])], tags={"a": [], "b": []}, version="bench")
-                  for i in range(len(votes.a))]
-        start = time.perf_counter()
-        store.add_events(events)
-        loaded = time.perf_counter() - start
+        store, loaded = _vote_store(f"{tmp}/board.sqlite", votes, n_studies)
         start = time.perf_counter()
         arena = Arena(store, n_boot=0, pace=NO_PACE)  # the mechanics' cost: one rater votes back to back
         counted = len(arena.votes())
@@ -129,6 +140,81 @@ def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
           f"{1000 * statistics.median(served):.1f} | {1000 * statistics.median(voted):.1f} |")
     print(f"\nThe page's redraw (arena_tab._board: board, humans vs metrics, agreement, the note), CPU s: after a vote "
           f"{redraw['after a vote']:.2f}, with no new vote {redraw['no new vote']:.2f}")
+
+
+def redraw_table(votes: Votes, trees: list[str], rounds: int) -> None:
+    """The page's redraw (``arena_tab._board``) after one new vote, CPU seconds, for each of ``trees`` (git revisions
+    of this repository, e.g. before and after a change): each tree's ``src`` from ``git archive``, served in a process
+    of its own on a copy of one store of the simulated votes (an Arena with the served 1,000 posterior draws, the log
+    read and the board drawn once before timing, as a Space's is), and the processes alternated vote by vote,
+    ``rounds`` each. Also a redraw with no new vote."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        store, _ = _vote_store(f"{tmp}/board.sqlite", votes)
+        store.close()
+        children = []
+        for k, rev in enumerate(trees):
+            tree = Path(tmp) / f"tree{k}"
+            tree.mkdir()
+            archive = subprocess.run(["git", "-C", str(root), "archive", rev, "src"], check=True, capture_output=True)
+            subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+            shutil.copy(f"{tmp}/board.sqlite", tree / "board.sqlite")
+            env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+            child = subprocess.Popen([sys.executable, __file__, "--redraw-child", str(tree / "board.sqlite")],
+                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            ready = json.loads(child.stdout.readline())
+            assert ready["src"].startswith(str(tree)), ready  # this tree's code, not the installed one
+            children.append(child)
+        after = {rev: [] for rev in trees}
+        still = {rev: [] for rev in trees}
+        for _ in range(rounds):
+            for rev, child in zip(trees, children):  # alternated vote by vote
+                child.stdin.write("go\n")
+                child.stdin.flush()
+                answer = json.loads(child.stdout.readline())
+                after[rev].append(answer["after a vote"])
+                still[rev].append(answer["no new vote"])
+        for child in children:
+            child.stdin.close()
+            child.wait()
+    print(f"\n| tree | redraw after a vote, CPU s (median of {rounds}) | runs | with no new vote (median) |")
+    print("|---|---|---|---|")
+    for rev in trees:
+        print(f"| {rev} | {statistics.median(after[rev]):.3f} | {', '.join(f'{t:.2f}' for t in after[rev])} | "
+              f"{statistics.median(still[rev]):.3f} |")
+    print(f"\n({len(votes.a):,} votes, {len(votes.models)} models, 400 raters; alternated; load average "
+          f"{os.getloadavg()[0]:.1f})")
+
+
+def _redraw_child(path: str) -> None:
+    """One side of ``redraw_table``: answers each "go" on stdin with one vote's redraw and a redraw without one."""
+    import json
+    import sys
+
+    import rexrank
+    from rexrank.leaderboard import arena_tab
+    from rexrank.leaderboard.arena import N_BOOT, NO_PACE, Arena
+    from rexrank.leaderboard.store import Store
+
+    arena = Arena(Store(path), n_boot=N_BOOT, pace=NO_PACE)
+    arena.votes()
+    arena_tab._board(arena)
+    print(json.dumps({"src": rexrank.__file__}), flush=True)
+    for _ in sys.stdin:
+        arena.vote("hf:redraw", arena.next_pair("hf:redraw").ticket, "a")
+        start = time.process_time()
+        arena_tab._board(arena)
+        voted = time.process_time() - start
+        start = time.process_time()
+        arena_tab._board(arena)
+        print(json.dumps({"after a vote": voted, "no new vote": time.process_time() - start}), flush=True)
 
 
 REPORT = ("The cardiomediastinal silhouette is within normal limits for size and contour. The lungs are normally "
@@ -336,7 +422,17 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--rigging", action="store_true", help="only the rigging table")
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--redraw", nargs="+", metavar="REV",
+                        help="only the redraw table: these git revisions' trees alternated (e.g. HEAD~1 HEAD)")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--redraw-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.redraw_child:
+        _redraw_child(args.redraw_child)
+        return
+    if args.redraw:
+        redraw_table(simulate(args.models, args.votes)[0], args.redraw, args.rounds)
+        return
     if args.coverage:
         coverage_table(args.reps, min(args.boot, 400))
         return

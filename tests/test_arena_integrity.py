@@ -191,7 +191,7 @@ def test_the_rigging_loop_is_flagged_and_its_model_keeps_its_true_rank(tmp_path)
     board_rows = {r["model"]: r for r in arena.board_rows()}
     assert all(r["raters"] <= 20 for r in board_rows.values())  # the flagged rater is not counted
     # Counting the loop's votes (the tab's "Count flagged raters' votes") moves the model up, under the rater cap as
-    # anyone's votes (issue 50: a rank needs several raters): 160 votes weigh as a few, a third of the lift the same
+    # anyone's votes (issue 50: a rank needs several raters): its 128 votes weigh as a few, a third of the lift the same
     # votes give at full weight (0.11 against 0.32 here; the board counted them in full before).
     with_loop, without = arena.board(include_flagged=True), arena.board()
     votes = arena.votes()

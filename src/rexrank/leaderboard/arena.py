@@ -23,7 +23,7 @@ The model (docs/arena.md "Uncertainty"): Bradley-Terry, P(i beats j) = sigmoid(s
 unacceptable") counted as half a win for each side, fitted as a Bayesian model: each strength a priori N(0,
 ``PRIOR_SD``^2), the posterior's mode the strength (centred, sum 0) and ``N_BOOT`` draws from its Laplace
 approximation the intervals, for strengths and for ranks (a bootstrap over one vote gave a zero-width interval). Each
-rater's votes on a model weigh at most ``max(RATER_FLOOR, RATER_MULTIPLE x the median rater's)`` (``rater_weights``;
+rater's votes on a model weigh at most ``max(RATER_FLOOR, RATER_MULTIPLE x the median rater's)`` (``rater_caps``;
 experts in full), and a model is ranked only from ``MIN_RANK_VOTES`` weighted votes by ``MIN_RANK_RATERS`` raters
 (``PRELIMINARY`` before).
 
