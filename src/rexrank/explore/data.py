@@ -156,7 +156,7 @@ def _length_bins(refs: list[str]) -> np.ndarray:
     words = np.array([count_words(t) for t in refs], dtype=float)
     if not len(words):
         return np.array([], dtype=object)
-    low, high = np.quantile(words, [1 / 3, 2 / 3])
+    low, high = np.quantile(words, np.linspace(0, 1, len(LENGTH_BINS) + 1)[1:-1])  # the thirds' edges
     out = np.where(words <= low, LENGTH_BINS[0], np.where(words <= high, LENGTH_BINS[1], LENGTH_BINS[2]))
     return out.astype(object)
 
