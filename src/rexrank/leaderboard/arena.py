@@ -1041,18 +1041,22 @@ class Arena:
         return self._cached("one_sided", compute)
 
     def flagged(self) -> dict[str, int]:
-        """The flagged raters (``integrity``'s rule) and their votes: what a board leaves out. Once per change of
-        the votes, without the rest of the host's table (the board's redraw needs only this)."""
-        def compute():
-            raters, models, z, count = self._one_sided()
-            roles = self.roles()
-            top = np.argmax(np.where(count > 0, z, -np.inf), axis=1) if len(models) else np.zeros(0, dtype=int)
-            out = {}
-            for r, rater in enumerate(raters):  # toward only: see ``integrity``
-                if roles.get(rater) != "expert" and count[r, top[r]] >= FLAG_MIN_VOTES and z[r, top[r]] >= FLAG_Z:
-                    out[rater] = int(round(count[r].sum() / 2))
-            return out
-        return dict(self._cached("flagged", compute))
+        """The flagged raters (``integrity``'s rule, ``_flag_rule``) and their votes: what a board leaves out. Once per
+        change of the votes, without the rest of the host's table (the board's redraw needs only this)."""
+        return {rater: votes for rater, (_, votes, flagged) in self._cached("flags", self._flag_rule).items()
+                if flagged}
+
+    def _flag_rule(self) -> dict[str, tuple[int, int, bool]]:
+        """Per rater (name order): (their one-sided model's index in ``_one_sided``'s models, their votes, flagged)."""
+        raters, _, z, count = self._one_sided()
+        roles = self.roles()
+        out = {}
+        for r, rater in enumerate(raters):
+            top = int(np.argmax(np.where(count[r] > 0, z[r], -np.inf)))  # toward only: see ``integrity``
+            flagged = (roles.get(rater) != "expert" and count[r, top] >= FLAG_MIN_VOTES
+                       and z[r, top] >= FLAG_Z)
+            out[rater] = (top, int(round(count[r].sum() / 2)), bool(flagged))
+        return out
 
     def integrity(self) -> list[dict[str, Any]]:
         """Per rater, what the host judges rigging by (docs/arena.md "Integrity"), most suspicious first: votes, share
@@ -1079,7 +1083,7 @@ class Arena:
         return last, self.store.reports_version()
 
     def _integrity_rows(self) -> list[dict[str, Any]]:
-        votes, pool, flags = self.votes(), self._reports(), self.flagged()
+        votes, pool, rule = self.votes(), self._reports(), self._cached("flags", self._flag_rule)
         raters, models = self._one_sided()[:2]
         n_raters = len(raters)
         rater_index = {r: i for i, r in enumerate(raters)}
@@ -1111,9 +1115,8 @@ class Arena:
             times.setdefault(r, []).append(v["at"])
         rows = []
         for r, rater in enumerate(raters):
-            top = int(np.argmax(np.where(count[r] > 0, z[r], -np.inf)))  # toward: see ``integrity``
+            top, _, flagged = rule[rater]
             gaps = np.diff(sorted(times[r]))
-            flagged = rater in flags
             rows.append({"rater": rater, "votes": int(n_votes[r]), "ties": float(ties[r] / n_votes[r]),
                          "median s between votes": float(np.median(gaps)) if len(gaps) else float("nan"),
                          "tandem votes": int((gaps < TANDEM_S).sum()),
