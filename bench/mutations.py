@@ -61,7 +61,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "top = int(np.argmax(np.where(count[r] > 0, np.abs(z[r]), -np.inf)))",
              (f"{_ARENA_TESTS}::test_voting_against_a_model_is_not_one_sided_toward_it",)),
     Mutation("arena: a fixed variance of 0.25 per vote", _ARENA,
-             "np.add.at(variance, (who, side), side_p * (1 - side_p))", "np.add.at(variance, (who, side), 0.25)",
+             "variance = (games * p * (1 - p)).sum(-1)", "variance = (games * 0.25).sum(-1)",
              (f"{_ARENA_TESTS}::test_the_z_weighs_each_vote_by_its_own_variance",)),
     Mutation("crimson: the stray-quote window - 5 -> - 4", _CRIMSON, _CRIMSON_WINDOW,
              _CRIMSON_WINDOW.replace("- 5", "- 4"),
