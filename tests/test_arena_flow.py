@@ -103,3 +103,28 @@ def test_the_rules_come_before_the_first_pair_and_the_bar_is_for_voting(store): 
     assert f"#arena-vote-bar button {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}" in ARENA_CSS
     assert "board-live" in blocks["arena-message"].elem_classes  # a live region (gradio_compat.LIVE_REGION_HEAD)
     assert 'live.className = "board-live"' in ARENA_HEAD and "live.textContent = reveal.value" in ARENA_HEAD
+
+
+def test_a_second_page_of_the_rater_says_where_the_pairs_are(store):  # noqa: F811
+    """Before: a page opened while the rater's other page had taken the minute's pairs showed only "slow down" over
+    empty boxes. Now it says why it has no pair and what to do, above the empty pair, and counts down to one; a page
+    that already shows a pair is left as it is."""
+    import gradio as gr
+
+    from rexrank.leaderboard.arena_tab import OTHER_PAGES
+
+    arena, clock, demo, fns = _page(store)
+    first = _by_name(demo, "first")
+    shown = first.fn(False)  # the first page opens the tab
+    assert shown[0] and shown[1].startswith("Study ")
+    for _ in range(PACE.pairs_per_minute - 1):
+        clock.now += 1
+        fns["arena_next"].fn()
+    second = first.fn(False)  # a second page (or tab) of the same rater opens the tab
+    assert second[1] == OTHER_PAGES and "another page" in second[1] and second[9].startswith("slow down")
+    assert isinstance(second[0], type(gr.skip())) and second[10] == PAIR
+    assert second[11].constructor_args == {"active": True}
+    assert all(isinstance(v, type(gr.skip())) for v in first.fn(True))  # a page with a pair keeps it
+    clock.now += PACE.window_s
+    loaded = _by_name(demo, "tick").fn(PAIR, None)
+    assert loaded[0] and loaded[1].startswith("Study ") and loaded[12] is True  # the countdown brought a pair

@@ -96,6 +96,11 @@ setInterval(() => {
 </script>""" % json.dumps(KEYS)
 
 
+# A new page of a rater whose pairs of the minute were all served (to their other pages or tabs): what it says.
+OTHER_PAGES = ("No pair on this page yet: the pace counts the pairs served to all your pages and tabs. Vote on a "
+               "pair another page of yours shows, or wait here: the countdown below brings a pair.")
+
+
 def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], list[list], str]:
     rows = [[r[h] for h in BOARD_HEADERS] for r in arena.board_rows(include_flagged=include_flagged)]
     metrics = [[m["label"], m["decisive votes"], _pct(m["agreement"]), f"{_pct(m['low'])} to {_pct(m['high'])}",
@@ -226,8 +231,15 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
 
     def first(started: bool, profile: Optional[gr.OAuthProfile] = None):
         """The tab opened: its first pair, unless this page already has one (a vote's reveal stays until "Next
-        pair")."""
-        return [gr.skip()] * len(pair_outputs) if started else load(profile)
+        pair"). A page opened while the pace refuses (the rater's other pages or tabs took the minute's pairs) says
+        so above its empty pair, where a pair's question would be (issue 50: it showed only "slow down" over empty
+        boxes); its countdown brings a pair when the pace allows."""
+        if started:
+            return [gr.skip()] * len(pair_outputs)
+        answer = load(profile)
+        if answer[10] == PAIR:
+            answer = (answer[0], OTHER_PAGES, *answer[2:])
+        return answer
 
     def show(paths: list[str], ticket_id: Optional[str]):
         """The new pair's images, once its texts are on screen; the vote buttons live while it is there, and the page
