@@ -8,10 +8,10 @@ Random weights in the real shapes (numbers are meaningless; speed and memory are
 
 - RadGraph: a BERT-base-sized DyGIE archive (``rexrank.testing.standin_radgraph``, size "real"), the 590 IU-Xray
   test reports ("report" field). Sides: radgraph 0.1.18's own loop (``RadGraph(...)(reports)``, one report at a
-  time as it always runs) in its own process on transformers 4.57, and rexrank's ``Annotator.annotate`` (padded
-  batches) in another, both on ``--device``. The reference environment is ``--reference-python`` (an interpreter
-  with radgraph 0.1.18 installed, e.g. .venv-ref) or, by default, this interpreter with the wheels of
-  ``--wheelhouse`` unpacked on its path (radgraph 0.1.18, its pure-Python dependencies and transformers 4.57.6 with
+  time as it always runs) in its own process on transformers 4.57, and rexrank's ``Annotator.annotate`` (fixed-shape
+  passes of ``--radgraph-batch`` rows, default the device's: 64 on CUDA) in another, both on ``--device``. The
+  reference environment is ``--reference-python`` (an interpreter with radgraph 0.1.18 installed, e.g.
+  .venv-ref) or, by default, this interpreter with the wheels of ``--wheelhouse`` unpacked on its path (radgraph 0.1.18, its pure-Python dependencies and transformers 4.57.6 with
   huggingface_hub 0.36.2 and the abi3 tokenizers 0.22.2 wheel it pins: the device has transformers 5, which
   radgraph 0.1.18 cannot run on). radgraph imports h5py for ELMo, which RadGraph never runs; where h5py is absent
   the reference process gets an empty module under that name.
@@ -117,7 +117,8 @@ def _radgraph_side(side: str, archive: str, reports: list[str], device: str, bat
 
         model = Annotator(archive, device, None, "radgraph")
         run = lambda texts: model.annotate(texts, batch)  # noqa: E731
-        version = f"rexrank Annotator, batches of {batch}, transformers {transformers.__version__}"
+        rows = model.batch_shape(batch).rows
+        version = f"rexrank Annotator, fixed-shape passes of {rows} rows, transformers {transformers.__version__}"
     run(reports[:2])
     _sync(device)
     if device.startswith("cuda"):
@@ -226,7 +227,7 @@ def green_check(args, work: Path) -> list[dict]:
 
 
 # ---- encoders (issue 52) -------------------------------------------------------------------------------------
-ENCODERS = ("bertscore", "semb", "srrbert")
+ENCODERS = ("bertscore", "semb", "srrbert", "radgraph")
 
 
 def _encoder_metric(name: str, paths: dict, device: str, batch: int):
@@ -235,7 +236,8 @@ def _encoder_metric(name: str, paths: dict, device: str, batch: int):
     options = {"bertscore": {"model": paths.get("bertscore")},
                "semb": {"model": paths.get("semb"), "backbone": paths.get("semb_backbone")},
                "srrbert": {"model": paths.get("srrbert"), "tokenizer": paths.get("srrbert_tokenizer"),
-                           "punkt": paths.get("srrbert_punkt")}}[name]
+                           "punkt": paths.get("srrbert_punkt")},
+               "radgraph": {"model": paths.get("radgraph")}}[name]
     return get(name, **options, device=device, batch_size=batch)
 
 
@@ -245,6 +247,9 @@ def _encoder_outputs(name: str, metric, texts: list[str]) -> list[bytes]:
         return [vectors.tobytes() for _, vectors in metric._embed(texts)]
     if name == "semb":
         return [embedding.tobytes() for embedding, _ in metric._compute(texts)]
+    if name == "radgraph":  # every head's raw scores (NER, mentions, relations), encoder and heads batched
+        return [b"".join(found[k].tobytes() for k in sorted(found)) if found else b""
+                for found in metric._annotator().head_scores(texts, metric.batch_size)]
     return [bytes(repr(labels), "ascii") for labels in metric.classify(texts)]
 
 
@@ -324,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated: radgraph, green, encoders (default all three; --smoke: radgraph,green)")
     parser.add_argument("--encoder-batch", type=int, default=64, help="encoders check: rows of the batched side")
     parser.add_argument("--reports", type=int, default=None, help="RadGraph reports (default 590; smoke 6)")
-    parser.add_argument("--radgraph-batch", type=int, default=32)
+    parser.add_argument("--radgraph-batch", type=int, default=None,
+                        help="rexrank side's rows per pass (default: the device's, 64 on CUDA)")
     parser.add_argument("--green-pairs", type=int, default=None, help="GREEN pairs (default 64; smoke 6)")
     parser.add_argument("--green-new-tokens", type=int, default=None, help="new tokens per pair (128; smoke 4)")
     parser.add_argument("--green-batch", type=int, default=32, help="rexrank side's batch size")

@@ -344,10 +344,10 @@ def test_the_gpu_check_covers_the_encoders(tmp_path):
                           env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(rows_file.read_text())
-    assert {r["side"] for r in rows} == {f"{name}, {side}" for name in ("bertscore", "semb", "srrbert")
+    assert {r["side"] for r in rows} == {f"{name}, {side}" for name in ("bertscore", "semb", "srrbert", "radgraph")
                                          for side in ("one text per pass", "fixed-shape batches")}
     assert all(r["identical"] and r["seconds"] > 0 and r["items"] == 12 for r in rows), rows
-    assert done.stdout.count("byte-identical alone and among others: True") == 3, done.stdout
+    assert done.stdout.count("byte-identical alone and among others: True") == 4, done.stdout
 
 
 # -- the deterministic settings (the parts a CPU can check) -------------------------------------------------------
