@@ -385,10 +385,11 @@ class Tally:
         if name not in index:
             index[name] = len(names)
             names.append(name)
-            r, m = len(self.raters), len(self.models)
-            if r > self._wins.shape[0] or m > self._wins.shape[1]:  # room doubles: amortised O(1) per vote
-                grown = np.zeros((max(r, 2 * self._wins.shape[0]), max(m, 2 * self._wins.shape[1]),
-                                  max(m, 2 * self._wins.shape[1])))
+            (room_r, room_m), r, m = self._wins.shape[:2], len(self.raters), len(self.models)
+            if r > room_r or m > room_m:  # the room that ran out doubles: amortised O(1) per vote
+                room_r, room_m = (max(r, 2 * room_r) if r > room_r else room_r,
+                                  max(m, 2 * room_m) if m > room_m else room_m)
+                grown = np.zeros((room_r, room_m, room_m))
                 old = self._wins.shape
                 grown[:old[0], :old[1], :old[2]] = self._wins
                 self._wins = grown
