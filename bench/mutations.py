@@ -5,7 +5,10 @@ Each entry of ``MUTATIONS`` names a file, a snippet of it, the mutated snippet, 
 The check copies the tree (tracked files and untracked ones git does not ignore: the working tree as it is, with
 others' edits) into a temporary folder, runs each mutation's tests there unmutated (they must pass, or the entry says
 nothing), applies the mutation, runs them again (caught: a test fails; survived: all pass), and restores the file.
-The working tree is never written: other engineers edit it while this runs.
+The working tree is never written: other engineers edit it while this runs. The tests run as the fast tier
+(`make test-fast`'s marker expression), so each mutation is one a contributor's run catches in minutes; a named test
+the fast tier leaves out makes its entry "broken", and a failure of the time rule alone is not a catch. Each list of
+tests runs once unmutated (every file is restored between mutations).
 
 The copy imports its own ``src`` (PYTHONPATH ahead of the editable install; checked before the first run), and reads
 the reference virtualenv and ../shared of this checkout (REXRANK_REF_PYTHON, REXRANK_SHARED).
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +48,14 @@ _ARENA_FLAG = "count[r, top] >= FLAG_MIN_VOTES\n                       and z[r, 
 _ARENA_TESTS = "tests/test_arena_integrity.py"
 _CRIMSON = "src/rexrank/metrics/crimson_prompt.py"
 _CRIMSON_WINDOW = "for i in range(exc.pos, max(0, exc.pos - 5) - 1, -1):"
+_PARALLEL = "src/rexrank/parallel.py"
+_RANKS = "tests/test_parallel.py::test_a_process_rank_is_the_jobs_rank_not_the_nodes"
+_STATISTICS = "src/rexrank/evaluation/statistics.py"
+_STATS_TESTS = "tests/test_evaluation_stats.py"
+_GREEN = "src/rexrank/metrics/green.py"
+_TIES_AND_CI = ("tests/test_evaluation_stats.py::"
+                "test_tied_models_share_the_better_rank_and_a_ci_touching_zero_decides_nothing")
+_NLG_BY_HAND = "tests/test_nlg.py::test_rouge_l_and_cider_d_constants_by_hand"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # Issue 51 point 5: the survivors of last turn's audit, caught since.
@@ -87,6 +99,73 @@ MUTATIONS: tuple[Mutation, ...] = (
               "tests/test_aggregation.py::test_negative_mean_flag_reaches_the_printed_results")),
     Mutation("disclosure: private counts to the nearest 5, not 10", "src/rexrank/evaluation/disclosure.py",
              "PRIVATE_COUNT_STEP = 10", "PRIVATE_COUNT_STEP = 5", ("tests/test_private_sets.py",)),
+    # Issue 51 point 4, toward 40: a sharding decision, a statistic, a tie rule, a rule word, a prompt word, a
+    # constant, an escape, the store and the sandbox, each what a plausible edit would do.
+    Mutation("parallel: a process's rank read from LOCAL_RANK (two nodes share ranks: a hang before issue 51)",
+             _PARALLEL, 'return Context(int(os.environ.get("RANK", "0") or 0), world, local_rank)',
+             'return Context(int(os.environ.get("LOCAL_RANK", "0") or 0), world, local_rank)', (_RANKS,)),
+    Mutation("parallel: the group joined with the node's local rank", _PARALLEL,
+             'init_method="env://", rank=ctx.rank,', 'init_method="env://", rank=ctx.local_rank,', (_RANKS,)),
+    Mutation("parallel: a bare cuda device indexed by the job's rank, not the node's", _PARALLEL,
+             'return f"cuda:{ctx.local_rank}"', 'return f"cuda:{ctx.rank}"', (_RANKS,)),
+    Mutation("parallel: contiguous shards instead of every world_size-th item", _PARALLEL,
+             "return list(range(ctx.rank, n, ctx.world_size))",
+             "return list(range(ctx.rank * n // ctx.world_size, (ctx.rank + 1) * n // ctx.world_size))",
+             ("tests/test_parallel.py::test_shard_covers_every_item_once_and_unshard_restores_order",)),
+    Mutation("statistics: a bootstrap p-value k / n (can be 0)", _STATISTICS,
+             "p_boot = (k_boot + 1) / (resamples + 1)", "p_boot = k_boot / resamples", (_STATS_TESTS,)),
+    Mutation("statistics: a randomization p-value k / n (can be 0)", _STATISTICS,
+             "p_perm = (unit.k_perm[start:start + chunk] + 1) / (permutations + 1)",
+             "p_perm = unit.k_perm[start:start + chunk] / permutations", (_STATS_TESTS,)),
+    Mutation("statistics: tied models share the worse rank", _STATISTICS,
+             'np.inf * sign, point), method="min", axis=-1)', 'np.inf * sign, point), method="max", axis=-1)',
+             (_TIES_AND_CI,)),
+    Mutation("bootstrap: a one-sided percentile interval", "src/rexrank/evaluation/bootstrap.py",
+             "    alpha = (1.0 - confidence) / 2.0\n    samples =", "    alpha = 1.0 - confidence\n    samples =",
+             (_STATS_TESTS,)),
+    Mutation("compare: a CI touching 0 counts as excluding it", "src/rexrank/evaluation/compare.py",
+             "(low > 0 or high < 0)", "(low >= 0 or high <= 0)",
+             (_TIES_AND_CI,)),
+    Mutation("bleu2: the brevity penalty's ratio inverted", "src/rexrank/metrics/bleu.py",
+             "math.exp(1 - ref_len / hyp_len)", "math.exp(1 - hyp_len / ref_len)",
+             ("tests/test_bleu.py::test_brevity_penalty_of_a_short_hypothesis",)),
+    Mutation("temporal_f1: a keyword dropped (unaltered)", "src/rexrank/metrics/temporal_f1.py",
+             '"worsening", "unaltered",', '"worsening",', ("tests/test_temporal_f1.py::test_the_keywords_are_pinned",)),
+    Mutation("temporal_f1: both sets empty scores epsilon, not 1", "src/rexrank/metrics/temporal_f1.py",
+             "return 1.0 if not hyp else epsilon", "return epsilon", ("tests/test_temporal_f1.py",)),
+    Mutation("green: 'none' no longer reads as zero errors", _GREEN, "(?:no|none|nothing|n/a)", "(?:no|nothing|n/a)",
+             ("tests/test_green_parse.py",)),
+    Mutation("green: reports cut at 250 words, not 300", _GREEN, "MAX_WORDS = 300", "MAX_WORDS = 250",
+             ("tests/test_green_parse.py", "tests/test_green.py")),
+    Mutation("green: a prompt word (expert radiologists -> radiologists)", _GREEN,
+             "report composed by expert radiologists.", "report composed by radiologists.",
+             ("tests/test_green_parse.py",)),
+    Mutation("fineradscore: an urgent error weighs 2.5, not 3", "src/rexrank/metrics/fineradscore.py",
+             '"Urgent error": 3.0,', '"Urgent error": 2.5,', ("tests/test_fineradscore.py",)),
+    Mutation("crimson: a prompt word in the system message", _CRIMSON,
+             "You are an expert radiology evaluator", "You are a radiology evaluator",
+             ("tests/test_crimson.py::test_the_prompts_are_pinned_to_the_compared_text",)),
+    Mutation("nlg: ROUGE-L's beta 1.2 -> 1.0", "src/rexrank/metrics/nlg.py", "ROUGE_BETA = 1.2", "ROUGE_BETA = 1.0",
+             (_NLG_BY_HAND,)),
+    Mutation("nlg: CIDEr's length penalty width 6 -> 5", "src/rexrank/metrics/nlg.py", "CIDER_SIGMA = 6.0",
+             "CIDER_SIGMA = 5.0", (_NLG_BY_HAND,)),
+    Mutation("arena: '$' left unescaped in a shown report", "src/rexrank/leaderboard/arena_tab.py",
+             '.replace("$", "&#36;")', "", ("tests/test_arena_tab.py::test_reports_are_readable_text_never_markup",)),
+    Mutation("catalog: a private set no longer licensed", "src/rexrank/data/catalog.py",
+             "return spec.gated or spec.private", "return spec.gated",
+             ("tests/test_data_access.py::test_a_private_set_is_licensed_even_when_its_source_is_open",)),
+    Mutation("names: i no longer folded into l", "src/rexrank/leaderboard/records.py",
+             '.casefold()).replace("i", "l")', ".casefold())", ("tests/test_leaderboard_names.py",)),
+    Mutation("clients: an IPv6 client is its /56", "src/rexrank/leaderboard/clients.py", "IPV6_CLIENT_PREFIX = 48",
+             "IPV6_CLIENT_PREFIX = 56",
+             ("tests/test_leaderboard_submissions.py::test_who_an_anonymous_request_comes_from",)),
+    Mutation("store: freed pages no longer overwritten", "src/rexrank/leaderboard/store/connection.py",
+             'conn.execute("PRAGMA secure_delete=ON")', 'conn.execute("PRAGMA secure_delete=OFF")',
+             ("tests/test_licensed_text.py", "tests/test_leaderboard_store.py")),
+    Mutation("disclosure: private values to 4 decimals, not 3", "src/rexrank/evaluation/disclosure.py",
+             "PRIVATE_DECIMALS = 3", "PRIVATE_DECIMALS = 4", ("tests/test_private_sets.py",)),
+    Mutation("sandbox: the model's network no longer unshared", "src/rexrank/generate/adapters/sandbox.py",
+             'str(SANDBOX_UID), "--unshare-net",', "str(SANDBOX_UID),", ("tests/test_generate_sandbox.py",)),
 )
 
 
@@ -120,16 +199,29 @@ def _check_imports_the_copy(tree: Path, env: dict[str, str]) -> None:
         raise SystemExit(f"the copy imports rexrank from {found}, not from its own src: a mutation would not be seen")
 
 
+# The fast tier's marker expression, read from the Makefile (its one owner): a mutation counts as caught only by
+# tests `make test-fast` runs, so a named test that is slow, browser or refvenv is deselected and the entry "broken".
+FAST_TIER = re.search(r"^FAST = (.+)$", (REPO / "Makefile").read_text(), re.M).group(1).strip()
+# What the fast tier's time rule says when it fails a test (tests/conftest.py, _time_rule): a failure for time alone
+# says nothing about the mutation (a busy machine), so it does not count as caught.
+_TIME_RULE = "over the fast tier's"
+
+
 def _run_tests(tree: Path, env: dict[str, str], tests: tuple[str, ...], timeout: float) -> tuple[str, float, str]:
-    """('passed' | 'failed' | 'timeout' | 'error', seconds, the output's tail) of pytest on ``tests`` in ``tree``."""
+    """('passed' | 'failed' | 'timeout' | 'error' | 'time rule', seconds, the output's tail) of the fast tier's
+    pytest on ``tests`` in ``tree``."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
-                              cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", FAST_TIER,
+                               *tests], cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout", time.perf_counter() - start, ""
+    out = proc.stdout + proc.stderr
     outcome = {0: "passed", 1: "failed"}.get(proc.returncode, "error")  # 2-5: interrupted, usage, no tests
-    return outcome, time.perf_counter() - start, (proc.stdout + proc.stderr)[-2000:]
+    failures = re.findall(r"^(?:FAILED|ERROR) .*$", out, re.M)
+    if outcome == "failed" and failures and all(_TIME_RULE in line for line in failures):
+        outcome = "time rule"
+    return outcome, time.perf_counter() - start, out[-2000:]
 
 
 def check(mutations: tuple[Mutation, ...], timeout: float) -> list[dict]:
@@ -139,6 +231,7 @@ def check(mutations: tuple[Mutation, ...], timeout: float) -> list[dict]:
         _copy_tree(tree)
         env = _environment(tree)
         _check_imports_the_copy(tree, env)
+        unmutated: dict[tuple[str, ...], tuple[str, float, str]] = {}  # tests -> their run on the unmutated tree
         for mutation in mutations:
             path = tree / mutation.file
             source = path.read_text()
@@ -147,7 +240,9 @@ def check(mutations: tuple[Mutation, ...], timeout: float) -> list[dict]:
                 results.append({"name": mutation.name, "verdict": "stale",
                                 "why": f"the original snippet occurs {count} times in {mutation.file}"})
                 continue
-            before, before_s, before_tail = _run_tests(tree, env, mutation.tests, timeout)
+            if mutation.tests not in unmutated:  # every file is restored after each mutation: one run per test list
+                unmutated[mutation.tests] = _run_tests(tree, env, mutation.tests, timeout)
+            before, before_s, before_tail = unmutated[mutation.tests]
             if before != "passed":
                 results.append({"name": mutation.name, "verdict": "broken", "why": f"unmutated: {before}",
                                 "output": before_tail})
@@ -157,7 +252,8 @@ def check(mutations: tuple[Mutation, ...], timeout: float) -> list[dict]:
                 after, after_s, _ = _run_tests(tree, env, mutation.tests, timeout)
             finally:
                 path.write_text(source)
-            verdict = {"failed": "caught", "timeout": "caught (timeout)"}.get(after, "survived")
+            verdict = {"failed": "caught", "timeout": "caught (timeout)", "time rule": "time rule only"}.get(
+                after, "survived")
             results.append({"name": mutation.name, "verdict": verdict, "mutated_run": after,
                             "seconds": round(after_s, 1), "unmutated_seconds": round(before_s, 1)})
             print(f"{verdict:17s} {after_s:6.1f} s  {mutation.name}", flush=True)

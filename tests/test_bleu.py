@@ -41,6 +41,12 @@ def test_empty_reports_score_zero():
     assert bleu2(["", "heart", ""], ["heart", "", ""]).tolist() == [0.0, 0.0, 0.0]
 
 
+def test_brevity_penalty_of_a_short_hypothesis():
+    """Both precisions 1 (2 of 2 unigrams, 1 of 1 bigram), 2 tokens against 4: the value is NLTK's brevity penalty
+    alone, exp(1 - 4/2) (the parity class checks the rest, refvenv)."""
+    assert bleu2(["heart normal"], ["heart normal lungs clear"])[0] == pytest.approx(np.exp(-1.0), abs=1e-12)
+
+
 def test_registry_object_and_config():
     metric = metrics.get("bleu")
     assert metric.spec.column == "bleu_score"

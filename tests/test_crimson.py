@@ -487,6 +487,25 @@ def test_a_stray_quote_is_escaped_up_to_five_characters_before_the_error():
         assert math.isnan(five["score"]) and "no JSON object" in five["parse_error"], five
 
 
+# sha256 of json.dumps(chat_messages(build_prompt("REF", "CAND", guidelines=..., context=_PINNED_CONTEXT))): the
+# conversations the parity classes compare with radeval's and crimson-score's word for word (refvenv), pinned so the
+# fast tier sees a changed word too.
+_PINNED_CONTEXT = {"Age": "82", "Indication": "cough"}
+_PINNED_MESSAGES = {False: "b3e6cd54ad333be867ef45eda5cbbe9829578e30c1dd863c5e3c46dc6f886141",
+                    True: "67cd40cb66761609e91135313d93933f12a837c98f0966ddcea35ab0853d448e"}
+
+
+def test_the_prompts_are_pinned_to_the_compared_text():
+    import hashlib
+
+    for guidelines, digest in _PINNED_MESSAGES.items():
+        messages = chat_messages(build_prompt("REF", "CAND", guidelines=guidelines, context=_PINNED_CONTEXT))
+        assert messages[0] == {"role": "system", "content": SYSTEM_MESSAGE}
+        assert hashlib.sha256(json.dumps(messages).encode()).hexdigest() == digest, (
+            f"the CRIMSON conversation (guidelines={guidelines}) changed: if on purpose, rerun the parity classes "
+            "(refvenv) and pin the new digest")
+
+
 def test_guidelines_follow_radevals_default_judge_rule():
     assert is_default_judge(None) and is_default_judge("rajpurkarlab/medgemma-4b-it-crimson")
     assert is_default_judge("/models/medgemma-4b-it-crimson/") and not is_default_judge("/models/medgemma-4b-it")

@@ -199,6 +199,18 @@ def test_the_open_and_the_private_cases_are_both_walked():
     assert not publish.licensed("iu_xray") and publish.licensed("rexgradient") and DATASETS["rexgradient"].private
 
 
+def test_a_private_set_is_licensed_even_when_its_source_is_open(monkeypatch):
+    """The rule has two parts (catalog.licensed): a gated source, or a private test set. Every private set in the
+    catalog is gated too, so an open copy made private tests the second part."""
+    import dataclasses
+
+    from rexrank.data import catalog
+
+    assert not catalog.licensed("iu_xray")
+    monkeypatch.setitem(catalog.DATASETS, "iu_xray", dataclasses.replace(DATASETS["iu_xray"], private=True))
+    assert catalog.licensed("iu_xray") and "iu_xray" in catalog.licensed_datasets()
+
+
 class _Response:
     def __init__(self, status: int):
         import httpx

@@ -159,6 +159,19 @@ def _frame(ids, values, refs=None, **extra):
     return pd.DataFrame(data)
 
 
+def test_tied_models_share_the_better_rank_and_a_ci_touching_zero_decides_nothing():
+    from rexrank.evaluation.compare import verdict
+    from rexrank.evaluation.statistics import ranks
+
+    assert ranks(np.array([0.5, 0.7, 0.7, np.nan]), higher_is_better=True).tolist() == [3, 1, 1, 4]
+    assert ranks(np.array([0.5, 0.5, 0.2]), higher_is_better=False).tolist() == [2, 2, 1]
+    test = {"difference": 0.1, "ci_low": 0.0, "ci_high": 0.2, "p_bootstrap": 0.001, "p_randomization": 0.001}
+    assert verdict(test, "bleu2", "A", "B", 0.05)["significant"] is False  # the CI must exclude 0, not touch it
+    assert verdict(dict(test, ci_low=1e-9), "bleu2", "A", "B", 0.05)["better"] == "A"
+    below = dict(test, difference=-0.1, ci_low=-0.2, ci_high=0.0)
+    assert verdict(below, "bleu2", "A", "B", 0.05)["significant"] is False
+
+
 def test_compare_runs_structure_subgroups_and_agreement():
     rng = np.random.default_rng(12)
     n = 120

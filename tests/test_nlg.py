@@ -99,6 +99,18 @@ def test_lcs_matches_the_dynamic_programme():
         assert nlg._lcs(a, b) == table[len(a)][len(b)]
 
 
+def test_rouge_l_and_cider_d_constants_by_hand(monkeypatch):
+    """pycocoevalcap's ROUGE-L beta (1.2) and CIDEr-D's length penalty exp(-delta^2 / (2 sigma^2)), sigma 6, on
+    values worked by hand (the parity class compares everything else, refvenv)."""
+    lcs, prec, rec = 2, 2 / 4, 2 / 3  # "a b c d" against "a c e": the common subsequence "a c"
+    assert nlg.rouge_l("a b c d", "a c e") == pytest.approx((1 + 1.44) * prec * rec / (rec + 1.44 * prec), abs=1e-12)
+    corpus = nlg.CiderCorpus(["the heart is normal", "small left effusion", "no acute disease here today"])
+    hyp, ref = "the heart is normal size today", "the heart is normal"  # 5 bigrams against 3: delta 2
+    penalised = corpus.score(hyp, ref)
+    monkeypatch.setattr(nlg, "CIDER_SIGMA", float("inf"))  # no length penalty
+    assert penalised / corpus.score(hyp, ref) == pytest.approx(np.exp(-4 / (2 * 36)), abs=1e-12)
+
+
 def test_cider_depends_on_the_corpus_and_its_fingerprint_says_so():
     hyps, refs = ["the heart is normal", "no effusion"], ["heart size is normal", "no pleural effusion"]
     metric = get("nlg", tokenizer="none")

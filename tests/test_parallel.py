@@ -60,6 +60,49 @@ def test_shard_covers_every_item_once_and_unshard_restores_order():
         parallel.unshard([([0, 1], ["a", "b"]), ([1], ["b"])], 2)
     with pytest.raises(ValueError, match="not in a world"):
         parallel.shard(3, parallel.Context(2, 2))
+    # Every world_size-th item, as the module says (not contiguous blocks, which pass the checks above): the
+    # launched tests warm one rank's share by these positions, and generation deals its batches by the same rule.
+    assert parallel.shard(10, parallel.Context(1, 3)) == [1, 4, 7]
+
+
+def _torchrun_env(monkeypatch, node: int, local: int, nodes: int = 2, per_node: int = 2) -> None:
+    """The variables torchrun sets in process ``local`` of node ``node`` (no process group up in this test)."""
+    monkeypatch.setenv("WORLD_SIZE", str(nodes * per_node))
+    monkeypatch.setenv("RANK", str(node * per_node + local))
+    monkeypatch.setenv("LOCAL_RANK", str(local))
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(per_node))
+    monkeypatch.setenv("GROUP_RANK", str(node))
+
+
+def test_a_process_rank_is_the_jobs_rank_not_the_nodes(monkeypatch):
+    """Two nodes x two processes: each process's rank (its shard, the rank it joins the group with) is the job-wide
+    RANK, its device index the node's LOCAL_RANK. Read the other way round, the two nodes' processes share ranks 0
+    and 1: the group's rendezvous then waits for ranks that never come, and the multinode tests only time out."""
+    recorded = []
+
+    class FakeDist:  # what setup() asks of torch.distributed, recorded instead of a real rendezvous
+        @staticmethod
+        def init_process_group(**kwargs):
+            recorded.append(kwargs)
+
+    monkeypatch.setattr(parallel, "group_ready", lambda: False)
+    monkeypatch.setattr(parallel, "_dist", lambda: FakeDist)
+    seen = {}
+    for node in (0, 1):
+        for local in (0, 1):
+            _torchrun_env(monkeypatch, node, local)
+            ctx = parallel.context()
+            job_rank = node * 2 + local
+            assert (ctx.rank, ctx.world_size, ctx.local_rank) == (job_rank, 4, local), (
+                f"node {node}'s process {local} read {ctx}: its rank must be RANK={job_rank} (the job's), its "
+                f"local_rank LOCAL_RANK={local} (the node's); mixed up, two nodes share ranks and the job hangs")
+            assert parallel.device_for("cuda", ctx) == f"cuda:{local}"
+            assert parallel.setup(ctx) is True
+            assert recorded[-1]["rank"] == job_rank and recorded[-1]["world_size"] == 4, (
+                f"setup() joined the group as rank {recorded[-1]['rank']} for RANK={job_rank}: a rank the job "
+                "already has, so the rendezvous would wait for the missing one until its timeout")
+            seen[job_rank] = parallel.shard(10, ctx)
+    assert sorted(i for positions in seen.values() for i in positions) == list(range(10))
 
 
 def test_every_metric_declares_its_behaviour_across_processes():

@@ -119,6 +119,16 @@ def test_f1_rule_and_keyword_matching():
                              ("new opacity", "OBSERVATION")]) == {"stable", "larger"}
 
 
+def test_the_keywords_are_pinned():
+    """radeval's 44 keywords (compared with radeval's own list by the parity class, refvenv), pinned so the fast
+    tier sees a dropped or changed word."""
+    import hashlib
+
+    assert len(KEYWORDS) == 44
+    assert hashlib.sha256(" ".join(sorted(KEYWORDS)).encode()).hexdigest() == \
+        "347190ea8efcc09f12d0c92196503cb3266858f6178ea5bed7ca56ee2aa54154"
+
+
 def test_batches_do_not_change_entities(folder, iu_xray_test):
     """stanza's bulk processing in batches of 1 and of 64 reports gives the same entities."""
     hyps = iu_reports(iu_xray_test, n=40)
