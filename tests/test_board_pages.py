@@ -545,3 +545,77 @@ def test_words_with_a_break_inside_are_kept_whole(client):
     assert '<caption><span class="w">IU-Xray</span> ·' in text
     css = client.get("/static/board.css").text
     assert ".w { white-space: nowrap; }" in css and "overflow-wrap: normal" in css
+
+
+def test_the_search_rules_data_in_the_page_is_the_rules_own(client, views):
+    """Point 1 (search as typed in the browser, one owner of the rule): the data board.js reads a search with is
+    generated from board.search_terms' rule: each ASCII character's search_key, and for ASCII text the key is its
+    characters' keys joined (every pair, and random strings), so the browser folds as the server does; each row
+    carries its server-computed key; rows are filtered in the browser only where that gives the server's answer
+    (ranked by the board's metric: by another, a rank is a position among the rows shown)."""
+    import json
+    import random
+
+    from rexrank.leaderboard import board
+    from rexrank.leaderboard.records import search_key
+
+    page = Page(_get(client, "tab=iu_xray").text)
+    box = next(attrs for tag, attrs in page.elements if attrs.get("id") == "board-search")
+    fold = json.loads(box["data-fold"])
+    keys = fold["keys"]
+    assert keys == [search_key(chr(c)) for c in range(128)] and keys[ord("I")] == keys[ord("1")] == "l"
+    assert fold["separator"] == board.SEARCH_SEPARATOR and fold["chars"] == board.SEARCH_CHARS
+    assert set(fold["alternatives"]) == {"|", ",", ";"} and set(fold["spaces"]) >= {" ", "\t", "\x1c"}
+    ascii_chars = [chr(c) for c in range(128)]
+    assert [a + b for a in ascii_chars for b in ascii_chars
+            if search_key(a + b) != keys[ord(a)] + keys[ord(b)]] == []
+    rng = random.Random(48)
+    texts = ["".join(rng.choice(ascii_chars) for _ in range(rng.randrange(1, 16))) for _ in range(500)]
+    assert [t for t in texts if search_key(t) != "".join(keys[ord(c)] for c in t)] == []
+    count = next(attrs for tag, attrs in page.elements if tag == "p" and attrs.get("class") == "count")
+    assert count["data-local"] == "complete" and count["data-some"] == "{n} of %s rows" % count["data-total"]
+    rows = [attrs for tag, attrs in page.elements if tag == "tr" and "data-key" in attrs]
+    assert [r["data-key"] for r in rows] == list(views.page_table("iu_xray", "findings").shown["search_key"])
+    assert "data-every" not in count  # every row is here
+    filtered = Page(_get(client, "tab=iu_xray&source=rexrank").text)
+    count = next(attrs for tag, attrs in filtered.elements if tag == "p" and attrs.get("class") == "count")
+    assert count["data-every"].split(board.SEARCH_SEPARATOR) == list(views.numeric("iu_xray", "findings")["search_key"]
+                                                                     .str.split(board.SEARCH_SEPARATOR).sum())
+    searched = Page(_get(client, "tab=iu_xray&q=maira").text)
+    assert [a.get("data-local") for t, a in searched.elements if t == "p" and a.get("class") == "count"] == ["partial"]
+    assert not [a for t, a in searched.elements if "data-key" in a]
+    by_bleu = Page(_get(client, "tab=iu_xray&sort=bleu2").text)
+    assert not [a for t, a in by_bleu.elements if "data-local" in a or "data-key" in a]
+
+
+def test_controls_and_last_updated_answer_alone_for_the_poll(tmp_path):
+    """Point 2: after a change of the board the page's script fetches /controls (the filter choices, the models to
+    pick, "Last updated") beside the live part: a new institution is a new choice, with an ETag like the rest."""
+    import time
+
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.published import seed_store
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path / "board.sqlite")
+    seed_store(store)
+    views = Views(store)
+    try:
+        with TestClient(board_app(views)) as client:
+            before = client.get("/controls?tab=iu_xray")
+            assert before.status_code == 200 and "Fresh Institute" not in before.json()["controls"]
+            assert client.get("/controls?tab=iu_xray", headers={"If-None-Match": before.headers["etag"]}
+                              ).status_code == 304
+            page = _get(client, "tab=iu_xray").text
+            assert f'<div id="board-controls">{before.json()["controls"]}</div>' in page
+            assert f'<span id="board-updated" class="nowrap">{before.json()["updated"]}</span>' in page
+            time.sleep(0.01)
+            add_scored_result(store, "Fresh Model", bleu=0.4, institution="Fresh Institute")
+            after = client.get("/controls?tab=iu_xray", headers={"If-None-Match": before.headers["etag"]})
+            assert after.status_code == 200
+            assert 'value="Fresh Institute"' in after.json()["controls"]
+            assert "Fresh Model" in client.get("/controls?tab=compare").json()["controls"]
+    finally:
+        store.close()

@@ -74,18 +74,19 @@ def void(tag: str, **attrs: Any) -> Html:
 
 
 def table(caption: Any, headers: list[Any], rows: Iterable[list[Any]], *, row_header: int | None = 1,
-          sticky: bool = True, **attrs: Any) -> Html:
+          sticky: bool = True, row_attrs: Iterable[dict[str, Any]] | None = None, **attrs: Any) -> Html:
     """A real table: a ``<caption>``, column headers ``<th scope="col">``, and in each row the cell at
     ``row_header`` (the model's name) a ``<th scope="row">``, sticky on a narrow screen when ``sticky``; wrapped in
-    a box that scrolls sideways on its own (the page never does)."""
+    a box that scrolls sideways on its own (the page never does). ``row_attrs``: each row's ``<tr>`` attributes."""
     head = el("tr", *(el("th", _whole(h), scope="col", class_="sticky" if sticky and k == row_header else None)
                       for k, h in enumerate(headers)))
     body = []
+    row_attrs = iter(row_attrs) if row_attrs is not None else None
     for row in rows:
         # Header cells wrap between words (kept whole); values never wrap (board.css: td is nowrap).
         cells = [el("th", _whole(cell), scope="row", class_="sticky" if sticky else None) if k == row_header
                  else el("td", cell) for k, cell in enumerate(row)]
-        body.append(el("tr", *cells))
+        body.append(el("tr", *cells, **(next(row_attrs) if row_attrs is not None else {})))
     return el("div", el("table", el("caption", _whole(caption)), el("thead", head), el("tbody", *body), **attrs),
               class_="table-box", role="region", aria_label=caption if not isinstance(caption, Html) else None,
               tabindex="0")

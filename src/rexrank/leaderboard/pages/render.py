@@ -13,6 +13,7 @@ per store generation); a filtered table is rendered on each request.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -20,7 +21,7 @@ from rexrank.leaderboard import about, board, compare_view, links
 from rexrank.leaderboard.pages import assets, studies
 from rexrank.leaderboard.pages.html import Html, el, join, table, text, void, words
 from rexrank.leaderboard.pages.params import view_defaults
-from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS
+from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS, search_key
 from rexrank.leaderboard.views import (PRIMARY, TITLE, TRAINED_CHOICES, Views, md_link, overview_label, table_label,
                                        when)
 
@@ -29,6 +30,7 @@ GRADIO_TABS = {links.SUBMIT_TAB: "Submit", links.ARENA_TAB: "Arena"}
 VIEW_NAMES = {links.DEFAULT_TAB: "Overview", **{d: DATASET_LABELS[d] for d in DATASETS}, links.MODELS_TAB: "Models",
               links.COMPARE_TAB: "Compare", links.ABOUT_TAB: "About"}
 LIVE_ID = "board-live"
+CONTROLS_ID = "board-controls"
 
 
 def href(link: links.Link, views: Views | None = None) -> str:
@@ -173,20 +175,59 @@ def _dataset_live(views: Views, link: links.Link) -> Html:
         # md_link makes a link only of a URL it accepts (an escaped name never starts with "[")
         cells[at] = _model_cell(name, marks, url if prefix.startswith("[") else "", pick=True)
         rows.append(cells)
-    count = (f"{len(page.frame)} of {len(page.full)} rows" if len(page.frame) != len(page.full)
-             else f"{len(page.full)} rows")
+    total = len(page.full)
+    # Search as typed in the browser (board.js), where it gives the server's rows: ranked by the board's metric, a
+    # row's cells do not depend on the rows beside it (by another metric its rank is its position among the rows
+    # shown: board.view_ranks), so hiding the rows a search leaves out is the server's answer. "complete": every
+    # row the other filters keep is here, each with its search key (board's, computed here); "partial": the page
+    # was rendered for a search, and the script asks once for the rows without it.
+    local: dict[str, Any] = {}
+    keys: list[dict[str, Any]] | None = None
+    if sort == PRIMARY:
+        complete = not link.view.search and not page.frame.empty
+        local = {"data_local": "complete" if complete else "partial", "data_total": total,
+                 "data_all": _count(total, total), "data_some": _count("{n}", total)}
+        if complete:
+            keys = [{"data_key": key} for key in shown["search_key"]]
+            if len(shown) < total:  # the terms are read against every row's key (board.search_terms)
+                local["data_every"] = board.SEARCH_SEPARATOR.join(page.full["search_key"])
     # The pick form even without rows: models ticked before a search that hides them stay in it (board.js).
-    parts = [el("p", count, class_="count", role="status"), pick_form()]
+    parts = [el("p", _count(len(page.frame), total), class_="count", role="status", **local), pick_form()]
     if page.empty:
         parts.append(el("div", markdown(page.empty), class_="empty"))
     else:
         parts.append(table(page.label, headers, rows, row_header=list(page.frame.columns).index("Model"),
-                           id=f"table-{dataset}-{track}"))
+                           id=f"table-{dataset}-{track}", row_attrs=keys))
     csv = f"csv/{dataset}/{track}"
     parts.append(el("p", el("a", "CSV", href=csv, download=True), " · ",
                     el("a", "JSON", href=f"json/{dataset}/{track}"), " of every row of this table",
                     class_="downloads"))
     return join(parts)
+
+
+def _count(shown: Any, total: int) -> str:
+    return f"{total} rows" if shown == total else f"{shown} of {total} rows"
+
+
+_FOLD: str | None = None
+
+
+def search_fold() -> str:
+    """What the page's script needs to read a search the way ``board.search_terms`` does, generated from that rule
+    (JSON): every ASCII character's ``search_key`` (for ASCII text the key is its characters' keys joined, a test
+    holds this), the characters that separate alternatives (``board.ALTERNATIVES``) and words (``str.split``: the
+    ones ``isspace``), what joins two rows' keys (``board.SEARCH_SEPARATOR``), how many characters are read
+    (``board.SEARCH_CHARS``) and the longest search a link keeps (``links.MAX_VALUE``). A search holding any other
+    character, or longer, is answered by the server."""
+    global _FOLD
+    if _FOLD is None:
+        ascii_chars = [chr(c) for c in range(128)]
+        _FOLD = json.dumps({"keys": [search_key(c) for c in ascii_chars],
+                            "alternatives": "".join(c for c in ascii_chars if board.ALTERNATIVES.fullmatch(c)),
+                            "spaces": "".join(c for c in ascii_chars if c.isspace()),
+                            "separator": board.SEARCH_SEPARATOR,
+                            "chars": board.SEARCH_CHARS, "max": links.MAX_VALUE}, separators=(",", ":"))
+    return _FOLD
 
 
 def _checks(name: str, legend: str, choices: list[tuple[str, Any]], chosen: list[Any]) -> Html:
@@ -205,7 +246,8 @@ def dataset_controls(views: Views, link: links.Link) -> Html:
               void("input", type="hidden", name=links.TRACK, value=track)]
     search = el("label", "Search models and institutions",
                 void("input", type="search", name=links.PARAMS["search"], value=view.search, autocomplete="off",
-                     placeholder="e.g. maira 2 | medgemma", id="board-search"), class_="search")
+                     placeholder="e.g. maira 2 | medgemma", id="board-search", data_fold=search_fold()),
+                class_="search")
     groups = []
     if len(choices.institutions) > 1:
         groups.append(_checks(links.PARAMS["institutions"], "Institution",
@@ -349,22 +391,27 @@ def _gradio_only(tab: str) -> Html:
     return el("p", f"{GRADIO_TABS[tab]} is on the ", el("a", "gradio page", href=f"../?{links.TAB}={tab}"), ".")
 
 
-def parts(views: Views, link: links.Link) -> tuple[str, Html, Html]:
-    """(the page's title, its view's controls, its live part) for a checked link."""
+def heading(views: Views, link: links.Link) -> tuple[str, Html]:
+    """(the page's title, its view's controls) for a checked link: what a changed board may change above the live
+    part (the filter choices, the models to pick), fetched alone by the page's script (``routes``' ``/controls``)."""
     tab = link.tab
     if tab == links.DEFAULT_TAB:
-        return "Overview", overview_controls(views, link), overview_live(views, link)
+        return "Overview", overview_controls(views, link)
     if tab in DATASETS:
-        title = f"{DATASET_LABELS[tab]} · {TRACK_LABELS[link.track]}"
-        return title, dataset_controls(views, link), dataset_live(views, link)
+        return f"{DATASET_LABELS[tab]} · {TRACK_LABELS[link.track]}", dataset_controls(views, link)
     if tab == links.MODELS_TAB:
         model = link.model or views.default_model()
-        return model or "Models", model_controls(views, link, model), model_live(views, model)
+        return model or "Models", model_controls(views, link, model)
     if tab == links.COMPARE_TAB:
-        return "Compare", compare_controls(views, link), compare_live(views, link)
+        return "Compare", compare_controls(views, link)
     if tab == links.ABOUT_TAB:
-        return "About", el("h2", "About"), about_live(views)
-    return GRADIO_TABS[tab], el("h2", GRADIO_TABS[tab]), _gradio_only(tab)
+        return "About", el("h2", "About")
+    return GRADIO_TABS[tab], el("h2", GRADIO_TABS[tab])
+
+
+def updated(views: Views) -> str:
+    """When the board last changed, as the page's header says it."""
+    return when(views.updated())
 
 
 def live(views: Views, link: links.Link) -> Html:
@@ -386,14 +433,15 @@ def live(views: Views, link: links.Link) -> Html:
 def page(views: Views, link: links.Link, generation: str, poll_s: int) -> Html:
     """The whole page of a checked link; ``generation``: the store's, which the page's script asks after every
     ``poll_s`` seconds (``routes``' ``/version``)."""
-    title, controls, live_part = parts(views, link)
+    title, controls = heading(views, link)
     notice = el("p", links.notice(link), class_="notice", role="alert") if link.ignored else ""
     header = el("header", el("h1", el("a", TITLE, href="./")),
                 el("p", "AI-written chest X-ray reports ranked by the ReXrank metrics (by 1/RadCliQ-v1), with 95% "
                         "confidence intervals for results scored by rexrank. ",
                    el("a", "Paper", href=about.PAPER_URL), " · ", el("a", "rexrank.ai", href=about.SITE_URL),
-                   " · Last updated: ", el("span", when(views.updated()), id="board-updated", class_="nowrap")))
-    main = el("main", notice, controls, el("div", live_part, id=LIVE_ID, aria_live="polite"), id="board",
+                   " · Last updated: ", el("span", updated(views), id="board-updated", class_="nowrap")))
+    main = el("main", notice, el("div", controls, id=CONTROLS_ID), el("div", live(views, link), id=LIVE_ID,
+                                                                       aria_live="polite"), id="board",
               data_generation=generation, data_poll_s=str(poll_s))
     head = join([Html('<meta charset="utf-8">'), void("link", rel="icon", href="data:,"),  # no favicon request
                  void("meta", name="viewport", content="width=device-width, initial-scale=1"),

@@ -5,6 +5,8 @@
   a query with parts left out shows the rest and says which, in one line (``links.notice``), never echoing them.
 - ``/live`` the live part of that page alone (``render.live``): what the page's script fetches for a search as typed
   and after a change of the board; it names the canonical query in ``X-Board-Query``.
+- ``/controls`` the view's controls and when the board last changed (JSON: ``controls``, ``updated``): what the
+  page's script fetches after a change of the board beside the live part (the filter choices, the models to pick).
 - ``/version`` the store's generation (JSON), with an ETag: an open page asks every ``POLL_S`` seconds and gets a
   304 while nothing changed.
 - ``/static/board.css``, ``/static/board.js``; ``/csv/{dataset}/{track}`` and ``/json/{dataset}/{track}`` (the
@@ -83,6 +85,15 @@ def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
             return Response(status_code=304, headers=headers)
         return HTMLResponse(render.live(views, link), headers=headers)
 
+    def controls(request: Request) -> Response:
+        link = page_link(views, request.url.query)
+        generation = generation_tag(views)
+        etag = _etag("controls", generation, render.canonical_query(views, link))
+        if _unchanged(request, etag):
+            return _not_modified(etag)
+        body = {"controls": render.heading(views, link)[1], "updated": render.updated(views)}
+        return Response(json.dumps(body), media_type="application/json", headers={"ETag": etag, **_FRESH})
+
     def version(request: Request) -> Response:
         generation = generation_tag(views)
         etag = _etag("version", generation)
@@ -119,7 +130,7 @@ def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
             return found
         return Response(views.results_json(*found), media_type="application/json")
 
-    routes = [Route("/", page), Route("/live", live), Route("/version", version),
+    routes = [Route("/", page), Route("/live", live), Route("/controls", controls), Route("/version", version),
               Route("/static/{name}", static), Route("/csv/{dataset}/{track}", csv),
               Route("/json/{dataset}/{track}", results)]
     routes.append(Route(studies.PATH, studies.endpoint(views)))  # a model's per-study view (open sets)
