@@ -116,6 +116,7 @@ def serve_table(votes: Votes, m: int, n_studies: int = 590) -> None:
         from rexrank.leaderboard.arena import N_BOOT
 
         arena.n_boot = N_BOOT  # the redraw as served: the board's intervals at their default draws
+        arena_tab._board(arena)  # drawn once, as a served page has: the one-off imports (scipy.stats) not timed
         redraw = {}
         for label in ("after a vote", "no new vote"):
             if label == "after a vote":
