@@ -47,7 +47,11 @@ class TestRadEvalBertScoreParity(FPRParityTester):
 
     @pytest.fixture(scope="class")
     def options(self, model_dir):
-        return {"model": model_dir, "device": "cpu", "batch_size": 16}
+        # 2 rows per pass: a fixed-shape pass fills its rows with copies (metrics/batching.py), so the lone long
+        # report and its half, each alone in a wide bucket, cost 16 copies at 16 rows: 79 s of CPU against 10 s at
+        # 2 rows for that pair, while the 200 natural pairs take 1.4 s against 2.2 s (issue 51). Any row count is
+        # one of the metric's shapes; the tolerance and the pairs are unchanged.
+        return {"model": model_dir, "device": "cpu", "batch_size": 2}
 
     def reference_payload(self, pairs, options):
         return {"model": options["model"], "hyps": pairs.hyps, "refs": pairs.refs}
