@@ -297,3 +297,30 @@ def test_a_changed_board_refreshes_rows_filter_choices_and_last_updated_without_
         server.should_exit = True
         thread.join(timeout=30)
         store.close()
+
+
+def test_a_link_to_another_view_opens_it_in_the_page_and_back_and_forward_return(browser, base):
+    """Point 5's view switch: a link to another view (the navigation's MIMIC-CXR) is fetched and shown in the page
+    (board.js: no new document), at its own address, title and current link; its search works as on a page
+    loaded whole; Back returns to that view before the search, then to the overview, Forward to MIMIC-CXR again."""
+    page = browser.new_page(viewport=PHONE)
+    caption = "() => document.querySelector('caption').textContent"
+    try:
+        page.goto(base)
+        page.evaluate("window.sameDocument = true")
+        page.get_by_role("navigation", name="Board views").get_by_role("link", name="MIMIC-CXR").click()
+        assert _poll(lambda: page.evaluate("location.search") == "?tab=mimic_cxr")
+        assert _poll(lambda: page.evaluate(caption).startswith("MIMIC-CXR · Findings"))
+        assert page.title().startswith("MIMIC-CXR · Findings")
+        assert page.locator("nav a[aria-current=page]").first.inner_text() == "MIMIC-CXR"
+        page.locator("#board-search").press_sequentially("maira 2")
+        assert _poll(lambda: [n.split(" ")[0] for n in page.evaluate(ROW_NAMES)] == ["MAIRA-2"])
+        for step, address, first in (("back", "?tab=mimic_cxr", "MIMIC-CXR"), ("back", "", "Overview"),
+                                     ("forward", "?tab=mimic_cxr", "MIMIC-CXR")):
+            page.go_back() if step == "back" else page.go_forward()
+            assert _poll(lambda: page.evaluate("location.search") == address
+                         and page.evaluate(caption).startswith(first)), (step, page.evaluate("location.search"))
+        assert page.locator("#board-search").input_value() == ""
+        assert page.evaluate("window.sameDocument === true")
+    finally:
+        page.close()
