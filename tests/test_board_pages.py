@@ -368,44 +368,244 @@ def test_the_generation_answers_with_an_etag_and_a_304_until_the_board_changes(t
     store.close()
 
 
-def test_the_pages_mount_on_a_fastapi_app_beside_its_routes(views):
-    """Point 3: ``mount`` serves the pages under /board/ of the app gradio serves (a FastAPI app), its other
-    routes untouched; /board goes to /board/."""
+def _front(views, elsewhere=None):
+    """The pages in front of a stand-in for gradio's app (``routes.PagesFirst``, as ``serve`` launches them): a
+    FastAPI app with a root page of its own, its config, a file under /static/ and a /submit page."""
     from fastapi import FastAPI
+    from fastapi.responses import PlainTextResponse
+    from starlette.middleware import Middleware
+
+    from rexrank.leaderboard.pages.routes import PagesFirst, board_app
+
+    behind = [Middleware(PagesFirst, pages=board_app(views), elsewhere=elsewhere or {"submit": "/submit"},
+                         gradio_tabs=("submit", "arena"))]
+    app = FastAPI(middleware=behind)
+    for path in ("/", "/config", "/static/fonts/font.woff2", "/submit", "/gradio_api/info"):
+        app.add_api_route(path, lambda path=path: PlainTextResponse(f"gradio {path}"))
+    return app
+
+
+def test_the_pages_answer_the_root_in_front_of_the_app_behind(views):
+    """Issue 48 point 2: the pages answer the Space's root URL and their files beside it, in front of gradio's app
+    (``PagesFirst``); every other path is gradio's (its config, API and files); a link to a view gradio serves
+    (``?tab=submit``) goes there, one the host left off (the Arena) is one line; a link of the pages' old /board/
+    prefix goes to the same view at the root."""
     from starlette.testclient import TestClient
 
-    from rexrank.leaderboard.pages.routes import PREFIX, mount
-
-    app = FastAPI()
-    app.add_api_route("/", lambda: {"gradio": True})
-    mount(app, views)
-    client = TestClient(app)
-    assert client.get("/").json() == {"gradio": True}
-    page = client.get(f"{PREFIX}/?tab=iu_xray")
-    assert page.status_code == 200 and Page(page.text).table()[0].startswith("IU-Xray")
-    assert client.get(PREFIX).url.path == f"{PREFIX}/"
-    assert client.get(f"{PREFIX}/version").status_code == 200
-    assert client.get(f"{PREFIX}/static/board.js").status_code == 200
+    client = TestClient(_front(views))
+    root = client.get("/?tab=iu_xray")
+    assert root.status_code == 200 and Page(root.text).table()[0].startswith("IU-Xray")
+    assert client.get("/").text.startswith("<!doctype html>")
+    for path in ("/version", "/static/board.js", "/static/board.css", "/csv/iu_xray/findings",
+                 "/json/iu_xray/findings", "/live?tab=iu_xray"):
+        assert client.get(path).status_code == 200, path
+    for path in ("/config", "/static/fonts/font.woff2", "/gradio_api/info", "/submit"):
+        assert client.get(path).text == f"gradio {path}", path
+    moved = client.get("/?tab=submit&__theme=dark", follow_redirects=False)
+    assert moved.status_code == 303 and moved.headers["location"] == "/submit?__theme=dark"
+    off = client.get("/?tab=arena", follow_redirects=False)
+    assert off.status_code == 404 and off.text == "This board has no arena page: its host has it off."
+    old = client.get("/board/?tab=iu_xray&q=maira", follow_redirects=False)
+    assert old.status_code == 308 and old.headers["location"] == "/?tab=iu_xray&q=maira"
+    assert client.get("/board", follow_redirects=False).headers["location"] == "/"
+    assert client.post("/").status_code == 405  # a method the pages do not take goes on to the app (GET only)
 
 
 @pytest.mark.slow
-def test_the_launched_space_serves_the_pages_beside_gradio(tmp_path):
-    """Point 3, on the real app: ``serve`` launches gradio and mounts the pages on its FastAPI app; /board/ answers
-    the pages (compressed), gradio's page at / and its API keep answering."""
+def test_the_launched_space_serves_the_pages_at_its_root(tmp_path):
+    """Point 2, on the real app: ``serve`` launches gradio with the pages in front; / answers the overview
+    (compressed), /board/ links go to the root, gradio's Submit page, config and API keep answering."""
     import httpx
 
     from leaderboard_helpers import running_space
 
     with running_space(tmp_path / "board.sqlite", worker=False) as (url, store, _):
-        page = httpx.get(f"{url}board/?tab=iu_xray", headers={"Accept-Encoding": "gzip"}, timeout=60)
+        page = httpx.get(url, headers={"Accept-Encoding": "gzip"}, timeout=60)
         assert page.status_code == 200 and page.headers["content-encoding"] == "gzip"
-        assert Page(page.text).table()[0].startswith("IU-Xray · Findings")
-        assert httpx.get(f"{url}board", follow_redirects=True, timeout=60).url.path == "/board/"
-        assert httpx.get(f"{url}board/version", timeout=60).json()["generation"]
-        gradio_page = httpx.get(url, timeout=60)
-        assert gradio_page.status_code == 200 and "gradio" in gradio_page.text.lower()
-        assert httpx.get(f"{url}csv/iu_xray/findings", timeout=60).text == httpx.get(
-            f"{url}board/csv/iu_xray/findings", timeout=60).text
+        assert Page(page.text).table()[0].startswith("Overview · Findings")
+        assert httpx.get(f"{url}board/?tab=iu_xray", follow_redirects=True, timeout=60).url.query == b"tab=iu_xray"
+        assert httpx.get(f"{url}version", timeout=60).json()["generation"]
+        submit = httpx.get(f"{url}?tab=submit", follow_redirects=True, timeout=60)
+        assert submit.url.path == "/submit" and "gradio_config" in submit.text
+        assert httpx.get(f"{url}config", timeout=60).json()["version"]
+        assert httpx.get(f"{url}csv/iu_xray/findings", timeout=60).text.startswith("rank,model,")
+
+
+# Links of the gradio board the Space had before (its own URL writer wrote them at /): each opens the same view.
+OLD_LINK = "tab=mimic_cxr&track=findings_impression"
+
+
+def test_links_of_the_gradio_board_open_the_same_view(views):
+    """Issue 48 point 1: a link written by the gradio board (``/?tab=...``: tab, track, search, filters, sort,
+    model, compare; gradio's own ``__theme``) opens the same view on the pages: the rows the board gives it, in its
+    ranking's order, the filters it set shown ticked (a visitor sees, and can clear, them); a link that spells a
+    default out is redirected to the view's one URL; a broken one shows the rest and says what was left out."""
+    import re
+
+    from starlette.testclient import TestClient
+
+    client = TestClient(_front(views))
+
+    def names(response) -> list[str]:
+        return [_model_cell(row[1]).removesuffix(" ⚠") for row in Page(response.text).table()[2]]
+
+    def expected(**controls) -> list[str]:
+        frame = views.page_table("mimic_cxr", "findings_impression", **controls).frame
+        return [re.sub(r"^\[(.*?)\]\(.*\)$", r"\1", cell) for cell in frame["Model"]]
+
+    term = next(t for t in ("ch", "ra", "me", "ma", "gpt", *"aeiou") if len(expected(search=t, sort_by="green")) >= 3
+                and expected(search=t, sort_by="green") != expected(search=t))  # the rankings order them apart
+    searched = client.get(f"/?{OLD_LINK}&q={term}&sort=green")  # as links.query wrote it: the page's own URL
+    assert searched.history == [] and "ranked by GREEN" in Page(searched.text).table()[0]
+    assert names(searched) == expected(search=term, sort_by="green")
+    institution = views.filter_choices("mimic_cxr", "findings_impression").institutions[0]
+    year = int(views.page_table("mimic_cxr", "findings_impression", institutions=[institution]).shown["year"].iloc[0])
+    filtered = client.get(f"/?{OLD_LINK}&inst={institution}&year={year}")
+    assert names(filtered) == expected(institutions=[institution], years=[year])
+    assert len(names(filtered)) < len(expected())
+    ticked = {(a["name"], a["value"]) for tag, a in Page(filtered.text).elements
+              if tag == "input" and "checked" in a and a.get("name") in ("inst", "year")}
+    assert ticked == {("inst", institution), ("year", str(year))}
+    model = client.get("/?tab=models&model=MedGemma")
+    assert Page(model.text).table()[0].startswith("MedGemma")
+    compared = client.get("/?tab=compare&compare=MAIRA-2&compare=MedGemma")
+    assert Page(compared.text).table()[1][1:] == ["MAIRA-2 (published)", "MedGemma (published)"]
+    spelled = client.get("/?tab=iu_xray&track=findings&sort=radcliq_v1&__theme=dark", follow_redirects=False)
+    assert spelled.status_code == 303 and spelled.headers["location"] == "./?tab=iu_xray"
+    broken = client.get("/?tab=nowhere&model=%3Cimg%20src%3Dx%3E&%3Cb%3Eoops%3C%2Fb%3E=1&track=findings_impression")
+    page = Page(broken.text)
+    assert links.notice(links.Link(ignored=("other", "tab", "model"))) in page.text
+    assert "<img" not in broken.text and "oops" not in broken.text
+    assert page.table()[0].startswith("Overview · Findings + Impression")  # what was understood: the track
+
+
+def test_filters_search_and_sort_as_a_visitor_uses_them(client, views):
+    """What the gradio board's browser tests checked of its controls, on the pages (tests/test_leaderboard_browser.py
+    before issue 48): "trained on this dataset" selects the IU-trained published models; a filter with one choice
+    is not offered; a search matching nothing shows no rows and names what to clear; a sort by a metric puts a row
+    with a value first; a column hidden ranks as shown; the header links the paper, rexrank.ai and says when the
+    board last changed; a model's name links its own site; the CSV holds every row."""
+    from rexrank.leaderboard import about
+
+    trained = Page(_get(client, "tab=iu_xray&trained=only").text).table()[2]
+    assert {_model_cell(row[1]) for row in trained} == {"MoERad-IU", "VLCI-IU", "Cvt2distilgpt2-IU", "BiomedGPT-IU"}
+    page = Page(_get(client, "tab=iu_xray").text)
+    legends = [text.strip() for text in page.text if text.strip() in ("Institution", "Year", "Model type", "Source")]
+    assert "Model type" not in legends and {"Institution", "Source"} <= set(legends)  # no model type on these rows
+    assert len(views.filter_choices("iu_xray", "findings").model_types) <= 1
+    nothing = _get(client, "tab=iu_xray&q=zzzz%20qqqq")
+    assert not Page(nothing.text).tables and "Clear Search “zzzz qqqq” to see rows again" in nothing.text
+    crimson = Page(_get(client, "tab=iu_xray&sort=crimson").text).table()
+    assert crimson[0].startswith("IU-Xray · Findings: ranked by CRIMSON")
+    assert crimson[2][0][crimson[1].index("CRIMSON ↑")] != "–"
+    shown = Page(_get(client, "tab=iu_xray&cols=bleu2&sort=bleu2").text).table()[2]
+    hidden = Page(_get(client, "tab=iu_xray&cols=bertscore&sort=bleu2").text).table()[2]
+    assert [row[:2] for row in shown] == [row[:2] for row in hidden] and shown[0][0] == "1"
+    hrefs = {a.get("href") for tag, a in page.elements if tag == "a"}
+    assert {about.PAPER_URL, about.SITE_URL} <= hrefs and "Last updated: 20" in "".join(page.text)
+    site = views.numeric("iu_xray", "findings").set_index("model")["url"]["MoERad-IU"]
+    assert site and site in hrefs
+    csv = client.get("/csv/iu_xray/findings").text.splitlines()
+    assert csv[0].startswith("rank,model,") and len(csv) == 1 + len(views.numeric("iu_xray", "findings"))
+
+
+def test_search_finds_a_name_as_a_person_types_it(tmp_path):
+    """Issue 24 point 7 and issue 37 point 4 on the pages: h_space is found by "h_space", "H SPACE",
+    "zzz|h-space" and its institution; "zzz" finds nothing."""
+    from urllib.parse import urlencode
+
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path / "board.sqlite")
+    add_scored_result(store, "h_space", bleu=0.2, institution="Underscore Lab")
+    add_scored_result(store, "Other", bleu=0.3, institution="QA")
+    client = TestClient(board_app(Views(store)))
+    for search, found in (("h_space", ["h_space"]), ("H SPACE", ["h_space"]), ("zzz|h-space", ["h_space"]),
+                          ("underscore lab", ["h_space"]), ("zzz", [])):
+        page = Page(_get(client, "tab=iu_xray&" + urlencode({"q": search})).text)
+        shown = [_model_cell(row[1]).split(" (no ")[0] for row in (page.table()[2] if page.tables else [])]
+        assert shown == found, search
+    store.close()
+
+
+def test_what_the_store_gains_reaches_the_pages_choices_and_rows(tmp_path):
+    """Choices are read per request, not at start-up (issue 14 point 5): an institution added after the app was
+    built is offered; an edited model's institution and a new result show in the rows (issue 24 point 6; an open
+    page learns of it by its poll: test_board_pages_browser.py)."""
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path / "board.sqlite")
+    add_scored_result(store, "First", bleu=0.5)
+    client = TestClient(board_app(Views(store)))
+    assert "Late Lab" not in _get(client, "tab=iu_xray").text
+    add_scored_result(store, "Late model", bleu=0.1, institution="Late Lab")
+    store.edit_model("First", institution="Edited Lab")
+    page = Page(_get(client, "tab=iu_xray").text)
+    offered = {a["value"] for tag, a in page.elements if tag == "input" and a.get("name") == "inst"}
+    assert {"Late Lab", "Edited Lab"} <= offered
+    rows = page.table()[2]
+    assert {"Late model", "First"} == {_model_cell(row[1]).split(" (no ")[0] for row in rows}
+    assert any("Edited Lab" in row for row in rows)
+    store.close()
+
+
+def test_an_empty_board_renders_every_view(tmp_path):
+    """A store without results (a host's --no-seed) renders every view: empty tables say so, nothing fails."""
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path / "board.sqlite")
+    client = TestClient(board_app(Views(store)))
+    for query, _ in VIEWS:
+        _get(client, query)
+    assert "No ranked results on this track yet." in _get(client).text
+    store.close()
+
+
+@pytest.mark.slow  # a board of 50 extra models on every test set
+def test_a_board_longer_than_the_gradio_boards_first_rows_is_whole_on_its_page(tmp_path):
+    """The gradio board sent a table's first ``views.FIRST_ROWS`` rows and the rest when it was shown (issue 36
+    point 3); a page holds every row, and its caption never says "first N of"."""
+    from starlette.testclient import TestClient
+
+    from leaderboard_helpers import add_published_models
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.published import seed_store
+    from rexrank.leaderboard.views import FIRST_ROWS, Views
+
+    store = Store(tmp_path / "board.sqlite")
+    seed_store(store)
+    add_published_models(store, FIRST_ROWS + 10)
+    views = Views(store)
+    client = TestClient(board_app(views))
+    for query, frame in (("", views.overview_view("findings")), ("tab=iu_xray", views.numeric("iu_xray", "findings"))):
+        caption, _, rows = Page(_get(client, query).text).table()
+        assert len(rows) == len(frame) > FIRST_ROWS and "first" not in caption, (query, caption)
+    store.close()
+
+
+def test_a_model_page_shows_a_scored_models_subgroups_not_its_cache(tmp_path):
+    """Issue 14 point 8 on the pages: a rexrank-scored model's page shows its subgroup results as a table, not the
+    scorer's cache counters."""
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path / "board.sqlite")
+    add_scored_result(store, "Scored-CI", bleu=0.9)
+    page = Page(_get(TestClient(board_app(Views(store))), "tab=models&model=Scored-CI").text)
+    text = " ".join(page.text)
+    assert len(page.tables) >= 2 and "abnormal" in text and "cache" not in text
+    store.close()
 
 
 @pytest.mark.browser

@@ -324,3 +324,112 @@ def test_a_link_to_another_view_opens_it_in_the_page_and_back_and_forward_return
         assert page.evaluate("window.sameDocument === true")
     finally:
         page.close()
+
+
+# -- what the gradio board's browser tests checked, on the pages (issue 48 point 5; docs/board-tests-map.md) -------
+
+HEADS = "(n) => [...document.querySelectorAll('#board-live thead th')].slice(0, n).map(th => { const r = " \
+        "th.getBoundingClientRect(); return [th.textContent.trim(), r.left, r.right]; })"
+
+
+def test_the_ranking_is_on_the_first_screen_at_every_width(browser, base):
+    """Issue 14 points 4, 6 and 7 on the pages: Rank, Model and 1/RadCliQ-v1 on screen without scrolling at
+    1440x900 and 390x844, the first row on the first screen and the filters folded above the table; every view's link on screen (the pills wrap: no view behind a sideways scroll); at
+    1920x1080 the overview's table fills its box; the model page's cells show their whole text (the Split column
+    showed "validat")."""
+    for viewport in (DESKTOP, PHONE):
+        page = browser.new_page(viewport=viewport)
+        try:
+            page.goto(base + "?tab=iu_xray")
+            heads = page.evaluate(HEADS, 3)
+            assert [h.split()[0] for h, _, _ in heads] == ["Rank", "Model", "1/RadCliQ-v1"], heads
+            assert all(left >= 0 and right <= viewport["width"] for _, left, right in heads), (viewport, heads)
+            row = page.locator("#board-live tbody tr").first.bounding_box()
+            assert row["y"] + row["height"] <= viewport["height"], (viewport, row)
+            assert page.locator("form.controls details").evaluate("d => d.open") is False
+            views = page.locator("nav.views a")
+            assert views.count() >= 9 and all(
+                0 <= box["x"] and box["x"] + box["width"] <= viewport["width"]
+                for box in (views.nth(k).bounding_box() for k in range(views.count()))), viewport
+            if viewport is DESKTOP:
+                assert row["y"] < 500, row
+        finally:
+            page.close()
+    page = browser.new_page(viewport={"width": 1920, "height": 1080})
+    try:
+        page.goto(base)
+        table, box = page.evaluate("() => [document.querySelector('#board-live table'), "
+                                   "document.querySelector('#board-live .table-box')].map(e => e.clientWidth)")
+        assert table >= 0.95 * box, (table, box)
+        page.goto(base + "?tab=models&model=MAIRA-2")
+        cut = page.evaluate("() => [...document.querySelectorAll('#board-live td, #board-live th')]"
+                            ".filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)")
+        assert cut == [], cut
+    finally:
+        page.close()
+
+
+def test_the_keyboard_reaches_and_opens_every_view(browser, base):
+    """Issue 24 point 9 on the pages: every view is a link, reached with Tab in the page's order and opened with
+    Enter (the gradio board added arrow keys to its tab buttons); Back returns to the view before."""
+    page = browser.new_page(viewport=DESKTOP)
+    try:
+        page.goto(base)
+        names = [a.strip() for a in page.locator("nav.views a").all_inner_texts()]
+        reached = []
+        for _ in range(40):
+            page.keyboard.press("Tab")
+            reached.append(page.evaluate("document.activeElement.closest('nav.views') ? "
+                                         "document.activeElement.textContent.trim() : null"))
+            if reached[-1] == "IU-Xray":
+                break
+        assert [n for n in reached if n] == names[:names.index("IU-Xray") + 1], reached
+        page.keyboard.press("Enter")
+        page.wait_for_url(base + "?tab=iu_xray")
+        assert page.locator("caption").first.inner_text().startswith("IU-Xray · Findings")
+        page.go_back()
+        page.wait_for_url(base)
+    finally:
+        page.close()
+
+
+def test_about_links_jump_to_the_meta_eval_rows_and_a_published_one_reaches_an_open_page(browser, tmp_path):
+    """Issue 27 point 4 on the pages: a page opened before any meta-evaluation shows the empty state; one published
+    while it is open appears at the page's poll; each metric's link points at its row, and following it brings the
+    row on screen."""
+    import json
+    import threading
+
+    import uvicorn
+
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.store import Store
+    from rexrank.leaderboard.views import META_EVAL_EMPTY, Views
+    from test_leaderboard_log import _meta_eval_json
+
+    store = Store(tmp_path / "board.sqlite")
+    server = uvicorn.Server(uvicorn.Config(board_app(Views(store), poll_s=1), host="127.0.0.1", port=free_port(),
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, "the pages' server to listen")
+        page = browser.new_page(viewport=DESKTOP)
+        page.goto(f"http://127.0.0.1:{server.config.port}/?tab=about")
+        assert META_EVAL_EMPTY in page.locator("#board-live").inner_text()
+        store.add_meta_eval(json.loads(_meta_eval_json(tmp_path / "meta_eval.json").read_text()))
+        page.wait_for_selector("#board-live #meta-radgraph", state="attached")
+        assert META_EVAL_EMPTY not in page.locator("#board-live").inner_text()
+        ids = page.evaluate("() => [...document.querySelectorAll('#board-live [id^=meta-]')].map(e => e.id)")
+        hrefs = page.evaluate("() => [...document.querySelectorAll('#board-live a[href^=\"#meta-\"]')]"
+                              ".map(a => a.getAttribute('href'))")
+        assert sorted(ids) == ["meta-bleu2", "meta-radgraph"] and sorted(hrefs) == ["#meta-bleu2", "#meta-radgraph"]
+        page.locator('#board-live a[href="#meta-radgraph"]').click()
+        page.wait_for_function("() => { const r = document.getElementById('meta-radgraph').parentElement"
+                               ".getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }")
+        assert page.url.endswith("#meta-radgraph")
+        page.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        store.close()

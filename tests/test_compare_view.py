@@ -161,19 +161,18 @@ def test_an_unknown_model_is_named(views):
     assert "'Nope-7'" in out["error"] and "Alpha" not in out["error"] and "\n" not in out["error"]
 
 
-def test_a_hostile_model_name_reaches_the_tab_escaped(tmp_path):
-    from rexrank.leaderboard.compare_tab import comparison_html
+def test_a_hostile_model_name_reaches_the_compare_page_escaped(tmp_path):
+    from rexrank.leaderboard import links
+    from rexrank.leaderboard.pages import render
 
     store = Store(tmp_path / "board.sqlite")
     hostile = "<img src=x onerror=alert(1)>"
     for index, model in enumerate([hostile, "Beta"]):
         add_scored_result(store, model, bleu=0.3 + index / 100)
-    text = comparison_html(compare_view.compare(Views(store), [hostile, "Beta"]))
+    text = render.compare_live(Views(store), links.Link(links.COMPARE_TAB, compare=(hostile, "Beta")))
     assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
 
 
-def test_a_selection_in_text_restores_the_tabs_states():
-    from rexrank.leaderboard.compare_tab import restore
-
-    assert restore(" Alpha, Beta ,alpha,,") == (["Alpha", "Beta"], ["Alpha", "Beta"])
-    assert restore("") == ([], [])
+def test_a_selection_in_text_is_split_like_a_links_repeated_names():
+    assert compare_view.parse_selection(" Alpha, Beta ,alpha,,") == ["Alpha", "Beta"]
+    assert compare_view.parse_selection("") == []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import json
 import os
 import subprocess
@@ -110,28 +108,29 @@ def test_every_endpoint_answers(client):
     assert all(set(r) >= {"model", "radcliq_v1", "radcliq_v1_low"} for r in results["results"])
 
 
-def test_first_page_holds_one_table_per_view_and_leaves_out_models_and_submit(space):
-    """One table per view: the overview's two tracks and every dataset/track each have exactly one Dataframe in the
-    page (no HTML previews, no hidden copies); the Models tab, the Submit form and the plots are built when opened,
-    so their component types (file, button, plot, code editor) are not in the first page."""
+def test_gradio_draws_no_board_and_the_root_url_is_the_boards_pages(space):
+    """Issue 48: the board is the HTML pages rexrank renders (``pages``), answering the Space's root URL in front of
+    gradio; gradio's own pages are the Submit form (``/submit``) and the Arena. Its config holds no gr.Dataframe
+    board (the one table gradio draws is the submission queue) and its root page nothing to see but the navigation
+    bar;
+    ``/?tab=submit``, a link of the gradio board, opens the Submit page."""
     from collections import Counter
 
     import httpx
 
-    from rexrank.leaderboard.records import DATASETS, TRACKS
-
-    components = httpx.get(f"{space[0]}config", timeout=STATE_CEILING_S).json()["components"]
-    types = Counter(c["type"] for c in components)
-    assert not {"file", "checkboxgroup", "button", "plot", "code", "html"} & set(types), types
-    assert types["dataframe"] == len(TRACKS) * (1 + len(DATASETS))
-    ids = [c.get("props", {}).get("elem_id") for c in components]
-    tables = [i for i in ids if i and (i.startswith("table-") or i.startswith("overview-table"))]
-    assert len(tables) == len(set(tables)) == types["dataframe"]
-    assert not {"model-pick", "model-table", "submit-file", "submit-name", "queue-table", "compare-models",
-                "compare-view"} & set(ids)
-    assert not [i for i in ids if i and ("preview" in i or "instant" in i)]
-    tabs = {c.get("props", {}).get("label") for c in components if c["type"] == "tabitem"}
-    assert {"Models", "Compare", "Submit"} <= tabs  # the tabs themselves are in the page
+    config = httpx.get(f"{space[0]}config", timeout=STATE_CEILING_S).json()
+    by_id = {c["id"]: c for c in config["components"]}
+    frames = [c["props"].get("elem_id") for c in config["components"] if c["type"] == "dataframe"]
+    assert frames == ["queue-table"], frames
+    assert set(config["page"]) == {"", "submit"}  # no Arena: the host left it off
+    root_types = Counter(by_id[i]["type"] for i in config["page"][""]["components"])
+    assert root_types.pop("navbar") == 1 and set(root_types) <= {"api"}, root_types  # gr.api's own components
+    submit_ids = {by_id[i]["props"].get("elem_id") for i in config["page"]["submit"]["components"]}
+    assert {"submit-file", "submit-name", "submit-button", "submit-status", "queue-table"} <= submit_ids
+    root = httpx.get(space[0], timeout=STATE_CEILING_S)
+    assert root.status_code == 200 and '<main id="board"' in root.text and "gradio_config" not in root.text
+    submit = httpx.get(f"{space[0]}?tab=submit", follow_redirects=True, timeout=STATE_CEILING_S)
+    assert submit.url.path == "/submit" and "gradio_config" in submit.text
 
 
 def test_a_submit_naming_a_server_path_gets_a_message(space, tmp_path):
@@ -644,45 +643,12 @@ def test_the_queue_says_when_it_is_empty_and_a_status_follows_its_job(tmp_path):
     assert views.submit_status(job).startswith(f"{QUEUED}{job} done")
 
 
-def test_a_board_with_no_rows_builds_its_page(store):
-    """A store without results (a host's --no-seed, or a test set nobody submitted to) still builds every view:
-    the Model column's width falls back to its minimum (it read the rows' names and raised KeyError)."""
-    from rexrank.leaderboard.views import WIDTHS, Views
+def test_a_board_with_no_rows_builds_its_app(store):
+    """A store without results (a host's --no-seed, or a test set nobody submitted to) still builds the Space's
+    gradio app (the pages' views on such a store: test_board_pages.py)."""
     from rexrank.leaderboard.wiring import build_app
 
-    page = Views(store).page_table("mimic_cxr", "findings")
-    assert page.frame.empty and page.widths[page.frame.columns.get_loc("Model")] == WIDTHS["Model"]
     assert build_app(store) is not None
-
-
-@pytest.mark.browser
-def test_an_unqueued_answer_fires_a_signals_change_and_not_a_states():
-    """gradio_compat.signal: the reason the board's events hand on through hidden Textboxes. An unqueued event sets
-    a gr.State and a signal; in gradio 6.31 only the signal's change fires. When this fails, gradio fires State
-    changes after unqueued events too: replace ``signal`` by gr.State and drop the rule."""
-    import gradio as gr
-
-    from leaderboard_helpers import chromium, free_port
-    from rexrank.leaderboard.gradio_compat import signal
-
-    with gr.Blocks() as demo:
-        state, bus = gr.State(0), signal(gr, "bus")
-        button = gr.Button("go", elem_id="go")
-        button.click(lambda: (1, "1"), None, [state, bus], queue=False)
-        state.change(None, None, None, js="() => { window.stateFired = true; }")
-        bus.change(None, None, None, js="() => { window.busFired = true; }")
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        with chromium() as browser:
-            page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
-            page.locator("#go").click()
-            page.wait_for_function("() => window.busFired === true", timeout=STATE_CEILING_MS)
-            # The State was set by the same answer, before the signal's change ran: its change had its chance.
-            assert page.evaluate("() => window.stateFired === true") is False
-    finally:
-        demo.close()
 
 
 def test_the_gradio_workarounds_are_for_the_installed_gradio():
@@ -726,151 +692,6 @@ def test_the_gradio_version_is_written_once_and_agrees_everywhere():
     if len(lock) != 1 or not lock[0].startswith(f"{major}.{minor}."):
         wrong.append(f"constraints.txt: gradio=={lock}")
     assert not wrong, f"gradio {major}.{minor} (gradio_compat.TESTED) is not what these say: {wrong}"
-
-
-@pytest.mark.browser
-def test_about_links_jump_to_the_meta_eval_rows_in_a_browser(tmp_path):
-    """Issue 27 point 4 in Chromium: a page opened before any meta-evaluation shows the empty state; one published
-    while it is open appears with the page's refresh; its rows keep their ids through gradio's Markdown sanitiser,
-    each metric's link points at its row, and following it brings the row on screen."""
-    from leaderboard_helpers import DESKTOP, chromium, free_port
-    from rexrank.leaderboard.wiring import build_app
-    from test_leaderboard_log import _meta_eval_json
-
-    from rexrank.leaderboard.views import META_EVAL_EMPTY
-
-    store = Store(tmp_path / "board.sqlite")
-    demo = build_app(store)
-    port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        with chromium() as browser:
-            page = browser.new_page(viewport=DESKTOP)
-            page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
-            page.get_by_role("tab", name="About", exact=True).click()
-            page.wait_for_selector("#about-text", state="visible", timeout=STATE_CEILING_MS)
-            assert META_EVAL_EMPTY in page.locator("#about-text").inner_text()
-            store.add_meta_eval(json.loads(_meta_eval_json(tmp_path / "meta_eval.json").read_text()))
-            page.wait_for_selector("#about-text #meta-radgraph", state="attached", timeout=STATE_CEILING_MS)
-            assert META_EVAL_EMPTY not in page.locator("#about-text").inner_text()
-            ids = page.evaluate("() => [...document.querySelectorAll('#about-text [id^=meta-]')].map(e => e.id)")
-            hrefs = page.evaluate("() => [...document.querySelectorAll('#about-text a[href^=\"#meta-\"]')]"
-                                  ".map(a => a.getAttribute('href'))")
-            assert sorted(ids) == ["meta-bleu2", "meta-radgraph"] and sorted(hrefs) == ["#meta-bleu2", "#meta-radgraph"]
-            page.locator('#about-text a[href="#meta-radgraph"]').click()
-            page.wait_for_function("() => { const r = document.getElementById('meta-radgraph').parentElement"
-                                   ".getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }",
-                                   timeout=STATE_CEILING_MS)
-            assert page.url.endswith("#meta-radgraph")
-            assert "RadGraph" in page.evaluate("() => document.getElementById('meta-radgraph').parentElement.innerText")
-    finally:
-        demo.close()
-        store.close()
-
-
-def test_a_freshness_answer_never_overwrites_rows_the_page_asked_for_since(store):
-    """The open page's freshness check carries the controls as they were when it was sent; a search typed meanwhile
-    may be answered first. The check's answer then leaves that table alone (before: it overwrote it, and an emptied
-    search box stood above one row, seen in Chromium under load), while a page that asked nothing since, or asks
-    with the same controls, gets the fresh rows."""
-    import gradio as gr
-
-    from leaderboard_helpers import add_scored_result
-    from rexrank.leaderboard.published import bundled_tables, import_published
-    from rexrank.leaderboard.views import Views
-    from rexrank.leaderboard.wiring import _DatasetView
-
-    import_published(store, bundled_tables())
-    views = Views(store)
-    built: dict = {}
-    with gr.Blocks():
-        view = _DatasetView(gr, views, "iu_xray", "findings", built)
-    add_scored_result(store, "Fresh model", bleu=0.3, institution="Fresh lab")  # what the refresh brings
-    defaults = [c.value for c in view.controls]
-    searched = ["MAIRA-2", *defaults[1:]]
-    page, other = dict(built), dict(built)  # two pages' ``sent`` states, as gradio copies them per session
-
-    view.asked(page, searched)  # the page typed "MAIRA-2" ...
-    view.asked(page, defaults)  # ... then emptied the box again, and that answer came back first
-    stale = view.refresh(gr, views, searched, page)  # the check sent while "MAIRA-2" was in the box
-    assert stale[:4] == [gr.skip()] * 4  # neither the rows, the "no model matches" message, nor their base
-    assert len(stale) == 8 and stale[4:] != [gr.skip()] * 4  # the filters' choices still follow the store
-    fresh = view.refresh(gr, views, defaults, page)
-    assert len(fresh[0].value["data"]) == len(views.page_table("iu_xray", "findings").frame)
-    assert view.refresh(gr, views, searched, other)[0] != gr.skip()  # another page asked nothing: its rows come
-
-
-def test_a_refresh_sends_only_the_outputs_whose_values_changed(store):
-    """Issue 24 point 3: after a store change the open page's refresh resent every table (ten) and every filter's
-    choices. A new result on IU-Xray Findings now sends the new generation, the header, that view's rows, message
-    and filter choices, and whatever of the overview changed; the seven other dataset tables and the About text are
-    skipped. The same page's next check (its generation now current) sends nothing; so does a page that was sent the
-    new rows by a search meanwhile."""
-    import gradio as gr
-
-    from leaderboard_helpers import add_scored_result
-    from rexrank.leaderboard.published import bundled_tables, import_published
-    from rexrank.leaderboard.wiring import build_app
-
-    import_published(store, bundled_tables())
-    demo = build_app(store)
-    refresh = next(f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "refresh")
-    generation, sent_state, *controls = refresh.inputs
-    values = [c.value for c in controls]
-    page = copy.deepcopy(sent_state.value)  # this page's own state, as gradio gives each session
-
-    add_scored_result(store, "Fresh model", bleu=0.3, institution="Fresh lab")
-    out = refresh.fn(generation.value, page, *values)
-    assert len(out) == len(refresh.outputs)
-    sent = [getattr(o, "elem_id", None) or type(o).__name__ for o, v in zip(refresh.outputs, out) if v != gr.skip()]
-    tables = [name for name in sent if name.startswith("table-")]
-    assert tables == ["table-iu_xray-findings"], sent
-    assert {"State", "board-header", "empty-iu_xray-findings", "inst-iu_xray-findings"} <= set(sent), sent
-    assert "about-text" not in sent and not [name for name in sent if "-" in name and "iu_xray-findings" not in name
-                                              and not name.startswith("overview") and name != "board-header"], sent
-    now = out[0]
-    assert refresh.fn(now, page, *values) == [gr.skip()] * len(out)  # nothing changed since: nothing is sent
-    # The generation, the page's state and the header: the rest was sent already.
-    assert sum(v != gr.skip() for v in refresh.fn(generation.value, page, *values)) == 3
-    # Another page built before the change still gets the new rows: what one page was sent is its own.
-    other = copy.deepcopy(sent_state.value)
-    assert refresh.fn(generation.value, other, *values)[refresh.outputs.index(
-        next(o for o in refresh.outputs if getattr(o, "elem_id", None) == "table-iu_xray-findings"))] != gr.skip()
-
-
-def test_the_load_event_carries_the_generation_only_and_a_stale_page_is_refreshed(store):
-    """Issue 24 (first rows): the page's load event (and the timer's tick) sends the page's generation and nothing
-    else; before, it carried every dataset view's controls (~60 inputs, ~50 outputs), which gradio's frontend
-    collected and applied while the first rows were being painted. When the generation is stale the check sets a
-    hidden component whose change runs the full refresh (with every control; a gr.State's change would not fire for
-    an unqueued event in gradio 6.31); each stale answer is a new value, so a refresh that failed is tried again on
-    the next tick. The browser tests check the whole path (test_an_open_page_follows_the_store)."""
-    import gradio as gr
-
-    from leaderboard_helpers import add_scored_result
-    from rexrank.leaderboard.published import bundled_tables, import_published
-    from rexrank.leaderboard.wiring import build_app
-
-    import_published(store, bundled_tables())
-    demo = build_app(store)
-    config = demo.get_config_file()
-    on_load = [d for d in config["dependencies"] if any(t[1] == "load" for t in d["targets"])]
-    load = [d for d in on_load if d["backend_fn"]]
-    assert len(load) == 1 and len(load[0]["inputs"]) == 1 and len(load[0]["outputs"]) == 1, load
-    # The one other load event reads a shared link's query in the browser and sends nothing for a plain visit.
-    from rexrank.leaderboard import links
-
-    assert [(d["js"], d["inputs"]) for d in on_load if not d["backend_fn"]] == [(links.READ_JS, [])]
-    assert {t[1] for t in load[0]["targets"]} == {"load", "tick"}
-    check = next(f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "check_generation")
-    refresh_id = next(k for k, f in demo.fns.items() if getattr(f.fn, "__name__", "") == "refresh")
-    refresh_dep = next(d for d in config["dependencies"] if d["id"] == refresh_id)
-    assert [list(t) for t in refresh_dep["targets"]] == [[check.outputs[0]._id, "change"]]
-    generation = check.inputs[0]
-    assert check.fn(generation.value) == gr.skip()  # an unchanged store: nothing is sent
-    add_scored_result(store, "Fresh model", bleu=0.3, institution="Fresh lab")
-    first, second = check.fn(generation.value), check.fn(generation.value)
-    assert first != gr.skip() and second != first  # a new value each time: the change fires again
 
 
 def _fonts_of_bold_text(page_theme) -> dict[str, set[str]]:

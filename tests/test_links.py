@@ -1,9 +1,8 @@
 """Shareable links (``rexrank.leaderboard.links``, issue 37 point 5): reading a query as hostile input, checking it
-against the board, and writing it back. The page's side (restore and the URL writer) is in test_links_browser."""
+against the board, and writing it back. The board's pages are URLs in this language (tests/test_board_pages.py: a
+link opens its view, a link of the gradio board the Space had before opens the same view)."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
@@ -81,36 +80,13 @@ def test_checked_keeps_only_what_the_board_knows():
     assert compared.compare == ("MAIRA-2",) and compared.ignored == ("compare",)
 
 
-def test_the_writer_is_reset_to_the_link_as_understood():
-    link = Link("mimic_cxr", "findings_impression", ViewLink(search="maira", sort="green"))
-    state = json.loads(links.state_json(link, ViewLink(sort="radcliq")))
-    assert state == {"tab": "mimic_cxr", "track": "findings_impression", "view": [["q", "maira"], ["sort", "green"]],
-                     "model": None, "compare": []}
+def test_the_link_and_the_views_agree_on_names_and_order():
+    """ViewLink's fields are the links' parameters in order, and every trained value the views offer is one a link
+    carries (the pages' forms send these names: test_board_pages.py)."""
+    from rexrank.leaderboard import views
 
-
-def test_the_page_and_the_link_agree_on_names_and_order():
-    """ViewLink's fields are the page's controls in order and every trained value the page offers is one a link
-    carries."""
-    import gradio as gr
-
-    from rexrank.leaderboard import views, wiring
-    from rexrank.leaderboard.store import Store
-
-    trained = [v for _, v in views.TRAINED_CHOICES]  # the page's trained values, read from their owner
+    trained = [v for _, v in views.TRAINED_CHOICES]  # the views' trained values, read from their owner
     assert [links.checked(parse(f"tab=iu_xray&trained={v}"), trained=trained).view.trained for v in trained] == trained
-    maybe = links.checked(parse("tab=iu_xray&trained=maybe"), trained=trained)  # a value the page lacks
+    maybe = links.checked(parse("tab=iu_xray&trained=maybe"), trained=trained)  # a value the views lack
     assert maybe.view.trained == ViewLink().trained and maybe.ignored == ("trained",)
     assert list(links.PARAMS) == list(ViewLink._fields)
-    store = Store(":memory:")
-    try:
-        page_views = views.Views(store)
-        with gr.Blocks():
-            with gr.Tabs():
-                with gr.Tab("x"):
-                    view = wiring._DatasetView(gr, page_views, "iu_xray", "findings", {})
-        labels = [c.label for c in view.controls]
-        assert labels == ["Search models and institutions", "Institution", "Year", "Model type",
-                          "Trained on this dataset", "Source", "Columns", "Sort by (best first; Rank follows)"]
-        assert view.link_defaults.columns == tuple(page_views.metrics("findings"))
-    finally:
-        store.close()

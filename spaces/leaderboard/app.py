@@ -1,5 +1,9 @@
 """Hugging Face Space entry point: the ReXrank leaderboard (all logic lives in rexrank.leaderboard).
 
+gradio launches the app; the board is HTML pages rexrank renders, at the Space's root URL, in front of gradio's
+routes; gradio serves the Submit form (/submit), the Arena (/arena, when on), Hugging Face login and the JSON API
+that gradio_client calls (docs/leaderboard.md, "How the Space is served").
+
 Host settings (Space variables; unset: the defaults of rexrank.leaderboard.limits): REXRANK_STORE,
 REXRANK_MAX_UPLOAD_MB (largest predictions file, decimal MB), REXRANK_PRIVATE_QUOTA (submissions per user per private
 test set per day), REXRANK_RATE_LIMIT (per user, and per anonymous client, per day on the public sets),
@@ -7,11 +11,11 @@ REXRANK_ANONYMOUS_LIMIT (anonymous submissions per day, all clients together), R
 front that append to X-Forwarded-For, which tells anonymous clients apart; default 1 in a Space). Where it listens: GRADIO_SERVER_NAME and GRADIO_SERVER_PORT (then PORT), else
 0.0.0.0:7860 inside a Space and 127.0.0.1:7860 elsewhere (rexrank.leaderboard.hosting); one line at start says what it
 serves and what it lacks. Hugging Face login
-is on when the card sets `hf_oauth: true` (the Submit tab then shows the login button; the card's requirements install
+is on when the card sets `hf_oauth: true` (the Submit page then shows the login button; the card's requirements install
 gradio[oauth]).
 Persistence (docs/leaderboard.md#persistence): REXRANK_RESULTS_REPO and REXRANK_REQUESTS_REPO, Hub dataset repos
 the board is pulled from at start and pushed to after every write, with HF_TOKEN (a Space secret) able to write them.
-Radiologist Arena (docs/arena.md; off unless REXRANK_ARENA is set): REXRANK_ARENA=1 adds the Arena tab (votes need
+Radiologist Arena (docs/arena.md; off unless REXRANK_ARENA is set): REXRANK_ARENA=1 adds the Arena's page (votes need
 Hugging Face login), REXRANK_ARENA_IMAGES a folder of the public set's images shown with each study,
 REXRANK_ARENA_EXPERTS_ONLY=1 lets only the host's expert allow-list vote.
 """

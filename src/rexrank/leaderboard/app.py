@@ -1,11 +1,14 @@
-"""The ReXrank leaderboard Space (Gradio 6.31, native components): where the CLI, the Space and the tests import it.
+"""The ReXrank leaderboard Space (a Gradio Space): where the CLI, the Space and the tests import it.
 
-The page is split by job:
-- ``rexrank.leaderboard.views``: what every tab and API endpoint shows, pure functions of the store (no gradio);
-- ``rexrank.leaderboard.assets``: the stylesheet; ``rexrank.leaderboard.gradio_compat``: the workarounds for
-  gradio limitations, with the gradio range they were tested on;
-- ``rexrank.leaderboard.wiring``: the gradio components, events and API endpoints (``build_app``);
-- ``rexrank.leaderboard.serve``: open the store, start the worker, launch (``serve``).
+The Space is split by job:
+- ``rexrank.leaderboard.views``: what every view and API endpoint shows, pure functions of the store (no gradio);
+- ``rexrank.leaderboard.pages``: the board itself, every view an HTML page rexrank renders on the server, answering
+  the Space's root URL (public Starlette API, no gradio);
+- ``rexrank.leaderboard.wiring``: what gradio serves (``build_app``): the Submit form (``/submit``), the Arena
+  (``/arena``), Hugging Face login and the JSON API gradio_client users call; ``rexrank.leaderboard.assets`` its
+  stylesheet, ``rexrank.leaderboard.gradio_compat`` the workarounds for gradio limitations, with the gradio range
+  they were tested on;
+- ``rexrank.leaderboard.serve``: open the store, start the worker, launch gradio with the pages in front (``serve``).
 """
 
 from __future__ import annotations

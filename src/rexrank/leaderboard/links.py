@@ -3,8 +3,8 @@
 A link names the tab, the track, one dataset table's search, filters, columns and ranking metric, the model open on
 the Models tab and the models on the Compare tab, e.g. ``?tab=mimic_cxr&track=findings_impression&sort=green``.
 This module owns the parameter names, their defaults and limits, reads a query (``parse``, ``checked``) and writes
-one (``pairs``, ``query``); the page writes its URL as a visitor goes (``HEAD``: ``history.replaceState``, no new
-history entries and no request) and restores a link when it opens (``wiring``). Pure: no gradio here.
+one (``pairs``, ``query``): the board's pages (``pages``) are URLs in this language, each view one URL, and a link
+of the gradio board the Space had before (``/?tab=...``) opens the same view. Pure: no gradio here.
 
 A query is hostile input: it is bounded (``MAX_QUERY`` characters, ``MAX_VALUES`` values of ``MAX_VALUE``
 characters), every value is checked against the names the board knows, and what is not understood is left out and
@@ -13,16 +13,15 @@ counted, never echoed (``Link.ignored`` holds this module's own parameter names 
 
 from __future__ import annotations
 
-import json
 from typing import Iterable, NamedTuple, Optional, Sequence
 from urllib.parse import parse_qsl, urlencode
 
 from rexrank.data.tracks import DEFAULT_TRACK
 from rexrank.leaderboard.records import DATASETS, SOURCES, TRACKS
 
-DEFAULT_TAB, MODELS_TAB, COMPARE_TAB = "overview", "models", "compare"  # the tabs' ids (wiring reads them)
-SUBMIT_TAB, ARENA_TAB, ABOUT_TAB = "submit", "arena", "about"  # the other tabs a link may name
-TABS = (DEFAULT_TAB, *DATASETS, MODELS_TAB, COMPARE_TAB, SUBMIT_TAB, ARENA_TAB, ABOUT_TAB)  # every main tab's id
+DEFAULT_TAB, MODELS_TAB, COMPARE_TAB = "overview", "models", "compare"  # the views' ids
+SUBMIT_TAB, ARENA_TAB, ABOUT_TAB = "submit", "arena", "about"  # the other views a link may name
+TABS = (DEFAULT_TAB, *DATASETS, MODELS_TAB, COMPARE_TAB, SUBMIT_TAB, ARENA_TAB, ABOUT_TAB)  # every view's id
 TAB, TRACK, MODEL, COMPARE = "tab", "track", "model", "compare"
 MAX_QUERY = 4000  # characters: a link a person shares is far shorter
 MAX_VALUES = 60  # parameters in one query
@@ -33,7 +32,7 @@ GRADIO_PREFIX = "__"
 
 
 class ViewLink(NamedTuple):
-    """One dataset table's controls, in the order of the page's controls (``wiring._DatasetView.controls``)."""
+    """One dataset table's controls: search, filters, columns and sort (the order the API's ``/table`` takes them)."""
 
     search: str = ""
     institutions: tuple[str, ...] = ()
@@ -191,13 +190,6 @@ def query(link: Link, defaults: Optional[ViewLink] = None) -> str:
     return urlencode(pairs(link, defaults))
 
 
-def state_json(link: Link, defaults: Optional[ViewLink] = None) -> str:
-    """What the page's URL writer (``HEAD``) is reset to after a link was restored: the link as understood."""
-    view_pairs = pairs(link._replace(tab=DEFAULT_TAB, track=DEFAULT_TRACK, model=None, compare=()), defaults)
-    return json.dumps({"tab": link.tab, "track": link.track, "view": view_pairs, "model": link.model,
-                       "compare": list(link.compare)})
-
-
 def notice(link: Link) -> str:
     """One line for a link with parts left out ("" when all of it was understood)."""
     if not link.ignored:
@@ -210,104 +202,3 @@ def notice(link: Link) -> str:
 def _note(ignored: list[str], name: str) -> None:
     if name not in ignored:
         ignored.append(name)
-
-
-def view_js(tab: str, track: str, defaults: ViewLink, at: int = 0) -> str:
-    """The js of the events that one dataset table's controls start: the URL takes the controls' values (the page's
-    own writer), found at ``at`` in the event's inputs, which it returns as they are (so that it can ride on the
-    table's own events, which have a server function, instead of adding events of its own)."""
-    names = list(PARAMS.values())
-    default_values = [list(v) if isinstance(v, tuple) else v for v in defaults]
-    return (f"(...v) => {{ window.rexrankLink && window.rexrankLink.view({json.dumps(tab)}, {json.dumps(track)}, "
-            f"{json.dumps(names)}, {json.dumps(default_values)}, v.slice({at}, {at + len(names)})); return v; }}")
-
-
-def track_tab_id(tab: str, track: str) -> str:
-    """The id of ``track``'s tab inside main tab ``tab`` (the overview or a dataset): the page's URL writer (``HEAD``)
-    knows a track's tab by it."""
-    return f"{tab}-{track}"
-
-
-MODEL_JS = "(m) => { window.rexrankLink && window.rexrankLink.model(m); }"
-COMPARE_JS = "(ms) => { window.rexrankLink && window.rexrankLink.compare(ms); }"
-RESET_JS = "(state) => { window.rexrankLink && state && window.rexrankLink.reset(state); }"
-# The link's own part of the query as the page was opened; nothing (no request at all) for a page opened without one.
-# Read from the URL writer (``HEAD``), which kept it when the page loaded: a tab or control may report itself (and so
-# rewrite the address) before gradio runs the page's load events, which then found an empty query and restored nothing.
-READ_JS = """() => {
-  const p = new URLSearchParams(window.rexrankLink ? window.rexrankLink.opened : location.search);
-  [...p.keys()].filter((k) => k.startsWith(%s)).forEach((k) => p.delete(k));
-  return p.toString() || undefined;
-}""" % json.dumps(GRADIO_PREFIX)
-
-# The page's URL writer: the state of the tab shown, written with history.replaceState (no request, no new history
-# entry) whenever a tab, a track, a table's control, the Models tab's model or the Compare tab's models change.
-# Each table's parameters are kept per dataset and track, so coming back to a tab writes what it shows.
-HEAD = """<script>
-window.rexrankLink = (() => {
-  const DEFAULT_TAB = %(tab)s, DEFAULT_TRACK = %(track)s, TAB = %(tab_key)s, TRACK = %(track_key)s;
-  const MODEL = %(model_key)s, COMPARE = %(compare_key)s, MODELS_TAB = %(models_tab)s, COMPARE_TAB = %(compare_tab)s;
-  const GRADIO = %(gradio)s, TABS = %(tabs)s, TRACK_TABS = %(track_tabs)s;
-  const S = {tab: DEFAULT_TAB, tracks: {}, views: {}, model: null, compare: []};
-  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
-  function write() {
-    const p = new URLSearchParams();
-    new URLSearchParams(location.search).forEach((v, k) => { if (k.startsWith(GRADIO)) p.append(k, v); });
-    const track = S.tracks[S.tab] || DEFAULT_TRACK;
-    if (S.tab !== DEFAULT_TAB) p.append(TAB, S.tab);
-    if (track !== DEFAULT_TRACK) p.append(TRACK, track);
-    (S.views[S.tab + "/" + track] || []).forEach(([k, v]) => p.append(k, v));
-    if (S.tab === MODELS_TAB && S.model) p.append(MODEL, S.model);
-    if (S.tab === COMPARE_TAB) S.compare.forEach((m) => p.append(COMPARE, m));
-    const q = p.toString();
-    history.replaceState(history.state, "", location.pathname + (q ? "?" + q : "") + location.hash);
-  }
-  function load(state) {
-    S.tab = state.tab || DEFAULT_TAB;
-    S.tracks[S.tab] = state.track || DEFAULT_TRACK;
-    S.views[S.tab + "/" + S.tracks[S.tab]] = state.view || [];
-    S.model = state.model || null;
-    S.compare = state.compare || [];
-  }
-  function fromQuery(search) {
-    const p = new URLSearchParams(search), view = [];
-    p.forEach((v, k) => { if (![TAB, TRACK, MODEL, COMPARE].includes(k) && !k.startsWith(GRADIO)) view.push([k, v]); });
-    load({tab: p.get(TAB), track: p.get(TRACK), view, model: p.get(MODEL), compare: p.getAll(COMPARE)});
-  }
-  const OPENED = location.search;  // the link, whatever is written before the server has read it (READ_JS)
-  fromQuery(OPENED);  // until the server has checked the link (reset), keep it as it was opened
-  const api = {
-    opened: OPENED,
-    tab(id) { S.tab = id; write(); },
-    track(tab, track) { S.tracks[tab] = track; if (S.tab === tab) write(); },
-    view(tab, track, names, defaults, values) {
-      const out = [];
-      names.forEach((name, i) => {
-        const v = values[i];
-        if (v === null || v === undefined || v === "" || same(v, defaults[i])) return;
-        (Array.isArray(v) ? v : [v]).forEach((x) => out.push([name, String(x)]));
-      });
-      S.views[tab + "/" + track] = out;
-      if (S.tab === tab && (S.tracks[tab] || DEFAULT_TRACK) === track) write();
-    },
-    model(m) { S.model = m || null; if (S.tab === MODELS_TAB) write(); },
-    compare(ms) { S.compare = ms || []; if (S.tab === COMPARE_TAB) write(); },
-    reset(json) { load(JSON.parse(json)); write(); },
-  };
-  // A tab opened by the user: its button carries the tab's id (gradio's data-tab-id); Enter and Space on a focused
-  // tab click it too. Here, not an event per tab: gradio's frontend scans every event once per component at start.
-  document.addEventListener("click", (e) => {
-    const button = e.target instanceof Element ? e.target.closest("[role=tab][data-tab-id]") : null;
-    const id = button && button.getAttribute("data-tab-id");
-    if (id && TRACK_TABS[id]) api.track(TRACK_TABS[id][0], TRACK_TABS[id][1]);
-    else if (id && TABS.includes(id)) api.tab(id);
-  }, true);
-  return api;
-})();
-</script>
-""" % {"tab": json.dumps(DEFAULT_TAB), "track": json.dumps(DEFAULT_TRACK), "tab_key": json.dumps(TAB),
-       "track_key": json.dumps(TRACK), "model_key": json.dumps(MODEL), "compare_key": json.dumps(COMPARE),
-       "models_tab": json.dumps(MODELS_TAB), "compare_tab": json.dumps(COMPARE_TAB),
-       "gradio": json.dumps(GRADIO_PREFIX), "tabs": json.dumps(TABS),
-       "track_tabs": json.dumps({track_tab_id(tab, track): [tab, track] for tab in (DEFAULT_TAB, *DATASETS)
-                                 for track in TRACKS})}

@@ -2,8 +2,16 @@
 
 ``serve`` is what `rexrank leaderboard serve` and spaces/leaderboard/app.py run (both import it from
 ``rexrank.leaderboard.app``); it returns a ``BoardApp``, which holds the launched gradio Blocks with what runs beside
-it (the Hub sync, the Arena), so nothing is hung on gradio's own object. The same app serves the board's HTML pages
-under ``pages.routes.PREFIX`` (``/board/``) beside gradio's page at ``/``.
+it (the Hub sync, the Arena), so nothing is hung on gradio's own object.
+
+gradio launches the app (the Space is a Gradio Space). The board is the HTML pages rexrank renders
+(``rexrank.leaderboard.pages``), put in front of gradio's routes (``pages.routes.PagesFirst``, a middleware gradio
+takes through ``launch(app_kwargs=...)``): they answer the root URL ``/`` (every view, in the links' query language,
+so a link of the gradio board the Space had before opens the same view) and their files beside it (``/live``,
+``/version``, ``/static/board.css``, ``/csv/...``, ``/json/...``). gradio serves everything else at the root, as
+before: the Submit form at ``/submit``, the Arena at ``/arena`` (``wiring``; ``/?tab=submit`` and ``/?tab=arena``
+are redirected there), Hugging Face login (``/login/...``, where a Space's OAuth expects it) and the API that
+gradio_client reads (``/config``, ``/gradio_api/...``).
 """
 
 from __future__ import annotations
@@ -12,17 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rexrank.leaderboard import links
 from rexrank.leaderboard.assets import CSS, HEAD, theme
-from rexrank.leaderboard.pages.routes import mount as mount_pages
+from rexrank.leaderboard.pages.routes import PagesFirst, board_app
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.views import Views
-from rexrank.leaderboard.wiring import add_csv_route, build_app, oauth_configured
+from rexrank.leaderboard.wiring import PAGES, build_app, oauth_configured
 
 
 @dataclass
 class BoardApp:
-    """The launched board: ``demo`` (the gradio Blocks), the ``views`` it and its CSV route read, the Hub ``sync``
-    (None without a results repo) and the ``arena`` (None when off)."""
+    """The launched board: ``demo`` (the gradio Blocks), the ``views`` its API and the board's pages read, the Hub
+    ``sync`` (None without a results repo) and the ``arena`` (None when off)."""
 
     demo: Any
     views: Views
@@ -61,8 +70,7 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     ``edition``: the board edition the store shows from now on (``editions.choose_edition``; None: the one it
     has, else the default).
 
-    ``arena``: add the radiologist Arena tab (docs/arena.md; off by default: the first page then holds none of its
-    component types). ``arena_images``: a folder of the public set's images shown with each study, or a Hub dataset
+    ``arena``: add the radiologist Arena page (``/arena``, docs/arena.md; off by default). ``arena_images``: a folder of the public set's images shown with each study, or a Hub dataset
     of them, ``hub:ORG/NAME[@REVISION]`` (fetched into the Hugging Face cache: ``arena.image_source``); gradio may
     serve files from that folder and nothing else of the disk; ``arena_experts_only``: only raters on the host's allow-list vote;
     ``arena_rater``: who votes on a server without login (a host trying it out; with ``oauth`` the signed-in user).
@@ -131,12 +139,14 @@ def serve(store_path: str, host: str = "127.0.0.1", port: int = 7860, *, seed: b
     from rexrank.leaderboard.clients import trusted_proxies as proxies_of
     from rexrank.leaderboard.uploads import UploadCap
 
-    capped = {"middleware": [Middleware(UploadCap, proxies=proxies_of(trusted_proxies))]}
+    # The board's pages in front of gradio's routes (see the module docstring); the gradio pages a link may name.
+    served = {links.SUBMIT_TAB: service is not None, links.ARENA_TAB: board_arena is not None}
+    gradio_pages = {tab: f"/{path}" for tab, path in PAGES.items() if served[tab]}
+    middleware = [Middleware(PagesFirst, pages=board_app(views), elsewhere=gradio_pages, gradio_tabs=tuple(PAGES)),
+                  Middleware(UploadCap, proxies=proxies_of(trusted_proxies))]
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, show_error=True,
                 quiet=True, max_file_size=int(max_bytes), css=CSS, head=HEAD, theme=theme(),
-                allowed_paths=allowed_paths or None, app_kwargs=capped)
-    add_csv_route(demo, views)
-    mount_pages(demo.app, views)  # the board as server-rendered pages under /board/ (issue 48), beside gradio's
+                allowed_paths=allowed_paths or None, app_kwargs={"middleware": middleware})
     app = BoardApp(demo, views, sync, board_arena)
     if not prevent_thread_lock:
         app.block_thread()

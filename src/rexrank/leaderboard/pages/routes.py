@@ -1,4 +1,4 @@
-"""The pages' routes: a Starlette app of its own, mounted under ``PREFIX`` on the app gradio serves (``mount``).
+"""The pages' routes: a Starlette app of its own, answering at the root of the app gradio serves (``PagesFirst``).
 
 - ``/`` the page of the link in its query (``params.page_link``); a query that is understood but not written as the
   pages write it (a form's submission, ``compare=A,B``) is redirected to its canonical form, so each view has one URL;
@@ -20,21 +20,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+from urllib.parse import parse_qsl, urlencode
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
+from rexrank.leaderboard import links
 from rexrank.leaderboard.pages import render, studies
 from rexrank.leaderboard.pages.assets import ASSETS
 from rexrank.leaderboard.pages.params import page_link
 from rexrank.leaderboard.records import DATASETS, TRACKS
 from rexrank.leaderboard.views import Views
 
-PREFIX = "/board"
+PREFIX = ""  # the pages answer the Space's root URL, in front of gradio (``PagesFirst``)
+LEGACY_PREFIX = "/board"  # where they were served beside the gradio board: such a link goes to the same view
 POLL_S = 10  # how often an open page asks whether the board changed (board.js reads it from the page)
 GZIP_MIN_BYTES = 500  # smaller responses gain nothing from compression
 _FRESH = {"Cache-Control": "no-cache"}  # always revalidated: the ETag answers "unchanged" with a 304
@@ -137,7 +140,38 @@ def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
     return Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)])
 
 
-def mount(app, views: Views, prefix: str = PREFIX) -> None:
-    """Serve the pages under ``prefix`` on ``app`` (gradio's FastAPI app: ``demo.app``), beside gradio's routes;
-    public Starlette API (``mount``), which a running app accepts like ``add_api_route``."""
-    app.mount(prefix, board_app(views))
+class PagesFirst:
+    """ASGI middleware that puts the pages (``board_app``) in front of the app it wraps (gradio's: ``launch(
+    app_kwargs={"middleware": [...]})``, public Starlette API): a request that one of the pages' routes matches (the
+    root URL and the files and fragments beside it) is the pages', every other (gradio's pages, API, login and
+    files) goes on to the app. ``elsewhere``: the views a link may name that the app behind serves, by tab ({"submit":
+    "/submit"}): ``/?tab=submit`` is redirected there, and to a one-line 404 for such a view the app lacks
+    (``gradio_tabs``, e.g. the Arena a host left off). A link of ``LEGACY_PREFIX`` goes to the same view at the
+    root."""
+
+    def __init__(self, app, pages: Starlette, elsewhere: dict[str, str], gradio_tabs: tuple[str, ...] = ()):
+        self.app, self.pages, self.elsewhere, self.gradio_tabs = app, pages, dict(elsewhere), tuple(gradio_tabs)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            response = self._moved(scope)
+            if response is not None:
+                return await response(scope, receive, send)
+            if any(route.matches(scope)[0] == Match.FULL for route in self.pages.routes):
+                return await self.pages(scope, receive, send)
+        await self.app(scope, receive, send)
+
+    def _moved(self, scope) -> Response | None:
+        path, query = scope["path"], scope.get("query_string", b"").decode("latin-1")
+        if path == LEGACY_PREFIX or path.startswith(LEGACY_PREFIX + "/"):
+            return RedirectResponse((path[len(LEGACY_PREFIX):] or "/") + (f"?{query}" if query else ""), 308)
+        if path != "/":
+            return None
+        pairs = parse_qsl(query)
+        tab = next((value for key, value in pairs if key == links.TAB), None)
+        if tab in self.elsewhere:  # gradio's own parameters (__theme) go along
+            kept = urlencode([(k, v) for k, v in pairs if k.startswith(links.GRADIO_PREFIX)])
+            return RedirectResponse(self.elsewhere[tab] + (f"?{kept}" if kept else ""), 303)
+        if tab in self.gradio_tabs:
+            return PlainTextResponse(f"This board has no {tab} page: its host has it off.", status_code=404)
+        return None
