@@ -1,6 +1,6 @@
 """Screenshots of the board pages (``rexrank.leaderboard.pages``) for a person to look at: the overview, a dataset
-table, a model page, Compare (three models with paired tests and a published one) and About, at 1440x900 and
-390x844, light and dark, as PNGs of the screen a visitor first sees (``--full`` adds the whole page).
+table, another track's table, a searched table, a model page, Compare (three models with paired tests and a
+published one) and About, at 1440x900 and 390x844, light and dark, as PNGs of the screen a visitor first sees (``--full`` adds the whole page).
 
     .venv/bin/python bench/board_shots.py [--out /tmp/board_shots] [--full]
 
@@ -30,7 +30,9 @@ from rexrank.leaderboard.views import Views
 
 VIEWPORTS = {"1440x900": {"width": 1440, "height": 900}, "390x844": {"width": 390, "height": 844}}
 KEPT = ("Alpha-RG", "Beta-RG", "Gamma-RG")
-VIEWS = {"overview": "", "dataset": "?tab=mimic_cxr&track=findings", "model": "?tab=models&model=MAIRA-2",
+VIEWS = {"overview": "", "dataset": "?tab=mimic_cxr&track=findings",
+         "track": "?tab=iu_xray&track=findings_impression", "search": "?tab=iu_xray&q=maira%7Cmedgemma",
+         "model": "?tab=models&model=MAIRA-2",
          "compare": "?tab=compare" + "".join(f"&compare={m}" for m in (*KEPT, "MAIRA-2")), "about": "?tab=about"}
 CHROMIUM = "/usr/bin/chromium"
 
