@@ -58,7 +58,7 @@ class OutputSpy:
         lengths = [int(m.sum()) for m in mask]
         if self.alone_ok and ids.shape[0] == 1 and lengths[0] == ids.shape[1]:
             return
-        if ids.shape[0] != self.shape.rows or any(self.shape.width_for(n) != ids.shape[1] for n in lengths):
+        if ids.shape[0] != self.shape.rows_for(ids.shape[1]) or any(self.shape.width_for(n) != ids.shape[1] for n in lengths):
             self.off_shape.append((tuple(ids.shape), *lengths))
         for r, n in enumerate(lengths):
             row = out[r, :n] if out.dim() == 3 else out[r]
@@ -115,6 +115,12 @@ def test_every_pass_has_the_shape_of_its_bucket():
         for row in range(len(chunk), 3):
             assert ids[row].tolist() == ids[0].tolist() and mask[row].tolist() == mask[0].tolist()
     assert seen == {0: 8, 1: 24, 2: 16, 3: 40, 4: 16, 5: 8, 6: 32, 7: 16}
+    # Wider than 64 tokens, a pass holds rows x 64 tokens at most (at least one row): fewer filler rows.
+    wide = batch_shape("cpu", 8, 512)
+    assert [wide.rows_for(w) for w in (8, 64, 96, 128, 256, 512)] == [8, 8, 5, 4, 2, 1]
+    encoded = [[1] * n for n in (100, 120, 90, 300, 70, 128)]
+    shapes = [tuple(ids.shape) for _, ids, _ in fixed_shape_batches(encoded, wide, pad_id=0)]
+    assert shapes == [(5, 96), (4, 128), (1, 384)]
 
 
 def test_batch_size_is_the_rows_and_is_in_the_fingerprint(configs):

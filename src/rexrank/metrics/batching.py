@@ -6,9 +6,14 @@ RadGraph. A metric builds its ``BatchShape`` with ``batch_shape``, records ``sha
 ``run_fixed_shape``.
 
 **Fixed-shape batches.** A text goes to the narrowest of the shape's widths that holds it (length buckets) and every
-pass has exactly ``rows`` rows of exactly that width: texts are right-padded (masked) to the bucket's width and the
-last batch of a bucket is filled with copies of its first row. Every pass a text takes part in therefore has one
-shape, decided by the text's length alone. Matrix-multiply and attention kernels pick their blocking and summation
+pass of a bucket has exactly ``rows_for(width)`` rows of exactly that width: ``rows`` up to ``ROW_TOKENS`` tokens,
+then as many as hold ``rows x ROW_TOKENS`` tokens (at least one), so a pass never holds more tokens than ``rows``
+texts of 64. Texts are right-padded (masked) to the bucket's width and the last batch of a bucket is filled with
+copies of its first row. Every pass a text takes part in therefore has one shape, decided by the text's length
+alone. The token cap bounds what filler rows cost: with ``rows`` at every width, a wide bucket holding one text
+computed ``rows`` of them (CheXbert's tokenizer on distinct IU-Xray reports at 8 rows: 2.42x the real tokens for
+32 texts, 1.94x for 128, 1.35x for 590; 64 rows: 2.92x for 590. With the cap: 1.70x, 1.23x, 1.23x; 64 rows,
+590 texts: 1.61x). Matrix-multiply and attention kernels pick their blocking and summation
 order from the whole batch's shape, so padding to the batch's longest text let a text's bytes depend on which other
 texts shared its pass (distilroberta stand-in, CPU: two byte patterns for one text across neighbours, up to 1.5e-6
 apart; with a fixed width, one pattern across neighbours, positions and 2-8 rows, at 1 and 2 threads; issue 52,
@@ -48,12 +53,16 @@ if TYPE_CHECKING:
 # the last width. Neighbouring widths are at most 1.5x apart, so padding costs at most a third of a pass's tokens.
 WIDTHS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
 # Rows per pass when the caller gives no batch size. CUDA: enough rows to fill the device between launches. CPU:
-# few, so a call with a handful of texts does not pay for many empty rows (bench/encoders.py measured it).
+# few, so a call with a handful of texts does not pay for many filler rows (docs/gpu.md, bench/encoders.py).
 DEFAULT_ROWS = {"cuda": 64, "cpu": 8}
 FALLBACK_ROWS = 8  # other device types (mps, xpu): the CPU's choice until measured there
 
+# Tokens per row at which a pass still takes all ``rows`` rows; a wider bucket takes rows * ROW_TOKENS // width.
+ROW_TOKENS = 64
+
 RULE = ("fixed-shape length buckets: each text right-padded (masked) to the narrowest width that holds it; every pass "
-        "exactly `rows` rows of one width, the last batch of a bucket filled with copies of its first row")
+        "of a bucket exactly `rows` rows of one width up to 64 tokens, rows * 64 // width (at least 1) beyond, the "
+        "last batch of a bucket filled with copies of its first row")
 
 ATTENTION = "transformers eager"
 CUBLAS_WORKSPACE = ":4096:8"  # one of the two values PyTorch's reproducibility notes give for cuBLAS
@@ -72,6 +81,10 @@ class BatchShape:
                 return width
         raise ConfigError(f"a text of {length} tokens is longer than the widest pass ({self.widths[-1]}); "
                           "the encoder's truncation should have cut it")
+
+    def rows_for(self, width: int) -> int:
+        """Rows of every pass of the bucket of ``width``: ``rows``, or as many as hold ``rows x ROW_TOKENS``."""
+        return self.rows if width <= ROW_TOKENS else max(1, self.rows * ROW_TOKENS // width)
 
     def describe(self) -> dict[str, Any]:
         return {"rule": RULE, "rows": self.rows, "widths": list(self.widths)}
@@ -121,12 +134,13 @@ def fixed_shape_batches(encoded: Sequence[Sequence[int]], shape: BatchShape,
         buckets.setdefault(shape.width_for(len(ids)), []).append(i)
     for width in sorted(buckets):
         members = buckets[width]
-        for begin in range(0, len(members), shape.rows):
-            chunk = members[begin:begin + shape.rows]
+        rows = shape.rows_for(width)
+        for begin in range(0, len(members), rows):
+            chunk = members[begin:begin + rows]
             # Built in numpy and handed over once: a torch op per text would be host work per text (issue 52
             # counts operator dispatches per text).
-            input_ids = np.full((shape.rows, width), pad_id, dtype=np.int64)
-            mask = np.zeros((shape.rows, width), dtype=np.int64)
+            input_ids = np.full((rows, width), pad_id, dtype=np.int64)
+            mask = np.zeros((rows, width), dtype=np.int64)
             for row, i in enumerate(chunk):
                 input_ids[row, :len(encoded[i])] = encoded[i]
                 mask[row, :len(encoded[i])] = 1
