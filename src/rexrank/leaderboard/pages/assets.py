@@ -16,10 +16,11 @@ class Asset(NamedTuple):
     digest: str
 
 
-# What a browser never reads: comments on lines of their own (the files' explanations) and indentation. Only whole
-# lines and leading spaces are dropped, so no code, string or regular expression is touched (a third of board.js's
-# compressed bytes, which every fresh visit pays: issue 48's bytes target).
-_UNREAD = {"text/javascript": re.compile(r"^[ \t]*//[^\n]*\n|^[ \t]+", re.M),
+# What a browser never reads: comments (the files' explanations) and indentation. A comment goes when it has a line
+# of its own, or follows a statement's end (";", "{", "}") after two spaces, the files' one way of writing one (a
+# test runs the served script), so no code, string or regular expression is touched: two fifths of board.js's
+# compressed bytes, which every fresh visit pays (issue 48's bytes target).
+_UNREAD = {"text/javascript": re.compile(r"^[ \t]*//[^\n]*\n|^[ \t]+|(?<=[;{}])  +//[^\n]*", re.M),
            "text/css": re.compile(r"^[ \t]*/\*(?:[^*]|\*(?!/))*\*/[ \t]*\n|^[ \t]+", re.M)}
 
 

@@ -98,7 +98,7 @@ def _model_cell(name: str, suffix: str = "", url: str = "", pick: bool = False) 
     ``pick``: a checkbox that adds the model to a comparison (``pick_form``)."""
     site = el("a", "↗", href=url, rel="nofollow noopener ugc", class_="site",
               aria_label=f"{name}: the model's site") if url else ""
-    cell = join([el("a", words(name), href=model_href(name)), suffix, " " if site else "", site])
+    cell = join([el("a", words(name), href=model_href(name)), words(suffix), " " if site else "", site])
     if not pick:
         return cell
     box = void("input", type="checkbox", name=links.COMPARE, value=name, form=PICK_FORM, class_="pick",
