@@ -187,3 +187,42 @@ def test_the_arena_opens_on_its_page_with_its_first_pair(browser, tmp_path):
             assert console == [], console
         finally:
             page.close()
+
+
+# A file dragged onto an element and dropped, as a browser's drag and drop delivers it (a DataTransfer holding the
+# file): whether the page took each event (a drop not taken is opened by the browser in place of the page).
+DROP = """([selector, name, text]) => {
+  const target = document.querySelector(selector);
+  const data = new DataTransfer();
+  data.items.add(new File([text], name, {type: "application/json"}));
+  const events = ["dragenter", "dragover", "drop"].map((type) =>
+    new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer: data}));
+  events.forEach((event) => target.dispatchEvent(event));
+  return events.slice(1).map((event) => event.defaultPrevented);
+}"""
+
+
+def test_a_file_dropped_anywhere_on_the_submit_form_is_taken(browser, space, tmp_path):
+    """Issue 48 point 2 (Submit gets drag and drop back, wiring.DROP_HEAD): a predictions file dropped on a field, the
+    checkboxes, the status, the page's text or the queue is taken as the form's file (its name shown under the
+    button; the browser's default, opening the file in place of the page, prevented), and the form submits it."""
+    url = space[0]
+    text = iu_predictions(tmp_path / "dropped.json", n_shift=7).read_text()
+    page = browser.new_page(viewport=DESKTOP)
+    console = record_console(page)
+    try:
+        page.goto(url + "submit")
+        page.locator("#submit-button").wait_for()
+        for k, selector in enumerate(("#submit-name textarea, #submit-name input", "#submit-trained",
+                                      "#submit-status", "#submit-text", "#queue-table", "body")):
+            name = f"dropped-{k}.json"
+            assert page.evaluate(DROP, [selector, name, text]) == [True, True], selector
+            page.wait_for_function("(name) => document.querySelector('#submit-chosen').innerText.includes(name)",
+                                   arg=name, timeout=STATE_CEILING_MS)
+        assert page.url == url + "submit"
+        _field(page, "submit-name").fill("Dropped file")
+        page.locator("#submit-button").click()
+        page.locator("#submit-status").get_by_text("queued", exact=False).wait_for(timeout=STATE_CEILING_MS)
+        assert console == [], console
+    finally:
+        page.close()

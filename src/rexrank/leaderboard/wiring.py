@@ -4,7 +4,8 @@ Face login, and the JSON API that gradio_client users call.
 The board itself is not here: it is HTML pages rexrank renders (``rexrank.leaderboard.pages``), which answer the
 Space's root URL in front of gradio (``serve``). gradio keeps what needs it:
 
-- ``/submit`` (``Blocks.route``): the form, its status, the queue and the login button;
+- ``/submit`` (``Blocks.route``): the form, its status, the queue and the login button; a file dropped anywhere on
+  the page is taken as the predictions file (``DROP_HEAD``), never opened by the browser in place of the page;
 - ``/arena`` (when the host has it on): the Arena tab (``arena_tab``), opened with the page;
 - the API: ``/leaderboard``, ``/overview``, ``/table``, ``/results``, ``/model``, ``/compare``, ``/submit``,
   ``/queue`` (``gr.api``), answering as they did when the board was gradio's; every other event is private
@@ -35,6 +36,38 @@ QUEUE_SECONDS = 3  # the queue's own poll while a submission waits or is scored
 # The gradio pages' paths (``Blocks.route``), by the tab a board link names: ``/?tab=submit`` goes there.
 PAGES = {links.SUBMIT_TAB: "submit", links.ARENA_TAB: "arena"}
 _PRIVATE = {"api_visibility": "private", "queue": False, "show_progress": "hidden"}
+# A file dragged over the Submit page is taken wherever it is dropped (issue 48 point 2): into the form's file
+# button's own input (a change event, as when the file is chosen in the dialog), so gradio uploads it; the browser
+# never opens it in place of the page. While a file is over the page the form is outlined (``submit-dropping``).
+# Only a drag that carries files, and only on a page with the form (#submit-file-box): the Arena page is left alone.
+DROP_HEAD = """<script>
+(() => {
+  const input = () => document.querySelector("#submit-file-box input[type=file]");
+  const files = (event) => event.dataTransfer && [...event.dataTransfer.types].includes("Files");
+  const mark = (on) => document.getElementById("submit-form")?.classList.toggle("submit-dropping", on);
+  addEventListener("dragover", (event) => {
+    if (!files(event) || !input()) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = "copy";
+    mark(true);
+  }, true);
+  addEventListener("dragleave", (event) => { if (!event.relatedTarget) mark(false); }, true);
+  addEventListener("drop", (event) => {
+    const target = input();
+    if (!files(event) || !target) return;
+    event.preventDefault();
+    event.stopPropagation();
+    mark(false);
+    const [file] = event.dataTransfer.files;
+    if (!file) return;
+    const chosen = new DataTransfer();
+    chosen.items.add(file);
+    target.files = chosen.files;
+    target.dispatchEvent(new Event("change", {bubbles: true}));
+  }, true);
+})();
+</script>"""
+DROP_CSS = "#submit-form.submit-dropping { outline: 3px dashed var(--color-accent); outline-offset: 4px; }\n"
 
 
 def check(dataset: str, track: str) -> tuple[str, str]:
@@ -280,12 +313,13 @@ def _submit_form(gr, demo, views: Views, submissions, send) -> None:
     """The Submit page's form, status and queue (``_submit_page``); the queue is read again when the page loads."""
     job = gr.State(None)  # (job id, note) of this page's last accepted submission: its status follows the queue
     with gr.Row(elem_id="submit-form"):
-        with gr.Column():
+        with gr.Column(elem_id="submit-file-box"):  # the button and its hidden file input (gradio's), nothing else
             # A button, not gr.File: gr.File's upload progress display opens an event stream whose close prints
-            # gradio 6.31's "Method not implemented." twice per file (issue 37 point 7: the console clean).
-            sub_file = gr.UploadButton(f"Choose the predictions file ({', '.join(ALLOWED_SUFFIXES)})",
-                                       type="filepath", file_types=list(ALLOWED_SUFFIXES), elem_id="submit-file",
-                                       variant="secondary")
+            # gradio 6.31's "Method not implemented." twice per file (issue 37 point 7: the console clean). A file
+            # dropped on the page goes to its input too (``DROP_HEAD``).
+            sub_file = gr.UploadButton(f"Choose the predictions file ({', '.join(ALLOWED_SUFFIXES)}) or drop it "
+                                       "here", type="filepath", file_types=list(ALLOWED_SUFFIXES),
+                                       elem_id="submit-file", variant="secondary")
             sub_chosen = gr.Markdown(NO_FILE_CHOSEN, elem_id="submit-chosen", elem_classes=["board-live"])
         with gr.Column():
             sub_name = gr.Textbox(label="Model name", elem_id="submit-name", interactive=True)
