@@ -412,21 +412,111 @@ def ref_python() -> Path:
     return found
 
 
+class _ReferenceWorker:
+    """A tests/reference/worker.py process in .venv-ref serving one script's runs until its module ends."""
+
+    def __init__(self, ref_python: Path, env: dict, folder: Path):
+        self.folder = folder
+        self.stderr = open(folder / "stderr.txt", "w+")  # noqa: SIM115 - read back on a failure, closed in stop()
+        self.proc = subprocess.Popen([str(ref_python), str(REPO / "tests" / "reference" / "worker.py")],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+                                     env=env, start_new_session=True)  # its own group: stop() ends java etc. too
+        self.runs = 0
+        self.stopped = False
+
+    def run(self, script: str, payload, timeout: float) -> str:
+        """The script's stdout for this payload; AssertionError with its traceback and stderr if it failed."""
+        import threading
+
+        self.runs += 1
+        given, out = self.folder / f"payload{self.runs}.json", self.folder / f"out{self.runs}.json"
+        given.write_text(json.dumps(payload))
+        start = self.stderr.seek(0, os.SEEK_END)
+        timed_out = threading.Event()
+
+        def expire():
+            timed_out.set()
+            self.stop()
+
+        timer = threading.Timer(timeout, expire)
+        timer.start()
+        try:
+            self.proc.stdin.write(json.dumps({"script": str(REPO / "tests" / "reference" / script),
+                                              "payload": str(given), "out": str(out)}) + "\n")
+            self.proc.stdin.flush()
+            while (line := self.proc.stdout.readline()) and not line.endswith(f"done {out}\n"):
+                pass  # anything a library printed at the C level, outside the script's captured stdout
+        except (BrokenPipeError, ValueError):  # the worker died, or the timer stopped it
+            line = ""
+        finally:
+            timer.cancel()
+        if not line:
+            if timed_out.is_set():
+                raise subprocess.TimeoutExpired(script, timeout)
+            stderr = self._stderr_since(start)
+            self.stop()
+            raise AssertionError(f"reference worker for {script} ended:\n{stderr}")
+        result = json.loads(out.read_text())
+        if not result["ok"]:
+            raise AssertionError(f"reference script {script} failed:\n{result['error'][-4000:]}\n"
+                                 f"{self._stderr_since(start)}")
+        return result["stdout"]
+
+    def _stderr_since(self, start: int) -> str:
+        if self.stderr.closed:
+            return ""
+        self.stderr.flush()
+        self.stderr.seek(start)
+        return self.stderr.read()[-4000:]
+
+    def stop(self) -> None:
+        import signal
+
+        if self.stopped:  # the timer's and the module's end may both ask
+            return
+        self.stopped = True
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):  # the worker if still busy, and anything a script left running
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        if not self.stderr.closed:
+            self.stderr.close()
+
+
+_REFERENCE_WORKERS: dict[str, _ReferenceWorker] = {}  # script -> its worker, for the running test module
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _reference_workers_end_with_their_module():
+    """A module's reference workers stop when it ends: a worker holds its packages' memory (torch, a model), and
+    sharing one across modules would only save imports while keeping every module's packages alive at once."""
+    yield
+    while _REFERENCE_WORKERS:
+        _REFERENCE_WORKERS.popitem()[1].stop()
+
+
 @pytest.fixture(scope="session")
-def run_reference(ref_python):
+def run_reference(ref_python, tmp_path_factory):
     """run_reference(script, payload) -> JSON result: runs tests/reference/<script> in .venv-ref.
 
-    The payload goes in as JSON on stdin and the script prints one JSON document on stdout.
+    The payload goes in as JSON on stdin and the script prints one JSON document on stdout. A test module's runs of
+    one script share one .venv-ref process (tests/reference/worker.py: the script runs there as ``__main__``, as it
+    would alone), so torch, transformers and the compared package are imported once per module and script instead of
+    once per run (~6 s of CPU each; test_bertscore.py runs its script for 4 parity classes).
     """
 
     def run(script: str, payload, timeout: float = 1200):
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "2"))
-        proc = subprocess.run([str(ref_python), str(REPO / "tests" / "reference" / script)],
-                              input=json.dumps(payload), capture_output=True, text=True, timeout=timeout, env=env)
-        if proc.returncode != 0:
-            raise AssertionError(f"reference script {script} failed:\n{proc.stderr[-4000:]}")
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        worker = _REFERENCE_WORKERS.get(script)
+        if worker is None or worker.stopped or worker.proc.poll() is not None:
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+            env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                       OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "2"))
+            worker = _REFERENCE_WORKERS[script] = _ReferenceWorker(ref_python, env, tmp_path_factory.mktemp("ref"))
+        return json.loads(worker.run(script, payload, timeout).strip().splitlines()[-1])
 
     return run
 
