@@ -23,6 +23,12 @@ board (seeded) and on that board grown to 1,000 and 10,000 results with syntheti
 view (the HTML, which carries gradio's config) and the server's CPU per page view (process CPU time of this process
 while a separate client process fetches the page, less this process's idle rate over the same wall time; the three
 Spaces visited in alternating order, medians over rounds). Written to bench/results/leaderboard_weight.md (or --out).
+
+``--pages`` (issue 48's targets): the board's pages (``rexrank.leaderboard.pages``) beside a static HTML file of the
+same rows (``static_board``), on the published board and on that board grown to 1,000 results, in one run: compressed
+bytes of every request of a fresh page until its rows show, server CPU per view, and in Chromium first rows, a view
+switch and a search as typed (the two sides alternated, medians of --repeat visits). Written to
+bench/results/leaderboard_pages.md (or --out).
 """
 
 from __future__ import annotations
@@ -368,6 +374,207 @@ def page_weight(repeat: int, views: int, out: Path) -> None:
     print(text)
 
 
+# -- the board's pages beside a static HTML file of the same rows (issue 48 part B) --------------------------------
+
+STATIC_SCRIPT = """<script>
+const q = document.getElementById('q');
+q.addEventListener('input', () => { const t = q.value.toLowerCase();
+  for (const tr of document.querySelectorAll('#mimic tbody tr'))
+    tr.hidden = !tr.textContent.toLowerCase().includes(t); });
+for (const a of document.querySelectorAll('nav a')) a.addEventListener('click', (e) => { e.preventDefault();
+  for (const s of document.querySelectorAll('section')) s.hidden = s.id !== a.dataset.view; });
+</script>"""
+
+
+def static_board(views, track: str = "findings") -> str:
+    """rexrank.ai's shape: one static HTML file holding the overview and the MIMIC-CXR table (the same rows and
+    cells as the pages'), two links that switch between them in the page, and a search box that hides the rows
+    whose text does not hold the search: the yardstick of bytes, first rows, view switch and search as typed."""
+    import html as h
+
+    def table(frame, ident: str) -> str:
+        head = "".join(f"<th>{h.escape(str(c))}</th>" for c in frame.columns)
+        body = "".join("<tr>" + "".join(f"<td>{h.escape(str(v))}</td>" for v in row) + "</tr>"
+                       for row in frame.itertuples(index=False))
+        return (f"<table id='{ident}'><caption>{ident}</caption><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table>")
+
+    mimic = views.page_table("mimic_cxr", track).frame
+    return ("<!doctype html><html lang=en><head><meta charset=utf-8><title>ReXrank</title><style>"
+            "table{border-collapse:collapse}td,th{padding:4px 8px;border-bottom:1px solid #ddd;white-space:nowrap}"
+            "</style></head><body><h1>ReXrank</h1><nav><a href=#overview data-view=overview>Overview</a> "
+            "<a href=#mimic data-view=mimic>MIMIC-CXR</a></nav>"
+            f"<section id=overview>{table(views.overview_view(track), 'overview-table')}</section>"
+            f"<section id=mimic hidden><input id=q type=search aria-label=Search>{table(mimic, 'mimic-table')}"
+            f"</section>{STATIC_SCRIPT}</body></html>")
+
+
+def _with_static(views, static: str):
+    """The pages' app with the static file at ``/static.html`` (compressed by the same middleware)."""
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    from rexrank.leaderboard.pages.routes import board_app
+
+    app = board_app(views)
+    app.router.routes.insert(0, Route("/static.html", lambda request: HTMLResponse(static)))
+    return app
+
+
+def _pages_server(app):
+    """``app`` on a loopback server, in a thread."""
+    import uvicorn
+
+    from leaderboard_helpers import free_port
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    return server, thread, f"http://127.0.0.1:{server.config.port}/"
+
+
+def _gzip_bytes(client, paths: list[str]) -> int:
+    """Compressed bytes of these requests, as a fresh page sends them (the body as received, gzip accepted)."""
+    total = 0
+    for path in paths:
+        with client.stream("GET", path, headers={"Accept-Encoding": "gzip"}) as response:
+            total += sum(len(chunk) for chunk in response.iter_raw())
+    return total
+
+
+def _page_requests(client, query: str) -> list[str]:
+    import re
+
+    page = client.get("/" + query).text
+    return ["/" + query] + ["/" + u.replace("&amp;", "&") for u in re.findall(r'(?:href|src)="(static/[^"]+)"', page)]
+
+
+def _cpu_per_view(client, path: str, views_n: int = 20) -> float:
+    start = time.process_time()
+    for _ in range(views_n):
+        client.get(path, headers={"Accept-Encoding": "gzip", "Cache-Control": "no-cache"})
+    return (time.process_time() - start) / views_n
+
+
+def pages_visit(browser, url: str, static: bool, i: int) -> dict[str, float]:
+    """One fresh visit (seconds, Playwright's clock on both sides): first rows, switch to MIMIC-CXR, a search."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(url + ("static.html" if static else ""), wait_until="commit")
+    page.wait_for_selector("#overview-table tbody tr" if static else "#overview tbody tr", timeout=60_000)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    if static:
+        page.get_by_role("link", name="MIMIC-CXR", exact=True).click()
+        page.wait_for_selector("#mimic-table tbody tr:visible", timeout=60_000)
+    else:
+        page.get_by_role("navigation", name="Board views").get_by_role("link", name="MIMIC-CXR").click()
+        page.wait_for_selector("#table-mimic_cxr-findings tbody tr:visible", timeout=60_000)
+    switch = time.perf_counter() - start
+    page.wait_for_function("() => document.readyState === 'complete'")  # (not timed) board.js is there to search
+    rows = "#mimic-table tbody tr:not([hidden])" if static else "#table-mimic_cxr-findings tbody tr"
+    search = page.locator("#q" if static else "#board-search")
+    target = f"Grown-{i:05d}" if page.locator(rows).count() > 200 else "maira"
+    start = time.perf_counter()
+    search.fill(target)
+    page.wait_for_function(f"() => document.querySelectorAll({rows!r}).length <= 3", timeout=60_000)
+    filtered = time.perf_counter() - start
+    want = page.locator(rows).count()
+    context.close()
+    return {"first": first, "switch": switch, "search": filtered, "rows_found": float(want)}
+
+
+def pages_bench(repeat: int, out: Path) -> None:
+    from playwright.sync_api import sync_playwright
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.views import Views
+
+    sizes = (None, 1000)
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        boards_, servers = [], []
+        try:
+            for k, size in enumerate(sizes):
+                n = _grown_store(Path(tmp) / f"board-{k}.sqlite", size)
+                store = Store(Path(tmp) / f"board-{k}.sqlite")
+                views = Views(store)
+                static = static_board(views)
+                app = _with_static(views, static)
+                client = TestClient(app)
+                row = {"results": n}
+                for name, query in (("overview", ""), ("MIMIC-CXR", "?tab=mimic_cxr")):
+                    row[f"bytes {name}"] = _gzip_bytes(client, _page_requests(client, query))
+                row["bytes static"] = _gzip_bytes(client, ["/static.html"])
+                cpu = {"pages overview": [], "pages MIMIC-CXR": [], "static": []}
+                for r in range(repeat):
+                    for key, path in (("pages overview", "/"), ("pages MIMIC-CXR", "/?tab=mimic_cxr"),
+                                      ("static", "/static.html"))[:: 1 if r % 2 == 0 else -1]:
+                        cpu[key].append(_cpu_per_view(client, path))
+                row.update({f"cpu {k}": statistics.median(v) for k, v in cpu.items()})
+                server, thread, url = _pages_server(app)
+                servers.append((server, thread, store))
+                boards_.append((row, url))
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
+                for row, url in boards_:
+                    pages_visit(browser, url, True, 0)
+                    pages_visit(browser, url, False, 0)  # warm-up: not counted
+                    times: dict[str, list[float]] = {}
+                    for i in range(repeat):
+                        for static in ((True, False) if i % 2 == 0 else (False, True)):
+                            for key, value in pages_visit(browser, url, static, i + 1).items():
+                                times.setdefault(f"{'static' if static else 'pages'} {key}", []).append(value)
+                    row["times"] = times
+                browser.close()
+        finally:
+            for server, thread, store in servers:
+                server.should_exit = True
+                thread.join(timeout=30)
+                store.close()
+    lines = ["# The board's pages beside a static HTML file of the same rows (issue 48 part B)", "",
+             f"Command: `.venv/bin/python bench/leaderboard.py --pages --repeat {repeat}`. Load: "
+             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (shared). The static file: the overview and the "
+             "MIMIC-CXR table (the same rows and cells), two links switching them in the page, a search box hiding "
+             "rows (`static_board`). Chromium (Debian), a fresh context per visit, the two sides alternated, "
+             f"medians of {repeat} visits, Playwright's clock on both sides; first rows: navigation until the "
+             "overview's rows are there; view switch: click on MIMIC-CXR until its rows are visible (the pages: "
+             "board.js fetches the view's page and puts its body in place); search: fill() until at most 3 rows are "
+             "left. Bytes: every request of a fresh page until rows show (the page, its stylesheet and script), "
+             "gzip as sent. Server CPU: this process's CPU "
+             "per request through Starlette's TestClient (client side included on both sides).", "",
+             "| results | bytes overview / static | bytes MIMIC-CXR / static | first rows | view switch | search "
+             "as typed | server CPU overview / static | server CPU MIMIC-CXR / static |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row, _ in boards_:
+        med = {k: statistics.median(v) for k, v in row["times"].items()}
+
+        def ratio(key: str) -> str:
+            return (f"{med['pages ' + key] * 1000:.0f} / {med['static ' + key] * 1000:.0f} ms = "
+                    f"**{med['pages ' + key] / med['static ' + key]:.2f}x**")
+        lines.append(f"| {row['results']:,} | {row['bytes overview']:,} / {row['bytes static']:,} = "
+                     f"**{row['bytes overview'] / row['bytes static']:.2f}x** | {row['bytes MIMIC-CXR']:,} / "
+                     f"{row['bytes static']:,} = **{row['bytes MIMIC-CXR'] / row['bytes static']:.2f}x** | "
+                     f"{ratio('first')} | {ratio('switch')} | {ratio('search')} | "
+                     f"{row['cpu pages overview'] * 1000:.1f} / {row['cpu static'] * 1000:.1f} ms | "
+                     f"{row['cpu pages MIMIC-CXR'] * 1000:.1f} / {row['cpu static'] * 1000:.1f} ms |")
+    (a, _), (b, _) = boards_
+    lines += ["", f"Growth from the published board to {b['results']:,} results: overview bytes "
+              f"**{b['bytes overview'] / a['bytes overview']:.2f}x**, MIMIC-CXR bytes "
+              f"**{b['bytes MIMIC-CXR'] / a['bytes MIMIC-CXR']:.2f}x** (static file "
+              f"{b['bytes static'] / a['bytes static']:.2f}x).", "", "Every visit (ms):"]
+    for row, _ in boards_:
+        for key, values in row["times"].items():
+            lines.append(f"- {row['results']:,} {key}: " + ", ".join(
+                f"{v:.0f}" if key.endswith("rows_found") else f"{v * 1000:.0f}" for v in values))
+    text = "\n".join(lines) + "\n"
+    out.write_text(text)
+    print(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--models", type=int, default=200)
@@ -380,10 +587,15 @@ def main() -> None:
     parser.add_argument("--weight", action="store_true", help="the page's bytes and CPU as the board grows")
     parser.add_argument("--views", type=int, default=20, help="--weight: page views per Space per round")
     parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--pages", action="store_true", help="the board's pages beside a static HTML file of the "
+                        "same rows: bytes, server CPU, first rows, view switch, search (bench/results/"
+                        "leaderboard_pages.md)")
     args = parser.parse_args()
     if args.serve:
         return _serve_until_closed(args.serve)
     results = Path(__file__).parent / "results"
+    if args.pages:
+        return pages_bench(args.repeat, Path(args.out or results / "leaderboard_pages.md"))
     if args.weight:
         return page_weight(args.repeat, args.views, Path(args.out or results / "leaderboard_weight.md"))
     args.out = args.out or str(results / "leaderboard.md")
