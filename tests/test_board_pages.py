@@ -201,7 +201,8 @@ def test_store_text_comes_out_escaped(client):
         assert not [(tag, name) for tag, attrs in page.elements for name in attrs if name.startswith("on")], query
         assert [a for tag, a in page.elements if tag == "script"] == [
             {"src": a["src"], "defer": None} for tag, a in page.elements if tag == "script"]
-        assert all(a["src"].startswith("static/board.js?v=") for tag, a in page.elements if tag == "script")
+        assert all(a["src"].split("?v=")[0] in ("static/board.js", "static/search.js")
+                   for tag, a in page.elements if tag == "script")
         assert HOSTILE_NAME in "".join(page.text), query
         assert "<script>alert" not in response.text and 'Evil" onmouseover' not in response.text
     rows = Page(_get(client, "tab=iu_xray").text).tables[0]["rows"]
@@ -821,3 +822,17 @@ def test_controls_and_last_updated_answer_alone_for_the_poll(tmp_path):
             assert "Fresh Model" in client.get("/controls?tab=compare").json()["controls"]
     finally:
         store.close()
+
+
+def test_only_the_views_with_a_search_box_load_the_search_script(client):
+    """Point 4 (bytes): search.js is in the head of a dataset view (before board.js, which starts it) and named by
+    its search box (board.js fetches it when such a view is opened in the page); the other views' fresh visits do
+    not load it."""
+    for query in ("", "tab=models", "tab=compare", "tab=about"):
+        assert "search.js" not in _get(client, query).text, query
+    page = Page(_get(client, "tab=iu_xray").text)
+    scripts = [a["src"].split("?v=")[0] for tag, a in page.elements if tag == "script"]
+    assert scripts == ["static/search.js", "static/board.js"]
+    box = next(attrs for tag, attrs in page.elements if attrs.get("id") == "board-search")
+    assert box["data-script"] == next(a["src"] for tag, a in page.elements if tag == "script")
+    assert client.get("/" + box["data-script"]).status_code == 200

@@ -31,7 +31,9 @@ def _read(name: str, media_type: str) -> Asset:
 
 
 ASSETS = {"board.css": _read("board.css", "text/css; charset=utf-8"),
-          "board.js": _read("board.js", "text/javascript; charset=utf-8")}
+          "board.js": _read("board.js", "text/javascript; charset=utf-8"),
+          # only the views with a search box load it: the others' fresh visits are spared its bytes
+          "search.js": _read("search.js", "text/javascript; charset=utf-8")}
 
 
 def url(name: str) -> str:

@@ -1,14 +1,7 @@
 // The board's pages (rexrank.leaderboard.pages): enhancements; every page works without them.
-// 1. Search as typed. A dataset table ranked by the board's metric (its count line has data-local) is filtered here,
-//    without a request: each row carries its search key and the search box the data of the search rule
-//    (data-fold), both computed on the server by the rule's one owner (board.search_terms, records.search_key);
-//    `terms` below reads a search the way search_terms does, with no folding of its own, and a test holds the two
-//    to the same rows on many hostile and look-alike searches. The server answers what that data cannot: a search
-//    with a character outside it or too long, one that leaves no row (its message names what to clear), and a
-//    table ranked by another metric (there a rank is a position among the rows shown). One request at a time:
-//    typed while one is out, the newest text goes when it is answered.
-// 2. History: typing replaces the address; a search that settled (a pause, leaving the box) keeps its own entry,
-//    so Back and Forward return to it.
+// 1. Search as typed and its history: search.js (in the head of a page with a search box, fetched when such a view
+//    is opened here), started with what it needs of the page.
+// 2. A search hides rows: the live part's replacement keeps what search.js holds (its rows, their ticks).
 // 3. Freshness: every data-poll-s seconds the page asks for the store's generation (an ETag makes an unchanged
 //    answer a 304) and, when it changed, fetches its live part, its controls (the filter choices, the models to
 //    pick) and "Last updated" again, not the whole page.
@@ -24,61 +17,11 @@
     const main = document.getElementById("board");
     const live = document.getElementById("board-live");
     if (!main || !live) return null;
-    const SETTLE_MS = 800;  // a pause this long ends a search: the next change is a new history entry
     let generation = main.dataset.generation;
     let asked = 0;  // the newest request: an older answer arriving later is dropped
+    let alive = true;  // until another view is shown in its place
     const search = document.getElementById("board-search");
-    const fold = search && search.dataset.fold ? JSON.parse(search.dataset.fold) : null;
-    let local = false;  // this view's rows may be filtered here (the server said so: data-local)
-    let base = null;    // the view's rows without a search: what a search here filters
-
-    function capture() {
-      const count = live.querySelector("p.count[data-local]");
-      local = local || count !== null;
-      if (!count || count.dataset.local !== "complete") return null;
-      const tbody = live.querySelector("tbody");
-      const rows = [...tbody.rows], keys = rows.map(row => row.dataset.key);
-      return {nodes: [...live.childNodes], tbody, rows, keys, count, generation,
-              every: count.dataset.every !== undefined ? count.dataset.every : keys.join(fold.separator)};
-    }
-
-    // board.search_terms on fold's data: null where the server must answer.
-    function terms(text, every) {
-      if (text.length > fold.max || /[^\x00-\x7f]/.test(text)) return null;
-      const out = [];
-      let words = [], word = "";
-      const endWord = () => { if (word) words.push(word); word = ""; };
-      const endAlternative = () => {
-        endWord();
-        for (let at = 0; at < words.length;) {
-          let term = words[at++];
-          while (at < words.length && every.includes(term + words[at])) term += words[at++];
-          out.push(term);
-        }
-        words = [];
-      };
-      for (const c of text.slice(0, fold.chars)) {
-        if (fold.alternatives.includes(c)) endAlternative();
-        else if (fold.spaces.includes(c)) endWord();
-        else word += fold.keys[c.charCodeAt(0)];
-      }
-      endAlternative();
-      return out;
-    }
-
-    function showHere(text) {
-      const found = terms(text, base.every);
-      if (found === null) return false;
-      const shown = base.rows.filter((row, k) => !found.length || found.some(term => base.keys[k].includes(term)));
-      if (!shown.length) return false;  // the server's message names what to clear
-      const ticked = tickedValues();
-      if (!live.contains(base.tbody)) live.replaceChildren(...base.nodes);
-      base.tbody.replaceChildren(...shown);
-      const count = base.count.dataset;
-      base.count.textContent = shown.length === Number(count.total) ? count.all : count.some.replace("{n}", shown.length);
-      keepTicked(ticked);
-      return true;
-    }
+    let searching = null;  // search.js's part of this page, once it is there
 
     async function reload(query) {
       const mine = ++asked;
@@ -90,7 +33,7 @@
       live.innerHTML = html;  // the server's HTML: every stored text escaped there
       const now = response.headers.get("X-Board-Generation");
       if (now) { generation = now; main.dataset.generation = now; }
-      base = capture() || (base && base.generation === generation ? base : null);
+      if (searching) searching.replaced();
       keepTicked(ticked);
       return true;
     }
@@ -106,7 +49,7 @@
       const wanted = new Set(ticked);
       for (const label of form.querySelectorAll("label.kept")) label.remove();
       const boxes = [...document.querySelectorAll("input[form=compare-pick]")];
-      for (const box of base ? [...boxes, ...base.rows.map(row => row.querySelector("input.pick"))] : boxes) {
+      for (const box of searching ? [...boxes, ...searching.rowBoxes()] : boxes) {
         if (box) box.checked = wanted.has(box.value);
       }
       for (const value of wanted) {
@@ -119,52 +62,14 @@
       }
     }
 
-    // The page's query with the search set as the pages write it (links.query: tab and track, then the search,
-    // the rest as they are; urlencode's escaping, which differs from the browser's in "*" and "~").
-    function queryWith(text) {
-      const now = new URLSearchParams(location.search), out = new URLSearchParams();
-      const head = ([key]) => key === "tab" || key === "track";
-      for (const [key, value] of now) if (head([key])) out.append(key, value);
-      if (text) out.append(search.name, text);
-      for (const [key, value] of now) if (!head([key]) && key !== search.name) out.append(key, value);
-      return out.toString().replace(/\*/g, "%2A").replace(/%7E/g, "~");
-    }
-
-    async function find(text) {
-      if (local && fold) {
-        if (!base || base.generation !== generation) await reload(queryWith(""));
-        if (base && showHere(text)) { ++asked; return; }  // an answer still on the way is older than these rows
-      }
-      await reload(queryWith(text));
-    }
-
-    let searched = () => {};
-    if (search) {
-      base = fold ? capture() : null;
-      let out = false, waiting = false, settled = true, timer = 0;
-      const ask = () => {
-        if (out) { waiting = true; return; }
-        out = true;
-        find(search.value).catch(() => {}).finally(() => {
-          out = false;
-          if (waiting) { waiting = false; ask(); }
-        });
+    if (search) {  // search.js: in the page's head where it has a search box, fetched when such a view is opened here
+      const begin = () => {
+        if (alive) searching = window.rexrankSearch({live, search, reload, keepTicked, tickedValues,
+                                                     generation: () => generation, drop: () => ++asked});
       };
-      const settle = () => { clearTimeout(timer); settled = true; };
-      search.addEventListener("input", () => {
-        const query = queryWith(search.value), url = query ? "?" + query : "./";
-        if (settled) history.pushState(null, "", url); else history.replaceState(null, "", url);
-        settled = false;
-        clearTimeout(timer);
-        timer = setTimeout(settle, SETTLE_MS);
-        ask();
-      });
-      search.addEventListener("blur", settle);
-      searched = () => {  // Back or Forward to another search of this view
-        settle();
-        search.value = new URLSearchParams(location.search).get(search.name) || "";
-        ask();
-      };
+      if (window.rexrankSearch) begin();
+      else document.head.append(Object.assign(document.createElement("script"),
+                                          {src: search.dataset.script, onload: begin}));
     }
 
     // Carry what the visitor set and has not applied (ticks, a list's choice, an open group) to the fresh controls.
@@ -208,11 +113,11 @@
         if (!response.ok) return;
         const now = (await response.json()).generation;
         if (now === generation) return;
-        base = null;  // the live part's answer names the new generation
-        await Promise.all([search ? find(search.value) : reload(location.search.slice(1)), refreshControls()]);
+        await Promise.all([searching ? searching.refresh() : reload(location.search.slice(1)), refreshControls()]);
       } catch (e) { /* offline for a moment: ask again at the next tick */ }
     }, every);
-    return {view: viewOf(location.search), searched, stop: () => clearInterval(poll)};
+    return {view: viewOf(location.search), searched: () => searching && searching.searched(),
+            stop: () => { alive = false; clearInterval(poll); }};
   }
 
   // A view's address without its search: two addresses of one view differ in the search alone.

@@ -246,7 +246,8 @@ def dataset_controls(views: Views, link: links.Link) -> Html:
               void("input", type="hidden", name=links.TRACK, value=track)]
     search = el("label", "Search models and institutions",
                 void("input", type="search", name=links.PARAMS["search"], value=view.search, autocomplete="off",
-                     placeholder="e.g. maira 2 | medgemma", id="board-search", data_fold=search_fold()),
+                     placeholder="e.g. maira 2 | medgemma", id="board-search", data_fold=search_fold(),
+                     data_script=assets.url("search.js")),
                 class_="search")
     groups = []
     if len(choices.institutions) > 1:
@@ -448,5 +449,7 @@ def page(views: Views, link: links.Link, generation: str, poll_s: int) -> Html:
                  void("meta", name="color-scheme", content="light dark"),
                  el("title", f"{title} · {TITLE}"),
                  void("link", rel="stylesheet", href=assets.url("board.css")),
+                 # search.js first: deferred scripts run in order, and board.js starts it
+                 el("script", "", src=assets.url("search.js"), defer=True) if link.tab in DATASETS else "",
                  el("script", "", src=assets.url("board.js"), defer=True)])
     return Html("<!doctype html>\n" + el("html", el("head", head), el("body", header, _nav(link), main), lang="en"))
