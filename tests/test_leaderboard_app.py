@@ -652,31 +652,33 @@ def test_a_board_with_no_rows_builds_its_app(store):
 
 
 def test_the_gradio_workarounds_are_for_the_installed_gradio():
-    """gradio_compat's workarounds were checked on one gradio minor version; pyproject pins that range. When gradio
-    changes, this fails: re-check each workaround (and the browser tests that pin them) before widening it."""
+    """gradio_compat's workarounds were checked on the minor versions in ``TESTED``; pyproject pins their range. When
+    gradio leaves it, this fails: re-check each workaround (and the tests that pin them) before widening it."""
     import tomllib
     from pathlib import Path
 
     from rexrank.leaderboard import gradio_compat
 
     assert gradio_compat.tested(), gradio_compat.gradio_version()
-    major, minor = gradio_compat.TESTED
+    assert len(gradio_compat.TESTED) >= 2  # issue 48: the range covers two minor versions the suite passed on
+    assert gradio_compat.pin() == ">=6.30,<6.32"
     project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     pins = [d for deps in project["project"]["optional-dependencies"].values() for d in deps
             if d.startswith("gradio>") or d.startswith("gradio[")]
-    assert pins and all(p.endswith(f">={major}.{minor},<{major}.{minor + 1}") for p in pins), pins
+    assert pins and all(p.endswith(gradio_compat.pin()) for p in pins), pins
 
 
 def test_the_gradio_version_is_written_once_and_agrees_everywhere():
-    """Issue 36 point 4: ``gradio_compat.TESTED`` owns the gradio version; every other place that must name it (the
-    Space's requirements and card, each metric card's ``sdk_version``, the lock in constraints.txt) agrees with it,
-    so a bump that misses one fails here, naming the file."""
+    """Issue 36 point 4: ``gradio_compat.TESTED`` owns the gradio versions; every other place that must name them (the
+    Space's requirements and card, each metric card's ``sdk_version``, the lock in constraints.txt) agrees with it:
+    the range where a range is written, the newest tested minor where one version is; a bump that misses one fails
+    here, naming the file."""
     import re
     from pathlib import Path
 
     from rexrank.leaderboard import gradio_compat
 
-    major, minor = gradio_compat.TESTED
+    major, minor = max(gradio_compat.TESTED)
     root = Path(__file__).resolve().parents[1]
     cards = sorted(root.glob("metrics/*/README.md")) + [root / "spaces/leaderboard/README.md"]
     assert len(cards) > 10
@@ -686,12 +688,12 @@ def test_the_gradio_version_is_written_once_and_agrees_everywhere():
         if len(found) != 1 or not found[0].startswith(f"{major}.{minor}."):
             wrong.append(f"{card.relative_to(root)}: sdk_version {found}")
     requirement = re.findall(r"^gradio(?:\[[^]]*\])?(\S+)$", (root / "spaces/leaderboard/requirements.txt").read_text(), re.M)
-    if requirement != [f">={major}.{minor},<{major}.{minor + 1}"]:
+    if requirement != [gradio_compat.pin()]:
         wrong.append(f"spaces/leaderboard/requirements.txt: gradio{requirement}")
     lock = re.findall(r"^gradio==(\S+)$", (root / "constraints.txt").read_text(), re.M)
     if len(lock) != 1 or not lock[0].startswith(f"{major}.{minor}."):
         wrong.append(f"constraints.txt: gradio=={lock}")
-    assert not wrong, f"gradio {major}.{minor} (gradio_compat.TESTED) is not what these say: {wrong}"
+    assert not wrong, f"gradio {gradio_compat.pin()} (gradio_compat.TESTED) is not what these say: {wrong}"
 
 
 def _fonts_of_bold_text(page_theme) -> dict[str, set[str]]:

@@ -3,8 +3,9 @@
 The board is HTML pages rexrank renders (``rexrank.leaderboard.pages``: public Starlette API, no gradio); what is
 left here serves the two pages gradio still draws, the Submit form and the Arena (``wiring``, ``arena_tab``). Each
 fills a gap in gradio's public API (CSS, a head script, or one wrapped method: listed below);
-tests/test_leaderboard_app.py fails when the installed gradio leaves ``TESTED`` (then re-check each item here and
-the tests that pin them), and pyproject.toml pins the same range.
+tests/test_leaderboard_app.py fails when the installed gradio is none of ``TESTED``'s minor versions (then re-check
+each item here and the tests that pin them), and pyproject.toml pins the same range (``pin``). The lock
+(constraints.txt) and the Space's ``sdk_version`` hold the newest of them.
 
 - The page margin on a phone: gradio pads its main column 32 px each side at every width; ``PHONE_HEAD`` narrows it
   to 8 px under 640 px (a rule naming gradio's ``.main.fillable``; ``STICKY_CSS`` is the other that names its
@@ -58,7 +59,10 @@ from rexrank.errors import RexrankError
 
 log = logging.getLogger("rexrank.leaderboard")
 
-TESTED = (6, 31)  # gradio major.minor these were checked on (pyproject: gradio>=6.31,<6.32)
+# gradio major.minor versions the gradio-touching tests passed on (the Space, its API, Submit, the Arena, these
+# workarounds' pinning tests): 6.31 in every run, 6.30 in a scratch environment of the lock with gradio 6.30.0
+# instead (gradio_client 2.7.2 both). 6.31 is the newest release; a range over both is pyproject's pin (``pin``).
+TESTED = ((6, 30), (6, 31))
 
 STICKY_CSS = ".gradio-container { overflow: clip !important; }\n"
 PHONE_HEAD = """<style>@media (max-width: 640px) {
@@ -90,8 +94,14 @@ def gradio_version() -> tuple[int, int]:
 
 
 def tested() -> bool:
-    """The installed gradio is the one these workarounds were checked on."""
-    return gradio_version() == TESTED
+    """The installed gradio is one of the minor versions these workarounds were checked on."""
+    return gradio_version() in TESTED
+
+
+def pin() -> str:
+    """The version range of ``TESTED`` as pyproject and the Space's requirements write it (">=6.30,<6.32")."""
+    (low_major, low_minor), (high_major, high_minor) = min(TESTED), max(TESTED)
+    return f">={low_major}.{low_minor},<{high_major}.{high_minor + 1}"
 
 
 UNEXPECTED = ("The board could not answer this request (an unexpected error, logged for the host). Try again; if it "
