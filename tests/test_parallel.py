@@ -150,9 +150,16 @@ def test_harness_owns_parallelism_while_it_scores():
 
 # ---------------------------------------------------------------- direct calls in a launched job
 
+@pytest.fixture(scope="module")
+def counting_one(tmp_path_factory) -> dict:
+    """The counting scenario's single-process run, the reference of two tests below: launched once (a launch is a
+    torchrun and a worker, each importing torch), not once per test."""
+    return launch("counting", tmp_path_factory.mktemp("counting_one"), 1)[0]
+
+
 @pytest.mark.slow
-def test_direct_call_shards_distinct_pairs_and_every_rank_gets_everything(tmp_path):
-    one = launch("counting", tmp_path / "one", 1)[0]
+def test_direct_call_shards_distinct_pairs_and_every_rank_gets_everything(tmp_path, counting_one):
+    one = counting_one
     two = launch("counting", tmp_path / "two", 2)
     for rank in two:
         assert rank["ok"], rank
@@ -164,8 +171,8 @@ def test_direct_call_shards_distinct_pairs_and_every_rank_gets_everything(tmp_pa
 
 
 @pytest.mark.slow
-def test_warm_cache_on_one_rank_only_gives_the_same_result_without_a_hang(tmp_path):
-    one = launch("counting", tmp_path / "one", 1)[0]
+def test_warm_cache_on_one_rank_only_gives_the_same_result_without_a_hang(tmp_path, counting_one):
+    one = counting_one
     two = launch("counting", tmp_path / "two", 2, {"warm_rank": 0}, timeout=300)
     assert all(r["ok"] and r["values"] == one["values"] for r in two)
     assert len(two[0]["computed"]) < len(two[1]["computed"])  # rank 0 found pairs in its cache, rank 1 did not
