@@ -275,6 +275,7 @@ def test_radgraph_heads_do_not_depend_on_the_batch_position_or_size(configs):
     metric = _fresh(configs, "radgraph")
     annotator = metric._annotator()
     texts = [TARGET, *FAMILY, *OTHERS]
+    assert annotator.head_scores(["", " \n "], ROWS) == [None, None]  # no words: no scores, no pass
     together = annotator.head_scores(texts, ROWS)
     backwards = annotator.head_scores(list(reversed(texts)), ROWS)[::-1]
     again = annotator.head_scores(texts, ROWS)

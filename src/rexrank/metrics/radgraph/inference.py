@@ -295,6 +295,8 @@ class Annotator:
 
     def word_vectors(self, docs: list[_Doc], batch_size: int | None = None) -> list[torch.Tensor]:
         """Each report's word vectors (1, words, H), its segments run in the fixed-shape encoder passes."""
+        if not docs:
+            return []
         table, word_rows = self._word_table(docs, self.batch_shape(batch_size))
         return [table[self._on_device(r)].unsqueeze(0) for r in word_rows]
 
@@ -328,6 +330,8 @@ class Annotator:
         reports whose kept entity spans fit one width of the same ladder, padded to it; the last pass of a bucket
         is filled with copies of its first report. So no value depends on a neighbour or on the round's size.
         ``keep_scores``: also return each report's raw scores (the invariance tests read their bytes)."""
+        if not docs:
+            return []
         table, word_rows = self._word_table(docs, shape)
         span_dim = 2 * table.size(1) + self.cfg.feature_size
         found = [_Found([], [], {} if keep_scores else None) for _ in docs]
