@@ -39,3 +39,13 @@ ASSETS = {"board.css": _read("board.css", "text/css; charset=utf-8"),
 def url(name: str) -> str:
     """The relative URL a page names ``name`` by."""
     return f"static/{name}?v={ASSETS[name].digest}"
+
+
+def loader(names: list[str]) -> str:
+    """The text of the one inline script, the last thing in a page's body: it asks for the scripts ``names`` (in
+    that order, run in that order) once the parser has put the rows in the document, so a fresh page's HTML and
+    stylesheet have the connection to themselves until the rows are there (a deferred script in the head is asked
+    for by the preload scanner at once; issue 48's bytes until rows show). Every page works without the scripts."""
+    urls = ",".join(f'"{url(name)}"' for name in names)  # ours: digests and fixed names, nothing to escape
+    return (f"for(const src of[{urls}])document.head.append("
+            "Object.assign(document.createElement(\"script\"),{src,async:false}))")

@@ -1,5 +1,7 @@
 // The board's pages (rexrank.leaderboard.pages): enhancements; every page works without them.
-// 1. Search as typed and its history: search.js (in the head of a page with a search box, fetched when such a view
+// 0. The page's last element asks for this script (and search.js before it, where there is a search box) once its
+//    rows are parsed (assets.loader): until it has run, every link and form is the browser's own.
+// 1. Search as typed and its history: search.js (asked for by a page with a search box, fetched when such a view
 //    is opened here), started with what it needs of the page.
 // 2. A search hides rows: the live part's replacement keeps what search.js holds (its rows, their ticks).
 // 3. Freshness: every data-poll-s seconds the page asks for the store's generation (an ETag makes an unchanged
@@ -9,7 +11,10 @@
 //    search hides stays in the form as a ticked box of its own, which the visitor may untick.
 // 5. Views open in the page: a click on a link to another view (the same path, another query) fetches that page and
 //    puts its body in place of this one, with a history entry (Back and Forward fetch the view they return to);
-//    what fails, or answers from elsewhere (a redirect), is the browser's own navigation.
+//    what fails, or answers from elsewhere (a redirect), is the browser's own navigation. The view is asked for when
+//    the pointer comes over its link in a menu (nav: the views, the tracks; not the rows' many links), or the link is
+//    pressed, and the click takes that answer while it is fresh: a visitor's hover before a click hides the round
+//    trip.
 (() => {
   let page = null;  // the page shown: start()'s answer
 
@@ -127,9 +132,18 @@
     return params.toString();
   }
 
+  const FRESH_MS = 5000;  // an answer asked for on hover older than this is asked for again (a changed board)
+  let early = null;  // {url, at, answer}: the view whose link the pointer is over
+
+  function ask(url) {
+    return fetch(url, {headers: {accept: "text/html"}});
+  }
+
   async function open(url, push) {
     try {
-      const response = await fetch(url, {headers: {accept: "text/html"}});
+      const mine = early && early.url === url && performance.now() - early.at < FRESH_MS ? early.answer : ask(url);
+      early = null;
+      const response = await mine;
       if (!response.ok || response.redirected) throw new Error("not a view of these pages");
       const next = new DOMParser().parseFromString(await response.text(), "text/html");  // the server's HTML
       if (!next.getElementById("board")) throw new Error("not a view of these pages");
@@ -144,14 +158,30 @@
     }
   }
 
-  document.addEventListener("click", (event) => {
-    const link = event.target.closest("a[href]");
-    if (!link || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey
-            || event.altKey || link.target || link.hasAttribute("download")) return;
+  // The address of another view of these pages that a link opens, or null.
+  function viewLink(target) {
+    const link = target instanceof Element && target.closest("a[href]");
+    if (!link || link.target || link.hasAttribute("download")) return null;
     const url = new URL(link.href, location.href);
-    if (url.origin !== location.origin || url.pathname !== location.pathname || url.hash) return;
+    if (url.origin !== location.origin || url.pathname !== location.pathname || url.hash) return null;
+    return url.href;
+  }
+
+  const soon = (event) => {
+    const url = event.target instanceof Element && event.target.closest("nav") && viewLink(event.target);
+    if (!url || url === location.href || (early && early.url === url && performance.now() - early.at < FRESH_MS)) return;
+    const answer = ask(url);
+    answer.catch(() => {});  // a failed early ask: the click asks again (open)
+    early = {url, at: performance.now(), answer};
+  };
+  for (const name of ["pointerover", "pointerdown"]) document.addEventListener(name, soon);
+
+  document.addEventListener("click", (event) => {
+    const url = viewLink(event.target);
+    if (!url || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey
+            || event.altKey) return;
     event.preventDefault();
-    if (url.href !== location.href) open(url.href, true);
+    if (url !== location.href) open(url, true);
   });
 
   window.addEventListener("popstate", () => {

@@ -448,8 +448,8 @@ def page(views: Views, link: links.Link, generation: str, poll_s: int) -> Html:
                  void("meta", name="viewport", content="width=device-width, initial-scale=1"),
                  void("meta", name="color-scheme", content="light dark"),
                  el("title", f"{title} · {TITLE}"),
-                 void("link", rel="stylesheet", href=assets.url("board.css")),
-                 # search.js first: deferred scripts run in order, and board.js starts it
-                 el("script", "", src=assets.url("search.js"), defer=True) if link.tab in DATASETS else "",
-                 el("script", "", src=assets.url("board.js"), defer=True)])
-    return Html("<!doctype html>\n" + el("html", el("head", head), el("body", header, _nav(link), main), lang="en"))
+                 void("link", rel="stylesheet", href=assets.url("board.css"))])
+    # search.js first where there is a search box: board.js starts it
+    scripts = el("script", Html(assets.loader(["search.js", "board.js"] if link.tab in DATASETS else ["board.js"])))
+    return Html("<!doctype html>\n" + el("html", el("head", head), el("body", header, _nav(link), main, scripts),
+                                         lang="en"))

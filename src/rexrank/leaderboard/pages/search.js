@@ -103,6 +103,8 @@ window.rexrankSearch = (page) => {
   });
   search.addEventListener("blur", settle);
   base = capture();
+  // Typed before this script was there (it comes after the rows): that search is shown now.
+  if (search.value !== search.defaultValue) search.dispatchEvent(new Event("input"));
   return {
     searched() {  // Back or Forward to another search of this view
       settle();
