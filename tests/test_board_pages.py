@@ -845,3 +845,30 @@ def test_only_the_views_with_a_search_box_load_the_search_script(client):
     assert f'"{box["data-script"]}"' in text.rsplit("<script>", 1)[1]
     for url in re.findall(r'"(static/[^"]+)"', text.rsplit("<script>", 1)[1]):
         assert client.get("/" + url).status_code == 200, url
+
+
+def test_a_view_is_rendered_once_per_generation_of_the_board(tmp_path, monkeypatch):
+    """routes' once: the same page (or live part) at the same generation is the same HTML for every visitor, so it
+    is rendered once; a change of the board renders it again, with the change in it."""
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages import render, routes
+    from rexrank.leaderboard.views import Views
+
+    made = []
+    for name in ("page", "live"):
+        real = getattr(render, name)
+        monkeypatch.setattr(render, name, lambda *a, real=real, name=name, **k: made.append(name) or real(*a, **k))
+    store = Store(tmp_path / "board.sqlite")
+    add_scored_result(store, "First", bleu=0.5)
+    client = TestClient(routes.board_app(Views(store)))
+    pages, lives = [_get(client, "tab=iu_xray").text], [client.get("/live?tab=iu_xray").text]
+    first = list(made)
+    assert first.count("page") == 1 and "live" in first  # (a page renders its live part too)
+    pages += [_get(client, "tab=iu_xray").text for _ in range(2)]
+    lives += [client.get("/live?tab=iu_xray").text for _ in range(2)]
+    assert made == first and len(set(pages)) == 1 and len(set(lives)) == 1
+    add_scored_result(store, "Late model", bleu=0.1)
+    assert "Late model" in _get(client, "tab=iu_xray").text and "Late model" in client.get("/live?tab=iu_xray").text
+    assert made.count("page") == 2 and len(made) == 2 * len(first)
+    store.close()
