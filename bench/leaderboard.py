@@ -52,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from leaderboard_helpers import running_space  # noqa: E402
 from rexrank.data.catalog import leaderboard_split  # noqa: E402
+from rexrank.data.tracks import DEFAULT_TRACK  # noqa: E402
 from rexrank.leaderboard import board  # noqa: E402
 from rexrank.leaderboard.records import DATASETS, TRACKS, MetricValue, ModelInfo, ResultRecord  # noqa: E402
 from rexrank.leaderboard.store import Store  # noqa: E402
@@ -386,7 +387,7 @@ for (const a of document.querySelectorAll('nav a')) a.addEventListener('click', 
 </script>"""
 
 
-def static_board(views, track: str = "findings") -> str:
+def static_board(views, track: str = DEFAULT_TRACK) -> str:
     """rexrank.ai's shape: one static HTML file holding the overview and the MIMIC-CXR table (the same rows and
     cells as the pages'), two links that switch between them in the page, and a search box that hides the rows
     whose text does not hold the search: the yardstick of bytes, first rows, view switch and search as typed."""
