@@ -13,8 +13,8 @@
 //    puts its body in place of this one, with a history entry (Back and Forward fetch the view they return to);
 //    what fails, or answers from elsewhere (a redirect), is the browser's own navigation. The view is asked for when
 //    the pointer comes over its link in a menu (nav: the views, the tracks; not the rows' many links), or the link is
-//    pressed, and the click takes that answer while it is fresh: a visitor's hover before a click hides the round
-//    trip.
+//    pressed, and parsed; the click shows that page while it is fresh, in the click's own task when it is there: a
+//    visitor's hover before a click hides the round trip and the parse.
 (() => {
   let page = null;  // the page shown: start()'s answer
 
@@ -132,21 +132,33 @@
     return params.toString();
   }
 
-  const FRESH_MS = 5000;  // an answer asked for on hover older than this is asked for again (a changed board)
-  let early = null;  // {url, at, answer}: the view whose link the pointer is over
+  const FRESH_MS = 5000;  // a view asked for on hover longer ago than this is asked for again (a changed board)
+  let early = null;  // the view whose menu link the pointer is over: read()'s answer
 
-  function ask(url) {
-    return fetch(url, {headers: {accept: "text/html"}});
+  // A view's page, asked for and parsed: {url, at, answer (a promise of the parsed page, or null where the answer
+  // is not a view of these pages), done, next (that page, once done)}.
+  function read(url) {
+    const view = {url, at: performance.now(), done: false, next: null};
+    view.answer = fetch(url, {headers: {accept: "text/html"}}).then(async (response) => {
+      if (response.ok && !response.redirected) {
+        const next = new DOMParser().parseFromString(await response.text(), "text/html");  // the server's HTML
+        if (next.getElementById("board")) view.next = next;
+      }
+      view.done = true;
+      return view.next;
+    });
+    return view;
   }
 
+  const fresh = (url) => early && early.url === url && performance.now() - early.at < FRESH_MS;
+
   async function open(url, push) {
+    const view = fresh(url) ? early : read(url);
+    early = null;
     try {
-      const mine = early && early.url === url && performance.now() - early.at < FRESH_MS ? early.answer : ask(url);
-      early = null;
-      const response = await mine;
-      if (!response.ok || response.redirected) throw new Error("not a view of these pages");
-      const next = new DOMParser().parseFromString(await response.text(), "text/html");  // the server's HTML
-      if (!next.getElementById("board")) throw new Error("not a view of these pages");
+      // Parsed already (asked for on hover): shown in the click's own task, the frame it paints has the rows.
+      const next = view.done ? view.next : await view.answer;
+      if (!next) throw new Error("not a view of these pages");
       if (push) history.pushState(null, "", url);
       if (page) page.stop();
       document.title = next.title;
@@ -169,10 +181,9 @@
 
   const soon = (event) => {
     const url = event.target instanceof Element && event.target.closest("nav") && viewLink(event.target);
-    if (!url || url === location.href || (early && early.url === url && performance.now() - early.at < FRESH_MS)) return;
-    const answer = ask(url);
-    answer.catch(() => {});  // a failed early ask: the click asks again (open)
-    early = {url, at: performance.now(), answer};
+    if (!url || url === location.href || fresh(url)) return;
+    early = read(url);
+    early.answer.catch(() => {});  // failed: the click's open() finds it so and navigates
   };
   for (const name of ["pointerover", "pointerdown"]) document.addEventListener(name, soon);
 
