@@ -270,11 +270,13 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     _fail_skip_in_ci(report)
+    report.user_properties = [*report.user_properties, ("phase_tier", _tier_marker(item) or "fast")]
     if call.when == "call":
         _time_rule(item, report)
 
 
 _FILE_TIMES: dict[str, list] = defaultdict(lambda: [0, 0.0, 0.0])  # file -> [tests, wall s, own CPU s]
+_TIER_WALL: dict[str, float] = defaultdict(float)  # tier -> wall s of its tests' phases (shared fixtures included)
 _AT_THE_EDGE: list[tuple[float, str]] = []  # (own CPU s, node id): over the limit, under the full run's tolerance
 _TEST_CPU: list[tuple[float, str, str]] = []  # (own CPU s, node id, tier marker or "fast")
 SUMMARY_TESTS = 25
@@ -285,6 +287,7 @@ def pytest_runtest_logreport(report):
     entry = _FILE_TIMES[report.nodeid.split("::", 1)[0]]
     entry[1] += report.duration
     properties = dict(report.user_properties)
+    _TIER_WALL[properties.get("phase_tier", "fast")] += report.duration
     if report.when == "call" and "cpu_s" in properties:
         entry[0] += 1
         entry[2] += properties["cpu_s"]
@@ -302,6 +305,9 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"{wall:9.1f} s wall {cpu:9.1f} s CPU {tests:5d} tests  {path}")
     total = sum(v[1] for v in _FILE_TIMES.values())
     terminalreporter.write_line(f"{total:9.1f} s wall in {len(rows)} files")
+    # The fast tier's share of a full run estimates `make test-fast` (issue 51's 5 minutes) from CI's own log.
+    terminalreporter.write_line("wall by tier: " + ", ".join(f"{tier} {wall:.1f} s" for tier, wall in
+                                                             sorted(_TIER_WALL.items(), key=lambda kv: -kv[1])))
     terminalreporter.section(f"the {SUMMARY_TESTS} tests with the most CPU of their own (the fast tier's rule: "
                              f"{CPU_LIMIT_S:g} s outside {'/'.join(TIER_MARKERS)})")
     for cpu, nodeid, tier in sorted(_TEST_CPU, reverse=True)[:SUMMARY_TESTS]:

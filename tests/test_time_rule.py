@@ -118,5 +118,9 @@ def test_the_rule_counts_a_tests_own_cpu_and_every_run_prints_its_times(tmp_path
                                                                   "test_at_the_edge"}, fast
     # the times of the run: each file's total and the tests with the most CPU of their own, with their tier
     assert "time per test file" in out and re.search(r"s wall +\d+\.\d s CPU +11 tests +test_suite\.py", out), out
+    # each tier's wall: test_waits alone puts over 6 s in the fast tier; the slow test's 0.6 s burn in slow
+    tiers = dict((t, float(w)) for t, w in re.findall(r"(fast|slow|refvenv) (\d+\.\d) s", out.split("wall by tier:")[1]
+                                                                                   .splitlines()[0]))
+    assert tiers["fast"] > 6.0 and tiers["slow"] >= 0.5 and set(tiers) == {"fast", "slow", "refvenv"}, out
     assert re.search(r"\d\.\d\d s CPU  slow +test_suite\.py::test_burns_but_is_marked_slow", out), out
     assert re.search(r"\d\.\d\d s CPU  refvenv +test_suite\.py::test_uses_the_reference_venv", out), out
