@@ -25,7 +25,7 @@ from typing import Any, Callable, NamedTuple
 import pandas as pd
 
 from rexrank.data.tracks import DEFAULT_TRACK
-from rexrank.leaderboard import about, board, plots
+from rexrank.leaderboard import about, board
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS
 from rexrank.leaderboard.store import Store
 from rexrank.leaderboard.editions import edition_of
@@ -33,6 +33,8 @@ from rexrank.metrics import REGISTRY
 from rexrank.metrics.aggregation import RECIPROCAL_OF_MEAN, aggregation_name
 
 TITLE = "ReXrank leaderboard"
+TOP_BARS = 25  # bars drawn: the best rows of the filtered table by the chosen metric
+RANK_LINES = 10  # models in the rank-across-datasets plot: the best by mean rank
 PRIMARY = board.PRIMARY
 QUEUED = "Submission #"  # how an accepted submission's message starts (the form is cleared after one)
 # Column widths (px): Rank, Model and the ranking column fit a 312 px wide screen (a 390 px phone at 125% zoom,
@@ -377,15 +379,17 @@ class Views:
                              sorted({int(y) for y in full["year"].dropna()}),
                              sorted({x for x in full["model_type"] if x}), 0 < n_trained < len(full))
 
-    def bars_view(self, rows: pd.DataFrame, metric: str):
-        """The bar chart of the rows the table shows (its filters), best first by the chosen metric."""
-        return plots.metric_bars(board.sort_table(rows, metric), metric, board.column_label(metric))
+    def bars_view(self, rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+        """The bar chart's rows: the first ``TOP_BARS`` of the rows the table shows (its filters) with a value of
+        the chosen metric, best first by it (columns model, source, the metric and its ``_low``/``_high``)."""
+        if rows.empty or metric not in rows:
+            return rows.iloc[0:0]
+        return board.sort_table(rows, metric).dropna(subset=[metric]).head(TOP_BARS).reset_index(drop=True)
 
-    def agreement_view(self, dataset: str, track: str):
-        agreement = self.memoized(("agreement", dataset, track),
-                                  lambda: board.metric_agreement(self.store, dataset, track))
-        return plots.agreement_heatmap(agreement,
-                                       f"Kendall tau between metric rankings,<br>{DATASET_LABELS[dataset]}")
+    def agreement_view(self, dataset: str, track: str) -> pd.DataFrame:
+        """Kendall tau between the model rankings of each pair of the track's metrics (labels as the columns')."""
+        return self.memoized(("agreement", dataset, track),
+                             lambda: board.metric_agreement(self.store, dataset, track))
 
     # -- API payloads -----------------------------------------------------------------------------------------
 
@@ -443,12 +447,13 @@ class Views:
     def overview_view(self, track: str = DEFAULT_TRACK) -> pd.DataFrame:
         return self.memoized(("overview", track), lambda: board.overview(self.store, track))
 
-    def ranks_view(self, track: str):
+    def ranks_view(self, track: str) -> tuple[list[str], pd.DataFrame]:
+        """The rank-across-datasets plot's data: the best ``RANK_LINES`` models by mean rank (the overview's order)
+        and their ranks by the board's metric on each dataset (long: model, dataset, rank)."""
         overview = self.overview_view(track)
-        top = list(overview["Model"][:plots.RANK_LINES]) if not overview.empty else []
+        top = [str(m) for m in overview["Model"][:RANK_LINES]] if not overview.empty else []
         long = self.memoized(("ranks", track), lambda: board.ranks_across_datasets(self.store, track))
-        return plots.rank_lines(long[long["model"].isin(top)],
-                                f"Rank by 1/RadCliQ-v1 across datasets<br>(top {len(top)} by mean rank)")
+        return top, long[long["model"].isin(top)]
 
     def model_view(self, model: str) -> tuple[pd.DataFrame, str]:
         if not model:

@@ -45,6 +45,12 @@ def canonical_query(views: Views, link: links.Link) -> str:
     return links.query(link._replace(ignored=()), view_defaults(views, link) if link.tab in DATASETS else None)
 
 
+def plots_href(views: Views, link: links.Link) -> str:
+    """The URL of ``link``'s plots (``figures``: its filters and sort carried over)."""
+    query = canonical_query(views, link)
+    return "plots" + (f"?{query}" if query else "")
+
+
 # -- Markdown from the views -------------------------------------------------------------------------------------
 
 _MARKDOWN: Any = None
@@ -126,7 +132,9 @@ def overview_live(views: Views, link: links.Link) -> Html:
         rows = ([_model_cell(cell, pick=True) if column == "Model" else cell for column, cell in zip(columns, values)]
                 for values in frame.itertuples(index=False))
         return join([pick_form(), table(overview_label(link.track), columns, rows, row_header=columns.index("Model"),
-                                        id="overview")])
+                                        id="overview"),
+                     el("p", el("a", "Plots: ranks across datasets, metric agreement", href=plots_href(views, link)),
+                        class_="downloads")])
     return views.memoized(("page-overview", link.track), compute)
 
 
@@ -200,8 +208,8 @@ def _dataset_live(views: Views, link: links.Link) -> Html:
                            id=f"table-{dataset}-{track}", row_attrs=keys))
     csv = f"csv/{dataset}/{track}"
     parts.append(el("p", el("a", "CSV", href=csv, download=True), " · ",
-                    el("a", "JSON", href=f"json/{dataset}/{track}"), " of every row of this table",
-                    class_="downloads"))
+                    el("a", "JSON", href=f"json/{dataset}/{track}"), " of every row of this table · ",
+                    el("a", "Plots of this table", href=plots_href(views, link)), class_="downloads"))
     return join(parts)
 
 

@@ -9,6 +9,7 @@
   page's script fetches after a change of the board beside the live part (the filter choices, the models to pick).
 - ``/version`` the store's generation (JSON), with an ETag: an open page asks every ``POLL_S`` seconds and gets a
   304 while nothing changed.
+- ``/plots`` a table's or the overview's plots as inline SVG, the page's query carried over (``figures``).
 - ``/static/board.css``, ``/static/board.js``; ``/csv/{dataset}/{track}`` and ``/json/{dataset}/{track}`` (the
   views' CSV and results JSON).
 
@@ -30,7 +31,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Match, Route
 
 from rexrank.leaderboard import links
-from rexrank.leaderboard.pages import render, studies
+from rexrank.leaderboard.pages import figures, render, studies
 from rexrank.leaderboard.pages.assets import ASSETS
 from rexrank.leaderboard.pages.params import page_link
 from rexrank.leaderboard.records import DATASETS, TRACKS
@@ -154,6 +155,7 @@ def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
               Route("/static/{name}", static), Route("/csv/{dataset}/{track}", csv),
               Route("/json/{dataset}/{track}", results)]
     routes.append(Route(studies.PATH, studies.endpoint(views)))  # a model's per-study view (open sets)
+    routes.append(Route(figures.PATH, figures.endpoint(views)))  # a table's or the overview's plots (SVG)
     return Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)])
 
 
