@@ -28,7 +28,7 @@ PATH = "/plots"
 WIDTH = 420  # the SVGs' coordinate width (viewBox units: 1 unit is 1 px at 420 px of screen)
 MAX_WIDTH_PX = 640  # wider, the type would grow past the page's
 LABEL_W = 150  # the bars' model-name column
-NAME_CHARS = 22  # a longer name is cut with "…" in the figure (whole in its <title> and in the table)
+NAME_CHARS = 20  # a longer name is cut with "…" in the figure (whole in its <title> and in the table)
 ROW_H = 20
 SERIES = 10  # rank lines' colours (classes s0..s9)
 # The figures' colours: the stylesheet's variables, plus a second hue for negative taus and the lines' palette,
@@ -150,7 +150,8 @@ def agreement(matrix: pd.DataFrame, caption: str) -> Html:
         for j in range(n):
             v = values[i, j]
             kind = "none" if math.isnan(v) else "pos" if v >= 0 else "neg"
-            opacity = "" if math.isnan(v) else f' style="fill-opacity:{0.15 + 0.85 * min(abs(v), 1):.2f}"'
+            # At most about half the colour: the cell's number (the text colour) stays readable on it, both themes.
+            opacity = "" if math.isnan(v) else f' style="fill-opacity:{0.08 + 0.47 * min(abs(v), 1):.2f}"'
             parts.append(f'<g>{el("title", f"{name} vs {names[j]}: tau {_n(v, 2)}")}'
                          f'<rect class="{kind}" x="{left + cell * j}" y="{y}" width="{cell - 1}" '
                          f'height="{cell - 1}"{opacity} data-tau="{_n(v, 2)}"/>'
@@ -174,7 +175,7 @@ def ranks(top: list[str], long: pd.DataFrame, caption: str) -> Html:
         return el("p", "No ranked results on this track yet: no ranks to draw.", class_="empty")
     datasets = [DATASET_LABELS[d] for d in DATASETS]
     worst = int(long["rank"].max())
-    left, right, top_y, step = 30, 30, 28, 20
+    left, right, top_y, step = 62, 52, 28, 20  # room for the first and last datasets' names, centred
     gap = (WIDTH - left - right) / max(len(datasets) - 1, 1)
     xs = {d: left + gap * k for k, d in enumerate(datasets)}
 
