@@ -106,6 +106,9 @@ def build_model(checkpoint: Path, backbone: Path, trusted: bool = False):
             f"semb: {checkpoint} does not match a CheXbert model on the backbone config {backbone}: "
             f"missing {sorted(missing)[:4]}{'...' if len(missing) > 4 else ''}, "
             f"unexpected {sorted(unexpected)[:4]}{'...' if len(unexpected) > 4 else ''}")
+    # The checkpoint holds BERT's pooler, but CheXbert reads the last layer's [CLS]: dropping it after the load
+    # saves its ~10 operator dispatches per pass (issue 52 counts them) and changes no value.
+    model.bert.pooler = None
     return model.eval()
 
 
@@ -128,6 +131,17 @@ class TextOutputs:
     classes: np.ndarray  # int8, (14,), indices into CLASS_NAMES
 
 
+def _head_runs() -> list[tuple[int, int]]:
+    """HEAD_CLASSES as runs of (classes per head, heads): (4, 13), (2, 1)."""
+    runs: list[tuple[int, int]] = []
+    for width in HEAD_CLASSES:
+        if runs and runs[-1][0] == width:
+            runs[-1] = (width, runs[-1][1] + 1)
+        else:
+            runs.append((width, 1))
+    return runs
+
+
 def run(model, tokenizer, texts: Sequence[str], batch_size: int | None = None, device: str = "cpu",
         progress: Callable[[int, int], None] | None = None) -> list[TextOutputs]:
     """Embed and label ``texts`` in fixed-shape passes of ``batch_size`` rows (None: the device's;
@@ -140,7 +154,15 @@ def run(model, tokenizer, texts: Sequence[str], batch_size: int | None = None, d
 
     def forward(input_ids, mask):
         cls = model.bert(input_ids, attention_mask=mask)[0][:, 0, :]
-        return cls.float(), torch.stack([head(cls).argmax(dim=1) for head in model.linear_heads], dim=1)
+        logits = torch.cat([head(cls) for head in model.linear_heads], dim=1)
+        # One argmax per run of equal-width heads on views of the same logits, not one per head (fewer dispatches;
+        # the same values and the same first-maximum ties as head(cls).argmax).
+        classes, begin = [], 0
+        for width, count in _head_runs():
+            part = logits[:, begin:begin + width * count].reshape(len(cls), count, width)
+            classes.append(part.argmax(dim=2))
+            begin += width * count
+        return cls.float(), torch.cat(classes, dim=1)
 
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     widest = min(MAX_TOKENS, model.bert.config.max_position_embeddings)
