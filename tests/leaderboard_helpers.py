@@ -115,6 +115,31 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class LoopbackServer:
+    """An ASGI app served by uvicorn on 127.0.0.1 in a thread, listening when constructed; ``stop()`` ends it (the
+    board pages', the plots' and the explorer's browser tests share it)."""
+
+    def __init__(self, app, what: str = "the server to listen") -> None:
+        import threading
+
+        import uvicorn
+
+        self.port = free_port()
+        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        try:
+            wait_until(lambda: self._server.started, what)
+        except BaseException:
+            self.stop()
+            raise
+        self.base = f"http://127.0.0.1:{self.port}/"
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+
+
 # The host's token on the loopback Hub (rexrank.testing.loopback_hub): never a real token.
 TOKEN = "hf_loopback_host"
 
@@ -247,7 +272,13 @@ def add_published_models(store, n_models: int, *, seed: int = 0, prefix: str = "
     import random
 
     from rexrank.data.catalog import leaderboard_split
-    from rexrank.leaderboard.records import DATASETS, TRACKS, MetricValue, ModelInfo, ResultRecord
+    from rexrank.leaderboard.records import (
+        DATASETS,
+        TRACKS,
+        MetricValue,
+        ModelInfo,
+        ResultRecord,
+    )
     from rexrank.metrics import boards
 
     rng, added = random.Random(seed), 0

@@ -14,8 +14,8 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-
 from leaderboard_helpers import add_kept_results, add_scored_result
+
 from rexrank.leaderboard import links
 from rexrank.leaderboard.records import DATASETS, TRACKS
 from rexrank.leaderboard.store import Store
@@ -416,7 +416,6 @@ def test_the_launched_space_serves_the_pages_at_its_root(tmp_path):
     """Point 2, on the real app: ``serve`` launches gradio with the pages in front; / answers the overview
     (compressed), /board/ links go to the root, gradio's Submit page, config and API keep answering."""
     import httpx
-
     from leaderboard_helpers import running_space
 
     with running_space(tmp_path / "board.sqlite", worker=False) as (url, store, _):
@@ -574,9 +573,9 @@ def test_an_empty_board_renders_every_view(tmp_path):
 def test_a_board_longer_than_the_gradio_boards_first_rows_is_whole_on_its_page(tmp_path):
     """The gradio board sent a table's first ``views.FIRST_ROWS`` rows and the rest when it was shown (issue 36
     point 3); a page holds every row, and its caption never says "first N of"."""
+    from leaderboard_helpers import add_published_models
     from starlette.testclient import TestClient
 
-    from leaderboard_helpers import add_published_models
     from rexrank.leaderboard.pages.routes import board_app
     from rexrank.leaderboard.published import seed_store
     from rexrank.leaderboard.views import FIRST_ROWS, Views
@@ -615,12 +614,16 @@ def test_in_chromium_a_phone_in_dark_scrolls_the_table_in_its_box_and_searches_a
     pinned, the theme is dark; a sort link, Back and Forward each show their view; typing a search replaces the
     rows with the server's and the address follows; a result added to the store reaches the open page's table at its next poll (1 s here, 10 s served); no console
     error."""
-    import threading
     import time
 
-    import uvicorn
+    from leaderboard_helpers import (
+        PHONE,
+        LoopbackServer,
+        chromium,
+        record_console,
+        wait_until,
+    )
 
-    from leaderboard_helpers import PHONE, chromium, free_port, record_console, wait_until
     from rexrank.leaderboard.pages.routes import board_app
     from rexrank.leaderboard.published import seed_store
     from rexrank.leaderboard.views import Views
@@ -628,12 +631,9 @@ def test_in_chromium_a_phone_in_dark_scrolls_the_table_in_its_box_and_searches_a
     store = Store(tmp_path / "board.sqlite")
     seed_store(store)
     app = board_app(Views(store), poll_s=1)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    server = LoopbackServer(app, "the pages' server to listen")
     try:
-        wait_until(lambda: server.started, "the pages' server to listen")
-        base = f"http://127.0.0.1:{server.config.port}/"
+        base = server.base
         with chromium() as browser:
             page = browser.new_page(viewport=PHONE, color_scheme="dark")
             seen = record_console(page)
@@ -674,8 +674,7 @@ def test_in_chromium_a_phone_in_dark_scrolls_the_table_in_its_box_and_searches_a
             assert seen == [], seen
             page.close()
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+        server.stop()
         store.close()
 
 

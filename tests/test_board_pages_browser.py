@@ -14,13 +14,18 @@ One server (uvicorn on 127.0.0.1, a thread of this process) and one browser for 
 from __future__ import annotations
 
 import re
-import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, skip_unless_ci
-from leaderboard_helpers import DESKTOP, PHONE, add_kept_results, free_port, wait_until
+from leaderboard_helpers import (
+    DESKTOP,
+    PHONE,
+    LoopbackServer,
+    add_kept_results,
+    wait_until,
+)
+
 from rexrank.leaderboard.records import DATASETS, TRACKS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -88,7 +93,6 @@ def axe_script() -> Path:
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     """The pages' app on 127.0.0.1 over the published board plus three models with kept per-study values."""
-    import uvicorn
 
     from rexrank.leaderboard.pages.routes import board_app
     from rexrank.leaderboard.published import seed_store
@@ -98,16 +102,11 @@ def base(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("pages-browser") / "board.sqlite")
     seed_store(store)
     add_kept_results(store, COMPARED[:3])
-    server = uvicorn.Server(uvicorn.Config(board_app(Views(store)), host="127.0.0.1", port=free_port(),
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    server = LoopbackServer(board_app(Views(store)), "the pages' server to listen")
     try:
-        wait_until(lambda: server.started, "the pages' server to listen")
-        yield f"http://127.0.0.1:{server.config.port}/"
+        yield server.base
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+        server.stop()
         store.close()
 
 
@@ -158,170 +157,6 @@ def test_models_ticked_in_a_tables_rows_open_compare(browser, base):
         assert sorted(picked) == ["Alpha", "MAIRA-2"]
         heads = page.locator("table").first.locator("thead th").all_inner_texts()
         assert [h.removesuffix(" (published)") for h in heads[1:]] == picked
-    finally:
-        page.close()
-
-
-# Searches a visitor may type, hostile and look-alike ones among them: each is read by board.js (ASCII: the
-# rule's data, no request) or by the server (anything else), and must show the server's rows for it.
-SEARCHES = ["maira 2", "MAIRA-2", "MAlRA2", "ma1ra_2", "m a i r a 2", "maira|medgemma", "maira, med;gemma",
-            "0", "O", "1", "l", "I", "i", "|", ",,,", "   ", "\t maira", "a\x1cb", "al pha", "alpha beta",
-            "ALPHA-beta gamma", "<script>alert(1)</script>", "%", "%25", "+", "a+b", "*", "~", "ma*ra", "x~y",
-            "'\"&;", "inst 3", "example lab", "zzzz", "chex agent", "chexagent|", "| maira", "\\", "`id`",
-            "MАIRA", "ＭAIRA", "maira\u20112", "maira\u22122", "Ꮇed", "ǀ", "méd", "x" * 201, "medgemma ",
-            "  med  gemma  ", "rad;;;", "Med\u200bGemma", "\x7f", "a\x0bb", "mai\x1fra"]
-# The rows shown: each row header's text, spaces collapsed.
-ROW_NAMES = ("() => [...document.querySelectorAll('#board-live tbody th[scope=row]')]"
-             ".map(th => th.textContent.replace(/\\s+/g, ' ').trim())")
-
-
-def _poll(check, seconds: float = 10.0):
-    import time
-
-    deadline = time.monotonic() + seconds
-    while not check() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return check()
-
-
-def test_search_as_typed_shows_the_servers_rows_for_hostile_and_look_alike_searches(browser, base):
-    """Point 1 (one owner of the search rule): for every search above, the rows board.js shows and the address it
-    writes are the server's own answer for that search (/live: its rows, X-Board-Query); a search of ASCII
-    characters that finds rows sends no request (board.js reads it with the rule's data)."""
-    from urllib.parse import urlencode
-
-    import httpx
-
-    from test_board_pages import Page
-
-    page = browser.new_page(viewport=DESKTOP)
-    mismatched, requested = {}, []
-    try:
-        page.goto(base + "?tab=iu_xray")
-        box = page.locator("#board-search")
-        for text in SEARCHES:
-            page.evaluate("performance.clearResourceTimings()")
-            box.fill(text)
-            typed = box.input_value()  # what the box holds (a search box drops line breaks)
-            asked = urlencode([("tab", "iu_xray")] + [("q", typed)] * bool(typed))
-            server = httpx.get(base + "live?" + asked, timeout=30)
-            parsed = Page(server.text)
-            want = ([" ".join(cell[2].split()) for row in parsed.tables[0]["rows"][1:] for cell in row
-                     if cell[0] == "th"] if parsed.tables else [])
-            # The address: the server's canonical query; a search too long for a link is kept as typed (the
-            # page then says it was left out).
-            address = "?" + (server.headers["x-board-query"] if len(typed) <= 200 else asked)
-            if not _poll(lambda: page.evaluate(ROW_NAMES) == want and page.evaluate("location.search") == address):
-                mismatched[text] = (page.evaluate(ROW_NAMES), want, page.evaluate("location.search"), address)
-            sent = page.evaluate("performance.getEntriesByType('resource').map(r => r.name)"
-                                 ".filter(n => n.includes('/live'))")
-            if typed.isascii() and len(typed) <= 200 and want:
-                requested += [(text, url) for url in sent]
-    finally:
-        page.close()
-    assert len(SEARCHES) >= 50 and mismatched == {}, mismatched
-    assert requested == []
-
-
-def test_typed_searches_are_history_entries_that_back_and_forward_return_to(browser, base):
-    """Point 3: typing replaces the address; a search that settled keeps its own entry, so Back returns to the
-    search before and then to the table without one, and Forward again, each with its rows and the box's text."""
-    page = browser.new_page(viewport=DESKTOP)
-    try:
-        page.goto(base + "?tab=iu_xray")
-        every, entries = page.evaluate(ROW_NAMES), page.evaluate("history.length")
-        box = page.locator("#board-search")
-        box.press_sequentially("alpha")
-        assert _poll(lambda: page.evaluate("location.search") == "?tab=iu_xray&q=alpha")
-        alpha = page.evaluate(ROW_NAMES)
-        page.wait_for_timeout(1200)  # the search settles (board.js SETTLE_MS)
-        box.fill("")
-        box.press_sequentially("maira")
-        assert _poll(lambda: page.evaluate("location.search") == "?tab=iu_xray&q=maira")
-        maira = page.evaluate(ROW_NAMES)
-        assert len(every) > len(alpha) == 1 and 1 <= len(maira) < len(every) and maira != alpha
-        assert page.evaluate("history.length") == entries + 2  # "alpha", "maira" (the typing between replaced)
-        for step, text, rows in (("back", "alpha", alpha), ("back", "", every), ("forward", "alpha", alpha),
-                                 ("forward", "maira", maira)):
-            page.go_back() if step == "back" else page.go_forward()
-            address = "?tab=iu_xray" + (f"&q={text}" if text else "")
-            assert _poll(lambda: page.evaluate("location.search") == address and box.input_value() == text
-                         and page.evaluate(ROW_NAMES) == rows), (step, text, page.evaluate("location.search"))
-    finally:
-        page.close()
-
-
-def test_a_changed_board_refreshes_rows_filter_choices_and_last_updated_without_a_reload(browser, tmp_path):
-    """Point 2: at its next poll (1 s here, 10 s served) an open page shows a new result in its rows (through the
-    search being typed), the new institution among the filter choices and the board's new "Last updated", while
-    the box keeps its text and focus and the page is not reloaded."""
-    import time
-
-    import uvicorn
-
-    from leaderboard_helpers import add_scored_result
-    from rexrank.leaderboard.pages import render
-    from rexrank.leaderboard.pages.routes import board_app
-    from rexrank.leaderboard.published import seed_store
-    from rexrank.leaderboard.store import Store
-    from rexrank.leaderboard.views import Views
-
-    store = Store(tmp_path / "board.sqlite")
-    seed_store(store)
-    views = Views(store)
-    server = uvicorn.Server(uvicorn.Config(board_app(views, poll_s=1), host="127.0.0.1", port=free_port(),
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        wait_until(lambda: server.started, "the pages' server to listen")
-        page = browser.new_page(viewport=DESKTOP)
-        page.goto(f"http://127.0.0.1:{server.config.port}/?tab=iu_xray")
-        # marks: the page is not reloaded, and "Last updated" is written again (the same minute reads the same)
-        page.evaluate("window.sameDocument = true; document.getElementById('board-updated').textContent = 'stale'")
-        page.locator("#board-search").press_sequentially("fresh")
-        assert "Fresh Institute" not in page.locator("#board-controls").inner_text()
-        time.sleep(1.1)
-        add_scored_result(store, "Fresh Model", bleu=0.4, institution="Fresh Institute")
-        # (unranked: scored on BLEU-2 alone, its cell says so)
-        assert _poll(lambda: [n.split(" (")[0] for n in page.evaluate(ROW_NAMES)] == ["Fresh Model"], 15), \
-            page.evaluate(ROW_NAMES)
-        wait_until(lambda: page.locator("#board-controls input[value='Fresh Institute']").count() == 1,
-                   "the new institution among the filter choices")
-        wait_until(lambda: page.locator("#board-updated").inner_text() == render.updated(views), "Last updated")
-        assert page.evaluate("document.activeElement.id") == "board-search"
-        assert page.locator("#board-search").input_value() == "fresh"
-        assert page.evaluate("window.sameDocument === true")
-        page.close()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        store.close()
-
-
-def test_a_link_to_another_view_opens_it_in_the_page_and_back_and_forward_return(browser, base):
-    """Point 5's view switch: a link to another view (the navigation's MIMIC-CXR) is fetched and shown in the page
-    (board.js: no new document), at its own address, title and current link; its search works as on a page
-    loaded whole; Back returns to that view before the search, then to the overview, Forward to MIMIC-CXR again."""
-    page = browser.new_page(viewport=PHONE)
-    caption = "() => document.querySelector('caption').textContent"
-    try:
-        page.goto(base)
-        page.evaluate("window.sameDocument = true")
-        page.get_by_role("navigation", name="Board views").get_by_role("link", name="MIMIC-CXR").click()
-        assert _poll(lambda: page.evaluate("location.search") == "?tab=mimic_cxr")
-        assert _poll(lambda: page.evaluate(caption).startswith("MIMIC-CXR · Findings"))
-        assert page.title().startswith("MIMIC-CXR · Findings")
-        assert page.locator("nav a[aria-current=page]").first.inner_text() == "MIMIC-CXR"
-        page.locator("#board-search").press_sequentially("maira 2")
-        assert _poll(lambda: [n.split(" ")[0] for n in page.evaluate(ROW_NAMES)] == ["MAIRA-2"])
-        for step, address, first in (("back", "?tab=mimic_cxr", "MIMIC-CXR"), ("back", "", "Overview"),
-                                     ("forward", "?tab=mimic_cxr", "MIMIC-CXR")):
-            page.go_back() if step == "back" else page.go_forward()
-            assert _poll(lambda: page.evaluate("location.search") == address
-                         and page.evaluate(caption).startswith(first)), (step, page.evaluate("location.search"))
-        assert page.locator("#board-search").input_value() == ""
-        assert page.evaluate("window.sameDocument === true")
     finally:
         page.close()
 
@@ -398,24 +233,18 @@ def test_about_links_jump_to_the_meta_eval_rows_and_a_published_one_reaches_an_o
     while it is open appears at the page's poll; each metric's link points at its row, and following it brings the
     row on screen."""
     import json
-    import threading
 
-    import uvicorn
+    from test_leaderboard_log import _meta_eval_json
 
     from rexrank.leaderboard.pages.routes import board_app
     from rexrank.leaderboard.store import Store
     from rexrank.leaderboard.views import META_EVAL_EMPTY, Views
-    from test_leaderboard_log import _meta_eval_json
 
     store = Store(tmp_path / "board.sqlite")
-    server = uvicorn.Server(uvicorn.Config(board_app(Views(store), poll_s=1), host="127.0.0.1", port=free_port(),
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    server = LoopbackServer(board_app(Views(store), poll_s=1), "the pages' server to listen")
     try:
-        wait_until(lambda: server.started, "the pages' server to listen")
         page = browser.new_page(viewport=DESKTOP)
-        page.goto(f"http://127.0.0.1:{server.config.port}/?tab=about")
+        page.goto(server.base + "?tab=about")
         assert META_EVAL_EMPTY in page.locator("#board-live").inner_text()
         store.add_meta_eval(json.loads(_meta_eval_json(tmp_path / "meta_eval.json").read_text()))
         page.wait_for_selector("#board-live #meta-radgraph", state="attached")
@@ -430,9 +259,165 @@ def test_about_links_jump_to_the_meta_eval_rows_and_a_published_one_reaches_an_o
         assert page.url.endswith("#meta-radgraph")
         page.close()
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+        server.stop()
         store.close()
+
+
+# Searches a visitor may type, hostile and look-alike ones among them: each is read by board.js (ASCII: the
+# rule's data, no request) or by the server (anything else), and must show the server's rows for it.
+SEARCHES = ["maira 2", "MAIRA-2", "MAlRA2", "ma1ra_2", "m a i r a 2", "maira|medgemma", "maira, med;gemma",
+            "0", "O", "1", "l", "I", "i", "|", ",,,", "   ", "\t maira", "a\x1cb", "al pha", "alpha beta",
+            "ALPHA-beta gamma", "<script>alert(1)</script>", "%", "%25", "+", "a+b", "*", "~", "ma*ra", "x~y",
+            "'\"&;", "inst 3", "example lab", "zzzz", "chex agent", "chexagent|", "| maira", "\\", "`id`",
+            "MАIRA", "ＭAIRA", "maira\u20112", "maira\u22122", "Ꮇed", "ǀ", "méd", "x" * 201, "medgemma ",
+            "  med  gemma  ", "rad;;;", "Med\u200bGemma", "\x7f", "a\x0bb", "mai\x1fra"]
+# The rows shown: each row header's text, spaces collapsed.
+ROW_NAMES = ("() => [...document.querySelectorAll('#board-live tbody th[scope=row]')]"
+             ".map(th => th.textContent.replace(/\\s+/g, ' ').trim())")
+
+
+def _poll(check, seconds: float = 10.0):
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return check()
+
+
+def test_search_as_typed_shows_the_servers_rows_for_hostile_and_look_alike_searches(browser, base):
+    """Point 1 (one owner of the search rule): for every search above, the rows board.js shows and the address it
+    writes are the server's own answer for that search (/live: its rows, X-Board-Query); a search of ASCII
+    characters that finds rows sends no request (board.js reads it with the rule's data)."""
+    from urllib.parse import urlencode
+
+    import httpx
+    from test_board_pages import Page
+
+    page = browser.new_page(viewport=DESKTOP)
+    mismatched, requested = {}, []
+    try:
+        page.goto(base + "?tab=iu_xray")
+        box = page.locator("#board-search")
+        for text in SEARCHES:
+            page.evaluate("performance.clearResourceTimings()")
+            box.fill(text)
+            typed = box.input_value()  # what the box holds (a search box drops line breaks)
+            asked = urlencode([("tab", "iu_xray")] + [("q", typed)] * bool(typed))
+            server = httpx.get(base + "live?" + asked, timeout=30)
+            parsed = Page(server.text)
+            want = ([" ".join(cell[2].split()) for row in parsed.tables[0]["rows"][1:] for cell in row
+                     if cell[0] == "th"] if parsed.tables else [])
+            # The address: the server's canonical query; a search too long for a link is kept as typed (the
+            # page then says it was left out).
+            address = "?" + (server.headers["x-board-query"] if len(typed) <= 200 else asked)
+            if not _poll(lambda: page.evaluate(ROW_NAMES) == want and page.evaluate("location.search") == address):
+                mismatched[text] = (page.evaluate(ROW_NAMES), want, page.evaluate("location.search"), address)
+            sent = page.evaluate("performance.getEntriesByType('resource').map(r => r.name)"
+                                 ".filter(n => n.includes('/live'))")
+            if typed.isascii() and len(typed) <= 200 and want:
+                requested += [(text, url) for url in sent]
+    finally:
+        page.close()
+    assert len(SEARCHES) >= 50 and mismatched == {}, mismatched
+    assert requested == []
+
+
+def test_typed_searches_are_history_entries_that_back_and_forward_return_to(browser, base):
+    """Point 3: typing replaces the address; a search that settled keeps its own entry, so Back returns to the
+    search before and then to the table without one, and Forward again, each with its rows and the box's text."""
+    page = browser.new_page(viewport=DESKTOP)
+    try:
+        page.goto(base + "?tab=iu_xray")
+        every, entries = page.evaluate(ROW_NAMES), page.evaluate("history.length")
+        box = page.locator("#board-search")
+        box.press_sequentially("alpha")
+        assert _poll(lambda: page.evaluate("location.search") == "?tab=iu_xray&q=alpha")
+        alpha = page.evaluate(ROW_NAMES)
+        page.wait_for_timeout(1200)  # the search settles (board.js SETTLE_MS)
+        box.fill("")
+        box.press_sequentially("maira")
+        assert _poll(lambda: page.evaluate("location.search") == "?tab=iu_xray&q=maira")
+        maira = page.evaluate(ROW_NAMES)
+        assert len(every) > len(alpha) == 1 and 1 <= len(maira) < len(every) and maira != alpha
+        assert page.evaluate("history.length") == entries + 2  # "alpha", "maira" (the typing between replaced)
+        for step, text, rows in (("back", "alpha", alpha), ("back", "", every), ("forward", "alpha", alpha),
+                                 ("forward", "maira", maira)):
+            page.go_back() if step == "back" else page.go_forward()
+            address = "?tab=iu_xray" + (f"&q={text}" if text else "")
+            assert _poll(lambda: page.evaluate("location.search") == address and box.input_value() == text
+                         and page.evaluate(ROW_NAMES) == rows), (step, text, page.evaluate("location.search"))
+    finally:
+        page.close()
+
+
+def test_a_changed_board_refreshes_rows_filter_choices_and_last_updated_without_a_reload(browser, tmp_path):
+    """Point 2: at its next poll (1 s here, 10 s served) an open page shows a new result in its rows (through the
+    search being typed), the new institution among the filter choices and the board's new "Last updated", while
+    the box keeps its text and focus and the page is not reloaded."""
+    import time
+
+    from leaderboard_helpers import add_scored_result
+
+    from rexrank.leaderboard.pages import render
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.published import seed_store
+    from rexrank.leaderboard.store import Store
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path / "board.sqlite")
+    seed_store(store)
+    views = Views(store)
+    server = LoopbackServer(board_app(views, poll_s=1), "the pages' server to listen")
+    try:
+        page = browser.new_page(viewport=DESKTOP)
+        page.goto(server.base + "?tab=iu_xray")
+        # marks: the page is not reloaded, and "Last updated" is written again (the same minute reads the same)
+        page.evaluate("window.sameDocument = true; document.getElementById('board-updated').textContent = 'stale'")
+        page.locator("#board-search").press_sequentially("fresh")
+        assert "Fresh Institute" not in page.locator("#board-controls").inner_text()
+        time.sleep(1.1)
+        add_scored_result(store, "Fresh Model", bleu=0.4, institution="Fresh Institute")
+        # (unranked: scored on BLEU-2 alone, its cell says so)
+        assert _poll(lambda: [n.split(" (")[0] for n in page.evaluate(ROW_NAMES)] == ["Fresh Model"], 15), \
+            page.evaluate(ROW_NAMES)
+        wait_until(lambda: page.locator("#board-controls input[value='Fresh Institute']").count() == 1,
+                   "the new institution among the filter choices")
+        wait_until(lambda: page.locator("#board-updated").inner_text() == render.updated(views), "Last updated")
+        assert page.evaluate("document.activeElement.id") == "board-search"
+        assert page.locator("#board-search").input_value() == "fresh"
+        assert page.evaluate("window.sameDocument === true")
+        page.close()
+    finally:
+        server.stop()
+        store.close()
+
+
+def test_a_link_to_another_view_opens_it_in_the_page_and_back_and_forward_return(browser, base):
+    """Point 5's view switch: a link to another view (the navigation's MIMIC-CXR) is fetched and shown in the page
+    (board.js: no new document), at its own address, title and current link; its search works as on a page
+    loaded whole; Back returns to that view before the search, then to the overview, Forward to MIMIC-CXR again."""
+    page = browser.new_page(viewport=PHONE)
+    caption = "() => document.querySelector('caption').textContent"
+    try:
+        page.goto(base)
+        page.evaluate("window.sameDocument = true")
+        page.get_by_role("navigation", name="Board views").get_by_role("link", name="MIMIC-CXR").click()
+        assert _poll(lambda: page.evaluate("location.search") == "?tab=mimic_cxr")
+        assert _poll(lambda: page.evaluate(caption).startswith("MIMIC-CXR · Findings"))
+        assert page.title().startswith("MIMIC-CXR · Findings")
+        assert page.locator("nav a[aria-current=page]").first.inner_text() == "MIMIC-CXR"
+        page.locator("#board-search").press_sequentially("maira 2")
+        assert _poll(lambda: [n.split(" ")[0] for n in page.evaluate(ROW_NAMES)] == ["MAIRA-2"])
+        for step, address, first in (("back", "?tab=mimic_cxr", "MIMIC-CXR"), ("back", "", "Overview"),
+                                     ("forward", "?tab=mimic_cxr", "MIMIC-CXR")):
+            page.go_back() if step == "back" else page.go_forward()
+            assert _poll(lambda: page.evaluate("location.search") == address
+                         and page.evaluate(caption).startswith(first)), (step, page.evaluate("location.search"))
+        assert page.locator("#board-search").input_value() == ""
+        assert page.evaluate("window.sameDocument === true")
+    finally:
+        page.close()
 
 
 # Row headers whose content is wider than the cell (it would spill over the next cell's values).

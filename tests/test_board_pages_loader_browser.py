@@ -7,12 +7,10 @@ One server (uvicorn on 127.0.0.1, a thread of this process) and one browser for 
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
-
-from leaderboard_helpers import DESKTOP, free_port, wait_until
+from leaderboard_helpers import DESKTOP, LoopbackServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -27,7 +25,6 @@ TIMES = """() => ({html: performance.getEntriesByType("navigation")[0].responseE
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     """The pages' app on 127.0.0.1 over the published board."""
-    import uvicorn
 
     from rexrank.leaderboard.pages.routes import board_app
     from rexrank.leaderboard.published import seed_store
@@ -36,16 +33,11 @@ def base(tmp_path_factory):
 
     store = Store(tmp_path_factory.mktemp("pages-loader") / "board.sqlite")
     seed_store(store)
-    server = uvicorn.Server(uvicorn.Config(board_app(Views(store)), host="127.0.0.1", port=free_port(),
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    server = LoopbackServer(board_app(Views(store)), "the pages' server to listen")
     try:
-        wait_until(lambda: server.started, "the pages' server to listen")
-        yield f"http://127.0.0.1:{server.config.port}/"
+        yield server.base
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+        server.stop()
         store.close()
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from html import unescape
 from pathlib import Path
 
 import pytest
+from leaderboard_helpers import DESKTOP, PHONE, LoopbackServer
 
-from leaderboard_helpers import DESKTOP, PHONE, free_port, wait_until
 from rexrank.leaderboard.store import Store
 
 N_MODELS = 28  # more than TOP_BARS: the bars are the table's first 25
@@ -177,9 +176,9 @@ def test_bad_query_values_are_named_in_one_line(client):
 def test_the_plots_read_at_every_width_in_light_and_dark(tmp_path):
     """The seeded board's IU-Xray plots and the overview's in Chromium: no sideways scroll, every SVG inside the
     screen, its 12-unit type drawn at 9 px or more; screenshots to ``REXRANK_SHOTS`` (or this test's folder)."""
-    import uvicorn
 
     from leaderboard_helpers import chromium
+
     from rexrank.leaderboard.pages.routes import board_app
     from rexrank.leaderboard.published import seed_store
     from rexrank.leaderboard.views import Views
@@ -187,13 +186,9 @@ def test_the_plots_read_at_every_width_in_light_and_dark(tmp_path):
     shots = Path(os.environ.get("REXRANK_SHOTS") or tmp_path)
     store = Store(tmp_path / "board.sqlite")
     seed_store(store)
-    server = uvicorn.Server(uvicorn.Config(board_app(Views(store)), host="127.0.0.1", port=free_port(),
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    server = LoopbackServer(board_app(Views(store)), "the pages' server to listen")
     try:
-        wait_until(lambda: server.started, "the pages' server to listen")
-        base = f"http://127.0.0.1:{server.config.port}/"
+        base = server.base
         with chromium() as browser:
             for viewport, size in ((DESKTOP, "1440x900"), (PHONE, "390x844")):
                 for scheme in ("light", "dark"):
@@ -214,6 +209,5 @@ def test_the_plots_read_at_every_width_in_light_and_dark(tmp_path):
                     finally:
                         page.close()
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+        server.stop()
         store.close()

@@ -9,12 +9,10 @@ One server (uvicorn on 127.0.0.1, a thread of this process) for the module, stop
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import pytest
-
-from leaderboard_helpers import DESKTOP, PHONE, free_port, wait_until
+from leaderboard_helpers import DESKTOP, PHONE, LoopbackServer
 from test_explore import HOSTILE, runs  # noqa: F401 - runs: the two scored runs (a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -23,7 +21,6 @@ SHOTS = Path(os.environ.get("REXRANK_SHOTS", "/tmp/explore_shots"))
 
 @pytest.fixture(scope="module")
 def base(runs):  # noqa: F811 - the fixture imported above
-    import uvicorn
 
     from rexrank.explore.server import build
 
@@ -34,15 +31,11 @@ def base(runs):  # noqa: F811 - the fixture imported above
         _, _, app = build([root / "shifted", root / "hostile"], cache_dir=root / "cache")
     finally:
         os.chdir(cwd)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    server = LoopbackServer(app, "the explorer to listen")
     try:
-        wait_until(lambda: server.started, "the explorer to listen")
-        yield f"http://127.0.0.1:{server.config.port}/"
+        yield server.base
     finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+        server.stop()
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1440x900", "390x844"])
