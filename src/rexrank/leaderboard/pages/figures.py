@@ -237,14 +237,3 @@ def page(views: Views, query: str) -> tuple[int, str]:
         return 404, "Plots are of the overview and of each test set's table: open them from one of those pages."
     return 200, _frame(f"Plots · {caption}", join([el("style", Html(STYLE)), *body]))
 
-
-def endpoint(views: Views):
-    """The route's handler (``routes.board_app`` registers it at ``PATH``)."""
-    from starlette.responses import HTMLResponse, PlainTextResponse
-
-    def plots(request):
-        status, content = page(views, request.url.query)
-        if status != 200:
-            return PlainTextResponse(content, status_code=status)
-        return HTMLResponse(content, headers={"Cache-Control": "no-cache"})
-    return plots

@@ -65,6 +65,18 @@ def _not_modified(etag: str) -> Response:
     return Response(status_code=304, headers={"ETag": etag, **_FRESH})
 
 
+def _page_route(page, views: Views):
+    """A handler for a view of its own (``page(views, query) -> (status, text)``): the HTML on 200, else the one
+    line as plain text with its status (the per-study view, the plots)."""
+
+    def handler(request: Request) -> Response:
+        status, content = page(views, request.url.query)
+        if status != 200:
+            return PlainTextResponse(content, status_code=status)
+        return HTMLResponse(content, headers=_FRESH)
+    return handler
+
+
 def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
     """The pages as an ASGI app (``mount`` puts it under ``PREFIX``; tests drive it alone); an open page asks for
     the generation every ``poll_s`` seconds."""
@@ -154,8 +166,8 @@ def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
     routes = [Route("/", page), Route("/live", live), Route("/controls", controls), Route("/version", version),
               Route("/static/{name}", static), Route("/csv/{dataset}/{track}", csv),
               Route("/json/{dataset}/{track}", results)]
-    routes.append(Route(studies.PATH, studies.endpoint(views)))  # a model's per-study view (open sets)
-    routes.append(Route(figures.PATH, figures.endpoint(views)))  # a table's or the overview's plots (SVG)
+    routes.append(Route(studies.PATH, _page_route(studies.page, views)))  # a model's per-study view (open sets)
+    routes.append(Route(figures.PATH, _page_route(figures.page, views)))  # a table's or the overview's plots (SVG)
     return Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)])
 
 

@@ -127,14 +127,3 @@ def page(views: Views, query: str) -> tuple[int, str]:
                  el("nav", *pager, aria_label="Pages", class_="pager")])
     return 200, _frame(f"{shown_name} · {label}", body)
 
-
-def endpoint(views: Views):
-    """The route's handler (``routes.board_app`` registers it at ``PATH``)."""
-    from starlette.responses import HTMLResponse, PlainTextResponse
-
-    def studies(request):
-        status, content = page(views, request.url.query)
-        if status != 200:
-            return PlainTextResponse(content, status_code=status)
-        return HTMLResponse(content, headers={"Cache-Control": "no-cache"})
-    return studies
