@@ -17,7 +17,7 @@ from typing import Any
 from rexrank.explore import detail as detail_mod
 from rexrank.explore.data import GROUP_LABELS, GROUPS, Explorer
 from rexrank.explore.table import Orders, View, parse_sort, sort_value, values_of
-from rexrank.leaderboard.pages.html import Html, el, join, table, text, void, words
+from rexrank.leaderboard.pages.html import Html, el, join, table, void, words
 
 TITLE = "rexrank explore"
 PREVIEW_CHARS = 160

@@ -19,11 +19,10 @@ from typing import Any
 
 from rexrank.leaderboard import about, board, compare_view, links
 from rexrank.leaderboard.pages import assets, studies
-from rexrank.leaderboard.pages.html import Html, el, join, table, text, void, words
+from rexrank.leaderboard.pages.html import Html, el, join, table, void, words
 from rexrank.leaderboard.pages.params import view_defaults
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, SOURCES, TRACK_LABELS, TRACKS, search_key
-from rexrank.leaderboard.views import (PRIMARY, TITLE, TRAINED_CHOICES, Views, md_link, overview_label, table_label,
-                                       when)
+from rexrank.leaderboard.views import (PRIMARY, TITLE, TRAINED_CHOICES, Views, md_link, overview_label, when)
 
 # The tabs a link may name whose page is the gradio board's (a form and an Arena need gradio): linked, not rendered.
 GRADIO_TABS = {links.SUBMIT_TAB: "Submit", links.ARENA_TAB: "Arena"}
