@@ -289,6 +289,30 @@ def test_next_pair_keeps_images_with_their_study_and_the_board(browser, space):
     page.close()
 
 
+def test_the_phone_vote_bar_is_one_row_of_touch_targets(browser, space):
+    """Issue 50, seen in bench/arena_shots.py's 390x844 screenshots: "Next pair" wrapped to a row of its own and the
+    sticky bar took 190 px of the 844 before a vote (245 with a reveal). Now the five buttons share one row, each at
+    least TOUCH_PX square, "Both unacceptable" in two lines (not three, its word broken), all within the screen."""
+    from rexrank.leaderboard.arena_tab import TOUCH_PX
+
+    url, store, arena = space
+    page = browser.new_page(viewport=PHONE)
+    page.goto(url, wait_until="load")
+    page.get_by_role("tab", name="Arena", exact=True).click()
+    page.wait_for_selector("#arena-next", state="visible", timeout=STATE_CEILING_MS)
+    boxes = {selector: _box(page, selector) for selector in VOTE_BUTTONS + ["#arena-next"]}
+    print("\n" + "; ".join(f"{s} {b['width']:.0f}x{b['height']:.0f} at y {b['y']:.0f}" for s, b in boxes.items()))
+    tops = {round(box["y"]) for box in boxes.values()}
+    assert max(tops) - min(tops) <= 1, boxes
+    for selector, box in boxes.items():
+        assert box["height"] >= TOUCH_PX - 0.5 and box["width"] >= TOUCH_PX - 0.5, (selector, box)
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (selector, box)
+    assert boxes["#arena-vote-both-bad"]["height"] < 60, boxes  # two lines of text (three: 70 px)
+    bar = _box(page, "#arena-vote-bar")
+    assert bar["height"] <= 0.18 * PHONE["height"], bar  # 190 px before
+    page.close()
+
+
 @pytest.fixture(scope="module")
 def paced(tmp_path_factory):
     """The Arena page with a short pace (a vote counts after 1 s; 2 pairs per 6 s), so that a refused pair, the
@@ -327,7 +351,7 @@ def test_a_paced_session_keeps_the_pair_counts_down_and_announces(browser, paced
                            ".length > 0",
                            timeout=STATE_CEILING_MS)
     assert "Rater integrity" not in page.content() and page.locator("#arena-integrity").count() == 0
-    for selector in VOTE_BUTTONS + ["#arena-next"]:
+    for selector in VOTE_BUTTONS + ["#arena-next", "#arena-refresh"]:  # Refresh was 26 px high (size="sm")
         box = _box(page, selector)
         assert box["height"] >= TOUCH_PX - 0.5 and box["width"] >= TOUCH_PX - 0.5, (selector, box)
     assert page.locator("#arena-message").get_attribute("aria-live") == "polite"

@@ -100,7 +100,8 @@ def test_the_rules_come_before_the_first_pair_and_the_bar_is_for_voting(store): 
     assert len(votes) == 4 and all(b.variant == "primary" for b in votes)
     assert blocks["arena-next"].variant == "secondary"  # it was the bar's one primary button
     assert TOUCH_PX >= 44
-    assert f"#arena-vote-bar button {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}" in ARENA_CSS
+    touch = f"#arena-vote-bar button, #arena-refresh {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}"
+    assert touch in ARENA_CSS
     assert "board-live" in blocks["arena-message"].elem_classes  # a live region (gradio_compat.LIVE_REGION_HEAD)
     assert 'live.className = "board-live"' in ARENA_HEAD and "live.textContent = reveal.value" in ARENA_HEAD
 

@@ -48,7 +48,7 @@ IMAGE_HEIGHT_PX = 560
 # only (``arena-*``); assets.CSS includes them. z-index: above gradio's block labels (they showed through the bar),
 # below its toasts.
 # Touch targets of at least 44 px (issue 50: the vote buttons were about 80x26 px on a phone); the vote buttons carry
-# the bar's weight (primary), "Next pair" is secondary.
+# the bar's weight (primary), "Next pair" is secondary. The board's Refresh too (it was 26 px high, size="sm").
 TOUCH_PX = 44
 ARENA_CSS = """
 #arena-vote-bar { position: sticky; bottom: 0; z-index: 60; background: var(--background-fill-primary);
@@ -57,14 +57,19 @@ ARENA_CSS = """
 .arena-text-label { font-size: var(--text-sm); color: var(--block-label-text-color); margin-bottom: 4px; }
 .arena-text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; }
 #arena-announce { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
-""" + f"#arena-vote-bar button {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}\n"
+""" + f"#arena-vote-bar button, #arena-refresh {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}\n"
 # In <head> (gradio scopes css='s @media rules, gradio_compat.PHONE_HEAD says why): a phone's gallery one view per
 # row; and the keys, which act only while the Arena is on screen and never while text is being typed (a checkbox
 # keeps them: a rater ticks an error type, then votes).
-# A phone's vote buttons, four in a row of 390 px, hold "Both unacceptable" in two lines of 13 px text.
+# A phone's vote bar is one row of five buttons (issue 50, seen at 390x844: "Next pair" wrapped to a row of its own
+# and the sticky bar took 190 px of the screen before a vote, 245 after); "Both unacceptable", wider, in two lines of
+# 12 px (a fifth of the row broke "unacceptable" inside the word).
 ARENA_HEAD = """<style>@media (max-width: 640px) {
   #arena-images .grid-container { grid-template-columns: 1fr !important; }
-  #arena-vote-bar button { font-size: 13px; padding-left: 2px; padding-right: 2px; overflow-wrap: anywhere; }
+  #arena-vote-bar .arena-vote-buttons { flex-wrap: nowrap; gap: 4px; }
+  #arena-vote-bar button { flex: 1 1 0 !important; min-width: %dpx !important; font-size: 12px; padding-left: 2px;
+    padding-right: 2px; overflow-wrap: anywhere; }
+  #arena-vote-bar #arena-vote-both-bad { flex-grow: 1.5 !important; }
 }</style>
 <script>
 document.addEventListener("keydown", (event) => {
@@ -93,7 +98,7 @@ setInterval(() => {
   }
   if (live.textContent !== reveal.value) live.textContent = reveal.value;
 }, 500);
-</script>""" % json.dumps(KEYS)
+</script>""" % (TOUCH_PX, json.dumps(KEYS))
 
 
 # A new page of a rater whose pairs of the minute were all served (to their other pages or tabs): what it says.
