@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Encoder metrics against their reference packages, and operator dispatches per text (issue 52).
 
-    .venv/bin/python bench/encoders.py [--pairs 16] [--repeats 3] [--threads 1] [--only bertscore,semb,radgraph]
+    .venv/bin/python bench/encoders.py [--pairs 16] [--repeats 3] [--threads 1] [--only bertscore,semb,...]
+        [--old /tmp/wt-d7d1e7e/src --old /tmp/wt-afc171f/src]   # also time other trees' rexrank, same texts
     .venv/bin/python bench/encoders.py --dispatch [--src OTHER_TREE/src]   # aten calls per text, small stand-ins
 
 **Timings** (the default): random-weight stand-ins of the real sizes, in the real file layouts
@@ -14,12 +15,16 @@ Each side scores the same ``--pairs`` pairs of distinct IU-Xray test reports ("r
 | bertscore | ``metrics.get("bertscore").score(hyps, refs)`` | bert-score 0.3.13 ``BERTScorer(...).score`` as CXR-Report-Metric calls it (tests/reference/bertscore_ref.py) |
 | semb | ``metrics.get("semb").score(hyps, refs)`` | f1chexbert 0.0.2 ``get_label`` per distinct text (its one pass per report), [CLS] read by a hook, cosine per pair (tests/reference/semb_f1chexbert_ref.py) |
 | radgraph | ``metrics.get("radgraph").annotate(texts)`` | radgraph 0.1.18 ``RadGraph(...)([report])`` per distinct text (tests/reference/radgraph_ref.py) |
+| ratescore | ``metrics.get("ratescore").score(hyps, refs)`` | none (the RaTEScore package is not in .venv-ref): rexrank trees only |
 
-Every side runs in a fresh process with ``torch.set_num_threads(--threads)`` and ``OMP_NUM_THREADS`` /
-``MKL_NUM_THREADS`` at the same value, loads its model and makes one warm-up call on other reports outside the
-timed region, then times one call: the process's CPU seconds (all threads) and wall seconds. Sides alternate
-(rexrank first on even repeats, the reference first on odd ones); medians of ``--repeats`` are printed with the
-ratio rexrank / reference. These are CPU numbers on stand-ins: speed and memory are real-sized, values are not.
+Every side (this tree's rexrank, each ``--old`` tree's rexrank, the reference) is one process with
+``torch.set_num_threads(--threads)`` and ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` at the same value; all are
+started together, load their model and make one warm-up call on other reports, then wait. Repeat r hands every side
+the same block r of ``--pairs`` distinct pairs (a new block each repeat, so no per-text cache helps), one side at a
+time, the order rotated each repeat (alternated), and reads the CPU seconds (all threads) and wall seconds of that
+call. Medians over the repeats are printed with each side's ratio to the reference and this tree's ratio to each
+old tree; peak RSS is each process's VmHWM after its last call (model included). These are CPU numbers on
+stand-ins: speed and memory are real-sized, values are not.
 
 **Dispatches** (``--dispatch``): the aten operator calls (torch profiler, CPU) of one ``score()`` over 128 pairs of
 256 distinct IU-Xray reports at ``batch_size`` 64 (the CUDA default), per text, on the small stand-ins (the size the
@@ -43,7 +48,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO.parent / "shared" / "data" / "iu_xray" / "ReXRank_IUXray_test.json"
 REFERENCE_PYTHON = REPO / ".venv-ref" / "bin" / "python"
-METRICS = ("bertscore", "semb", "radgraph")
+METRICS = ("bertscore", "semb", "radgraph", "ratescore")
+NO_REFERENCE = {"ratescore"}  # no reference package in .venv-ref
 WARM_UP = 4  # reports of the warm-up call (never among the timed ones)
 
 
@@ -72,29 +78,36 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _timed(call, warm, timed) -> dict:
+def _serve(call, warm) -> None:
+    """Warm up, say ready, then time one call per line of stdin (a JSON block of pairs) until it closes."""
     call(warm)
-    cpu, wall = time.process_time(), time.perf_counter()
-    call(timed)
-    return {"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall, "peak_rss_mb": _peak_rss_mb()}
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        block = json.loads(line)
+        cpu, wall = time.process_time(), time.perf_counter()
+        call(block)
+        print(json.dumps({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall,
+                          "peak_rss_mb": _peak_rss_mb()}), flush=True)
 
 
-def _ours(metric_name: str, paths: dict, warm: dict, timed: dict, batch_size: int | None) -> dict:
-    import rexrank
+def _options(metric_name: str, paths: dict) -> dict:
+    return {"bertscore": {"model": paths.get("bertscore")},
+            "semb": {"model": paths.get("semb"), "backbone": paths.get("semb_backbone")},
+            "radgraph": {"model": paths.get("radgraph")},
+            "ratescore": {"ner_model": paths.get("ratescore_ner"), "embed_model": paths.get("ratescore_embed")},
+            }[metric_name]
+
+
+def _ours(metric_name: str, paths: dict, batch_size: int | None):
     from rexrank import metrics
 
-    options = {"bertscore": {"model": paths.get("bertscore")},
-               "semb": {"model": paths.get("semb"), "backbone": paths.get("semb_backbone")},
-               "radgraph": {"model": paths.get("radgraph")}}[metric_name]
-    metric = metrics.get(metric_name, device="cpu", batch_size=batch_size, **options)
+    metric = metrics.get(metric_name, device="cpu", batch_size=batch_size, **_options(metric_name, paths))
     if metric_name == "radgraph":
-        out = _timed(lambda p: metric.annotate(list(dict.fromkeys(p["hyps"] + p["refs"]))), warm, timed)
-    else:
-        out = _timed(lambda p: metric.score(p["hyps"], p["refs"]), warm, timed)
-    return {**out, "code": str(Path(rexrank.__file__).parent), "batching": metric.config().get("batching")}
+        return lambda p: metric.annotate(list(dict.fromkeys(p["hyps"] + p["refs"])))
+    return lambda p: metric.score(p["hyps"], p["refs"])
 
 
-def _reference(metric_name: str, paths: dict, warm: dict, timed: dict) -> dict:
+def _reference(metric_name: str, paths: dict):
     import contextlib
     import importlib.util
     import io
@@ -120,7 +133,7 @@ def _reference(metric_name: str, paths: dict, warm: dict, timed: dict) -> dict:
 
         def call(p):
             scorer.score([re.sub(r" +", " ", t) for t in p["hyps"]], [re.sub(r" +", " ", t) for t in p["refs"]])
-        return _timed(call, warm, timed)
+        return call
     if metric_name == "semb":
         import numpy as np
         import torch
@@ -137,7 +150,7 @@ def _reference(metric_name: str, paths: dict, warm: dict, timed: dict) -> dict:
                     vectors[text] = seen["cls"][0].numpy()
             return [float((vectors[r] * vectors[h]).sum() / (np.linalg.norm(vectors[r]) * np.linalg.norm(vectors[h])))
                     for h, r in zip(p["hyps"], p["refs"])]
-        return _timed(call, warm, timed)
+        return call
     from radgraph import RadGraph
 
     folder = tempfile.mkdtemp(prefix="radgraph-ref-")
@@ -149,7 +162,7 @@ def _reference(metric_name: str, paths: dict, warm: dict, timed: dict) -> dict:
         with contextlib.redirect_stdout(io.StringIO()):
             for text in dict.fromkeys(p["hyps"] + p["refs"]):  # radgraph_ref.py: one report per call
                 model([text])
-    return _timed(call, warm, timed)
+    return call
 
 
 def _dispatches(metric_name: str, paths: dict, texts: list[str]) -> dict:
@@ -159,10 +172,7 @@ def _dispatches(metric_name: str, paths: dict, texts: list[str]) -> dict:
     import rexrank
     from rexrank import metrics
 
-    options = {"bertscore": {"model": paths.get("bertscore")},
-               "semb": {"model": paths.get("semb"), "backbone": paths.get("semb_backbone")},
-               "radgraph": {"model": paths.get("radgraph")}}[metric_name]
-    metric = metrics.get(metric_name, device="cpu", batch_size=64, **options)
+    metric = metrics.get(metric_name, device="cpu", batch_size=64, **_options(metric_name, paths))
     metric.score(["Lungs clear."], ["Heart size normal."])  # loads the model outside the count
     half = len(texts) // 2
     with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -180,12 +190,46 @@ def worker(args) -> None:
     metric_name, side = args.worker.split(":")
     if side == "dispatch":
         out = _dispatches(metric_name, payload["paths"], payload["texts"])
+        print(json.dumps(out))
+    elif side == "reference":
+        _serve(_reference(metric_name, payload["paths"]), payload["warm"])
     else:
-        if side == "rexrank":
-            out = _ours(metric_name, payload["paths"], payload["warm"], payload["timed"], payload["batch_size"])
-        else:
-            out = _reference(metric_name, payload["paths"], payload["warm"], payload["timed"])
-    print(json.dumps(out))
+        _serve(_ours(metric_name, payload["paths"], payload["batch_size"]), payload["warm"])
+
+
+def _alternated(name: str, sides: dict, payload_file: Path, threads: int, blocks: list[list[str]]) -> dict:
+    """Start every side's server, then time each block on each side in turn, rotating the order per block."""
+    def role(side):
+        return f"{name}:{'reference' if side == 'reference' else 'rexrank'}"
+
+    procs = {side: subprocess.Popen([str(python), __file__, "--worker", role(side), "--payload", str(payload_file),
+                                     "--threads", str(threads)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=_env(threads, src))
+             for side, (python, src) in sides.items()}
+
+    def answer(side):
+        line = procs[side].stdout.readline()
+        if not line:
+            raise SystemExit(f"{name} {side} failed:\n{procs[side].stderr.read()[-3000:]}")
+        return json.loads(line)
+
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
+    try:
+        for side in sides:
+            answer(side)  # loaded and warmed up
+        order = list(sides)
+        for r, block in enumerate(blocks):
+            half = len(block) // 2
+            for side in order[r % len(order):] + order[:r % len(order)]:
+                procs[side].stdin.write(json.dumps({"hyps": block[:half], "refs": block[half:]}) + "\n")
+                procs[side].stdin.flush()
+                runs[side].append(answer(side))
+    finally:
+        for proc in procs.values():
+            proc.stdin.close()
+            proc.wait()
+    return runs
 
 
 def _run(python: str | Path, role: str, payload_file: Path, threads: int, src: str | None = None) -> dict:
@@ -220,6 +264,8 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=None,
                         help="rexrank side's batch_size (default: the device's, 8 rows on CPU)")
     parser.add_argument("--src", help="the rexrank side's code: another tree's src folder (default: this one)")
+    parser.add_argument("--old", action="append", default=[],
+                        help="also time this tree's src (repeatable), e.g. a worktree of an older commit")
     parser.add_argument("--reference-python", default=str(REFERENCE_PYTHON))
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args(argv)
@@ -248,32 +294,41 @@ def main(argv=None) -> int:
                 raise SystemExit(f"no reference interpreter at {args.reference_python}: run `make setup-ref` or pass "
                                  "--reference-python")
             paths = _standins("real", names)
-            timed = reports[WARM_UP:WARM_UP + 2 * args.pairs]
+            blocks = [reports[WARM_UP + 2 * args.pairs * r:WARM_UP + 2 * args.pairs * (r + 1)]
+                      for r in range(args.repeats)]
+            if len(blocks[-1]) < 2 * args.pairs:
+                parser.error(f"{args.repeats} x {args.pairs} pairs need {2 * args.pairs * args.repeats} distinct "
+                             f"reports; there are {len(reports) - WARM_UP}")
             payload_file.write_text(json.dumps({
                 "paths": paths, "warm": {"hyps": reports[:WARM_UP // 2], "refs": reports[WARM_UP // 2:WARM_UP]},
-                "timed": {"hyps": timed[:args.pairs], "refs": timed[args.pairs:]}, "batch_size": args.batch_size}))
-            print(f"{args.pairs} pairs ({2 * args.pairs} distinct IU-Xray reports), real-size stand-ins, "
-                  f"{args.threads} thread(s), {args.repeats} repeats alternated; CPU and wall seconds of one call; "
-                  f"rexrank batch_size {args.batch_size or 'default'}")
+                "batch_size": args.batch_size}))
+            sides = {"rexrank": (sys.executable, args.src)}
+            for old in args.old:
+                sides[f"rexrank@{old}"] = (sys.executable, old)
+            print(f"{args.repeats} blocks of {args.pairs} pairs (distinct IU-Xray test reports, a new block each "
+                  f"repeat), real-size stand-ins, {args.threads} thread(s), sides alternated; CPU and wall seconds "
+                  f"of one call, medians; rexrank batch_size {args.batch_size or 'default'}")
             for name in names:
-                runs: dict[str, list[dict]] = {"rexrank": [], "reference": []}
-                for repeat in range(args.repeats):
-                    order = ("rexrank", "reference") if repeat % 2 == 0 else ("reference", "rexrank")
-                    for side in order:
-                        python = sys.executable if side == "rexrank" else args.reference_python
-                        runs[side].append(_run(python, f"{name}:{side}", payload_file, args.threads,
-                                               args.src if side == "rexrank" else None))
+                mine = dict(sides)
+                if name not in NO_REFERENCE:
+                    mine["reference"] = (args.reference_python, None)
+                runs = _alternated(name, mine, payload_file, args.threads, blocks)
                 med = {side: {k: statistics.median(r[k] for r in found) for k in ("cpu", "wall", "peak_rss_mb")}
                        for side, found in runs.items()}
-                ratio = med["rexrank"]["cpu"] / med["reference"]["cpu"]
-                rows.append({"metric": name, "threads": args.threads, "pairs": args.pairs, "runs": runs,
-                             "median": med, "cpu_ratio": ratio})
-                for side in ("rexrank", "reference"):
+                row = {"metric": name, "threads": args.threads, "pairs": args.pairs, "runs": runs, "median": med}
+                rows.append(row)
+                for side in mine:
                     m = med[side]
-                    print(f"  {name:10s} {side:9s} CPU {m['cpu']:7.2f} s  wall {m['wall']:7.2f} s  "
-                          f"peak RSS {m['peak_rss_mb']:6.0f} MB  (CPU per run: "
+                    print(f"  {name:10s} {side:28s} CPU {m['cpu']:7.2f} s  wall {m['wall']:7.2f} s  "
+                          f"peak RSS {m['peak_rss_mb']:6.0f} MB  (CPU per block: "
                           + ", ".join(f"{r['cpu']:.2f}" for r in runs[side]) + ")")
-                print(f"  {name:10s} rexrank / reference CPU: {ratio:.2f}")
+                for side in mine:
+                    if side != "rexrank":
+                        ratio = med["rexrank"]["cpu"] / med[side]["cpu"]
+                        row[f"cpu_ratio_vs_{side}"] = ratio
+                        print(f"  {name:10s} rexrank / {side} CPU: {ratio:.2f}")
+                    if side not in ("rexrank", "reference") and "reference" in mine:
+                        print(f"  {name:10s} {side} / reference CPU: {med[side]['cpu'] / med['reference']['cpu']:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
