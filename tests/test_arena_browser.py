@@ -289,6 +289,27 @@ def test_next_pair_keeps_images_with_their_study_and_the_board(browser, space):
     page.close()
 
 
+def test_a_laptop_shows_the_film_beside_the_texts_on_its_first_screen(browser, space):
+    """Issue 50, seen in bench/arena_shots.py's 1440x900 screenshots: the 560 px film sat above the texts, and the
+    first screen showed the film and the vote bar but no word of the reference or the reports. Now the film is beside
+    them: the reference and both reports start on the first screen, above the vote bar, the film at its full size."""
+    url, store, arena = space
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(url, wait_until="load")
+    page.get_by_role("tab", name="Arena", exact=True).click()
+    page.wait_for_function("() => (document.querySelector('#arena-report-b .arena-text')?.textContent ?? '')"
+                           ".length > 0", timeout=STATE_CEILING_MS)
+    page.wait_for_selector("#arena-images img", state="visible", timeout=STATE_CEILING_MS)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    bar, film = _box(page, "#arena-vote-bar"), _box(page, "#arena-images")
+    for text in ("#arena-reference .arena-text", "#arena-report-a .arena-text", "#arena-report-b .arena-text"):
+        box = _box(page, text)
+        assert box["y"] + box["height"] <= bar["y"], (text, box, bar)
+        assert box["x"] >= film["x"] + film["width"], (text, box, film)  # beside the film, not below it
+    assert film["height"] >= 400 and film["y"] + film["height"] <= bar["y"] + 1, (film, bar)
+    page.close()
+
+
 def test_the_phone_vote_bar_is_one_row_of_touch_targets(browser, space):
     """Issue 50, seen in bench/arena_shots.py's 390x844 screenshots: "Next pair" wrapped to a row of its own and the
     sticky bar took 190 px of the 844 before a vote (245 with a reveal). Now the five buttons share one row, each at

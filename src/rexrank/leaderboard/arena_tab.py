@@ -43,6 +43,7 @@ assert set(KEYS.values()) >= {f"arena-vote-{c.replace('_', '-')}" for c in CHOIC
 # The images' box: a chest film's lines and tubes need a few hundred pixels of height to be read (a phone shows the
 # views one per row, ARENA_HEAD, so each takes the screen's width).
 IMAGE_HEIGHT_PX = 560
+FILM_MIN_PX = 400  # the film's column and the texts' beside it: a phone's screen takes one of them
 # The vote bar stays at the bottom of the screen while the pair above it is read (issue 37: on a phone the buttons
 # sat ~1,330 px below the first report; it sticks thanks to gradio_compat.STICKY_CSS). Rules on the Arena's own ids
 # only (``arena-*``); assets.CSS includes them. z-index: above gradio's block labels (they showed through the bar),
@@ -307,19 +308,26 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
         message = gr.Markdown(elem_id="arena-message", elem_classes=["board-live"])  # a live region
         # The study's images first and large: what a radiologist reads before the reports (columns=1 on a phone
         # through ARENA_CSS's rules would need gradio's grid classes: one view per row at every width instead).
-        images = gr.Gallery(label="Images", visible=False, elem_id="arena-images", height=IMAGE_HEIGHT_PX,
-                            object_fit="contain", preview=True, allow_preview=True)
-        # The texts as readable text (``readable``: escaped, never markup), each under its heading.
-        reference = gr.HTML(elem_id="arena-reference", padding=True, js_on_load=None)
-        with gr.Row(equal_height=True):
-            with gr.Column(min_width=300):
-                report_a = gr.HTML(elem_id="arena-report-a", padding=True, js_on_load=None)
-                tags_a = gr.CheckboxGroup(categories, label="Clinically significant errors in A (optional)",
-                                          elem_id="arena-tags-a")
-            with gr.Column(min_width=300):
-                report_b = gr.HTML(elem_id="arena-report-b", padding=True, js_on_load=None)
-                tags_b = gr.CheckboxGroup(categories, label="Clinically significant errors in B (optional)",
-                                          elem_id="arena-tags-b")
+        # Beside the texts on a wide screen (issue 50, seen at 1440x900: the film above them filled the first screen,
+        # no text on it), above them on a phone (the row wraps below two FILM_MIN_PX columns).
+        with gr.Row(elem_id="arena-pair"):
+            # Drawn only when the host has images (else the texts take the width); kept between pairs (the gallery
+            # is hidden while the next pair's images come: the texts beside it do not move).
+            with gr.Column(scale=2, min_width=FILM_MIN_PX, visible=arena.images is not None):
+                images = gr.Gallery(label="Images", visible=False, elem_id="arena-images", height=IMAGE_HEIGHT_PX,
+                                    object_fit="contain", preview=True, allow_preview=True)
+            with gr.Column(scale=3, min_width=FILM_MIN_PX):
+                # The texts as readable text (``readable``: escaped, never markup), each under its heading.
+                reference = gr.HTML(elem_id="arena-reference", padding=True, js_on_load=None)
+                with gr.Row(equal_height=True):
+                    with gr.Column(min_width=300):
+                        report_a = gr.HTML(elem_id="arena-report-a", padding=True, js_on_load=None)
+                        tags_a = gr.CheckboxGroup(categories, label="Clinically significant errors in A (optional)",
+                                                  elem_id="arena-tags-a")
+                    with gr.Column(min_width=300):
+                        report_b = gr.HTML(elem_id="arena-report-b", padding=True, js_on_load=None)
+                        tags_b = gr.CheckboxGroup(categories, label="Clinically significant errors in B (optional)",
+                                                  elem_id="arena-tags-b")
         # The vote bar: sticky at the bottom of the screen (ARENA_CSS) while the pair is read, so the buttons, the
         # answer to a vote (pace messages included) and the next pair stay in reach of both reports on a phone.
         with gr.Column(elem_id="arena-vote-bar", elem_classes=["arena-vote-bar"]):
