@@ -74,7 +74,7 @@ def _port() -> int:
 
 def _pair_shown(page) -> None:
     page.wait_for_function("() => (document.querySelector('#arena-report-a .arena-text')?.textContent ?? '')"
-                           ".length > 0 && !document.querySelector('#arena-reveal textarea').value && "
+                           ".length > 0 && document.querySelector('#arena-reveal textarea')?.value === '' && "
                            "[...document.querySelectorAll('[id^=arena-vote-]')].filter(b => b.tagName === 'BUTTON')"
                            ".every(b => !b.disabled)", timeout=WAIT_MS)
 
