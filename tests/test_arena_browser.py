@@ -334,6 +334,43 @@ def test_the_phone_vote_bar_is_one_row_of_touch_targets(browser, space):
     page.close()
 
 
+def test_the_arena_alone_under_the_navbar_shows_no_tab_strip(browser, tmp_path):
+    """The Arena's own page (wiring: gr.Tabs holding only the Arena tab, under the navbar) drew a strip with one tab,
+    "Arena", below the navbar's "Arena" (bench/arena_shots.py, every screenshot). Now that strip is hidden and the
+    Arena starts with its rules; beside other tabs (the ``space`` fixture's page) the strip stays."""
+    import gradio as gr
+
+    from rexrank.leaderboard.arena_tab import arena_tab
+
+    store = Store(tmp_path / "board.sqlite")
+    _keep(store, n_studies=2)
+    arena = Arena(store, n_boot=0, rng=np.random.default_rng(0), pace=NO_PACE)
+    with gr.Blocks() as demo:
+        with gr.Tabs():
+            arena_tab(gr, arena, oauth=False, rater="hf:ann")
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=CSS, head=HEAD,
+                theme=theme())
+    page = browser.new_page(viewport=PHONE)
+    try:
+        page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
+        page.wait_for_selector("#arena-intro", state="visible", timeout=STATE_CEILING_MS)
+        assert page.locator("[role=tab]").count() == 1 and not page.locator("[role=tab]").is_visible()
+        assert _box(page, "#arena-intro")["y"] < 40  # the rules first
+    finally:
+        page.close()
+        demo.close()
+        store.close()
+
+
+def test_beside_other_tabs_the_arena_tab_is_shown(browser, space):
+    page = browser.new_page(viewport=PHONE)
+    page.goto(space[0], wait_until="load")
+    page.get_by_role("tab", name="Arena", exact=True).wait_for(timeout=STATE_CEILING_MS)
+    assert page.get_by_role("tab", name="Arena", exact=True).is_visible()
+    page.close()
+
+
 @pytest.fixture(scope="module")
 def paced(tmp_path_factory):
     """The Arena page with a short pace (a vote counts after 1 s; 2 pairs per 6 s), so that a refused pair, the

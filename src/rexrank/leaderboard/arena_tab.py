@@ -58,7 +58,10 @@ ARENA_CSS = """
 .arena-text-label { font-size: var(--text-sm); color: var(--block-label-text-color); margin-bottom: 4px; }
 .arena-text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; }
 #arena-announce { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
-""" + f"#arena-vote-bar button, #arena-refresh {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}\n"
+""" + f"#arena-vote-bar button, #arena-refresh {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}\n" + (
+    # The Arena's page of its own (wiring: /arena under the navbar) holds its tab alone: a strip with one tab named
+    # "Arena" under the navbar's "Arena" said nothing (issue 50, seen in every screenshot). Beside other tabs it stays.
+    f'.tab-wrapper:has([role=tablist] > [role=tab][data-tab-id="{ARENA_TAB}"]:only-of-type) {{ display: none; }}\n')
 # In <head> (gradio scopes css='s @media rules, gradio_compat.PHONE_HEAD says why): a phone's gallery one view per
 # row; and the keys, which act only while the Arena is on screen and never while text is being typed (a checkbox
 # keeps them: a rater ticks an error type, then votes).
