@@ -178,6 +178,7 @@ def test_an_oversized_answer_is_never_read_whole(declare_length, gzip):
     assert peak < cap + 3 * 1024 * 1024 < answer // 4, peak
 
 
+@pytest.mark.slow  # 2.1 s of CPU of its own in the fast tier's run (23:30, load 1-4): at the edge
 def test_a_slow_endpoint_does_not_slow_the_farm():
     """The issue's bench case, scaled down: 3 fast endpoints (0.1 s a request, 2 in flight each) against the same 3
     plus a slow one (3 s), 24 requests, each client warmed by one call (as `rexrank score`'s chunks after the

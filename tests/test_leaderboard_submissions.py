@@ -532,6 +532,8 @@ def test_identical_files_sent_at_once_by_one_client_are_each_a_duplicate(tmp_pat
 
 
 # -- duplicates ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.slow  # 1.9 s of CPU of its own in the fast tier's run (23:30, load 1-4): at the edge
 def test_duplicates_compare_parsed_predictions(tmp_path):
     import unicodedata
 

@@ -176,6 +176,7 @@ def _judged(unparseable: int | None) -> Inputs:
     return Inputs(ids, hyps, refs, attributes={sid: {"site": f"s{i % 2}"} for i, sid in enumerate(ids)})
 
 
+@pytest.mark.slow  # 1.8 s of CPU of its own in the fast tier's run (23:30, load 1-4): at the edge
 def test_one_studys_nan_changes_no_disclosed_count(tmp_path):
     """Issue 26, point 7: n and n_nan were exact, so whether a judge could parse its answer for one study (which
     can depend on the reference) was one bit per study per submission. Disclosed, the two runs are identical."""
