@@ -171,6 +171,50 @@ def test_bad_query_values_are_named_in_one_line(client):
     assert _plots(client, "tab=models", status=404).startswith("Plots are of the overview")
 
 
+def test_the_plots_carry_an_etag_and_answer_304_unrendered_until_the_board_changes(tmp_path, monkeypatch):
+    """Issue 48 point 1: a page of plots is revalidated like the board's pages: an ETag on the store's generation
+    and the canonical query (a link written otherwise has the same tag), a matching If-None-Match answered 304 with
+    no body and no drawing, the same page drawn once per generation, a changed board a new tag and the new rows."""
+    from starlette.testclient import TestClient
+
+    from rexrank.leaderboard.pages import figures
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.views import PRIMARY, Views
+
+    store = Store(tmp_path / "board.sqlite")
+    _add(store, "M00", 0.1, 3.0)
+    _add(store, "M01", 0.2, 2.5)
+    try:
+        with TestClient(board_app(Views(store))) as client:
+            tags = {}
+            for query in ("tab=iu_xray&sort=bleu2", ""):
+                first = client.get(f"/plots?{query}")
+                tags[query] = first.headers["etag"]
+                assert first.status_code == 200 and tags[query].startswith('W/"'), query
+                assert first.headers["cache-control"] == "no-cache", query
+            assert tags["tab=iu_xray&sort=bleu2"] != tags[""]
+            same = client.get(f"/plots?track=findings&sort={PRIMARY}&tab=iu_xray").headers["etag"]
+            assert same == client.get("/plots?tab=iu_xray").headers["etag"] != tags["tab=iu_xray&sort=bleu2"]
+
+            def drawn(*args):
+                raise AssertionError("a 304 draws nothing")
+            monkeypatch.setattr(figures, "page", drawn)
+            for query, tag in tags.items():
+                again = client.get(f"/plots?{query}", headers={"If-None-Match": f'"x", {tag}'})
+                assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", tag), query
+                kept = client.get(f"/plots?{query}")  # drawn once per generation: another visitor's is kept
+                assert kept.status_code == 200 and kept.headers["etag"] == tag and "M01" in kept.text, query
+            monkeypatch.undo()
+            _add(store, "M02", 0.3, 2.0)
+            for query, tag in tags.items():
+                changed = client.get(f"/plots?{query}", headers={"If-None-Match": tag})
+                assert changed.status_code == 200 and changed.headers["etag"] not in tags.values(), query
+                assert "M02" in changed.text, query
+            assert client.get("/plots?tab=models").headers.get("etag") is None  # a one-line answer has none
+    finally:
+        store.close()
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_the_plots_read_at_every_width_in_light_and_dark(tmp_path):

@@ -68,3 +68,29 @@ def test_bad_queries_are_one_line(client):
                    {"model": "<b>x</b>", "dataset": "iu_xray", "track": "findings"}):
         answer = client.get("/studies", params=params)
         assert answer.status_code == 404 and len(answer.text.splitlines()) == 1 and "<b>" not in answer.text
+
+
+def test_the_view_carries_an_etag_and_answers_304_unrendered_until_the_board_changes(client, store, monkeypatch):
+    """Issue 48 point 1: the per-study view is revalidated like the board's pages: an ETag on the store's generation
+    and the canonical query (the model's name as another case, a page past the last: the same view, the same tag),
+    a matching If-None-Match answered 304 with no body and no rendering, a changed board a new tag."""
+    from rexrank.leaderboard.pages import studies
+
+    params = {"model": "Open Model", "dataset": "iu_xray", "track": "findings", "page": "2"}
+    first = client.get("/studies", params=params)
+    tag = first.headers["etag"]
+    assert first.status_code == 200 and tag.startswith('W/"') and first.headers["cache-control"] == "no-cache"
+    assert client.get("/studies", params={**params, "model": "open model", "page": "9"}).headers["etag"] == tag
+    assert client.get("/studies", params={**params, "page": "1"}).headers["etag"] != tag
+
+    def rendered(*args):
+        raise AssertionError("a 304 renders nothing")
+    monkeypatch.setattr(studies, "page", rendered)
+    again = client.get("/studies", params=params, headers={"If-None-Match": tag})
+    assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", tag)
+    monkeypatch.undo()
+    add_scored_result(store, "Another Model", bleu=0.4)
+    changed = client.get("/studies", params=params, headers={"If-None-Match": tag})
+    assert changed.status_code == 200 and changed.headers["etag"] != tag and "page 2 of 2" in changed.text
+    missing = client.get("/studies", params={**params, "model": "Nobody"}, headers={"If-None-Match": tag})
+    assert missing.status_code == 404 and "etag" not in missing.headers

@@ -20,6 +20,7 @@ from rexrank.leaderboard import board, links
 from rexrank.leaderboard.pages.html import Html, el, join, table, text
 from rexrank.leaderboard.pages.params import page_link
 from rexrank.leaderboard.pages.render import _filters, href, plots_href
+from rexrank.leaderboard.pages.render import canonical_query as canonical
 from rexrank.leaderboard.pages.studies import _frame
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS
 from rexrank.leaderboard.views import PRIMARY, Views
@@ -206,12 +207,29 @@ def ranks(top: list[str], long: pd.DataFrame, caption: str) -> Html:
 
 # -- the view ------------------------------------------------------------------------------------------------------
 
-def page(views: Views, query: str) -> tuple[int, str]:
-    """(status, HTML or one plain line) for a request's query."""
+def _checked(views: Views, query: str) -> links.Link | tuple[int, str]:
+    """The link of the plots ``query`` shows, else (status, the one line saying why)."""
     link = page_link(views, query)
     if link.ignored:
         return 400, (f"Not understood in this link: {', '.join(link.ignored)}. Open the plots from a table's "
                      "\"Plots of this table\" link.")
+    if link.tab not in DATASETS and link.tab != links.DEFAULT_TAB:
+        return 404, "Plots are of the overview and of each test set's table: open them from one of those pages."
+    return link
+
+
+def canonical_query(views: Views, query: str) -> str | None:
+    """The query of the plots ``query`` shows as the pages write it (``render.canonical_query``), what their ETag
+    and memo key on; None where it shows none (``page`` answers why in one line)."""
+    link = _checked(views, query)
+    return canonical(views, link) if isinstance(link, links.Link) else None
+
+
+def page(views: Views, query: str) -> tuple[int, str]:
+    """(status, HTML or one plain line) for a request's query."""
+    link = _checked(views, query)
+    if not isinstance(link, links.Link):
+        return link
     track = TRACK_LABELS[link.track]
     if link.tab in DATASETS:
         dataset = link.tab
@@ -225,7 +243,7 @@ def page(views: Views, query: str) -> tuple[int, str]:
                 el("nav", "Bars by: ", join(choose, " · "), aria_label="Bars by metric"),
                 bars(views.bars_view(rows, metric), metric, caption),
                 agreement(views.agreement_view(dataset, link.track), f"{DATASET_LABELS[dataset]} · {track}")]
-    elif link.tab == links.DEFAULT_TAB:
+    else:
         caption = track
         top, long = views.ranks_view(link.track)
         body = [el("h2", f"Plots of the overview · {track}"),
@@ -233,7 +251,5 @@ def page(views: Views, query: str) -> tuple[int, str]:
                 ranks(top, long, track),
                 *(agreement(views.agreement_view(d, link.track), f"{DATASET_LABELS[d]} · {track}")
                   for d in DATASETS)]
-    else:
-        return 404, "Plots are of the overview and of each test set's table: open them from one of those pages."
     return 200, _frame(f"Plots · {caption}", join([el("style", Html(STYLE)), *body]))
 

@@ -10,6 +10,7 @@
 - ``/version`` the store's generation (JSON), with an ETag: an open page asks every ``POLL_S`` seconds and gets a
   304 while nothing changed.
 - ``/plots`` a table's or the overview's plots as inline SVG, the page's query carried over (``figures``).
+- ``/studies`` a model's per-study view on an open test set (``studies``).
 - ``/static/board.css``, ``/static/board.js``; ``/csv/{dataset}/{track}`` and ``/json/{dataset}/{track}`` (the
   views' CSV and results JSON).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any, Callable, TypeVar
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.applications import Starlette
@@ -43,6 +45,7 @@ POLL_S = 10  # how often an open page asks whether the board changed (board.js r
 GZIP_MIN_BYTES = 500  # smaller responses gain nothing from compression
 RENDERED_MAX = 64  # pages and live parts kept rendered (board_app's once): the views and their common searches
 _FRESH = {"Cache-Control": "no-cache"}  # always revalidated: the ETag answers "unchanged" with a 304
+T = TypeVar("T")
 
 
 def generation_tag(views: Views) -> str:
@@ -65,24 +68,37 @@ def _not_modified(etag: str) -> Response:
     return Response(status_code=304, headers={"ETag": etag, **_FRESH})
 
 
-def _page_route(page, views: Views):
-    """A handler for a view of its own (``page(views, query) -> (status, text)``): the HTML on 200, else the one
-    line as plain text with its status (the per-study view, the plots)."""
+def _page_route(view, views: Views, once=None):
+    """A handler for a view of its own (a module with ``PATH``, ``canonical_query(views, query) -> str | None`` and
+    ``page(views, query) -> (status, text)``: the per-study view, the plots): the HTML with an ETag on the
+    generation and the canonical query, as the board's pages (a 304 costs no rendering), else the one line as plain
+    text with its status. ``once``: board_app's memo of rendered pages, for a view worth keeping there."""
 
     def handler(request: Request) -> Response:
-        status, content = page(views, request.url.query)
-        if status != 200:
+        canonical = view.canonical_query(views, request.url.query)
+        if canonical is None:
+            status, line = view.page(views, request.url.query)
+            return PlainTextResponse(line, status_code=status)
+        generation = generation_tag(views)
+        etag = _etag(view.PATH, generation, canonical)
+        if _unchanged(request, etag):
+            return _not_modified(etag)
+
+        def make() -> tuple[int, str]:
+            return view.page(views, canonical)
+        status, content = once(view.PATH, generation, canonical, make) if once else make()
+        if status != 200:  # the board changed between the two reads (the model's rows gone): its one line
             return PlainTextResponse(content, status_code=status)
-        return HTMLResponse(content, headers=_FRESH)
+        return HTMLResponse(content, headers={"ETag": etag, **_FRESH})
     return handler
 
 
 def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
     """The pages as an ASGI app (``mount`` puts it under ``PREFIX``; tests drive it alone); an open page asks for
     the generation every ``poll_s`` seconds."""
-    rendered: dict[tuple[str, str, str], str] = {}  # (generation, kind, query) -> HTML: see ``once``
+    rendered: dict[tuple[str, str, str], Any] = {}  # (generation, kind, query) -> HTML (or (status, HTML)): ``once``
 
-    def once(kind: str, generation: str, query: str, make) -> str:
+    def once(kind: str, generation: str, query: str, make: Callable[[], T]) -> T:
         """A page or live part rendered once per generation of the board (what the ETag already promises: the same
         query at the same generation is the same HTML), for every visitor: a view's first visit in a browser costs
         no rendering after anyone's (issue 48's view switch: 7 ms of CPU per view at 1,000 results). At most
@@ -166,8 +182,11 @@ def board_app(views: Views, poll_s: int = POLL_S) -> Starlette:
     routes = [Route("/", page), Route("/live", live), Route("/controls", controls), Route("/version", version),
               Route("/static/{name}", static), Route("/csv/{dataset}/{track}", csv),
               Route("/json/{dataset}/{track}", results)]
-    routes.append(Route(studies.PATH, _page_route(studies.page, views)))  # a model's per-study view (open sets)
-    routes.append(Route(figures.PATH, _page_route(figures.page, views)))  # a table's or the overview's plots (SVG)
+    # A model's per-study view (open sets): not kept in ``once``, its rows are memoized by the views and a page of
+    # them costs ~1 ms of CPU, while its many pages (every model's, 50 studies each) would push the views' out.
+    routes.append(Route(studies.PATH, _page_route(studies, views)))
+    # A table's or the overview's plots (SVG): 8-17 ms of CPU to draw at the published board, kept.
+    routes.append(Route(figures.PATH, _page_route(figures, views, once)))
     return Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)])
 
 

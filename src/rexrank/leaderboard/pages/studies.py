@@ -12,7 +12,7 @@ a model's name key), every text goes through ``html``'s escaping, ``PER_PAGE`` s
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlencode
 
 from rexrank.data import catalog
@@ -89,8 +89,18 @@ def _frame(title: str, body: Any) -> Html:
                                           lang="en"))
 
 
-def page(views: Views, query: str) -> tuple[int, str]:
-    """(status, HTML or one plain line) for a request's query."""
+class _Shown(NamedTuple):
+    """The view a query shows: the model as stored, the set, the track, the page of how many, its kept rows."""
+    model: str
+    dataset: str
+    track: str
+    number: int
+    pages: int
+    rows: list[dict[str, Any]]
+
+
+def _checked(views: Views, query: str) -> _Shown | tuple[int, str]:
+    """The view ``query`` shows, else (status, the one line saying why)."""
     try:
         params = parse_qs(query, keep_blank_values=True, max_num_fields=20)
     except ValueError:
@@ -104,10 +114,27 @@ def page(views: Views, query: str) -> tuple[int, str]:
     rows = _rows(views, model, dataset, track)
     if not rows:
         return 404, "this model has no kept per-study results on this test set and track"
-    shown_name = rows[0]["model"]
     raw_page = _one(params, "page") or "1"
     pages = max(1, -(-len(rows) // PER_PAGE))
     number = min(int(raw_page), pages) if raw_page.isdigit() and int(raw_page) >= 1 else 1
+    return _Shown(rows[0]["model"], dataset, track, number, pages, rows)
+
+
+def canonical_query(views: Views, query: str) -> str | None:
+    """The query of the view ``query`` shows as ``href`` writes it (the model's stored name, the page number within
+    the pages), what its ETag and memo key on; None where it shows none (``page`` answers why in one line)."""
+    checked = _checked(views, query)
+    if not isinstance(checked, _Shown):
+        return None
+    return href(checked.model, checked.dataset, checked.track, checked.number).split("?", 1)[1]
+
+
+def page(views: Views, query: str) -> tuple[int, str]:
+    """(status, HTML or one plain line) for a request's query."""
+    checked = _checked(views, query)
+    if not isinstance(checked, _Shown):
+        return checked
+    shown_name, dataset, track, number, pages, rows = checked
     metrics = sorted({m for row in rows for m in row["metrics"]}, key=board.column_label)
     headers = ["Study", "Reference", "Report"] + [board.column_label(m) for m in metrics]
     chunk = rows[(number - 1) * PER_PAGE: number * PER_PAGE]
