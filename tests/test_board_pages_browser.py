@@ -5,7 +5,8 @@
   DOM Range over the word gives client rects on one line only), and a value cell (a number with its interval) is
   one line.
 - axe-core (the npm package, pinned in scripts/setup_browser.sh, installed in the gitignored .browser/) injected by
-  Playwright finds no serious or critical violation on any view.
+  Playwright finds no serious or critical violation on any view (the plots and a model's per-study view included);
+  the plots' SVG text, whose contrast axe leaves undecided, is measured against what is drawn under it.
 - Models ticked in a table's rows open Compare on them.
 
 One server (uvicorn on 127.0.0.1, a thread of this process) and one browser for the module, stopped by it.
@@ -35,7 +36,9 @@ COMPARED = ("Alpha", "Beta", "Gamma", "MAIRA-2")
 VIEWS = ([("overview", "")] + [(f"{d} {t}", f"?tab={d}&track={t}") for d in DATASETS for t in TRACKS]
          + [("model", "?tab=models&model=MAIRA-2"),
             ("compare", "?tab=compare" + "".join(f"&compare={m}" for m in COMPARED)),
-            ("about", "?tab=about")])
+            ("about", "?tab=about"),
+            ("plots overview", "plots"), ("plots iu_xray findings", "plots?tab=iu_xray"),
+            ("studies", f"studies?model={COMPARED[0]}&dataset=iu_xray&track=findings")])
 
 # For every word of every table cell and caption: the distinct lines its text lies on (rect tops more than 3 px
 # apart), and for every value cell the lines of its whole text. A word in one text node is what is measured: the
@@ -70,6 +73,36 @@ SERIOUS = """async () => {
   const result = await axe.run(document, {resultTypes: ["violations"]});
   return result.violations.filter(v => v.impact === "serious" || v.impact === "critical")
     .map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map(n => n.target.join(" "))}));
+}"""
+
+# axe-core leaves the colour contrast of an SVG's text "incomplete" (needs review: the text is inside an image, its
+# background undecided), never a violation: the plots' text is measured here, by axe's rule (WCAG's 4.5:1), against
+# what is drawn under it (the page, and every rect whose box holds the text's centre, blended by its opacity).
+SVG_TEXT_CONTRAST = """() => {
+  const channels = (color) => (color.match(/[\\d.]+/g) || []).map(Number);
+  const linear = (v) => (v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  const luminance = ([r, g, b]) => 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b);
+  const over = (top, alpha, under) => under.map((v, k) => top[k] * alpha + v * (1 - alpha));
+  const page = channels(getComputedStyle(document.body).backgroundColor);
+  const low = [];
+  for (const svg of document.querySelectorAll("svg")) {
+    const rects = [...svg.querySelectorAll("rect")].map(r => [r, r.getBBox()]);
+    for (const text of svg.querySelectorAll("text")) {
+      const box = text.getBBox(), x = box.x + box.width / 2, y = box.y + box.height / 2;
+      let under = page;
+      for (const [rect, r] of rects) {
+        const style = getComputedStyle(rect), fill = channels(style.fill);
+        if (fill.length >= 3 && r.x <= x && x <= r.x + r.width && r.y <= y && y <= r.y + r.height)
+          under = over(fill, +style.fillOpacity * (fill[3] ?? 1), under);
+      }
+      const style = getComputedStyle(text);
+      const ink = over(channels(style.fill), +style.fillOpacity, under);
+      const [light, dark] = [luminance(ink), luminance(under)].sort((a, b) => b - a);
+      const ratio = (light + 0.05) / (dark + 0.05);
+      if (ratio < 4.5) low.push(`"${text.textContent}" ${ratio.toFixed(2)}:1`);
+    }
+  }
+  return low;
 }"""
 
 
@@ -114,13 +147,15 @@ def base(tmp_path_factory):
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_view_has_no_word_broken_and_no_serious_axe_violation(browser, base, axe_script, viewport, scheme):
     """Points 4 and 5: every view (overview, each dataset x track, a model page, Compare with paired tests,
-    About): no word of a header, value cell or caption on two lines, no value cell on two lines (the word check
-    runs in light: the scheme changes no width), and axe-core finds no serious or critical violation."""
+    About, the plots of the overview and of a table, a model's per-study view): no word of a header, value cell or
+    caption on two lines, no value cell on two lines (the word check runs in light: the scheme changes no width),
+    axe-core finds no serious or critical violation, and the plots' SVG text, which axe leaves undecided, has
+    4.5:1 contrast against what is under it."""
     page = browser.new_page(viewport=viewport, color_scheme=scheme)
-    broken, violations = {}, {}
+    broken, violations, faint = {}, {}, {}
     try:
         for name, query in VIEWS:
-            page.goto(base + query)
+            assert page.goto(base + query).status == 200, name  # the view itself, not its one-line refusal
             assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"], name
             if scheme == "light":
                 found = page.evaluate(BROKEN_WORDS)
@@ -130,10 +165,14 @@ def test_every_view_has_no_word_broken_and_no_serious_axe_violation(browser, bas
             found = page.evaluate(SERIOUS)
             if found:
                 violations[name] = found
+            found = page.evaluate(SVG_TEXT_CONTRAST)
+            if found:
+                faint[name] = found[:5]
     finally:
         page.close()
     assert broken == {}, broken
     assert violations == {}, violations
+    assert faint == {}, faint
 
 
 def test_models_ticked_in_a_tables_rows_open_compare(browser, base):
@@ -440,3 +479,49 @@ def test_no_row_header_spills_over_the_values_beside_it(browser, base, viewport)
     finally:
         page.close()
     assert spilled == {}, spilled
+
+
+def test_the_menus_tables_are_read_ahead_and_one_of_an_older_board_is_asked_for_again(browser, tmp_path):
+    """Point 5's view switch at a static page's speed: once the page is idle, the tables its menus link to (the
+    overview, the datasets, the other track: not Models, Compare, About or gradio's pages) are fetched ahead, and a
+    click on one shows it with no request of its own. After the board changed (the poll learnt of it), a table read
+    ahead at the older generation is asked for again and shows the new row."""
+    from leaderboard_helpers import add_scored_result
+
+    from rexrank.leaderboard.pages.routes import board_app
+    from rexrank.leaderboard.published import seed_store
+    from rexrank.leaderboard.store import Store
+    from rexrank.leaderboard.views import Views
+
+    store = Store(tmp_path / "board.sqlite")
+    seed_store(store)
+    server = LoopbackServer(board_app(Views(store), poll_s=1), "the pages' server to listen")
+    asked: list[str] = []
+    try:
+        page = browser.new_page(viewport=DESKTOP)
+        page.on("request", lambda request: asked.append(request.url.removeprefix(server.base)))
+        page.goto(server.base)
+        tables = {f"?tab={d}" for d in DATASETS} | {f"?track={t}" for t in TRACKS[1:]}
+        # (a Playwright call in the check: the sync API delivers the request events while it runs one)
+        assert _poll(lambda: page.evaluate("1") and tables <= set(asked)), asked
+        assert not [u for u in asked if re.search(r"tab=(models|compare|about|submit|arena)", u)], asked
+        page.evaluate("window.sameDocument = true")
+        asked.clear()
+        page.get_by_role("navigation", name="Board views").get_by_role("link", name="MIMIC-CXR").click()
+        assert _poll(lambda: page.evaluate("location.search") == "?tab=mimic_cxr")
+        assert page.locator("caption").first.inner_text().startswith("MIMIC-CXR")
+        page.evaluate("1")
+        assert "?tab=mimic_cxr" not in asked, asked
+        # The board changes; the open page learns it at its next poll (its "Last updated" is written again).
+        page.evaluate("document.getElementById('board-updated').textContent = 'stale'")
+        add_scored_result(store, "Fresh Model", bleu=0.4, dataset="iu_xray")
+        assert _poll(lambda: page.locator("#board-updated").inner_text() != "stale", 15)
+        asked.clear()
+        page.get_by_role("navigation", name="Board views").get_by_role("link", name="IU-Xray").click()
+        assert _poll(lambda: any(n.startswith("Fresh Model") for n in page.evaluate(ROW_NAMES)), 15), \
+            page.evaluate(ROW_NAMES)
+        assert "?tab=iu_xray" in asked and page.evaluate("window.sameDocument === true")
+        page.close()
+    finally:
+        server.stop()
+        store.close()
