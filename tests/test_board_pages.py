@@ -570,24 +570,76 @@ def test_an_empty_board_renders_every_view(tmp_path):
 
 
 @pytest.mark.slow  # a board of 50 extra models on every test set
-def test_a_board_longer_than_the_gradio_boards_first_rows_is_whole_on_its_page(tmp_path):
-    """The gradio board sent a table's first ``views.FIRST_ROWS`` rows and the rest when it was shown (issue 36
-    point 3); a page holds every row, and its caption never says "first N of"."""
+def _rows_of(source: str) -> list[str]:
+    """The model names of a page's first table, in its order."""
+    _, head, rows = Page(source).table()
+    return [_model_cell(row[head.index("Model")]) for row in rows]
+
+
+def _pager_links(source: str) -> dict[str, str]:
+    """The pager's links of a page: rel (prev, next) or text -> its query."""
+    found, inside = {}, False
+    for tag, attrs in Page(source).elements:
+        if tag == "nav":
+            inside = attrs.get("class") == "pager"
+        elif tag == "a" and inside:
+            found[attrs.get("rel") or "other"] = attrs["href"].lstrip("?")
+    return found
+
+
+def test_a_long_table_comes_in_pages_that_together_hold_every_row_in_order(tmp_path):
+    """A table longer than ``PAGE_ROWS`` (the overview and a dataset table) shows its first rows with links to the
+    next and previous pages and to every row; the pages, followed by their links, are the whole table in its order
+    (the published board's tables fit one page); a page past the last shows the last; a page number that is not
+    one, or on a view without pages, is left out and named; a header's sort link starts again at the first page; a
+    paged table's search is the server's (no search key data: its rows may be on another page) and finds a model
+    of the last page."""
     from leaderboard_helpers import add_published_models
     from starlette.testclient import TestClient
 
+    from rexrank.leaderboard.pages.render import PAGE_ROWS
     from rexrank.leaderboard.pages.routes import board_app
     from rexrank.leaderboard.published import seed_store
-    from rexrank.leaderboard.views import FIRST_ROWS, Views
+    from rexrank.leaderboard.views import Views
 
     store = Store(tmp_path / "board.sqlite")
     seed_store(store)
-    add_published_models(store, FIRST_ROWS + 10)
+    views = Views(store)
+    assert max(len(views.page_table(d, t).full) for d in DATASETS for t in TRACKS) <= PAGE_ROWS
+    add_published_models(store, 2 * PAGE_ROWS)
     views = Views(store)
     client = TestClient(board_app(views))
     for query, frame in (("", views.overview_view("findings")), ("tab=iu_xray", views.numeric("iu_xray", "findings"))):
-        caption, _, rows = Page(_get(client, query).text).table()
-        assert len(rows) == len(frame) > FIRST_ROWS and "first" not in caption, (query, caption)
+        want = [str(m) for m in frame["Model" if "Model" in frame else "model"]]
+        assert len(want) > 2 * PAGE_ROWS
+        got, at, pages = [], query, 0
+        while at is not None:
+            source = _get(client, at).text
+            names = _rows_of(source)
+            assert 0 < len(names) <= PAGE_ROWS, at
+            got += names
+            pages += 1
+            at = _pager_links(source).get("next")
+        assert pages == -(-len(want) // PAGE_ROWS) and [_model_cell(n) for n in got] == [
+            _model_cell(n) for n in _rows_of(_get(client, f"{query}&page=all".lstrip("&")).text)], query
+        assert len(got) == len(want) and set(got) == {_model_cell(n) for n in want}, query
+        last = _get(client, f"{query}&page={pages}".lstrip("&")).text
+        assert f"Rows {(pages - 1) * PAGE_ROWS + 1}–{len(want)} of {len(want)}" in "".join(Page(last).text)
+        assert _rows_of(_get(client, f"{query}&page=99999".lstrip("&")).text) == _rows_of(last)
+        assert "prev" in _pager_links(last) and "next" not in _pager_links(last)
+        for bad in ("0", "-1", "two", "100001"):
+            response = _get(client, f"{query}&page={bad}".lstrip("&"))
+            assert _rows_of(response.text) == got[:PAGE_ROWS] and "(page)" in response.text, bad
+    assert "(page)" in _get(client, "tab=about&page=2").text
+    # Sorting from page 2 starts again at page 1.
+    source = _get(client, "tab=iu_xray&page=2").text
+    sorts = [a["href"] for tag, a in Page(source).elements if tag == "a" and "sort=" in a.get("href", "")]
+    assert sorts and not any("page=" in href for href in sorts)
+    # The search of a table in pages is the server's, and reaches a row of the last page.
+    count = [a for tag, a in Page(source).elements if tag == "p" and a.get("class") == "count"]
+    assert count and "data-local" not in count[0]
+    last_model = got[-1]
+    assert _rows_of(_get(client, "tab=iu_xray&q=" + last_model).text) == [last_model]
     store.close()
 
 

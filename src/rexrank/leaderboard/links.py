@@ -1,7 +1,8 @@
 """Shareable links: what a page shows, in its URL's query (issue 37 point 5).
 
-A link names the tab, the track, one dataset table's search, filters, columns and ranking metric, the model open on
-the Models tab and the models on the Compare tab, e.g. ``?tab=mimic_cxr&track=findings_impression&sort=green``.
+A link names the tab, the track, one dataset table's search, filters, columns and ranking metric, the page of a
+table's rows, the model open on the Models tab and the models on the Compare tab, e.g.
+``?tab=mimic_cxr&track=findings_impression&sort=green``.
 This module owns the parameter names, their defaults and limits, reads a query (``parse``, ``checked``) and writes
 one (``pairs``, ``query``): the board's pages (``pages``) are URLs in this language, each view one URL, and a link
 of the gradio board the Space had before (``/?tab=...``) opens the same view. Pure: no gradio here.
@@ -22,7 +23,9 @@ from rexrank.leaderboard.records import DATASETS, SOURCES, TRACKS
 DEFAULT_TAB, MODELS_TAB, COMPARE_TAB = "overview", "models", "compare"  # the views' ids
 SUBMIT_TAB, ARENA_TAB, ABOUT_TAB = "submit", "arena", "about"  # the other views a link may name
 TABS = (DEFAULT_TAB, *DATASETS, MODELS_TAB, COMPARE_TAB, SUBMIT_TAB, ARENA_TAB, ABOUT_TAB)  # every view's id
-TAB, TRACK, MODEL, COMPARE = "tab", "track", "model", "compare"
+TAB, TRACK, MODEL, COMPARE, PAGE = "tab", "track", "model", "compare", "page"
+ALL_PAGES = 0  # Link.page of a view showing every row ("page=all")
+MAX_PAGE = 100_000  # a larger page number is not a page a person reached
 MAX_QUERY = 4000  # characters: a link a person shares is far shorter
 MAX_VALUES = 60  # parameters in one query
 MAX_VALUE = 200  # characters of one value: a model name, an institution or a search a person typed
@@ -57,6 +60,7 @@ class Link(NamedTuple):
     model: Optional[str] = None
     compare: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()  # parameters left out (this module's names; "other" for unknown ones)
+    page: int = 1  # the page of the overview's or a dataset table's rows, from 1; ALL_PAGES: every row
 
 
 def parse(query: str, tabs: Sequence[str], datasets: Sequence[str]) -> Link:
@@ -70,7 +74,7 @@ def parse(query: str, tabs: Sequence[str], datasets: Sequence[str]) -> Link:
     except ValueError:
         return Link(ignored=("the whole link (too many parameters)",))
     ignored: list[str] = []
-    known = {TAB, TRACK, MODEL, COMPARE, *PARAMS.values()}
+    known = {TAB, TRACK, MODEL, COMPARE, PAGE, *PARAMS.values()}
     values: dict[str, list[str]] = {}
     for key, value in items:
         if key.startswith(GRADIO_PREFIX):
@@ -125,7 +129,16 @@ def parse(query: str, tabs: Sequence[str], datasets: Sequence[str]) -> Link:
     if len(compare) > MAX_COMPARED:
         _note(ignored, COMPARE)
         compare = compare[:MAX_COMPARED]
-    return Link(tab, track, ViewLink(**fields), model, compare, tuple(ignored))
+    page = 1
+    asked = values.get(PAGE, [])
+    if asked:
+        value = asked[0]
+        if len(asked) > 1 or (tab != DEFAULT_TAB and tab not in datasets) or not (
+                value == "all" or (value.isdigit() and 1 <= int(value) <= MAX_PAGE)):
+            _note(ignored, PAGE)
+        else:
+            page = ALL_PAGES if value == "all" else int(value)
+    return Link(tab, track, ViewLink(**fields), model, compare, tuple(ignored), page)
 
 
 def checked(link: Link, *, institutions: Iterable[str] = (), years: Iterable[int] = (),
@@ -179,6 +192,8 @@ def pairs(link: Link, defaults: Optional[ViewLink] = None) -> list[tuple[str, st
         if value is None or value == default or value == "":
             continue
         out.extend((key, str(v)) for v in value) if field in _LISTS else out.append((key, str(value)))
+    if link.page != 1:
+        out.append((PAGE, "all" if link.page == ALL_PAGES else str(link.page)))
     if link.model:
         out.append((MODEL, link.model))
     out.extend((COMPARE, m) for m in link.compare)

@@ -93,20 +93,6 @@ def overview_label(track: str) -> str:
     return f"Overview · {TRACK_LABELS[track]}: mean rank by 1/RadCliQ-v1 over the datasets"
 
 
-# Rows of each table built into the page: more than a large screen's first screen (~20 rows at 1920x1080), so a table
-# looks whole when shown while its other rows are on their way. The rest arrives when the table is shown (the page's
-# load for the overview, a tab's selection for the others), so the page's bytes and the server's work per page view
-# stay flat as the board grows (issue 36; bench/leaderboard.py --weight).
-FIRST_ROWS = 40
-
-
-def first_rows(frame: pd.DataFrame, label: str) -> tuple[pd.DataFrame, str]:
-    """(the rows a page is built with, the table's label saying so when they are not all of them)."""
-    if len(frame) <= FIRST_ROWS:
-        return frame, label
-    return frame.head(FIRST_ROWS), f"{label} · first {FIRST_ROWS} of {len(frame)} rows (the rest is loading)"
-
-
 # -- text that reaches Markdown -------------------------------------------------------------------------------
 
 # Inline Markdown: emphasis, code, links (a link needs "[", so parentheses and "!" stay plain), tables, strikethrough.

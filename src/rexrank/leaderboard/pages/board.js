@@ -14,7 +14,9 @@
 //    what fails, or answers from elsewhere (a redirect), is the browser's own navigation. The view is asked for when
 //    the pointer comes over its link in a menu (nav: the views, the tracks; not the rows' many links), or the link is
 //    pressed, and parsed; the click shows that page while it is fresh, in the click's own task when it is there: a
-//    visitor's hover before a click hides the round trip and the parse.
+//    visitor's hover before a click hides the round trip and the parse. Once the page is idle, the tables the menus
+//    link to (data-ahead, the server's choice) are read ahead the same way, kept while the board's generation is
+//    theirs.
 (() => {
   let page = null;  // the page shown: start()'s answer
 
@@ -134,6 +136,8 @@
 
   const FRESH_MS = 5000;  // a view asked for on hover longer ago than this is asked for again (a changed board)
   let early = null;  // the view whose menu link the pointer is over: read()'s answer
+  const ahead = new Map();  // url -> read()'s answer: the menus' views, asked for once the page is idle
+  const AHEAD_MAX = 8;  // the menus' tables: the overview, four datasets, two tracks
 
   // A view's page, asked for and parsed: {url, at, answer (a promise of the parsed page, or null where the answer
   // is not a view of these pages), done, next (that page, once done)}.
@@ -143,6 +147,13 @@
       if (response.ok && !response.redirected) {
         const next = new DOMParser().parseFromString(await response.text(), "text/html");  // the server's HTML
         if (next.getElementById("board")) view.next = next;
+        // Its search script, here before the view is shown (it only defines window.rexrankSearch): once shown,
+        // the view starts its search in the click's task, with no script to fetch and run before its first frame.
+        const search = next.getElementById("board-search");
+        if (search && !window.rexrankSearch && !document.querySelector("script[data-search]")) {
+          document.head.append(Object.assign(document.createElement("script"), {src: search.dataset.script}));
+          document.head.lastChild.dataset.search = "";
+        }
       }
       view.done = true;
       return view.next;
@@ -151,9 +162,14 @@
   }
 
   const fresh = (url) => early && early.url === url && performance.now() - early.at < FRESH_MS;
+  // A view read ahead is shown while the board is at the generation it was read at (the poll learns of a change).
+  const current = (view) => view && (!view.done || (view.next && view.next.getElementById("board").dataset.generation
+                                                    === document.getElementById("board").dataset.generation));
 
   async function open(url, push) {
-    const view = fresh(url) ? early : read(url);
+    const kept = ahead.get(url);
+    ahead.delete(url);  // a parsed page is shown once (its body moves here)
+    const view = fresh(url) ? early : current(kept) ? kept : read(url);
     early = null;
     try {
       // Parsed already (asked for on hover): shown in the click's own task, the frame it paints has the rows.
@@ -165,6 +181,7 @@
       document.body.replaceWith(document.adoptNode(next.body));
       if (push) window.scrollTo(0, 0);
       page = start();
+      idle();
     } catch (e) {
       location.assign(url);
     }
@@ -173,7 +190,7 @@
   // The address of another view of these pages that a link opens, or null.
   function viewLink(target) {
     const link = target instanceof Element && target.closest("a[href]");
-    if (!link || link.target || link.hasAttribute("download")) return null;
+    if (!link || link.target || link.hasAttribute("download") || link.hasAttribute("data-elsewhere")) return null;
     const url = new URL(link.href, location.href);
     if (url.origin !== location.origin || url.pathname !== location.pathname || url.hash) return null;
     return url.href;
@@ -181,11 +198,27 @@
 
   const soon = (event) => {
     const url = event.target instanceof Element && event.target.closest("nav") && viewLink(event.target);
-    if (!url || url === location.href || fresh(url)) return;
+    if (!url || url === location.href || fresh(url) || current(ahead.get(url))) return;
     early = read(url);
     early.answer.catch(() => {});  // failed: the click's open() finds it so and navigates
   };
   for (const name of ["pointerover", "pointerdown"]) document.addEventListener(name, soon);
+
+  // Once the page is idle, the views its menus link to are asked for and parsed (each rendered once per board
+  // generation on the server: cheap there), so a click shows one in the click's own task, as a single page would.
+  // Not on a connection that asks to save data.
+  function readAhead() {
+    if (navigator.connection && navigator.connection.saveData) return;
+    for (const [url, view] of ahead) if (!current(view)) ahead.delete(url);
+    for (const link of document.querySelectorAll("nav a[data-ahead]")) {
+      const url = viewLink(link);
+      if (!url || url === location.href || current(ahead.get(url)) || ahead.size >= AHEAD_MAX) continue;
+      const view = read(url);
+      view.answer.catch(() => {});  // failed: a click reads it again
+      ahead.set(url, view);
+    }
+  }
+  const idle = () => (window.requestIdleCallback || setTimeout)(readAhead);
 
   document.addEventListener("click", (event) => {
     const url = viewLink(event.target);
@@ -201,4 +234,5 @@
   });
 
   page = start();
+  if (document.readyState === "complete") idle(); else window.addEventListener("load", idle, {once: true});
 })();

@@ -30,6 +30,10 @@ VIEW_NAMES = {links.DEFAULT_TAB: "Overview", **{d: DATASET_LABELS[d] for d in DA
               links.COMPARE_TAB: "Compare", links.ABOUT_TAB: "About"}
 LIVE_ID = "board-live"
 CONTROLS_ID = "board-controls"
+# Rows of the overview or a dataset table on one page: the published board's tables (31 rows at most) fit whole, and
+# a grown board's page weighs what the published board's does (issue 48: bytes <= 1.2x at 1,000 results); the
+# rest is a link away, and "page=all" shows every row.
+PAGE_ROWS = 40
 
 
 def href(link: links.Link, views: Views | None = None) -> str:
@@ -77,15 +81,18 @@ def _nav(link: links.Link) -> Html:
     items = []
     for tab, name in VIEW_NAMES.items():
         current = "page" if tab == link.tab else None
-        items.append(el("li", el("a", name, href=href(links.Link(tab=tab)), aria_current=current)))
+        # data-ahead: a table's view, read ahead by the page's script once idle (board.js; not the others' pages)
+        items.append(el("li", el("a", name, href=href(links.Link(tab=tab)), aria_current=current,
+                                 data_ahead=tab == links.DEFAULT_TAB or tab in DATASETS)))
     for tab, name in GRADIO_TABS.items():
-        items.append(el("li", el("a", f"{name} ↗", href=f"../?{links.TAB}={tab}")))
+        # data-elsewhere: a gradio page, never fetched into this one by the script (board.js: viewLink)
+        items.append(el("li", el("a", f"{name} ↗", href=f"../?{links.TAB}={tab}", data_elsewhere=True)))
     return el("nav", el("ul", *items), aria_label="Board views", class_="views")
 
 
 def _tracks(link: links.Link) -> Html:
     items = [el("li", el("a", TRACK_LABELS[track], href=href(links.Link(tab=link.tab, track=track)),
-                         aria_current="page" if track == link.track else None)) for track in TRACKS]
+                         aria_current="page" if track == link.track else None, data_ahead=True)) for track in TRACKS]
     return el("nav", el("ul", *items), aria_label="Tracks", class_="tracks")
 
 
@@ -128,13 +135,35 @@ def overview_live(views: Views, link: links.Link) -> Html:
         if frame.empty:
             return el("p", "No ranked results on this track yet.", class_="empty")
         columns = list(frame.columns)
+        start, stop, pager = _pages(views, link, len(frame))
         rows = ([_model_cell(cell, pick=True) if column == "Model" else cell for column, cell in zip(columns, values)]
-                for values in frame.itertuples(index=False))
+                for values in frame.iloc[start:stop].itertuples(index=False))
         return join([pick_form(), table(overview_label(link.track), columns, rows, row_header=columns.index("Model"),
-                                        id="overview"),
+                                        id="overview"), pager,
                      el("p", el("a", "Plots: ranks across datasets, metric agreement", href=plots_href(views, link)),
                         class_="downloads")])
-    return views.memoized(("page-overview", link.track), compute)
+    return views.memoized(("page-overview", link.track, link.page), compute)
+
+
+def _pages(views: Views, link: links.Link, total: int) -> tuple[int, int, Html]:
+    """The rows ``link``'s page shows of ``total`` (start, stop) and the links to the others ("" on one page). A
+    page past the last shows the last."""
+    if total <= PAGE_ROWS:
+        return 0, total, ""
+    count = -(-total // PAGE_ROWS)
+    if link.page == links.ALL_PAGES:
+        return 0, total, el("nav", el("a", f"Show {PAGE_ROWS} rows a page", href=href(link._replace(page=1), views)),
+                            aria_label="Pages of this table", class_="pager")
+    page = min(link.page, count)
+    start, stop = (page - 1) * PAGE_ROWS, min(page * PAGE_ROWS, total)
+
+    def to(number: int, text: str, rel: str | None = None) -> Html:
+        return el("a", text, href=href(link._replace(page=number), views), rel=rel)
+    return start, stop, el("nav", to(page - 1, "← Previous", "prev") if page > 1 else "",
+                           f" Rows {start + 1}–{stop} of {total} ",
+                           to(page + 1, "Next →", "next") if page < count else "",
+                           " · ", to(links.ALL_PAGES, f"All {total} rows"), aria_label="Pages of this table",
+                           class_="pager")
 
 
 def overview_controls(views: Views, link: links.Link) -> Html:
@@ -153,7 +182,7 @@ def _filters(link: links.Link) -> dict[str, Any]:
 def dataset_live(views: Views, link: links.Link) -> Html:
     plain = link.view == links.ViewLink()
     if plain:
-        return views.memoized(("page-table", link.tab, link.track), lambda: _dataset_live(views, link))
+        return views.memoized(("page-table", link.tab, link.track, link.page), lambda: _dataset_live(views, link))
     return _dataset_live(views, link)
 
 
@@ -168,13 +197,14 @@ def _dataset_live(views: Views, link: links.Link) -> Html:
         if metric is None:
             headers.append(column)
         else:  # a column header sorts by its metric (the link keeps the rest of the view)
-            target = link._replace(view=link.view._replace(sort=metric))
+            target = link._replace(view=link.view._replace(sort=metric), page=1)
             headers.append(el("a", words(column), href=href(target, views),
                               aria_current="true" if metric == sort else None))
     rows = []
-    shown = page.shown
+    start, stop, pager = _pages(views, link, len(page.frame))
+    shown = page.shown.iloc[start:stop]
     at = list(page.frame.columns).index("Model")
-    for k, values in enumerate(page.frame.itertuples(index=False)):
+    for k, values in enumerate(page.frame.iloc[start:stop].itertuples(index=False)):
         cells = list(values)
         name, url = str(shown["model"].iloc[k]), str(shown["url"].iloc[k] or "")
         prefix = md_link(name, url)  # what the view's Model cell starts with; the rest are its marks
@@ -187,10 +217,11 @@ def _dataset_live(views: Views, link: links.Link) -> Html:
     # row's cells do not depend on the rows beside it (by another metric its rank is its position among the rows
     # shown: board.view_ranks), so hiding the rows a search leaves out is the server's answer. "complete": every
     # row the other filters keep is here, each with its search key (board's, computed here); "partial": the page
-    # was rendered for a search, and the script asks once for the rows without it.
+    # was rendered for a search, and the script asks once for the rows without it. A table in pages is searched
+    # by the server: the rows a search finds may be on another page.
     local: dict[str, Any] = {}
     keys: list[dict[str, Any]] | None = None
-    if sort == PRIMARY:
+    if sort == PRIMARY and not pager and (not link.view.search or total <= PAGE_ROWS):
         complete = not link.view.search and not page.frame.empty
         local = {"data_local": "complete" if complete else "partial", "data_total": total,
                  "data_all": _count(total, total), "data_some": _count("{n}", total)}
@@ -205,6 +236,7 @@ def _dataset_live(views: Views, link: links.Link) -> Html:
     else:
         parts.append(table(page.label, headers, rows, row_header=list(page.frame.columns).index("Model"),
                            id=f"table-{dataset}-{track}", row_attrs=keys))
+        parts.append(pager)
     csv = f"csv/{dataset}/{track}"
     parts.append(el("p", el("a", "CSV", href=csv, download=True), " · ",
                     el("a", "JSON", href=f"json/{dataset}/{track}"), " of every row of this table · ",
@@ -254,6 +286,7 @@ def dataset_controls(views: Views, link: links.Link) -> Html:
     search = el("label", "Search models and institutions",
                 void("input", type="search", name=links.PARAMS["search"], value=view.search, autocomplete="off",
                      placeholder="e.g. maira 2 | medgemma", id="board-search", data_fold=search_fold(),
+                     data_page=links.PAGE,  # a new search starts at the first page of its rows
                      data_script=assets.url("search.js")),
                 class_="search")
     groups = []

@@ -71,7 +71,8 @@ window.rexrankSearch = (page) => {
     const head = ([key]) => key === "tab" || key === "track";
     for (const [key, value] of now) if (head([key])) out.append(key, value);
     if (text) out.append(search.name, text);
-    for (const [key, value] of now) if (!head([key]) && key !== search.name) out.append(key, value);
+    const dropped = [search.name, search.dataset.page];  // a new search shows its first page of rows
+    for (const [key, value] of now) if (!head([key]) && !dropped.includes(key)) out.append(key, value);
     return out.toString().replace(/\*/g, "%2A").replace(/%7E/g, "~");
   }
 
