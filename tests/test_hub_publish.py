@@ -240,7 +240,7 @@ def test_default_metrics_dir_is_the_installed_modules():
 
 def test_leaderboard_space_publishes_with_an_installable_rexrank_and_its_extra(cli, no_network_api, monkeypatch):
     """The leaderboard Space's `rexrank[space]` line becomes an installable source and keeps the space extra (gradio,
-    plotly); a bare requirement or a malformed repo id is refused before anything is built or sent."""
+    markdown-it); a bare requirement or a malformed repo id is refused before anything is built or sent."""
     from huggingface_hub import constants
 
     code, out = cli("hub", "publish-leaderboard", "--repo", "my-org/board", "--dry-run")
