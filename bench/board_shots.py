@@ -1,11 +1,11 @@
 """Screenshots of the board pages (``rexrank.leaderboard.pages``) for a person to look at: the overview, a dataset
-table, another track's table, a searched table, a model page, Compare (three models with paired tests and a
+table and its second page, another track's table, a searched table, a model page, Compare (three models with paired tests and a
 published one) and About, at 1440x900 and 390x844, light and dark, as PNGs of the screen a visitor first sees (``--full`` adds the whole page).
 
     .venv/bin/python bench/board_shots.py [--out /tmp/board_shots] [--full]
 
-The store is a fresh one in a temporary folder: the bundled published tables plus three models scored by rexrank
-with per-study BLEU-2 kept (what Compare's paired tests need). The pages' app listens on 127.0.0.1 only, in a thread
+The store is a fresh one in a temporary folder: the bundled published tables, 12 synthetic published models (so the
+findings tables come in pages) and three models scored by rexrank with per-study BLEU-2 kept (what Compare's paired tests need). The pages' app listens on 127.0.0.1 only, in a thread
 of this process, stopped at the end; Chromium is Debian's (/usr/bin/chromium, scripts/setup_browser.sh).
 """
 
@@ -30,7 +30,8 @@ from rexrank.leaderboard.views import Views
 
 VIEWPORTS = {"1440x900": {"width": 1440, "height": 900}, "390x844": {"width": 390, "height": 844}}
 KEPT = ("Alpha-RG", "Beta-RG", "Gamma-RG")
-VIEWS = {"overview": "", "dataset": "?tab=mimic_cxr&track=findings",
+GROWN = 12  # synthetic published models beside the published ones: 43 rows a findings table, so a table in pages
+VIEWS = {"overview": "", "dataset": "?tab=mimic_cxr&track=findings", "page-2": "?tab=mimic_cxr&page=2",
          "track": "?tab=iu_xray&track=findings_impression", "search": "?tab=iu_xray&q=maira%7Cmedgemma",
          "model": "?tab=models&model=MAIRA-2",
          "compare": "?tab=compare" + "".join(f"&compare={m}" for m in (*KEPT, "MAIRA-2")), "about": "?tab=about"}
@@ -38,8 +39,12 @@ CHROMIUM = "/usr/bin/chromium"
 
 
 def _store(folder: Path) -> Store:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from leaderboard_helpers import add_published_models
+
     store = Store(folder / "board.sqlite")
     seed_store(store)
+    add_published_models(store, GROWN)
     for index, model in enumerate(KEPT):
         values = 0.2 + 0.05 * index + np.random.default_rng(index).normal(0, 0.05, 40)
         mean = float(values.mean())
