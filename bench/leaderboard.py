@@ -471,8 +471,9 @@ def _cpu_per_view(client, path: str, views_n: int = 20) -> float:
     return (time.process_time() - start) / views_n
 
 
-# A visitor's time on the first rows before the click on another view (both sides; the pages read the menus' views
-# ahead once idle: board.js). 0: the click as soon as the scripts have run (a read ahead still on its way).
+# A visitor's time on a view before acting: on the first rows before the click on another view, on that view before
+# typing a search (both sides; the pages read the menus' tables ahead once idle: board.js). 0: each action as soon
+# as the scripts have run (a read ahead still on its way).
 READING_MS = 1000
 
 IN_PAGE_SWITCH = """(rows) => document.addEventListener("click", () => {
@@ -513,6 +514,7 @@ def pages_visit(browser, url: str, static: bool, i: int) -> dict[str, float]:
     in_page = page.evaluate("window.rexrankSwitch") / 1000
     # (not timed) search.js has started (the pages': fetched by board.js when the view is opened in the page)
     page.wait_for_function("() => document.readyState === 'complete'" + ("" if static else " && window.rexrankSearch"))
+    page.wait_for_timeout(READING_MS)  # (not timed) the visitor reads the table before typing, both sides
     rows = "#mimic-table tbody tr:not([hidden])" if static else "#table-mimic_cxr-findings tbody tr"
     search = page.locator("#q" if static else "#board-search")
     target = f"Grown-{i:05d}" if page.locator(rows).count() > 200 else "maira"
@@ -583,13 +585,15 @@ def pages_bench(repeat: int, out: Path) -> None:
              "rows (`static_board`). Chromium (Debian), a fresh context per visit, the two sides alternated, "
              f"medians of {repeat} visits, Playwright's clock on both sides; first rows: navigation until the "
              "overview's rows are there; view switch: click on MIMIC-CXR until its rows are visible (the pages: "
-             "board.js fetches the view's page and puts its body in place), after the page's scripts have run (not "
-             "timed; before, a click that came sooner was a whole navigation: two kinds of switch in one median), and "
+             "board.js puts the view's page, read ahead once idle or fetched, in place of the body), after the page's "
+             f"scripts have run and a visitor's {READING_MS} ms on the rows (not timed, both sides; before the "
+             "scripts, a click was a whole navigation: two kinds of switch in one median), and "
              "by the page's clock from the click to the first frame with the rows laid out (`IN_PAGE_SWITCH`); "
-             "search: fill() until at most 3 rows are left. Bytes: every request of a fresh page until rows show "
-             "(the page and its stylesheet; the scripts are asked for by the page's last element once the rows are "
-             "parsed, listed after the +), gzip as sent. Server CPU: this process's CPU "
-             "per request through Starlette's TestClient (client side included on both sides).", "",
+             f"search: {READING_MS} ms on the view (not timed), then fill() until at most 3 rows are left. Bytes: "
+             "every request of a fresh page until rows show (the page and its stylesheet; the scripts are asked for "
+             "by the page's last element once the rows are parsed, and the tables the page reads ahead once idle, "
+             "listed after the +), gzip as sent. Server CPU: this process's CPU per request through Starlette's "
+             "TestClient (client side included on both sides).", "",
              "| results | bytes overview / static | bytes MIMIC-CXR / static | first rows | view switch | view switch, "
              "the page's clock | search as typed | server CPU overview / static | server CPU MIMIC-CXR / static |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -587,7 +587,7 @@ def _pager_links(source: str) -> dict[str, str]:
     return found
 
 
-def test_a_long_table_comes_in_pages_that_together_hold_every_row_in_order(tmp_path):
+def test_a_long_table_comes_in_pages_that_together_hold_every_row_in_order(tmp_path, monkeypatch):
     """A table longer than ``PAGE_ROWS`` (the overview and a dataset table) shows its first rows with links to the
     next and previous pages and to every row; the pages, followed by their links, are the whole table in its order
     (the published board's tables fit one page); a page past the last shows the last; a page number that is not
@@ -597,7 +597,7 @@ def test_a_long_table_comes_in_pages_that_together_hold_every_row_in_order(tmp_p
     from leaderboard_helpers import add_published_models
     from starlette.testclient import TestClient
 
-    from rexrank.leaderboard.pages.render import PAGE_ROWS
+    from rexrank.leaderboard.pages import render
     from rexrank.leaderboard.pages.routes import board_app
     from rexrank.leaderboard.published import seed_store
     from rexrank.leaderboard.views import Views
@@ -605,8 +605,10 @@ def test_a_long_table_comes_in_pages_that_together_hold_every_row_in_order(tmp_p
     store = Store(tmp_path / "board.sqlite")
     seed_store(store)
     views = Views(store)
-    assert max(len(views.page_table(d, t).full) for d in DATASETS for t in TRACKS) <= PAGE_ROWS
-    add_published_models(store, 2 * PAGE_ROWS)
+    assert max(len(views.page_table(d, t).full) for d in DATASETS for t in TRACKS) <= render.PAGE_ROWS
+    PAGE_ROWS = 10  # pages of 10 rows: the published board's 31 and 12 more come in 5 (a cheaper test, same rule)
+    monkeypatch.setattr(render, "PAGE_ROWS", PAGE_ROWS)
+    add_published_models(store, 12)
     views = Views(store)
     client = TestClient(board_app(views))
     for query, frame in (("", views.overview_view("findings")), ("tab=iu_xray", views.numeric("iu_xray", "findings"))):
