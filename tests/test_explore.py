@@ -24,6 +24,7 @@ N = 30
 HOSTILE = ('<script>alert("x")</script> "double" \'single\' &lt;b&gt; </pre><img src=x onerror=alert(1)> '
            "\uff1cscript\uff1e look-alike \u0430dmin")
 HOSTILE_ID = 'CXR"><i>id'
+SITES = ("Site North", "Site South")
 
 
 def _score(preds: Path, refs: Path, out: Path, cache: Path, *extra: str) -> None:
@@ -41,6 +42,8 @@ def runs(tmp_path_factory, iu_xray_test):
     refs = {i: iu_xray_test[i] for i in ids}
     refs[HOSTILE_ID] = dict(iu_xray_test[ids[0]])
     ids.append(HOSTILE_ID)
+    # IU-Xray has one site; a multi-site set (ReXGradient) names each study's: two sites here, for the site filter
+    refs = {i: {**entry, "site": SITES[k % 3 == 0]} for k, (i, entry) in enumerate(refs.items())}
     (root / "refs.json").write_text(json.dumps(refs))
     shifted = {i: refs[ids[(k + 1) % len(ids)]]["section_findings"] for k, i in enumerate(ids)}
     hostile = {i: HOSTILE + " " + refs[i]["section_findings"][: 20 + 5 * k] for k, i in enumerate(ids)}
@@ -112,6 +115,11 @@ def test_filters_by_the_subgroups(client, runs):
     for value in ("short", "long"):
         shown = _listed(client.get("/", params={"per": "500", "length": value}).text)
         expected = [sid for sid, g in zip(explorer.study_ids, explorer.groups["length"]) if g == value]
+        assert sorted(shown) == sorted(expected) and 0 < len(shown) < len(explorer)
+    assert set(explorer.groups["site"]) == set(SITES)
+    for site in SITES:
+        shown = _listed(client.get("/", params={"per": "500", "site": site}).text)
+        expected = [sid for sid, g in zip(explorer.study_ids, explorer.groups["site"]) if g == site]
         assert sorted(shown) == sorted(expected) and 0 < len(shown) < len(explorer)
     view = explorer.groups["view"][0]
     shown = _listed(client.get("/", params={"per": "500", "view": view}).text)
