@@ -1,6 +1,6 @@
 """The pages' stylesheet and script (``board.css``, ``board.js``, package data), read once, with the digest that
 versions their URLs: a page names ``static/board.css?v=<digest>``, cached for a year, so a fresh visit asks for
-neither again until they change."""
+neither again until they change. ``head``: every page's head, which names the stylesheet."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import hashlib
 import re
 from importlib import resources
 from typing import NamedTuple
+
+from rexrank.leaderboard.pages.html import Html, el, join, void
+from rexrank.leaderboard.views import TITLE
 
 
 class Asset(NamedTuple):
@@ -49,3 +52,12 @@ def loader(names: list[str]) -> str:
     urls = ",".join(f'"{url(name)}"' for name in names)  # ours: digests and fixed names, nothing to escape
     return (f"for(const src of[{urls}])document.head.append("
             "Object.assign(document.createElement(\"script\"),{src,async:false}))")
+
+
+def head(title: str) -> Html:
+    """A page's head: its title (``title · TITLE``), the viewport, both colour schemes, the stylesheet, and no
+    favicon request."""
+    return join([Html('<meta charset="utf-8">'), void("link", rel="icon", href="data:,"),
+                 void("meta", name="viewport", content="width=device-width, initial-scale=1"),
+                 void("meta", name="color-scheme", content="light dark"), el("title", f"{title} · {TITLE}"),
+                 void("link", rel="stylesheet", href=url("board.css"))])

@@ -19,9 +19,9 @@ import pandas as pd
 from rexrank.leaderboard import board, links
 from rexrank.leaderboard.pages.html import Html, el, join, table, text
 from rexrank.leaderboard.pages.params import page_link
-from rexrank.leaderboard.pages.render import _filters, href, plots_href
+from rexrank.leaderboard.pages.render import href, plots_href, table_filters
 from rexrank.leaderboard.pages.render import canonical_query as canonical
-from rexrank.leaderboard.pages.studies import _frame
+from rexrank.leaderboard.pages.studies import frame
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS
 from rexrank.leaderboard.views import PRIMARY, Views
 
@@ -234,7 +234,7 @@ def page(views: Views, query: str) -> tuple[int, str]:
     if link.tab in DATASETS:
         dataset = link.tab
         metric = link.view.sort or PRIMARY
-        rows = views.page_table(dataset, link.track, **_filters(link)).shown
+        rows = views.page_table(dataset, link.track, **table_filters(link)).shown
         caption = f"{DATASET_LABELS[dataset]} · {track}"
         choose = [el("a", label, href=plots_href(views, link._replace(view=link.view._replace(sort=m))),
                      aria_current="true" if m == metric else None) for label, m in views.metric_choices(link.track)]
@@ -251,5 +251,5 @@ def page(views: Views, query: str) -> tuple[int, str]:
                 ranks(top, long, track),
                 *(agreement(views.agreement_view(d, link.track), f"{DATASET_LABELS[d]} · {track}")
                   for d in DATASETS)]
-    return 200, _frame(f"Plots · {caption}", join([el("style", Html(STYLE)), *body]))
+    return 200, frame(f"Plots · {caption}", join([el("style", Html(STYLE)), *body]))
 

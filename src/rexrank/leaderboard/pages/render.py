@@ -172,7 +172,7 @@ def overview_controls(views: Views, link: links.Link) -> Html:
 
 # -- a dataset and track -----------------------------------------------------------------------------------------
 
-def _filters(link: links.Link) -> dict[str, Any]:
+def table_filters(link: links.Link) -> dict[str, Any]:
     view = link.view
     return {"search": view.search, "institutions": list(view.institutions), "years": list(view.years),
             "model_types": list(view.model_types), "trained": view.trained, "sources": list(view.sources),
@@ -188,7 +188,7 @@ def dataset_live(views: Views, link: links.Link) -> Html:
 
 def _dataset_live(views: Views, link: links.Link) -> Html:
     dataset, track = link.tab, link.track
-    page = views.page_table(dataset, track, **_filters(link))
+    page = views.page_table(dataset, track, **table_filters(link))
     labels = dict(views.metric_choices(track))  # shown label -> metric
     sort = link.view.sort or PRIMARY
     headers = []
@@ -484,12 +484,7 @@ def page(views: Views, link: links.Link, generation: str, poll_s: int) -> Html:
     main = el("main", notice, el("div", controls, id=CONTROLS_ID), el("div", live(views, link), id=LIVE_ID,
                                                                        aria_live="polite"), id="board",
               data_generation=generation, data_poll_s=str(poll_s))
-    head = join([Html('<meta charset="utf-8">'), void("link", rel="icon", href="data:,"),  # no favicon request
-                 void("meta", name="viewport", content="width=device-width, initial-scale=1"),
-                 void("meta", name="color-scheme", content="light dark"),
-                 el("title", f"{title} · {TITLE}"),
-                 void("link", rel="stylesheet", href=assets.url("board.css"))])
     # search.js first where there is a search box: board.js starts it
     scripts = el("script", Html(assets.loader(["search.js", "board.js"] if link.tab in DATASETS else ["board.js"])))
-    return Html("<!doctype html>\n" + el("html", el("head", head), el("body", header, _nav(link), main, scripts),
-                                         lang="en"))
+    return Html("<!doctype html>\n" + el("html", el("head", assets.head(title)),
+                                         el("body", header, _nav(link), main, scripts), lang="en"))

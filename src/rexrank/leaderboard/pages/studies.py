@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlencode
 from rexrank.data import catalog
 from rexrank.leaderboard import board, links
 from rexrank.leaderboard.pages import assets
-from rexrank.leaderboard.pages.html import Html, el, join, table, void, words
+from rexrank.leaderboard.pages.html import Html, el, join, table, words
 from rexrank.leaderboard.records import DATASET_LABELS, DATASETS, TRACK_LABELS, TRACKS, name_key
 from rexrank.leaderboard.views import TITLE, Views
 
@@ -79,14 +79,12 @@ def _one(params: dict[str, list[str]], name: str) -> str | None:
     return values[0] if len(values) == 1 and len(values[0]) <= MAX_VALUE else None
 
 
-def _frame(title: str, body: Any) -> Html:
-    head = join([Html('<meta charset="utf-8">'), void("link", rel="icon", href="data:,"),
-                 void("meta", name="viewport", content="width=device-width, initial-scale=1"),
-                 void("meta", name="color-scheme", content="light dark"), el("title", f"{title} · {TITLE}"),
-                 void("link", rel="stylesheet", href=assets.url("board.css"))])
+def frame(title: str, body: Any) -> Html:
+    """A page of its own beside the board's views (the per-study view, the plots): the pages' head, the title
+    linking to the board, ``body`` as its main part."""
     header = el("header", el("h1", el("a", TITLE, href="./")))
-    return Html("<!doctype html>\n" + el("html", el("head", head), el("body", header, el("main", body, id="board")),
-                                          lang="en"))
+    return Html("<!doctype html>\n" + el("html", el("head", assets.head(title)),
+                                          el("body", header, el("main", body, id="board")), lang="en"))
 
 
 class _Shown(NamedTuple):
@@ -152,5 +150,5 @@ def page(views: Views, query: str) -> tuple[int, str]:
                  table(f"{shown_name} on {label}: reference, report and per-study values", headers, body_rows,
                        row_header=0, id="studies"),
                  el("nav", *pager, aria_label="Pages", class_="pager")])
-    return 200, _frame(f"{shown_name} · {label}", body)
+    return 200, frame(f"{shown_name} · {label}", body)
 
