@@ -1,6 +1,7 @@
 """Screenshots of the board pages (``rexrank.leaderboard.pages``) for a person to look at: the overview, a dataset
-table and its second page, another track's table, a searched table, a model page, Compare (three models with paired tests and a
-published one) and About, at 1440x900 and 390x844, light and dark, as PNGs of the screen a visitor first sees (``--full`` adds the whole page).
+table and its second page, another track's table, a searched table, a model page, Compare (three models with paired
+tests and a published one), About, the plots of a table and of the overview, and a model's per-study view, at
+1440x900 and 390x844, light and dark, as PNGs of the screen a visitor first sees (``--full`` adds the whole page).
 
     .venv/bin/python bench/board_shots.py [--out /tmp/board_shots] [--full]
 
@@ -34,7 +35,9 @@ GROWN = 12  # synthetic published models beside the published ones: 43 rows a fi
 VIEWS = {"overview": "", "dataset": "?tab=mimic_cxr&track=findings", "page-2": "?tab=mimic_cxr&page=2",
          "track": "?tab=iu_xray&track=findings_impression", "search": "?tab=iu_xray&q=maira%7Cmedgemma",
          "model": "?tab=models&model=MAIRA-2",
-         "compare": "?tab=compare" + "".join(f"&compare={m}" for m in (*KEPT, "MAIRA-2")), "about": "?tab=about"}
+         "compare": "?tab=compare" + "".join(f"&compare={m}" for m in (*KEPT, "MAIRA-2")), "about": "?tab=about",
+         "plots": "plots?tab=iu_xray", "plots-overview": "plots",
+         "studies": f"studies?model={KEPT[0]}&dataset=iu_xray&track=findings"}
 CHROMIUM = "/usr/bin/chromium"
 
 
