@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from leaderboard_helpers import DESKTOP, PHONE, STATE_CEILING_MS, free_port, record_console
-from rexrank.leaderboard.arena import NO_PACE, Arena
+from rexrank.leaderboard.arena import MIN_RANK_VOTES, NO_PACE, PRELIMINARY, Arena
 from rexrank.leaderboard.arena_tab import CHOICE_LABELS, arena_demo
 from rexrank.leaderboard.assets import CSS, HEAD, theme
 from rexrank.leaderboard.store import Store
@@ -81,7 +81,7 @@ def _board_settled(page) -> None:
     """The Arena board's tables have their answer (no progress shown over them): a screenshot shows what a rater
     reads, not the loading state."""
     page.wait_for_function("() => !document.querySelector('#arena-board .progress-text, #arena-metrics .progress-text')"
-                           " && !!document.querySelector('#arena-board [role=grid]')", timeout=STATE_CEILING_MS)
+                           " && !!document.querySelector('#arena-board table')", timeout=STATE_CEILING_MS)
 
 
 def _names_in(text: str) -> set[str]:
@@ -277,8 +277,7 @@ def test_next_pair_keeps_images_with_their_study_and_the_board(browser, space):
         page.wait_for_function("() => document.querySelector('#arena-reveal textarea').value.includes('A was')",
                                timeout=STATE_CEILING_MS)
     page.locator("#arena-refresh").click()
-    page.wait_for_function("() => document.querySelector('#arena-board [role=grid]') && "
-                           "+document.querySelector('#arena-board [role=grid]').getAttribute('aria-rowcount') > 1",
+    page.wait_for_function("() => document.querySelectorAll('#arena-board tbody tr').length > 0",
                            timeout=STATE_CEILING_MS)
     voted = {m for v in arena.votes() for m in v["models"]}
     assert voted
@@ -286,6 +285,68 @@ def test_next_pair_keeps_images_with_their_study_and_the_board(browser, space):
     page.wait_for_function("names => names.every(n => document.querySelector('#arena-board').innerText.includes(n))",
                            arg=sorted(voted), timeout=STATE_CEILING_MS)
     page.screenshot(path=str(SHOTS / "arena_desktop_board.png"), full_page=True)
+    page.close()
+
+
+# The Arena board's rows as shown: rank, strength, interval, rank interval (with its title where it has one).
+BOARD_CELLS = """() => [...document.querySelectorAll('#arena-board tbody tr')].map(tr => {
+  const cells = [...tr.children];
+  return {rank: cells[0].textContent, strength: cells[2].textContent, interval: cells[3].textContent,
+          rank_interval: cells[4].textContent, why: cells[4].querySelector('abbr')?.title ?? null};
+})"""
+# Each table's box: its scroll and client widths, and its row headers' left edges from the box's left, before and
+# after the box is scrolled to its end.
+TABLE_BOXES = """() => [...document.querySelectorAll('#arena-board .table-box, #arena-metrics .table-box')].map(box => {
+  const lefts = () => [...box.querySelectorAll('th[scope=row]')]
+    .map(th => Math.round(th.getBoundingClientRect().left - box.getBoundingClientRect().left));
+  const before = lefts();
+  box.scrollLeft = box.scrollWidth;
+  const after = lefts();
+  box.scrollLeft = 0;
+  return {id: box.closest('#arena-board, #arena-metrics').id, scroll: box.scrollWidth, client: box.clientWidth,
+          before, after};
+})"""
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_on_a_phone_each_board_table_scrolls_in_its_own_box_with_its_names_pinned(browser, space, theme):
+    """Issue 48 point 4 on the Arena (at 390x844 its board's tables pushed the whole page sideways): the page is no
+    wider than the screen; each table (the board, humans vs metrics) scrolls in a box of its own, its model or
+    metric column pinned (the box scrolled to its end, the names still at its left edge); no word of a cell,
+    header or caption broken across lines; a strength written with its interval's 2 decimals; a preliminary row's
+    rank interval "n/a" with why in its title, a ranked row's its interval."""
+    from test_board_pages_browser import BROKEN_WORDS
+
+    url, store, arena = space
+    for rater in ("hf:phone1", "hf:phone2", "hf:phone3"):  # the board has rows whichever tests ran before
+        for _ in range(2):
+            arena.vote(rater, arena.next_pair(rater).ticket, "a")
+    page = browser.new_page(viewport=PHONE)
+    page.goto(url + THEMES[theme], wait_until="load")
+    page.get_by_role("tab", name="Arena", exact=True).click()
+    # The note and the tables come in one answer: once the note counts, the tables are drawn.
+    page.wait_for_function("() => / votes? counted/.test(document.querySelector('#arena-board-note').innerText)"
+                           " && !document.querySelector('#arena-board .progress-text')", timeout=STATE_CEILING_MS)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    boxes = page.evaluate(TABLE_BOXES)
+    assert [box["id"] for box in boxes] == ["arena-board", "arena-metrics"], boxes
+    for box in boxes:
+        assert box["scroll"] > box["client"], box  # the box scrolls, not the page
+        assert all(0 <= left <= 2 for left in box["after"]), box  # pinned at the box's left edge (its border)
+    assert boxes[0]["before"] and max(boxes[0]["before"]) > 40  # the model column is the second: it moved
+    assert page.evaluate(BROKEN_WORDS) == []
+    rows = page.evaluate(BOARD_CELLS)
+    assert rows
+    for row in rows:
+        assert re.fullmatch(r"-?\d+\.\d\d", row["strength"]), row
+        assert re.fullmatch(r"-?\d+\.\d\d to -?\d+\.\d\d", row["interval"]), row
+        if row["rank"] == PRELIMINARY:
+            assert row["rank_interval"] == "n/a" and f"preliminary until {MIN_RANK_VOTES} votes" in row["why"], row
+        else:
+            assert re.fullmatch(r"\d+-\d+", row["rank_interval"]) and row["why"] is None, row
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#arena-board-note").evaluate("el => el.scrollIntoView({block: 'start'})")
+    page.screenshot(path=str(SHOTS / f"arena_phone_{theme}_board.png"))
     page.close()
 
 

@@ -4,6 +4,7 @@ to sign in."""
 
 from __future__ import annotations
 
+import re
 from typing import get_type_hints
 
 import pytest
@@ -148,8 +149,8 @@ def test_humans_vs_metrics_shows_display_names(store):  # noqa: F811
             store.add_vote({**vote, "rater": other, "by": other})
     (refresh,) = [f for f in demo.fns.values() if f.trigger_after == fns["arena_vote_a"]._id]
     (board,) = [f for f in demo.fns.values() if f.trigger_after == refresh._id]
-    rows = board.fn(False)[1]
-    assert [row[0] for row in rows] == ["BLEU"]
+    shown = board.fn(False)[1]  # the humans-vs-metrics table (HTML): a row header per metric, its display name
+    assert re.findall(r'<th scope="row"[^>]*>([^<]*)</th>', shown) == ["BLEU"]
     assert [m["label"] for m in arena.humans_vs_metrics()] == ["BLEU"]
 
 

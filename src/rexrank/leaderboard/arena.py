@@ -654,6 +654,12 @@ def sides(seed: str, pair: tuple[str, str] | list[str]) -> tuple[str, str]:
     return (first, second) if coin == 0 else (second, first)
 
 
+def strength_text(value: float) -> str:
+    """A strength or an end of its interval as the board shows it: log-odds to 2 decimals (a 95% interval is
+    tenths wide even at hundreds of votes), one format for both."""
+    return f"{value:.2f}"
+
+
 class Arena:
     """One Arena: votes on (``dataset``, its leaderboard split, ``track``) of ``store``. Thread-safe."""
 
@@ -1015,7 +1021,7 @@ class Arena:
         order = sorted(range(len(result.models)), key=lambda i: (not ranked[i], -result.strength[i]))
         return [{"rank": int(result.rank[i]) if ranked[i] else PRELIMINARY, "model": result.models[i],
                  "strength": round(float(result.strength[i]), 3),
-                 "interval": f"{result.low[i]:.2f} to {result.high[i]:.2f}",
+                 "interval": f"{strength_text(result.low[i])} to {strength_text(result.high[i])}",
                  "rank interval": f"{result.rank_low[i]}-{result.rank_high[i]}" if ranked[i] else "",
                  "votes": int(result.n_votes[i]),
                  "raters": int(result.raters[i]) if result.raters is not None else 0}

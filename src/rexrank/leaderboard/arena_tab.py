@@ -23,13 +23,19 @@ from typing import Any, Optional
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.arena import (CHOICE_LABELS, HVM_MIN_DECISIVE, HVM_MIN_MODELS, INTEGRITY_COLUMNS,
                                       MIN_RANK_RATERS, MIN_RANK_VOTES, PRELIMINARY, PRIOR_SD, RATER_FLOOR,
-                                      RATER_MULTIPLE, Arena, rater_identity)
+                                      RATER_MULTIPLE, Arena, rater_identity, strength_text)
 from rexrank.leaderboard.gradio_compat import guarded, one_line_input_count, pass_values_through
 from rexrank.leaderboard.links import ARENA_TAB
+from rexrank.leaderboard.pages.html import el, table
 from rexrank.leaderboard.store import error_categories
 
 BOARD_HEADERS = ["rank", "model", "strength", "interval", "rank interval", "votes", "raters"]
 METRIC_HEADERS = ["metric", "decisive votes", "agreement", "95% interval", "Kendall tau", "ranked models"]
+BOARD_CAPTION = "Arena board: the ranked models strongest first, then the preliminary ones"
+METRICS_CAPTION = "Humans vs metrics: share of decisive votes where the metric prefers the same report"
+# A preliminary row's rank interval: none until the model has the evidence a rank needs (what the title says).
+NO_RANK_INTERVAL = el("abbr", "n/a", title=f"none yet: preliminary until {MIN_RANK_VOTES} votes from "
+                                           f"{MIN_RANK_RATERS} raters or more")
 # The rater integrity table is the host's (``rexrank leaderboard arena-integrity``; here only for the Space's owner,
 # signed in): on a public page it named which model a named rater preferred, and showed a rigger how far the flag was.
 INTEGRITY_HEADERS = list(INTEGRITY_COLUMNS)
@@ -58,7 +64,30 @@ ARENA_CSS = """
 .arena-text-label { font-size: var(--text-sm); color: var(--block-label-text-color); margin-bottom: 4px; }
 .arena-text { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; }
 #arena-announce { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
-""" + f"#arena-vote-bar button, #arena-refresh {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}\n" + (
+""" + (
+    # The board's two tables (``_tables``) as the board pages draw theirs (pages/board.css): each scrolls sideways in
+    # its own box with the model (or metric) column pinned, the page never does (issue 48: at 390 px gradio's
+    # Dataframes showed 3 of 7 columns, the models' unpinned); headers and names wrap between words only, values
+    # never wrap. gradio's theme colours.
+    ".arena-table .table-box { overflow-x: auto; max-width: 100%; border: 1px solid var(--border-color-primary); "
+    "border-radius: var(--radius-sm); }\n"
+    ".arena-table table { border-collapse: separate; border-spacing: 0; width: max-content; min-width: 100%; "
+    "margin: 0; border: 0; font-size: var(--text-md); }\n"
+    ".arena-table caption { text-align: left; padding: 6px 8px; font-weight: 600; caption-side: top; "
+    "position: sticky; left: 0; max-width: calc(100vw - 40px); color: var(--body-text-color); }\n"
+    ".arena-table th, .arena-table td { padding: 4px 8px; text-align: left; vertical-align: top; border: 0; "
+    "border-bottom: 1px solid var(--border-color-primary); background: var(--background-fill-primary); "
+    "color: var(--body-text-color); overflow-wrap: normal; word-break: keep-all; }\n"
+    ".arena-table td { white-space: nowrap; font-variant-numeric: tabular-nums; }\n"
+    ".arena-table thead th { background: var(--background-fill-secondary); white-space: normal; min-width: 4.5em; "
+    "max-width: 10em; }\n"
+    ".arena-table th[scope=row] { font-weight: 500; white-space: normal; min-width: 7em; }\n"
+    ".arena-table .sticky { position: sticky; left: 0; z-index: 1; "
+    "border-right: 1px solid var(--border-color-primary); }\n"
+    ".arena-table thead .sticky { z-index: 2; }\n"
+    ".arena-table .w { white-space: nowrap; }\n"
+    ".arena-table abbr { text-decoration: underline dotted; cursor: help; }\n"
+) + f"#arena-vote-bar button, #arena-refresh {{ min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}\n" + (
     # The Arena's page of its own (wiring: /arena under the navbar) holds its tab alone: a strip with one tab named
     # "Arena" under the navbar's "Arena" said nothing (issue 50, seen in every screenshot). Beside other tabs it stays.
     f'.tab-wrapper:has([role=tablist] > [role=tab][data-tab-id="{ARENA_TAB}"]:only-of-type) {{ display: none; }}\n')
@@ -132,6 +161,23 @@ def _board(arena: Arena, *, include_flagged: bool = False) -> tuple[list[list], 
             f"metric is shown from {HVM_MIN_DECISIVE} decisive votes, Kendall tau from {HVM_MIN_MODELS} ranked "
             "models.")
     return rows, metrics, note
+
+
+def _tables(rows: list[list], metrics: list[list]) -> tuple[str, str]:
+    """The board's rows and the humans-vs-metrics rows (``_board``) as the page shows them: real tables
+    (``pages.html.table``: a caption, header cells, the model or metric a sticky row header, a box that scrolls
+    sideways on its own, every text escaped), ``$`` escaped too (gradio's HTML template reads ``${...}``). A
+    strength is written as its interval is (``strength_text``); a preliminary row's missing rank interval says
+    so."""
+    shown = []
+    for row in rows:
+        cells = dict(zip(BOARD_HEADERS, row))
+        cells["strength"] = strength_text(cells["strength"])
+        cells["rank interval"] = cells["rank interval"] or NO_RANK_INTERVAL
+        shown.append([cells[h] for h in BOARD_HEADERS])
+    board = table(BOARD_CAPTION, BOARD_HEADERS, shown, row_header=BOARD_HEADERS.index("model"))
+    against = table(METRICS_CAPTION, METRIC_HEADERS, metrics, row_header=0)
+    return board.replace("$", "&#36;"), against.replace("$", "&#36;")
 
 
 def readable(label: str, text: str) -> str:
@@ -278,7 +324,7 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
 
     def refresh(include_flagged: bool = False):
         rows, metrics, note = _board(arena, include_flagged=bool(include_flagged))
-        return rows, metrics, note, arena.views_key()
+        return (*_tables(rows, metrics), note, arena.views_key())
 
     def host_signals(profile: Optional[gr.OAuthProfile] = None):
         """The integrity table, to the Space's owner only (checked here, on the server: the event is callable by
@@ -344,10 +390,11 @@ def arena_tab(gr, arena: Arena, *, oauth: bool, rater: Optional[str] = None, ref
                 next_button = gr.Button("Next pair", variant="secondary", elem_id="arena-next", min_width=80)
         gr.Markdown("### Arena board")
         board_note = gr.Markdown(elem_id="arena-board-note")
-        board = gr.Dataframe(headers=BOARD_HEADERS, interactive=False, elem_id="arena-board")
-        metrics = gr.Dataframe(headers=METRIC_HEADERS, interactive=False, elem_id="arena-metrics",
-                               label="Humans vs metrics: share of decisive votes where the metric prefers the "
-                                     "same report")
+        # Real tables (``_tables``), each scrolling in its own box with its names' column pinned (ARENA_CSS).
+        board = gr.HTML(elem_id="arena-board", elem_classes=["arena-table"], js_on_load=None, container=False,
+                        padding=False)
+        metrics = gr.HTML(elem_id="arena-metrics", elem_classes=["arena-table"], js_on_load=None, container=False,
+                          padding=False)
         with gr.Row():
             include_flagged = gr.Checkbox(False, label="Count flagged raters' votes", elem_id="arena-flagged")
             refresh_button = gr.Button("Refresh the Arena board", elem_id="arena-refresh", size="sm")
