@@ -72,7 +72,7 @@ ARENA_CSS = """
     ".arena-table .table-box { overflow-x: auto; max-width: 100%; border: 1px solid var(--border-color-primary); "
     "border-radius: var(--radius-sm); }\n"
     ".arena-table table { border-collapse: separate; border-spacing: 0; width: max-content; min-width: 100%; "
-    "margin: 0; border: 0; font-size: var(--text-md); }\n"
+    "margin: 0; border: 0; padding: 0; font-size: var(--text-md); }\n"  # gradio's prose pads a table
     ".arena-table caption { text-align: left; padding: 6px 8px; font-weight: 600; caption-side: top; "
     "position: sticky; left: 0; max-width: calc(100vw - 40px); color: var(--body-text-color); }\n"
     ".arena-table th, .arena-table td { padding: 4px 8px; text-align: left; vertical-align: top; border: 0; "
