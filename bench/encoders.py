@@ -262,7 +262,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default=",".join(METRICS), help="comma-separated: " + ", ".join(METRICS))
     parser.add_argument("--dispatch", action="store_true", help="count aten calls per text instead of timing")
     parser.add_argument("--batch-size", type=int, default=None,
-                        help="rexrank side's batch_size (default: the device's, 8 rows on CPU)")
+                        help="rexrank side's batch_size (default: the device's, one text per pass on CPU)")
     parser.add_argument("--src", help="the rexrank side's code: another tree's src folder (default: this one)")
     parser.add_argument("--old", action="append", default=[],
                         help="also time this tree's src (repeatable), e.g. a worktree of an older commit")

@@ -39,10 +39,10 @@ CALLS = [[TARGET], [*FAMILY, TARGET], [TARGET, *OTHERS], [*OTHERS[:2], TARGET, *
 class OutputSpy:
     """Forward hook on an encoder: {token ids of a real row: {bytes of that row's output}} over every pass, and
     the passes whose shape is not the policy's (``rows`` rows, each of the width of its text's bucket, up to
-    ``limit``). ``alone_ok``: passes of one unpadded text are allowed too (RaTEScore's NER runs a sentence whose
+    ``limit``; None: the CPU default's shapes). ``alone_ok``: passes of one unpadded text are allowed too (RaTEScore's NER runs a sentence whose
     tag is a near tie alone, as the official code runs every sentence; they are not recorded)."""
 
-    def __init__(self, module, limit: int, rows: int = ROWS, alone_ok: bool = False):
+    def __init__(self, module, limit: int, rows: int | None = ROWS, alone_ok: bool = False):
         from rexrank.metrics.batching import batch_shape
 
         self.shape = batch_shape("cpu", rows, limit)
@@ -140,6 +140,63 @@ def test_batch_size_is_the_rows_and_is_in_the_fingerprint(configs):
         assert four.fingerprint != five.fingerprint, name
     rate = metrics.get("ratescore", **configs["ratescore"])
     assert rate.config()["batching"]["ner"]["rows"] == 4
+
+
+@pytest.mark.slow
+def test_the_cpu_default_runs_long_texts_alone_at_any_thread_count(configs):
+    """The CPU default (no batch size): a text over ``CPU_ALONE_BEYOND`` tokens is a pass by itself at its own
+    length, every position real, no filler; shorter texts stay in fixed-shape buckets. Every pass runs on
+    ``CPU_PASS_THREADS`` whatever the caller's torch thread count (restored after), so values are the same bytes at
+    1 and 2 threads and whatever shares the call. RadGraph's heads stay batched."""
+    import torch
+
+    from rexrank.metrics import batching
+    from rexrank.metrics.bertscore import BertScore
+
+    shape = batching.batch_shape("cpu", None, 512)
+    cut = batching.CPU_ALONE_BEYOND
+    assert shape.rows == batching.DEFAULT_ROWS["cpu"] and shape.alone_beyond == cut
+    assert batching.policy("cpu", None) != batching.policy("cpu", shape.rows)  # another rule, another fingerprint
+    assert batching.batch_shape("cpu", 1, 512).alone(5)  # batch_size 1: every text alone
+    encoded = [[1] * n for n in (cut + 1, 5, 300, cut, 7)]
+    assert [(tuple(ids.shape), int(mask.sum())) for _, ids, mask in batching.fixed_shape_batches(encoded, shape, 0)] \
+        == [((shape.rows, 8), 5 + 7 + 5 * (shape.rows - 2)), ((shape.rows, cut), cut * shape.rows),
+            ((1, cut + 1), cut + 1), ((1, 300), 300)]
+
+    default = {**configs["bertscore"], "batch_size": None}
+    first = BertScore(**default)
+    model, _ = first._load()
+    spy = OutputSpy(model, first._max_length, rows=None)
+    threads_seen = set()
+    probe = model.register_forward_hook(lambda *_: threads_seen.add(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    values: dict[int, list[bytes]] = {}
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            for texts in CALLS:
+                metric = BertScore(**default)
+                metric._model, metric._tokenizer, metric._max_length = model, first._tokenizer, first._max_length
+                values.setdefault(threads, []).append(metric.score(texts, list(reversed(texts))).tobytes())
+                assert torch.get_num_threads() == threads  # the caller's count, restored
+    finally:
+        probe.remove()
+        torch.set_num_threads(before)
+    spy.assert_one_pattern()
+    assert values[1] == values[2] and threads_seen == {batching.CPU_PASS_THREADS}
+    alone = {ids for ids in spy.seen if len(ids) > cut}
+    assert alone and len(alone) < len(spy.seen)  # both kinds of pass were seen
+
+    annotator = metrics.get("radgraph", **{**configs["radgraph"], "batch_size": None})._annotator()
+    spy = OutputSpy(annotator.encoder, annotator.segment_length + 2, rows=None)
+    heads = HeadSpy(annotator, rows=shape.rows)
+    texts = [TARGET, *FAMILY, *OTHERS]
+    together = annotator.head_scores(texts)
+    alone_scores = annotator.head_scores([TARGET])[0]
+    spy.assert_one_pattern()
+    heads.assert_fixed_shapes()
+    assert heads.passes["ner"] < len(texts)  # batched: reports share head passes
+    assert {k: v.tobytes() for k, v in together[0].items()} == {k: v.tobytes() for k, v in alone_scores.items()}
 
 
 # -- each encoder metric ---------------------------------------------------------------------------------------------

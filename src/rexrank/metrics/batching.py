@@ -21,9 +21,19 @@ checked again here). Masked padding keeps other rows out of a row's values; the 
 A text's values are then a function of the text, the weights and the shape: whatever its neighbours, the batch a
 caller passes, the process count or what the per-text cache already held (tests/test_batch_invariance.py).
 
+**Texts alone** (``rows`` 1, or on the CPU default texts over ``CPU_ALONE_BEYOND`` tokens): a pass is the text
+by itself at its own length, an all-ones mask, no bucket padding and no filler (one row has no neighbour to pad
+for, so a bucket would only add tokens); its shape is a function of the text, so it is invariant by construction.
+The CPU default keeps short texts (sentences, entity phrases) in the buckets, where a pass's fixed cost outweighs
+the filler, and runs every pass on ``CPU_PASS_THREADS`` intra-op threads whatever torch's setting (restored after):
+these passes are too small to split, and with one thread per pass bytes no longer depend on the thread count.
+
 The shape is the device's choice and is recorded: ``rows`` is the metric's ``batch_size`` where the caller gives
-one, else ``DEFAULT_ROWS`` for the device type. Before, every encoder but RadGraph ran one unpadded text per pass
-(invariant too, but ~850-1,600 operator dispatches per text, and 2.8-4.3x the CPU of batches at 2 threads; issue 52).
+one (that many rows at every width, the caller's threads), else the device's default: 64 rows on CUDA (operator
+dispatches per text, issue 52); on a CPU the rule above. On CPU the all-bucket rule lost: at 8 rows the filler and
+bucket padding computed 1.35-2.08x the real tokens, and a 12-pair call took 1.34-2.31x the CPU of the better of
+d7d1e7e (one unpadded text per pass) and afc171f (padded length-sorted batches); the CPU default now, measured
+against both: docs/gpu.md ("CPU time against the two older trees").
 
 **Asynchronous passes.** ``run_fixed_shape`` queues every pass before it reads any result back, so on a GPU the
 passes run back to back; results come to the CPU once all are queued (``to_cpu=False`` keeps them on the device).
@@ -34,7 +44,8 @@ warn_only=True)``, TF32 off for matmuls and cuDNN, cuDNN benchmarking off. On ev
 to transformers' eager implementation (``pin_attention``, at load): SDPA picks its kernel per call from the shape,
 the mask and the hardware, and transformers drops a mask that is all ones, so a pass whose rows all fill its width
 would take another kernel than the same rows beside a shorter text (on this CPU SDPA gave one text two byte
-patterns across widths 22-31 and 37-61; eager gave one across all). On CPU nothing global is changed.
+patterns across widths 22-31 and 37-61; eager gave one across all). On CPU nothing global is changed beyond
+the CPU default's thread count during a call's passes (restored after).
 """
 
 from __future__ import annotations
@@ -53,9 +64,18 @@ if TYPE_CHECKING:
 # the last width. Neighbouring widths are at most 1.5x apart, so padding costs at most a third of a pass's tokens.
 WIDTHS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
 # Rows per pass when the caller gives no batch size. CUDA: enough rows to fill the device between launches. CPU:
-# few, so a call with a handful of texts does not pay for many filler rows (docs/gpu.md, bench/encoders.py).
+# few, for the short texts that still go in buckets (below); the rest run alone (docs/gpu.md, bench/encoders.py).
 DEFAULT_ROWS = {"cuda": 64, "cpu": 8}
-FALLBACK_ROWS = 8  # other device types (mps, xpu): the CPU's choice until measured there
+FALLBACK_ROWS = 8  # other device types (mps, xpu): the CPU's rows, in buckets at every width, until measured there
+
+# The CPU default (no batch size given): a text longer than this many tokens runs alone at its own length (no
+# padding, no filler: on a CPU a report's own matrices are already large enough, and padding only adds work);
+# shorter ones (sentences, entity phrases) go in fixed-shape buckets of DEFAULT_ROWS["cpu"], where a pass's fixed
+# cost dominates (DeBERTa's relative-position projections: RaTEScore's NER took 2.5x the CPU one sentence per pass).
+CPU_ALONE_BEYOND = 32
+# Intra-op threads of every pass of the CPU default: a pass of one report or of 8 short texts is too small to split
+# (at 2 threads the OpenMP hand-offs cost more CPU than they save wall time). The caller's count is restored after.
+CPU_PASS_THREADS = 1
 
 # Tokens per row at which a pass still takes all ``rows`` rows; a wider bucket takes rows * ROW_TOKENS // width.
 ROW_TOKENS = 64
@@ -63,6 +83,7 @@ ROW_TOKENS = 64
 RULE = ("fixed-shape length buckets: each text right-padded (masked) to the narrowest width that holds it; every pass "
         "of a bucket exactly `rows` rows of one width up to 64 tokens, rows * 64 // width (at least 1) beyond, the "
         "last batch of a bucket filled with copies of its first row")
+ALONE_RULE = "texts over {n} tokens: one per pass at their own length (no padding, an all-ones mask, no filler)"
 
 ATTENTION = "transformers eager"
 CUBLAS_WORKSPACE = ":4096:8"  # one of the two values PyTorch's reproducibility notes give for cuBLAS
@@ -74,28 +95,42 @@ class BatchShape:
 
     rows: int
     widths: tuple[int, ...]
+    alone_beyond: int | None = None  # longer texts (tokens) run one per pass at their own length; rows 1: all
+    cpu_threads: int | None = None  # intra-op threads of every pass on a CPU; None: the caller's
+
+    def alone(self, length: int) -> bool:
+        """Whether a text of ``length`` tokens runs by itself, unpadded (one row has no neighbour to pad for)."""
+        return self.rows == 1 or (self.alone_beyond is not None and length > self.alone_beyond)
 
     def width_for(self, length: int) -> int:
-        for width in self.widths:
-            if length <= width:
-                return width
-        raise ConfigError(f"a text of {length} tokens is longer than the widest pass ({self.widths[-1]}); "
-                          "the encoder's truncation should have cut it")
+        if length > self.widths[-1]:
+            raise ConfigError(f"a text of {length} tokens is longer than the widest pass ({self.widths[-1]}); "
+                              "the encoder's truncation should have cut it")
+        if self.alone(length):
+            return max(int(length), 1)
+        return next(width for width in self.widths if length <= width)
 
     def rows_for(self, width: int) -> int:
-        """Rows of every pass of the bucket of ``width``: ``rows``, or as many as hold ``rows x ROW_TOKENS``."""
+        """Rows of every pass of the bucket of ``width``: ``rows``, or as many as hold ``rows x ROW_TOKENS``; one
+        where texts of that width run alone."""
+        if self.alone(width):
+            return 1
         return self.rows if width <= ROW_TOKENS else max(1, self.rows * ROW_TOKENS // width)
 
     def describe(self) -> dict[str, Any]:
-        return {"rule": RULE, "rows": self.rows, "widths": list(self.widths)}
+        found: dict[str, Any] = {"rule": RULE, "rows": self.rows, "widths": list(self.widths)}
+        if self.rows == 1 or self.alone_beyond is not None:
+            found["alone"] = ALONE_RULE.format(n=0 if self.rows == 1 else self.alone_beyond)
+        if self.cpu_threads is not None:
+            found["cpu_threads_per_pass"] = self.cpu_threads
+        return found
 
 
 def policy(device: Any, batch_size: int | None) -> dict[str, Any]:
     """What goes into a metric's config (its fingerprint and cache keys): the rule, the rows and the widths. The
     last width is the encoder's own limit, fixed by its files, which the config identifies already; so the config
     is known without loading the model."""
-    rows = batch_shape(device, batch_size, WIDTHS[-1]).rows
-    return {"rule": RULE, "rows": rows, "widths": list(WIDTHS), "widest": "the encoder's limit"}
+    return {**batch_shape(device, batch_size, WIDTHS[-1]).describe(), "widest": "the encoder's limit"}
 
 
 def device_type(device: Any) -> str:
@@ -107,10 +142,15 @@ def device_type(device: Any) -> str:
 
 
 def batch_shape(device: Any, batch_size: int | None, max_length: int) -> BatchShape:
-    """The shape a metric's passes take: ``batch_size`` rows (``DEFAULT_ROWS`` of the device when None), widths of
+    """The shape a metric's passes take: ``batch_size`` rows (None: the device's default: ``DEFAULT_ROWS``, and
+    on a CPU texts over ``CPU_ALONE_BEYOND`` tokens alone, every pass on ``CPU_PASS_THREADS``), widths of
     ``WIDTHS`` below ``max_length``, then ``max_length`` itself (beyond 8,192: that one width)."""
+    alone_beyond = cpu_threads = None
     if batch_size is None:
-        rows = DEFAULT_ROWS.get(device_type(device), FALLBACK_ROWS)
+        kind = device_type(device)
+        rows = DEFAULT_ROWS.get(kind, FALLBACK_ROWS)
+        if kind == "cpu":
+            alone_beyond, cpu_threads = CPU_ALONE_BEYOND, CPU_PASS_THREADS
     elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
     else:
@@ -118,7 +158,7 @@ def batch_shape(device: Any, batch_size: int | None, max_length: int) -> BatchSh
     if max_length < 1:
         raise ConfigError(f"max_length must be >= 1, got {max_length}")
     widths = tuple(w for w in WIDTHS if w < max_length) + (int(max_length),)
-    return BatchShape(rows=int(rows), widths=widths)
+    return BatchShape(rows=int(rows), widths=widths, alone_beyond=alone_beyond, cpu_threads=cpu_threads)
 
 
 def fixed_shape_batches(encoded: Sequence[Sequence[int]], shape: BatchShape,
@@ -177,12 +217,20 @@ def queue_fixed_shape(encoded: Sequence[Sequence[int]], shape: BatchShape, pad_i
 
     pending: list[tuple[list[int], Any]] = []
     done = 0
-    with torch.inference_mode():
-        for chunk, input_ids, mask in fixed_shape_batches(encoded, shape, pad_id):
-            pending.append((chunk, forward(input_ids.to(device), mask.to(device))))
-            done += len(chunk)
-            if progress is not None:
-                progress(done, len(encoded))
+    threads = torch.get_num_threads()
+    pinned = shape.cpu_threads is not None and device_type(device) == "cpu" and threads != shape.cpu_threads
+    if pinned:
+        torch.set_num_threads(shape.cpu_threads)
+    try:
+        with torch.inference_mode():
+            for chunk, input_ids, mask in fixed_shape_batches(encoded, shape, pad_id):
+                pending.append((chunk, forward(input_ids.to(device), mask.to(device))))
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, len(encoded))
+    finally:
+        if pinned:
+            torch.set_num_threads(threads)
     return pending
 
 
