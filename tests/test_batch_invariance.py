@@ -146,8 +146,9 @@ def test_batch_size_is_the_rows_and_is_in_the_fingerprint(configs):
 def test_the_cpu_default_runs_long_texts_alone_at_any_thread_count(configs):
     """The CPU default (no batch size): a text over ``CPU_ALONE_BEYOND`` tokens is a pass by itself at its own
     length, every position real, no filler; shorter texts stay in fixed-shape buckets. Every pass runs on
-    ``CPU_PASS_THREADS`` whatever the caller's torch thread count (restored after), so values are the same bytes at
-    1 and 2 threads and whatever shares the call. RadGraph's heads stay batched."""
+    ``CPU_PASS_THREADS`` whatever the caller's torch thread count (restored after), the caller's threads running
+    passes side by side, so values are the same bytes at 1 and 2 threads and whatever shares the call. RadGraph's
+    heads stay batched."""
     import torch
 
     from rexrank.metrics import batching
@@ -167,12 +168,21 @@ def test_the_cpu_default_runs_long_texts_alone_at_any_thread_count(configs):
     first = BertScore(**default)
     model, _ = first._load()
     spy = OutputSpy(model, first._max_length, rows=None)
+    import threading
+
     threads_seen = set()
-    probe = model.register_forward_hook(lambda *_: threads_seen.add(torch.get_num_threads()))
+    runners: dict[int, set[int]] = {1: set(), 2: set()}  # the Python threads that ran passes, by the caller's count
+    asked = [1]
+
+    def seen(*_):
+        threads_seen.add(torch.get_num_threads())
+        runners[asked[0]].add(threading.get_ident())
+    probe = model.register_forward_hook(seen)
     before = torch.get_num_threads()
     values: dict[int, list[bytes]] = {}
     try:
         for threads in (1, 2):
+            asked[0] = threads
             torch.set_num_threads(threads)
             for texts in CALLS:
                 metric = BertScore(**default)
@@ -184,6 +194,8 @@ def test_the_cpu_default_runs_long_texts_alone_at_any_thread_count(configs):
         torch.set_num_threads(before)
     spy.assert_one_pattern()
     assert values[1] == values[2] and threads_seen == {batching.CPU_PASS_THREADS}
+    # The caller's 2 threads ran passes side by side (each on one intra-op thread), its 1 thread ran them itself
+    assert runners[1] == {threading.get_ident()} and len(runners[2]) >= 2 and threading.get_ident() not in runners[2]
     alone = {ids for ids in spy.seen if len(ids) > cut}
     assert alone and len(alone) < len(spy.seen)  # both kinds of pass were seen
 

@@ -74,7 +74,8 @@ FALLBACK_ROWS = 8  # other device types (mps, xpu): the CPU's rows, in buckets a
 # cost dominates (DeBERTa's relative-position projections: RaTEScore's NER took 2.5x the CPU one sentence per pass).
 CPU_ALONE_BEYOND = 32
 # Intra-op threads of every pass of the CPU default: a pass of one report or of 8 short texts is too small to split
-# (at 2 threads the OpenMP hand-offs cost more CPU than they save wall time). The caller's count is restored after.
+# (at 2 threads the OpenMP hand-offs cost more CPU than they save wall time). The caller's threads run passes side by
+# side instead (queue_fixed_shape), and the caller's count is restored after.
 CPU_PASS_THREADS = 1
 
 # Tokens per row at which a pass still takes all ``rows`` rows; a wider bucket takes rows * ROW_TOKENS // width.
@@ -219,13 +220,33 @@ def queue_fixed_shape(encoded: Sequence[Sequence[int]], shape: BatchShape, pad_i
     done = 0
     threads = torch.get_num_threads()
     pinned = shape.cpu_threads is not None and device_type(device) == "cpu" and threads != shape.cpu_threads
+    batches = fixed_shape_batches(encoded, shape, pad_id)
+
+    def one(batch: tuple[list[int], torch.Tensor, torch.Tensor]) -> tuple[list[int], Any]:
+        chunk, input_ids, mask = batch
+        with torch.inference_mode():  # grad mode is per thread: set in the thread that runs the pass
+            return chunk, forward(input_ids.to(device), mask.to(device))
+
     if pinned:
         torch.set_num_threads(shape.cpu_threads)
     try:
-        with torch.inference_mode():
-            for chunk, input_ids, mask in fixed_shape_batches(encoded, shape, pad_id):
-                pending.append((chunk, forward(input_ids.to(device), mask.to(device))))
-                done += len(chunk)
+        if pinned and threads > shape.cpu_threads:
+            # The caller's threads run whole passes side by side, each pass on its own thread(s): the CPU of passes
+            # too small to split, and the wall time of the caller's threads (a pass's bytes are its own: one
+            # thread, one shape). torch's ops release the GIL; results come back in the passes' order.
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=threads // shape.cpu_threads) as pool:
+                done_passes = pool.map(one, batches)
+                for chunk, out in done_passes:
+                    pending.append((chunk, out))
+                    done += len(chunk)
+                    if progress is not None:
+                        progress(done, len(encoded))
+        else:
+            for batch in batches:
+                pending.append(one(batch))
+                done += len(batch[0])
                 if progress is not None:
                     progress(done, len(encoded))
     finally:
