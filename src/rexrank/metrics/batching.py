@@ -26,7 +26,9 @@ by itself at its own length, an all-ones mask, no bucket padding and no filler (
 for, so a bucket would only add tokens); its shape is a function of the text, so it is invariant by construction.
 The CPU default keeps short texts (sentences, entity phrases) in the buckets, where a pass's fixed cost outweighs
 the filler, and runs every pass on ``CPU_PASS_THREADS`` intra-op threads whatever torch's setting (restored after):
-these passes are too small to split, and with one thread per pass bytes no longer depend on the thread count.
+these passes are too small to split, and with one thread per pass bytes no longer depend on the thread count. The
+caller's threads run passes side by side instead (a thread pool of torch's thread count), so the CPU saved is not
+paid for in wall time.
 
 The shape is the device's choice and is recorded: ``rows`` is the metric's ``batch_size`` where the caller gives
 one (that many rows at every width, the caller's threads), else the device's default: 64 rows on CUDA (operator
