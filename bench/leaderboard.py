@@ -535,7 +535,6 @@ def pages_bench(repeat: int, out: Path) -> None:
     from rexrank.leaderboard.views import Views
 
     sizes = (None, 1000)
-    results = {}
     with tempfile.TemporaryDirectory() as tmp:
         boards_, servers = [], []
         try:
