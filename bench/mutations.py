@@ -166,6 +166,13 @@ MUTATIONS: tuple[Mutation, ...] = (
              "PRIVATE_DECIMALS = 3", "PRIVATE_DECIMALS = 4", ("tests/test_private_sets.py",)),
     Mutation("sandbox: the model's network no longer unshared", "src/rexrank/generate/adapters/sandbox.py",
              'str(SANDBOX_UID), "--unshare-net",', "str(SANDBOX_UID),", ("tests/test_generate_sandbox.py",)),
+    # Issue 52: a pass padded to its longest text, not to its bucket's width (a text's bytes then depend on its
+    # neighbours)
+    Mutation("batching: a pass padded to its longest text", "src/rexrank/metrics/batching.py",
+             "            input_ids = np.full((rows, width), pad_id, dtype=np.int64)",
+             "            width = max(len(encoded[i]) for i in chunk)\n"
+             "            input_ids = np.full((rows, width), pad_id, dtype=np.int64)",
+             ("tests/test_batch_invariance.py::test_every_pass_has_the_shape_of_its_bucket",)),
 )
 
 
