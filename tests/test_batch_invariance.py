@@ -277,6 +277,37 @@ def test_ratescore_ner_and_embeddings_never_depend_on_the_call(configs):
     assert all(e == entities[0] for e in entities) and len(set(vectors)) == 1
 
 
+@pytest.mark.slow
+def test_deberta_position_projections_are_kept_and_change_no_byte(configs, monkeypatch):
+    """RaTEScore's NER keeps DeBERTa's weight-only relative-position projections (``entities.
+    reuse_position_projections``, a patch of transformers' DeBERTa-v2 internals, pinned by pyproject's transformers
+    range): it applies to the model transformers builds today (this fails when transformers renames what it
+    patches: the patch then leaves the model as it is, slower), and the logits are the bytes of the unpatched
+    model's, on the first pass and on the ones that reuse the kept projections."""
+    import torch
+
+    from rexrank.metrics.ratescore import entities
+
+    patched = _fresh(configs, "ratescore")
+    patched._load()
+    model = patched._ner.model
+    assert model.deberta.encoder.get_rel_embedding.__name__ == "table"
+    names = ("query_proj", "key_proj", "pos_query_proj", "pos_key_proj")
+    kept = [getattr(m, n) for m in model.modules() for n in names
+            if isinstance(getattr(m, n, None), torch.nn.Linear) and getattr(m, n).forward.__name__ == "memo_forward"]
+    assert len(kept) >= 2 * model.config.num_hidden_layers  # each layer's query and key projections at least
+    monkeypatch.setattr(entities, "reuse_position_projections", lambda model: None)
+    plain = _fresh(configs, "ratescore")
+    plain._load()
+    assert plain._ner.model.deberta.encoder.get_rel_embedding.__name__ != "table"
+    tok = patched._ner.tokenizer
+    batch = tok([TARGET, *FAMILY[:3]], padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        want = plain._ner.model(**batch).logits.numpy().tobytes()
+        got = [model(**batch).logits.numpy().tobytes() for _ in range(3)]
+    assert got == [want] * 3
+
+
 class HeadSpy:
     """Forward hooks on RadGraph's NER scorer and relation output layer: the sizes of the head passes whose first
     dimension is not one the policy allows (a bucket's rows x its padded spans, or x its padded pairs)."""
